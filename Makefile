@@ -1,0 +1,28 @@
+# Two commands for a newcomer: `make demo` (the main job on embedded defaults) and `make test`.
+# Both bootstrap .venv themselves.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SENDHOST := $(VENV)/bin/sendhost
+
+.PHONY: demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(SENDHOST) --inventory inventory.example.yml inventory check --offline
+	$(SENDHOST) --inventory inventory.example.yml config show
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .sendhost .pytest_cache .mypy_cache .ruff_cache

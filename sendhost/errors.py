@@ -1,0 +1,21 @@
+"""The one error base every sendhost package derives from."""
+
+
+class SendhostError(Exception):
+    """A failure with a message fit for the user: it names the input and what to do.
+
+    `exit_code` is what the CLI exits with: 2 for bad input or configuration (the default),
+    1 for an operation that ran and failed.
+    """
+
+    exit_code = 2
+
+
+class ConfigError(SendhostError):
+    """Bad configuration or input: exit 2."""
+
+
+class OperationFailed(SendhostError):
+    """The input was fine but the work failed: exit 1."""
+
+    exit_code = 1

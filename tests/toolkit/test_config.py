@@ -1,0 +1,84 @@
+"""Configuration precedence: flag > environment > inventory > default, and secrets masked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sendhost.errors import ConfigError
+from tests.conftest import run_cli
+from toolkit.config import resolve_config
+from toolkit.inventory import load_inventory
+
+
+@pytest.fixture
+def inventory_with_redis(tmp_path: Path, example_inventory: Path) -> Path:
+    text = example_inventory.read_text().replace(
+        '    # sendhost_redis_url: "rediss://sender:CHANGE-ME@redis.internal:6380/0"',
+        '    sendhost_redis_url: "redis://inv:inventory-secret@10.9.9.9:6379/2"',
+    )
+    path = tmp_path / "inventory.yml"
+    path.write_text(text)
+    return path
+
+
+def redis_setting(flag: str | None, env: dict[str, str], inventory_path: Path) -> tuple[str | None, str]:
+    config = resolve_config({"redis_url": flag}, env, load_inventory(inventory_path))
+    return config.redis_url.value, config.redis_url.source
+
+
+def test_flag_beats_env_beats_inventory_beats_default(inventory_with_redis: Path) -> None:
+    env = {"REDIS_URL": "redis://env:6379/0"}
+    assert redis_setting("redis://flag:6379/0", env, inventory_with_redis) == ("redis://flag:6379/0",
+                                                                                "flag --redis-url")
+    assert redis_setting(None, env, inventory_with_redis) == ("redis://env:6379/0", "env REDIS_URL")
+    value, source = redis_setting(None, {}, inventory_with_redis)
+    assert value == "redis://inv:inventory-secret@10.9.9.9:6379/2"
+    assert source.startswith(f"inventory {inventory_with_redis}:")
+    config = resolve_config({}, {}, None)
+    assert config.redis_url.value is None and config.redis_url.source.startswith("default")
+
+
+def test_sendhost_env_beats_generic_env(inventory_with_redis: Path) -> None:
+    env = {"REDIS_URL": "redis://generic:6379/0", "SENDHOST_REDIS_URL": "redis://specific:6379/0"}
+    assert redis_setting(None, env, inventory_with_redis)[1] == "env SENDHOST_REDIS_URL"
+
+
+def test_aws_settings_come_from_the_standard_variables(example_inventory: Path) -> None:
+    inventory = load_inventory(example_inventory)
+    config = resolve_config({}, {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", "AWS_REGION": "eu-west-1"}, inventory)
+    assert (config.aws_endpoint_url.value, config.aws_endpoint_url.source) == ("http://127.0.0.1:5000",
+                                                                                "env AWS_ENDPOINT_URL")
+    assert (config.aws_region.value, config.aws_region.source) == ("eu-west-1", "env AWS_REGION")
+    assert resolve_config({}, {}, inventory).aws_region.source == f"inventory {example_inventory}"
+    assert resolve_config({}, {}, None).aws_region.value == "us-east-1"
+
+
+def test_malformed_redis_url_from_env_is_a_config_error(example_inventory: Path) -> None:
+    with pytest.raises(ConfigError, match=r"redis_url from env REDIS_URL: malformed Redis URL 'redis://h:port'"):
+        resolve_config({}, {"REDIS_URL": "redis://h:port"}, load_inventory(example_inventory))
+
+
+def test_config_show_masks_secrets_and_names_sources(inventory_with_redis: Path) -> None:
+    result = run_cli("--inventory", str(inventory_with_redis), "config", "show", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["redis_url"]["value"] == "redis://inv:***@10.9.9.9:6379/2"
+    assert "inventory-secret" not in result.stdout
+    assert shown["inventory"]["source"] == "flag --inventory"
+
+    result = run_cli("--inventory", str(inventory_with_redis), "config", "show",
+                     env={"SENDHOST_REDIS_URL": "redis://u:envsecret@h:1/0"})
+    assert result.returncode == 0, result.stderr
+    assert "env SENDHOST_REDIS_URL" in result.stdout and "envsecret" not in result.stdout
+
+
+def test_config_show_exits_2_on_malformed_env_url(example_inventory: Path) -> None:
+    result = run_cli("--inventory", str(example_inventory), "config", "show", env={"REDIS_URL": "ftp://x"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: redis_url from env REDIS_URL: malformed Redis URL 'ftp://x': scheme must be one of redis, rediss, "
+        "unix; expected redis://[user:pass@]host:port/db"
+    )

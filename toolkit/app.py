@@ -1,0 +1,71 @@
+"""The App object every command receives: flags, lazily built configuration, inventory and clients."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from sendhost.errors import ConfigError, SendhostError
+from toolkit.config import Config, resolve_config, resolve_inventory_path
+from toolkit.inventory import Inventory, load_inventory
+
+if TYPE_CHECKING:
+    import redis
+
+log = logging.getLogger("sendhost")
+
+
+@dataclass
+class App:
+    inventory_flag: str | None = None
+    format_flag: str | None = None
+    verbose: int = 0
+    redis_url_flag: str | None = None
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def output_format(self, command_flag: str | None) -> str:
+        return command_flag or self.format_flag or self.env.get("SENDHOST_FORMAT") or "table"
+
+    @cached_property
+    def inventory(self) -> Inventory | None:
+        """The inventory, or None when none was named and ./inventory.yml does not exist."""
+        setting = resolve_inventory_path(self.inventory_flag, self.env)
+        return load_inventory(Path(setting.value)) if setting.value else None
+
+    def require_inventory(self) -> Inventory:
+        if self.inventory is None:
+            raise ConfigError(
+                "no inventory: pass --inventory PATH or set SENDHOST_INVENTORY (see inventory.example.yml)"
+            )
+        return self.inventory
+
+    @cached_property
+    def config(self) -> Config:
+        flags = {"inventory": self.inventory_flag, "redis_url": self.redis_url_flag}
+        return resolve_config(flags, self.env, self.inventory)
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.config.state_dir.value or ".sendhost")
+
+    def redis(self, socket_timeout: float | None = None) -> redis.Redis:
+        """A Redis client for the configured URL, or the embedded server. Not created until asked for."""
+        from sendhost import redis_conn  # late: `sendhost --help` must not pay for the Redis client
+
+        if socket_timeout is None:
+            socket_timeout = redis_conn.DEFAULT_SOCKET_TIMEOUT_S
+        url = self.config.redis_url.value
+        try:
+            return redis_conn.connect(url, state_dir=self.state_dir, socket_timeout=socket_timeout)
+        except ValueError as exc:
+            raise ConfigError(f"redis_url from {self.config.redis_url.source}: {exc}") from None
+
+    def fail(self, message: str, code: int = 1) -> NoReturn:
+        """The one way a command ends in failure."""
+        error = SendhostError(message)
+        error.exit_code = code
+        raise error

@@ -1,0 +1,61 @@
+"""`sendhost inventory`: validate the one inventory file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sendhost.errors import ConfigError
+from sendhost.redis_url import mask_url
+from toolkit.app import App
+from toolkit.inventory import load_inventory
+from toolkit.output import emit_json, format_option
+
+
+@click.group("inventory")
+def group() -> None:
+    """Validate the inventory shared with Ansible."""
+
+
+@group.command("check")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--offline", is_flag=True, help="Do not try to reach the inventory's Redis URL.")
+@format_option()
+@click.pass_obj
+def check(app: App, path: Path | None, offline: bool, fmt: str | None) -> None:
+    """Validate PATH (default: --inventory) against sendhost's schema; exit 2 naming file:line and key on error."""
+    if path is None:
+        path = app.require_inventory().path
+    inventory = load_inventory(path)
+    if inventory.redis_url and not offline:
+        _ping(inventory.redis_url, f"{path}:{inventory.redis_url_line}")
+    summary = {
+        "inventory": str(path),
+        "valid": True,
+        "hosts": len(inventory.hosts),
+        "slots": sum(h.pool.slots for h in inventory.hosts),
+        "domains": len(inventory.domains),
+        "mailboxes": len(inventory.mailboxes),
+    }
+    if app.output_format(fmt) == "json":
+        emit_json(summary)
+        return
+    click.echo(
+        f"{path}: valid: {summary['hosts']} sender hosts, {summary['slots']} slots, "
+        f"{summary['domains']} domains, {summary['mailboxes']} mailboxes"
+    )
+
+
+def _ping(url: str, where: str) -> None:
+    import redis  # late: only this command needs a client
+    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise ConfigError(
+            f"{where}: sendhost_redis_url: cannot reach {mask_url(url)} ({exc}); start Redis, fix the URL, "
+            "or pass --offline"
+        ) from None
+    finally:
+        client.close()

@@ -1,0 +1,266 @@
+"""The one inventory: an Ansible YAML inventory whose `sendhost_*` variables are sendhost's configuration.
+
+`load_inventory` validates it against the schema below and returns plain frozen dataclasses; any error names
+the file, the line, the key and what is expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sendhost.errors import ConfigError
+from toolkit.inventory_schema import Checker
+from toolkit.yaml_lines import LineDict, load_yaml_with_lines
+
+SENDER_GROUP = "senders"
+GROUP_KEYS = {"hosts", "vars", "children"}
+HOST_KEYS = {"sendhost_instance_id", "sendhost_region", "sendhost_primary_ip", "sendhost_pool", "sendhost_subnet",
+             "sendhost_interface"}
+GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl"}
+
+
+@dataclass(frozen=True)
+class PoolPolicy:
+    slots: int
+    budget: tuple[int, int] = (8, 15)
+    park_minutes: int = 15
+    ptr: bool = False
+    ptr_zone: str | None = None  # Route 53 hosted zone for forward A records when ptr is on
+    private_ips: tuple[str, ...] = ()  # slot addresses, when known before a pool exists
+
+
+@dataclass(frozen=True)
+class SenderHost:
+    name: str
+    ansible_host: str
+    instance_id: str
+    region: str
+    primary_ip: str
+    pool: PoolPolicy
+    subnet: str | None = None
+    interface: str = "eth0"
+
+
+@dataclass(frozen=True)
+class Domain:
+    name: str
+    dkim_selectors: tuple[str, ...]
+    envelope_domain: str | None = None
+    spf_includes: tuple[str, ...] = ()
+    dmarc_floor: str = "none"
+
+
+@dataclass(frozen=True)
+class Mailbox:
+    address: str
+    domain: str
+    start: str  # ISO date; kept as text so the inventory stays JSON-clean for Ansible
+    timezone: str = "UTC"
+    group: str = "default"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    path: Path
+    hosts: tuple[SenderHost, ...]
+    domains: tuple[Domain, ...]
+    mailboxes: tuple[Mailbox, ...]
+    redis_url: str | None
+    redis_url_line: int
+    dnsbl: tuple[str, ...] = ()
+
+    def host(self, name: str) -> SenderHost:
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        known = ", ".join(h.name for h in self.hosts) or "none"
+        raise ConfigError(f"{self.path}: no host {name!r} in group {SENDER_GROUP} (known: {known})")
+
+
+def load_inventory(path: Path) -> Inventory:
+    """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem."""
+    data = load_yaml_with_lines(path)
+    check = Checker(path)
+    if not isinstance(data, LineDict) or not data:
+        raise ConfigError(f"{path}:1: an inventory is a mapping of groups (start with `all:`); see the example")
+    groups = _collect_groups(check, data)
+    global_vars = _merged_vars(groups, "all")
+    for key in global_vars:
+        if key.startswith("sendhost_") and key not in GLOBAL_KEYS | HOST_KEYS:
+            check.fail(global_vars, key, key, f"unknown key; expected one of {', '.join(sorted(GLOBAL_KEYS))}")
+    hosts = _sender_hosts(check, groups, global_vars)
+    domains = tuple(_domain(check, i, d) for i, d in check.items(global_vars, "sendhost_domains", "sendhost_domains"))
+    mailboxes = tuple(
+        _mailbox(check, i, m) for i, m in check.items(global_vars, "sendhost_mailboxes", "sendhost_mailboxes")
+    )
+    _check_mailboxes(check, global_vars, mailboxes, domains)
+    redis_url = check.optional_redis_url(global_vars, "sendhost_redis_url")
+    dnsbl = tuple(check.str_list(global_vars, "sendhost_dnsbl", "sendhost_dnsbl", default=[]))
+    return Inventory(
+        path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
+        redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl,
+    )
+
+
+@dataclass
+class _Groups:
+    """The flattened group tree: each group's mapping and its parent (for variable inheritance)."""
+
+    nodes: dict[str, LineDict]
+    parents: dict[str, str | None]
+
+
+def _collect_groups(check: Checker, data: LineDict) -> _Groups:
+    groups = _Groups(nodes={}, parents={})
+
+    def walk(name: str, group: object, holder: LineDict, parent: str | None) -> None:
+        if group is None:
+            group = LineDict(line=holder.key_lines.get(name, 0))
+        if not isinstance(group, LineDict):
+            check.fail(holder, name, name, "a group is a mapping with hosts, vars or children")
+        assert isinstance(group, LineDict)
+        for key in group:
+            if key not in GROUP_KEYS:
+                expected = ", ".join(sorted(GROUP_KEYS))
+                check.fail(group, key, f"{name}.{key}", f"unknown group key; expected one of {expected}")
+        groups.nodes[name] = group
+        groups.parents[name] = parent
+        children = check.mapping(group, "children", f"{name}.children", default=LineDict())
+        for child_name, child in children.items():
+            walk(child_name, child, children, name)
+
+    for name, group in data.items():
+        walk(name, group, data, None if name == "all" else "all")
+    return groups
+
+
+def _merged_vars(groups: _Groups, name: str) -> LineDict:
+    group = groups.nodes.get(name)
+    if group is None:
+        return LineDict()
+    own = group.get("vars") or LineDict()
+    if not isinstance(own, LineDict):
+        raise ConfigError(f"line {group.key_lines.get('vars', group.line)}: {name}.vars must be a mapping of variables")
+    parent = groups.parents[name]
+    if parent is None:
+        return own
+    inherited = _merged_vars(groups, parent)
+    return LineDict({**inherited, **own}, line=own.line, key_lines={**inherited.key_lines, **own.key_lines})
+
+
+def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tuple[SenderHost, ...]:
+    group = groups.nodes.get(SENDER_GROUP)
+    if group is None:
+        check.fail(global_vars, "", SENDER_GROUP, f"no group {SENDER_GROUP!r}; add `all.children.{SENDER_GROUP}.hosts`")
+    assert group is not None
+    group_vars = _merged_vars(groups, SENDER_GROUP)
+    hosts_node = check.mapping(group, "hosts", f"{SENDER_GROUP}.hosts", default=LineDict())
+    hosts: list[SenderHost] = []
+    for name, own in hosts_node.items():
+        if own is None:
+            own = LineDict(line=hosts_node.key_lines[name])
+        if not isinstance(own, LineDict):
+            check.fail(hosts_node, name, name, "host variables must be a mapping")
+        merged = LineDict({**group_vars, **own}, line=own.line or hosts_node.key_lines[name],
+                          key_lines={**group_vars.key_lines, **own.key_lines})
+        hosts.append(_sender_host(check, name, merged))
+    _check_unique_addresses(check, hosts_node, hosts)
+    return tuple(hosts)
+
+
+def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
+    for key in hv:
+        if key.startswith("sendhost_") and key not in HOST_KEYS | GLOBAL_KEYS:
+            check.fail(hv, key, f"{name}.{key}", f"unknown key; expected one of {', '.join(sorted(HOST_KEYS))}")
+    primary_ip = check.ip(hv, "sendhost_primary_ip", f"{name}.sendhost_primary_ip")
+    instance_id = check.string(hv, "sendhost_instance_id", f"{name}.sendhost_instance_id", pattern=r"i-[0-9a-f]{8,17}",
+                               expected="an EC2 instance id like i-0123456789abcdef0")
+    region = check.string(hv, "sendhost_region", f"{name}.sendhost_region", pattern=r"[a-z]{2}(-[a-z]+)+-\d",
+                          expected="an AWS region like us-east-1")
+    ansible_host = check.string(hv, "ansible_host", f"{name}.ansible_host", default=primary_ip)
+    subnet = check.optional_network(hv, "sendhost_subnet", f"{name}.sendhost_subnet")
+    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0")
+    pool = _pool(check, name, hv)
+    if subnet is not None:
+        check.ips_in_network(hv, "sendhost_pool", f"{name}.sendhost_pool.private_ips", pool.private_ips, subnet)
+    return SenderHost(name=name, ansible_host=ansible_host, instance_id=instance_id, region=region,
+                      primary_ip=primary_ip, pool=pool, subnet=subnet, interface=interface)
+
+
+POOL_KEYS = {"slots", "budget", "park_minutes", "ptr", "ptr_zone", "private_ips"}
+
+
+def _pool(check: Checker, host: str, hv: LineDict) -> PoolPolicy:
+    where = f"{host}.sendhost_pool"
+    pool = check.mapping(hv, "sendhost_pool", where)
+    check.known_keys(pool, POOL_KEYS, where)
+    slots = check.integer(pool, "slots", f"{where}.slots", minimum=1, maximum=50)
+    budget = check.int_list(pool, "budget", f"{where}.budget", default=[8, 15])
+    if len(budget) != 2 or not 1 <= budget[0] <= budget[1]:
+        check.fail(pool, "budget", f"{where}.budget", "expected [low, high] with 1 <= low <= high, e.g. [8, 15]")
+    park_minutes = check.integer(pool, "park_minutes", f"{where}.park_minutes", default=15, minimum=0, maximum=1440)
+    ptr = check.boolean(pool, "ptr", f"{where}.ptr", default=False)
+    ptr_zone = check.string(pool, "ptr_zone", f"{where}.ptr_zone", default="") or None
+    private_ips = tuple(check.ip_list(pool, "private_ips", f"{where}.private_ips", default=[]))
+    if private_ips and len(private_ips) != slots:
+        check.fail(pool, "private_ips", f"{where}.private_ips", f"lists {len(private_ips)} addresses for {slots} slots")
+    if ptr and not ptr_zone:
+        check.fail(pool, "ptr", f"{where}.ptr", "ptr: true needs ptr_zone (the Route 53 zone for forward A records)")
+    return PoolPolicy(slots=slots, budget=(budget[0], budget[1]), park_minutes=park_minutes, ptr=ptr,
+                      ptr_zone=ptr_zone, private_ips=private_ips)
+
+
+def _check_unique_addresses(check: Checker, hosts_node: LineDict, hosts: list[SenderHost]) -> None:
+    seen: dict[str, str] = {}
+    for host in hosts:
+        for address in (host.primary_ip, *host.pool.private_ips):
+            if address in seen:
+                check.fail(hosts_node, host.name, f"{host.name}.sendhost_pool.private_ips",
+                           f"address {address} is already used by {seen[address]}; every slot needs its own address")
+            seen[address] = host.name
+
+
+DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor"}
+MAILBOX_KEYS = {"address", "domain", "start", "timezone", "group"}
+
+
+def _domain(check: Checker, index: int, node: object) -> Domain:
+    where = f"sendhost_domains[{index}]"
+    entry = check.entry(node, where)
+    check.known_keys(entry, DOMAIN_KEYS, where)
+    return Domain(
+        name=check.domain(entry, "name", f"{where}.name"),
+        dkim_selectors=tuple(check.str_list(entry, "dkim_selectors", f"{where}.dkim_selectors", default=[])),
+        envelope_domain=check.domain(entry, "envelope_domain", f"{where}.envelope_domain", default="") or None,
+        spf_includes=tuple(check.str_list(entry, "spf_includes", f"{where}.spf_includes", default=[])),
+        dmarc_floor=check.choice(entry, "dmarc_floor", f"{where}.dmarc_floor", ("none", "quarantine", "reject"),
+                                 default="none"),
+    )
+
+
+def _mailbox(check: Checker, index: int, node: object) -> Mailbox:
+    where = f"sendhost_mailboxes[{index}]"
+    entry = check.entry(node, where)
+    check.known_keys(entry, MAILBOX_KEYS, where)
+    return Mailbox(
+        address=check.email(entry, "address", f"{where}.address"),
+        domain=check.domain(entry, "domain", f"{where}.domain"),
+        start=check.iso_date(entry, "start", f"{where}.start"),
+        timezone=check.timezone(entry, "timezone", f"{where}.timezone", default="UTC"),
+        group=check.string(entry, "group", f"{where}.group", default="default"),
+    )
+
+
+def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mailbox, ...],
+                     domains: tuple[Domain, ...]) -> None:
+    names = {d.name for d in domains}
+    seen: set[str] = set()
+    for mailbox in mailboxes:
+        if mailbox.address in seen:
+            check.fail(global_vars, "sendhost_mailboxes", "sendhost_mailboxes",
+                       f"mailbox {mailbox.address} is listed twice; keep one")
+        seen.add(mailbox.address)
+        if names and mailbox.domain not in names:
+            check.fail(global_vars, "sendhost_mailboxes", "sendhost_mailboxes",
+                       f"mailbox {mailbox.address} names domain {mailbox.domain}, which is not in sendhost_domains")

@@ -1,0 +1,188 @@
+"""Typed field checks for the inventory; each failure names file:line, the key path and what is expected."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any, NoReturn
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sendhost.errors import ConfigError
+from sendhost.redis_url import validate_redis_url
+from toolkit.yaml_lines import LineDict, LineList
+
+_MISSING: Any = object()
+DOMAIN_RE = re.compile(r"(?=.{1,253}$)(?!-)([a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$")
+EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+$")
+
+
+class Checker:
+    """Reads fields out of LineDicts, raising ConfigError with `file:line: key: problem` on the first bad one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def line_of(self, node: LineDict, key: str) -> int:
+        return getattr(node, "key_lines", {}).get(key, getattr(node, "line", 0))
+
+    def fail(self, node: LineDict, key: str, where: str, problem: str) -> NoReturn:
+        raise ConfigError(f"{self.path}:{self.line_of(node, key)}: {where}: {problem}")
+
+    def _get(self, node: LineDict, key: str, where: str, default: Any) -> Any:
+        if key in node and node[key] is not None:
+            return node[key]
+        if default is _MISSING:
+            self.fail(node, key, where, "required key is missing")
+        return default
+
+    def known_keys(self, node: LineDict, allowed: set[str], where: str) -> None:
+        for key in node:
+            if key not in allowed:
+                self.fail(node, key, f"{where}.{key}", f"unknown key; expected one of {', '.join(sorted(allowed))}")
+
+    def entry(self, node: object, where: str) -> LineDict:
+        if not isinstance(node, LineDict):
+            raise ConfigError(f"{self.path}: {where}: expected a mapping")
+        return node
+
+    def mapping(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> LineDict:
+        value = self._get(node, key, where, default)
+        if not isinstance(value, LineDict):
+            self.fail(node, key, where, f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def items(self, node: LineDict, key: str, where: str) -> Iterator[tuple[int, object]]:
+        value = self._get(node, key, where, LineList())
+        if not isinstance(value, list):
+            self.fail(node, key, where, f"expected a list, got {type(value).__name__}")
+        yield from enumerate(value)
+
+    def string(self, node: LineDict, key: str, where: str, default: Any = _MISSING, pattern: str | None = None,
+               expected: str = "a string") -> str:
+        value = self._get(node, key, where, default)
+        if not isinstance(value, str):
+            self.fail(node, key, where, f"expected {expected}, got {type(value).__name__} {value!r}")
+        if pattern and not re.fullmatch(pattern, value):
+            self.fail(node, key, where, f"{value!r} is not {expected}")
+        return value
+
+    def choice(self, node: LineDict, key: str, where: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
+        value = self.string(node, key, where, default)
+        if value not in choices:
+            self.fail(node, key, where, f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    def integer(self, node: LineDict, key: str, where: str, default: Any = _MISSING, minimum: int | None = None,
+                maximum: int | None = None) -> int:
+        value = self._get(node, key, where, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(node, key, where, f"expected a whole number, got {type(value).__name__} {value!r}")
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            self.fail(node, key, where, f"{value} is out of range {minimum}..{maximum}")
+        return value
+
+    def boolean(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> bool:
+        value = self._get(node, key, where, default)
+        if not isinstance(value, bool):
+            self.fail(node, key, where, f"expected true or false, got {value!r}")
+        return value
+
+    def _list(self, node: LineDict, key: str, where: str, default: Any) -> list[Any]:
+        value = self._get(node, key, where, default)
+        if not isinstance(value, list):
+            self.fail(node, key, where, f"expected a list, got {type(value).__name__} {value!r}")
+        return value
+
+    def str_list(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> list[str]:
+        value = self._list(node, key, where, default)
+        for item in value:
+            if not isinstance(item, str) or not item:
+                self.fail(node, key, where, f"expected a list of names, found {item!r}")
+        return value
+
+    def int_list(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> list[int]:
+        value = self._list(node, key, where, default)
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, int):
+                self.fail(node, key, where, f"expected whole numbers, found {item!r}")
+        return value
+
+    def _ip_text(self, node: LineDict, key: str, where: str, value: object) -> str:
+        try:
+            return str(ipaddress.IPv4Address(str(value)))
+        except ValueError:
+            self.fail(node, key, where, f"{value!r} is not an IPv4 address")
+
+    def ip(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> str:
+        return self._ip_text(node, key, where, self._get(node, key, where, default))
+
+    def ip_list(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> list[str]:
+        addresses = [self._ip_text(node, key, where, item) for item in self._list(node, key, where, default)]
+        duplicates = {a for a in addresses if addresses.count(a) > 1}
+        if duplicates:
+            self.fail(node, key, where, f"address {sorted(duplicates)[0]} is listed twice; every slot needs its own")
+        return addresses
+
+    def optional_network(self, node: LineDict, key: str, where: str) -> str | None:
+        value = self._get(node, key, where, None)
+        if value is None:
+            return None
+        try:
+            return str(ipaddress.IPv4Network(str(value), strict=False))
+        except ValueError:
+            self.fail(node, key, where, f"{value!r} is not a network like 10.0.1.0/24")
+
+    def ips_in_network(self, node: LineDict, key: str, where: str, addresses: tuple[str, ...], network: str) -> None:
+        net = ipaddress.IPv4Network(network)
+        for address in addresses:
+            if ipaddress.IPv4Address(address) not in net:
+                self.fail(node, key, where, f"{address} is outside the host's subnet {network}")
+
+    def domain(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> str:
+        value = self.string(node, key, where, default)
+        if value == "" and default == "":
+            return value
+        try:
+            ascii_name = value.rstrip(".").encode("idna").decode("ascii").lower()
+        except UnicodeError:
+            self.fail(node, key, where, f"{value!r} is not a valid domain name")
+        if not DOMAIN_RE.match(ascii_name):
+            self.fail(node, key, where, f"{value!r} is not a valid domain name like example.com")
+        return ascii_name
+
+    def email(self, node: LineDict, key: str, where: str) -> str:
+        value = self.string(node, key, where)
+        if not EMAIL_RE.match(value):
+            self.fail(node, key, where, f"{value!r} is not an email address like alice@example.com")
+        return value.lower()
+
+    def iso_date(self, node: LineDict, key: str, where: str) -> str:
+        value = self._get(node, key, where, _MISSING)
+        if isinstance(value, date):
+            return value.isoformat()
+        try:
+            return date.fromisoformat(str(value)).isoformat()
+        except ValueError:
+            self.fail(node, key, where, f"{value!r} is not a date like \"2026-11-30\"")
+
+    def timezone(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> str:
+        value = self.string(node, key, where, default)
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            self.fail(node, key, where, f"{value!r} is not an IANA time zone like Europe/Berlin")
+        return value
+
+    def optional_redis_url(self, node: LineDict, key: str) -> str | None:
+        value = self._get(node, key, key, None)
+        if value in (None, ""):
+            return None
+        if not isinstance(value, str):
+            self.fail(node, key, key, f"expected a Redis URL, got {value!r}")
+        try:
+            return validate_redis_url(value)
+        except ValueError as exc:
+            self.fail(node, key, key, str(exc))

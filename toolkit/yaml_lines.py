@@ -1,0 +1,80 @@
+"""YAML loading that remembers where every mapping key and list item stood, for errors that name a line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sendhost.errors import ConfigError
+
+
+class LineDict(dict[str, Any]):
+    """A mapping that knows its own line and each key's line (1-based)."""
+
+    def __init__(self, *args: Any, line: int = 0, key_lines: dict[str, int] | None = None) -> None:
+        super().__init__(*args)
+        self.line = line
+        self.key_lines: dict[str, int] = dict(key_lines or {})
+
+
+class LineList(list[Any]):
+    """A list that knows its own line and each item's line (1-based)."""
+
+    def __init__(self, *args: Any, line: int = 0, item_lines: list[int] | None = None) -> None:
+        super().__init__(*args)
+        self.line = line
+        self.item_lines: list[int] = list(item_lines or [])
+
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
+    result = LineDict(line=node.start_mark.line + 1)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str):
+            key = str(key)
+        if key in result:
+            raise ConfigError(f"{loader.name}:{key_node.start_mark.line + 1}: key {key!r} appears twice; keep one")
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = key_node.start_mark.line + 1
+    return result
+
+
+def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:
+    return LineList(
+        (loader.construct_object(child, deep=True) for child in node.value),
+        line=node.start_mark.line + 1,
+        item_lines=[child.start_mark.line + 1 for child in node.value],
+    )
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_yaml_with_lines(path: Path) -> Any:
+    """Parse `path`; a syntax error becomes a ConfigError naming file:line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file; pass --inventory PATH or copy inventory.example.yml") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    loader = _LineLoader(text)
+    loader.name = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        problem = exc.problem or exc
+        raise ConfigError(f"{path}:{line}: YAML syntax error: {problem}; fix the YAML at that line") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: YAML error: {exc}") from None
+    finally:
+        loader.dispose()
