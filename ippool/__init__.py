@@ -1,0 +1,1 @@
+"""Elastic IP pools: the Redis lease engine, the AWS adapter, rotation, parking and reaping."""
