@@ -1,0 +1,42 @@
+"""`pool plan` arithmetic against a hand calculation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ippool.plan import PlanInput, make_plan
+
+
+def test_thirty_thousand_sends_a_day_matches_the_hand_calculation() -> None:
+    # By hand: mean budget (8 + 15) / 2 = 11.5 sends; 30,000 / 11.5 = 2,608.70 rotations a day.
+    # Parked: 2,608.70 x 1.05 draws x 16 min / 1,440 = 30.43 addresses; active 4 x 5 = 20; headroom 20.
+    # Needed: 20 + 31 + 20 = 71. Calls per rotation: 2 x 1.05 + 1 = 3.1 -> 8,086.96 a day of 432,000.
+    # Cost: (20 + 30.43) x 0.005 x 730 = 50.43 x 3.65 = $184.09 a month.
+    plan = make_plan(PlanInput(sends_per_day=30_000, hosts=4, slots_per_host=5), quota=5)
+    assert plan.mean_budget == 11.5
+    assert plan.rotations_per_day == pytest.approx(2608.6957, abs=1e-3)
+    assert plan.parked_eips_steady == pytest.approx(30.4348, abs=1e-3)
+    assert plan.active_eips == 20
+    assert plan.eips_needed == 71
+    assert plan.eip_calls_per_rotation == pytest.approx(3.1)
+    assert plan.eip_calls_per_day == pytest.approx(8086.96, abs=0.01)
+    assert plan.throttle_capacity_per_day == 432_000
+    assert plan.monthly_cost_usd == pytest.approx(184.09, abs=0.01)
+    assert plan.quota_increase_to == 71
+    assert any("request an increase of L-0263D0A3 to 71" in row[2] for row in plan.explanations())
+
+
+def test_ptr_adds_two_calls_per_rotation_and_enough_quota_needs_no_increase() -> None:
+    plan = make_plan(PlanInput(sends_per_day=1150, hosts=1, slots_per_host=2, ptr=True, redraw_rate=0.0), quota=100)
+    assert plan.rotations_per_day == pytest.approx(100)
+    assert plan.eip_calls_per_rotation == 5
+    assert plan.parked_eips_steady == pytest.approx(100 * 16 / 1440)
+    assert plan.eips_needed == 2 + math.ceil(100 * 16 / 1440) + 2
+    assert plan.quota_increase_to is None
+
+
+def test_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="hosts and slots >= 1"):
+        make_plan(PlanInput(sends_per_day=10, hosts=0, slots_per_host=1))
