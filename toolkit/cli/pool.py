@@ -25,7 +25,10 @@ def group() -> None:
 @format_option()
 @click.pass_obj
 def status(app: App, host: str | None, fmt: str | None) -> None:
-    """Slot state of HOST (default: every registered host): address, used/budget, live leases, state."""
+    """Slot state of HOST (default: every registered host): address, used/budget, live leases, state.
+
+    JSON: one object for HOST ({host, primary_ip, slots: [...]}), else a list of them.
+    """
     from ippool import Pool  # late: `sendhost --help` must not import the Redis client
 
     client = app.redis()
@@ -34,7 +37,8 @@ def status(app: App, host: str | None, fmt: str | None) -> None:
     finally:
         client.close()
     if app.output_format(fmt) == "json":
-        emit_json([state.to_json() for state in hosts])
+        # one host asked for: its object; every host: a list of them
+        emit_json(hosts[0].to_json() if host is not None else [state.to_json() for state in hosts])
         return
     render_table(hosts)
 
