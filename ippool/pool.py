@@ -123,6 +123,8 @@ class Pool(PoolAdmin):
         if kind == "unknown":
             return self._fall_back(host, primary_ip, UNKNOWN_HOST, ttl_s)
         self._primary_ips[host] = primary = text(reply[1])
+        if len(keys) != int(reply[2]) + 2:  # pass exactly the host's slot keys from now on
+            self._lease_keys[host] = self._keys(host).with_slots(int(reply[2]))
         if kind != "leased":
             return self._fall_back(host, primary_ip or primary, NO_SLOT, ttl_s)
         public_ip = text(reply[5]) or None

@@ -11,24 +11,27 @@
 --      or {"resize", slot_count}                 fewer slot keys than slots were passed: nothing done, call again
 -- Reaps expired leases first. used counts at lease time; at used == budget the slot turns "retiring".
 
-local primary_ip = redis.call('HGET', KEYS[1], 'primary_ip')
+local meta = redis.call('HMGET', KEYS[1], 'primary_ip', 'slot_count')
+local primary_ip = meta[1]
 if not primary_ip then
   return {'unknown'}
 end
-local count = slot_count()
+local count = tonumber(meta[2] or '0')
 if count > #KEYS - 2 then
   return {'resize', count}
 end
 local now = now_ms(ARGV[1])
 reap_expired(now)
 
-local best, best_used
+-- One HMGET per slot reads all the slot needs, so a lease costs one call per slot plus a few.
+local best, best_fields
 for index = 0, count - 1 do
-  local s = redis.call('HMGET', KEYS[3 + index], 'state', 'used', 'budget')
-  if s[1] == 'active' then
-    local used = tonumber(s[2])
-    if used < tonumber(s[3]) and (best == nil or used < best_used) then
-      best, best_used = index, used
+  local f = redis.call('HMGET', KEYS[3 + index], 'state', 'used', 'budget', 'live', 'private_ip', 'public_ip',
+    'generation')
+  if f[1] == 'active' then
+    local used = tonumber(f[2])
+    if used < tonumber(f[3]) and (best == nil or used < tonumber(best_fields[2])) then
+      best, best_fields = index, f
     end
   end
 end
@@ -36,13 +39,13 @@ if best == nil then
   return {'fallback', primary_ip, count}
 end
 
-local slot_key = KEYS[3 + best]
-local used = redis.call('HINCRBY', slot_key, 'used', 1)
-redis.call('HINCRBY', slot_key, 'live', 1)
-local s = redis.call('HMGET', slot_key, 'budget', 'private_ip', 'public_ip', 'generation')
-if used >= tonumber(s[1]) then
-  redis.call('HSET', slot_key, 'state', 'retiring')
+local used = tonumber(best_fields[2]) + 1
+local state = 'active'
+if used >= tonumber(best_fields[3]) then
+  state = 'retiring'
 end
+redis.call('HSET', KEYS[3 + best], 'used', used, 'live', tonumber(best_fields[4] or '0') + 1, 'state', state)
 local member = best .. ':' .. ARGV[3]
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), member)
-return {'leased', primary_ip, count, best, s[2], s[3] or '', member, tonumber(s[4] or '0')}
+return {'leased', primary_ip, count, best, best_fields[5], best_fields[6] or '', member,
+  tonumber(best_fields[7] or '0')}
