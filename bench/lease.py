@@ -78,7 +78,7 @@ def naive_loop(url: str) -> Callable[[], None]:
             with client.pipeline() as pipe:
                 try:
                     pipe.watch(keys.leases, *slot_keys)
-                    states = [pipe.hmget(key, "state", "used", "budget") for key in slot_keys]
+                    states: list[Any] = [pipe.hmget(key, "state", "used", "budget") for key in slot_keys]
                     choices = [(int(used), i) for i, (state, used, budget) in enumerate(states)
                                if state == "active" and int(used) < int(budget)]
                     _used, slot = min(choices)
