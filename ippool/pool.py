@@ -111,25 +111,29 @@ class Pool(PoolAdmin):
         try:
             token = f"{self._token_prefix}.{os.getpid()}.{next(self._counter)}"
             args = (self._now_arg(None), int(ttl_s * 1000), token)
-            reply = self._scripts.lease(keys=keys, args=args)
-            kind = text(reply[0])
-            if kind == "resize":  # the host has more slots than we passed keys for: once per growth
+            reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+            if reply[0] == "resize":  # the host has more slots than we passed keys for: once per growth
                 keys = self._lease_keys[host] = self._keys(host).with_slots(int(reply[1]))
-                reply = self._scripts.lease(keys=keys, args=args)
-                kind = text(reply[0])
+                reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+            return self._lease_from(host, keys, reply, token, ttl_s, primary_ip)
         # Any failure at all must cost the sender a fallback, never the send: hence the broad catch.
         except Exception as error:
             return self._fall_back(host, primary_ip, REDIS_ERROR, ttl_s, error)
+
+    def _lease_from(self, host: str, keys: list[str], reply: list[str], token: str, ttl_s: float,
+                    primary_ip: str | None) -> Lease:
+        """The Lease for a lease.lua reply (see its header for the reply's fields)."""
+        kind = reply[0]
         if kind == "unknown":
             return self._fall_back(host, primary_ip, UNKNOWN_HOST, ttl_s)
-        self._primary_ips[host] = primary = text(reply[1])
+        self._primary_ips[host] = primary = reply[1]
         if len(keys) != int(reply[2]) + 2:  # pass exactly the host's slot keys from now on
             self._lease_keys[host] = self._keys(host).with_slots(int(reply[2]))
         if kind != "leased":
             return self._fall_back(host, primary_ip or primary, NO_SLOT, ttl_s)
-        public_ip = text(reply[5]) or None
-        return Lease(self, host, source_ip=text(reply[4]), public_ip=public_ip, slot=int(reply[3]),
-                     member=text(reply[6]), generation=int(reply[7]), ttl_s=ttl_s)
+        slot = reply[3]
+        return Lease(self, host, source_ip=reply[4], public_ip=reply[5] or None, slot=int(slot),
+                     member=f"{slot}:{token}", generation=int(reply[6]), ttl_s=ttl_s)
 
     def _release(self, lease: Lease) -> None:
         try:
