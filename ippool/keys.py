@@ -1,0 +1,51 @@
+"""Redis key names of the ippool, built in one place.
+
+Every per-host key carries the hash tag `{host}`, so all keys one Lua script touches live in one Redis Cluster
+slot. Scripts receive these names in KEYS and never build key names themselves.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+# Index of registered hosts, for `pool status` with no host. Not hash-tagged: no script touches it.
+HOSTS_KEY = "sendhost:hosts"
+
+
+def check_host_name(host: str) -> str:
+    """Return `host` if it can be embedded in a hash tag; else raise ValueError naming it."""
+    if not host or "{" in host or "}" in host or any(c.isspace() for c in host):
+        raise ValueError(f"bad host name {host!r}: it must be non-empty, without braces or whitespace")
+    return host
+
+
+class HostKeys:
+    """The Redis keys of one host: `sendhost:{host}:meta`, `sendhost:{host}:leases`, `sendhost:{host}:slot:<n>`."""
+
+    __slots__ = ("__dict__", "host", "prefix")
+
+    def __init__(self, host: str) -> None:
+        self.host = check_host_name(host)
+        self.prefix = f"sendhost:{{{host}}}"
+
+    @cached_property
+    def meta(self) -> str:
+        """Hash: primary_ip, budget_min, budget_max, slot_count."""
+        return f"{self.prefix}:meta"
+
+    @cached_property
+    def leases(self) -> str:
+        """Sorted set of live leases: member `<slot>:<token>`, score = expiry in ms."""
+        return f"{self.prefix}:leases"
+
+    def slot(self, index: int) -> str:
+        """Hash of one slot: private_ip, public_ip, allocation_id, state, used, budget, live, generation."""
+        return f"{self.prefix}:slot:{index}"
+
+    def slots(self, count: int) -> list[str]:
+        """Slot hashes 0..count-1, in slot order (scripts index them as KEYS[first + n])."""
+        return [self.slot(index) for index in range(count)]
+
+    def with_slots(self, count: int) -> list[str]:
+        """KEYS for the scripts that scan every slot: meta, leases, then slot 0..count-1."""
+        return [self.meta, self.leases, *self.slots(count)]

@@ -1,0 +1,21 @@
+-- set_used: raise a slot's used count (reconcile's conservative rebuild); it never lowers it.
+-- KEYS[1] = the slot's hash
+-- ARGV[1] = the used count the caller knows to be at least true
+-- Returns {used, state} afterwards; an active slot at or above its budget turns retiring (ready if no lease
+-- is live). Errors when the slot holds no address.
+
+local s = redis.call('HMGET', KEYS[1], 'state', 'used', 'budget', 'live')
+if not s[1] then
+  return redis.error_reply('ippool: slot holds no address')
+end
+local used = math.max(tonumber(s[2]), tonumber(ARGV[1]))
+redis.call('HSET', KEYS[1], 'used', used)
+local state = s[1]
+if state == 'active' and used >= tonumber(s[3]) then
+  state = 'ready'
+  if tonumber(s[4] or '0') > 0 then
+    state = 'retiring'
+  end
+  redis.call('HSET', KEYS[1], 'state', state)
+end
+return {used, state}

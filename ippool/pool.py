@@ -1,0 +1,176 @@
+"""The sender API: `Pool.lease(host)` hands out a source IP for one send in one Redis round trip.
+
+The hot path (lease, release, renew) never raises and never waits longer than the client's socket timeout: any
+failure gives a fallback lease on the host's primary IP, counted and logged once per interval. Registration and
+the rotator's operations live in `ippool.admin.PoolAdmin`, which `Pool` includes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import random
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ippool.admin import PoolAdmin
+from ippool.keys import HostKeys
+from ippool.lease import NO_SLOT, REDIS_ERROR, UNKNOWN_HOST, FallbackMeter, Lease
+from ippool.scripts import Scripts
+from ippool.status import text
+
+log = logging.getLogger("ippool")
+
+DEFAULT_TTL_S = 30.0
+# A sender's lease must not wait on a sick Redis: the socket timeout bounds every hot-path call.
+DEFAULT_SOCKET_TIMEOUT_S = 0.25
+# Slot keys passed on a host's first lease before its real slot count is known (a larger guess costs nothing:
+# the script ignores keys past the host's slot count).
+DEFAULT_SLOT_GUESS = 8
+
+
+class Pool(PoolAdmin):
+    """Leases of source IPs on sender hosts, kept in Redis (a single server or a Redis Cluster).
+
+    `clock` (seconds since the epoch) replaces Redis TIME, for tests and the simulator; `rng` draws budgets.
+    """
+
+    def __init__(self, client: Any, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
+                 fallback_log_interval_s: float = 60.0, monotonic: Callable[[], float] = time.monotonic,
+                 owns_client: bool = False) -> None:
+        self._client = client
+        self._scripts = Scripts.register(client)
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._owns_client = owns_client
+        self.fallbacks = FallbackMeter(fallback_log_interval_s, monotonic)
+        self._host_keys: dict[str, HostKeys] = {}
+        self._lease_keys: dict[str, list[str]] = {}
+        self._primary_ips: dict[str, str] = {}
+        # Tokens: random per Pool, then the pid (a forked child shares the parent's Pool) and a counter.
+        self._token_prefix = secrets.token_hex(5)
+        self._counter = itertools.count()
+
+    @classmethod
+    def from_url(cls, url: str | None = None, *, state_dir: Path = Path(".sendhost"),
+                 socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, **kwargs: Any) -> Pool:
+        """A Pool on the Redis at `url`, or on the embedded Redis under `state_dir` when `url` is None.
+
+        Raises ValueError naming the URL when it is malformed. The client retries a failed call at most once
+        (a stale pooled connection after a Redis restart) and never backs off, so a lease waits at most about
+        two socket timeouts before falling back.
+        """
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        from sendhost.embedded import ensure_embedded_redis
+        from sendhost.redis_url import validate_redis_url
+
+        if url is None:
+            url = ensure_embedded_redis(state_dir)
+        validate_redis_url(url)
+        client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout,
+                                      decode_responses=True, retry=Retry(NoBackoff(), 1))
+        return cls(client, owns_client=True, **kwargs)
+
+    @property
+    def client(self) -> Any:
+        """The Redis client (a `redis.Redis` or `redis.RedisCluster`)."""
+        return self._client
+
+    def close(self) -> None:
+        """Close the Redis client if this Pool created it (`from_url`)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- the hot path ------------------------------------------------------------------------------------------
+
+    def lease(self, host: str, ttl_s: float = DEFAULT_TTL_S, *, primary_ip: str | None = None) -> Lease:
+        """Lease the least-used leasable slot of `host` for `ttl_s` seconds, in one Redis round trip.
+
+        Never raises and never blocks: an unknown host, no leasable slot, or Redis failing gives a fallback
+        lease on the host's primary IP (`primary_ip` if given, else the one Redis last reported).
+        """
+        try:
+            keys = self._lease_keys.get(host) or self._guess_lease_keys(host)
+        except ValueError:  # a name that cannot be a hash tag was never registered
+            return self._fall_back(host, primary_ip, UNKNOWN_HOST, ttl_s)
+        try:
+            token = f"{self._token_prefix}.{os.getpid()}.{next(self._counter)}"
+            args = (self._now_arg(None), int(ttl_s * 1000), token)
+            reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+            if reply[0] == "resize":  # the host has more slots than we passed keys for: once per growth
+                keys = self._lease_keys[host] = self._keys(host).with_slots(int(reply[1]))
+                reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+            return self._lease_from(host, keys, reply, token, ttl_s, primary_ip)
+        # Any failure at all must cost the sender a fallback, never the send: hence the broad catch.
+        except Exception as error:
+            return self._fall_back(host, primary_ip, REDIS_ERROR, ttl_s, error)
+
+    def _lease_from(self, host: str, keys: list[str], reply: list[str], token: str, ttl_s: float,
+                    primary_ip: str | None) -> Lease:
+        """The Lease for a lease.lua reply (see its header for the reply's fields)."""
+        kind = reply[0]
+        if kind == "unknown":
+            return self._fall_back(host, primary_ip, UNKNOWN_HOST, ttl_s)
+        self._primary_ips[host] = primary = reply[1]
+        if len(keys) != int(reply[2]) + 2:  # pass exactly the host's slot keys from now on
+            self._lease_keys[host] = self._keys(host).with_slots(int(reply[2]))
+        if kind != "leased":
+            return self._fall_back(host, primary_ip or primary, NO_SLOT, ttl_s)
+        slot = reply[3]
+        return Lease(self, host, source_ip=reply[4], public_ip=reply[5] or None, slot=int(slot),
+                     member=f"{slot}:{token}", generation=int(reply[6]), ttl_s=ttl_s)
+
+    def _release(self, lease: Lease) -> None:
+        try:
+            keys = self._keys(lease.host)
+            self._scripts.release(keys=[keys.leases, keys.slot(lease.slot or 0)], args=[lease.member])
+        except Exception as error:  # the lease then expires by its TTL; the sender must not see this
+            log.debug("ippool: release of %r failed (it will expire by TTL): %s", lease, error)
+
+    def _renew(self, lease: Lease, ttl_s: float | None) -> bool:
+        ttl_ms = int((lease.ttl_s if ttl_s is None else ttl_s) * 1000)
+        try:
+            keys = self._keys(lease.host)
+            return bool(self._scripts.renew(keys=[keys.leases], args=[lease.member, self._now_arg(None), ttl_ms]))
+        except Exception as error:
+            log.debug("ippool: renew of %r failed: %s", lease, error)
+            return False
+
+    def _fall_back(self, host: str, primary_ip: str | None, reason: str, ttl_s: float,
+                   error: BaseException | None = None) -> Lease:
+        self.fallbacks.record(reason, error)
+        source_ip = primary_ip or self._primary_ips.get(host)
+        return Lease(self, host, source_ip=source_ip, public_ip=None, ttl_s=ttl_s, reason=reason)
+
+    def _guess_lease_keys(self, host: str) -> list[str]:
+        keys = self._lease_keys[host] = self._keys(host).with_slots(DEFAULT_SLOT_GUESS)
+        return keys
+
+    # -- shared helpers -------------------------------------------------------------------------------------
+
+    def _keys(self, host: str) -> HostKeys:
+        keys = self._host_keys.get(host)
+        if keys is None:
+            keys = self._host_keys[host] = HostKeys(host)
+        return keys
+
+    def _now_arg(self, now: float | None) -> str:
+        """`now` (or the injected clock) in ms for a script; "" makes the script use Redis TIME."""
+        if now is None and self._clock is not None:
+            now = self._clock()
+        return "" if now is None else str(int(now * 1000))
