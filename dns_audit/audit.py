@@ -14,12 +14,12 @@ from dns_audit.alignment import audit_alignment
 from dns_audit.dkim import audit_dkim
 from dns_audit.dmarc import audit_dmarc
 from dns_audit.dnsbl import DEFAULT_DOMAIN_ZONES, DEFAULT_IP_ZONES, audit_dnsbl
-from dns_audit.errors import AuditError, BadDomain
+from dns_audit.errors import AuditError, BadDomain, NoResolverAnswer
 from dns_audit.findings import Check, DomainReport, Finding, check_status, finding
 from dns_audit.mta_sts import audit_mta_sts
 from dns_audit.mx import audit_mx
 from dns_audit.ptr import audit_ptr
-from dns_audit.resolver import Resolver
+from dns_audit.resolver import LiveResolver, Resolver
 from dns_audit.spf import audit_spf, authorize_ips
 from dns_audit.tls import TlsProbe, audit_mx_tls
 from dns_audit.tlsrpt import audit_tlsrpt
@@ -186,3 +186,30 @@ async def audit_domains(resolver: Resolver, targets: list[DomainTarget], options
         return report
 
     return list(await asyncio.gather(*(one(t) for t in targets)))
+
+
+def _live(resolver: Resolver) -> LiveResolver | None:
+    if isinstance(resolver, LiveResolver):
+        return resolver
+    fallback = getattr(resolver, "fallback", None)
+    return fallback if isinstance(fallback, LiveResolver) else None
+
+
+async def _audit_checked(resolver: Resolver, targets: list[DomainTarget], options: AuditOptions,
+                         on_done: Callable[[DomainReport], None] | None) -> list[DomainReport]:
+    live = _live(resolver)
+    if live is not None and targets:
+        # Every domain's TXT is needed for SPF anyway (and cached); if none of them gets any answer at all,
+        # the nameserver is unreachable and the audit cannot run: say so now instead of after every deadline.
+        await asyncio.gather(*(resolver.query(t.domain, "TXT") for t in targets[: options.concurrency]))
+        if live.responses_received == 0:
+            servers = ", ".join(f"{host}:{port}" for host, port in live.nameservers)
+            raise NoResolverAnswer(f"no answer from nameserver {servers} to {live.queries_sent} queries "
+                                   f"(timeout {live.timeout:g}s): check --nameserver and that it is reachable")
+    return await audit_domains(resolver, targets, options, on_done)
+
+
+def run_audit(resolver: Resolver, targets: list[DomainTarget], options: AuditOptions,
+              on_done: Callable[[DomainReport], None] | None = None) -> list[DomainReport]:
+    """Blocking entry point: audit every target; NoResolverAnswer (exit 2) when no query is ever answered."""
+    return asyncio.run(_audit_checked(resolver, targets, options, on_done))
