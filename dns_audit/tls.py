@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import ssl
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -53,7 +54,9 @@ def _context(probe: TlsProbe, verify: bool) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     # Accept old protocols on our side so an old server is reported as old, not as a handshake failure.
-    context.minimum_version = ssl.TLSVersion.TLSv1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context.minimum_version = ssl.TLSVersion.TLSv1
     context.set_ciphers("DEFAULT:@SECLEVEL=0")
     return context
 
