@@ -68,7 +68,7 @@ def mail_records(keys: Keys, **overrides: str | None) -> list[str]:
         "spf": f"@ IN TXT {txt('v=spf1 ip4:127.0.0.0/24 include:_spf.shared.test -all')}",
         "mx": "@ IN MX 10 mx.clean.test.",
         "dkim": f"{SELECTOR}._domainkey IN TXT {txt(f'v=DKIM1; k=rsa; p={keys.p_2048}')}",
-        "dmarc": f"_dmarc IN TXT {txt('v=DMARC1; p=reject; rua=mailto:dmarc@clean.test')}",
+        "dmarc": f"_dmarc IN TXT {txt('v=DMARC1; p=reject; rua=mailto:dmarc@reports.shared.test')}",
         "mta_sts": f"_mta-sts IN TXT {txt('v=STSv1; id=20261130')}",
         "tlsrpt": f"_smtp._tls IN TXT {txt('v=TLSRPTv1; rua=mailto:tls@clean.test')}",
     }
@@ -93,7 +93,8 @@ def fixture_zones(keys: Keys) -> dict[str, str]:
             *(f"_spf{i} IN TXT {txt('v=spf1 ip4:198.51.100.0/24 -all')}" for i in range(1, 12)),
             f"bounce IN TXT {txt('v=spf1 ip4:127.0.0.0/24 -all')}",
             "reports IN MX 10 mx.clean.test.",
-            f"dmarc-authorized.test._report._dmarc.reports IN TXT {txt('v=DMARC1')}",
+            # reports.shared.test accepts DMARC reports for every .test domain (RFC 7489 §7.1)
+            f"*.test._report._dmarc.reports IN TXT {txt('v=DMARC1')}",
         ]),
         "0.0.127.in-addr.arpa": zone("0.0.127.in-addr.arpa", [
             "10 IN PTR mail.clean.test.",
@@ -141,7 +142,7 @@ def fixture_zones(keys: Keys) -> dict[str, str]:
             keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=none; rua=mailto:d@dmarc-none.test')}")),
         "dmarc-norua.test": zone("dmarc-norua.test", mail_records(keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=reject')}")),
         "dmarc-external.test": zone("dmarc-external.test", mail_records(
-            keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=reject; rua=mailto:d@reports.shared.test')}")),
+            keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=reject; rua=mailto:d@elsewhere.shared.test')}")),
         "dmarc-authorized.test": zone("dmarc-authorized.test", mail_records(
             keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=reject; rua=mailto:d@reports.shared.test')}")),
         # the policy lives only at the organizational domain; sub.dmarc-org.test must find it there
