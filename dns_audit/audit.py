@@ -199,9 +199,11 @@ async def _audit_checked(resolver: Resolver, targets: list[DomainTarget], option
                          on_done: Callable[[DomainReport], None] | None) -> list[DomainReport]:
     live = _live(resolver)
     if live is not None and targets:
-        # Every domain's TXT is needed for SPF anyway (and cached); if none of them gets any answer at all,
-        # the nameserver is unreachable and the audit cannot run: say so now instead of after every deadline.
-        await asyncio.gather(*(resolver.query(t.domain, "TXT") for t in targets[: options.concurrency]))
+        # The root's NS (any server answers it, if only with REFUSED) and the first domains' TXT (needed for SPF
+        # anyway, and cached): if not one gets any answer, the nameserver is unreachable and the audit cannot
+        # run. Say so now instead of after every domain's deadline.
+        probes = [live.query(".", "NS"), *(resolver.query(t.domain, "TXT") for t in targets[: options.concurrency])]
+        await asyncio.gather(*probes)
         if live.responses_received == 0:
             servers = ", ".join(f"{host}:{port}" for host, port in live.nameservers)
             raise NoResolverAnswer(f"no answer from nameserver {servers} to {live.queries_sent} queries "
