@@ -91,6 +91,8 @@ async def find_policy(resolver: Resolver, domain: str) -> DmarcLookup:
         if answer.failed:
             return DmarcLookup(None, name, (finding(
                 "dmarc.lookup_failed", f"TXT lookup for {name} failed: {answer.error or answer.status}"),))
+        if answer.unknown:
+            return DmarcLookup(None, name, ())
         records = [t for t in answer.texts() if is_dmarc(t)]
         if not records:
             continue
@@ -139,7 +141,7 @@ async def _external_reports(resolver: Resolver, policy_domain: str, record: Dmar
         answer = await resolver.query(name, "TXT")
         if answer.failed:
             found.append(finding("dmarc.lookup_failed", f"TXT lookup for {name} failed: {answer.error}"))
-        elif not any(is_dmarc(t) for t in answer.texts()):
+        elif not answer.unknown and not any(is_dmarc(t) for t in answer.texts()):
             found.append(finding("dmarc.rua_unauthorized",
                                  f"{destination} has not agreed to receive reports for {policy_domain}",
                                  f"rua={uri}; TXT {name}: {answer.status}"))

@@ -164,7 +164,7 @@ CATALOG: dict[str, Rule] = {
     "tls.old_protocol": Rule("error", "Enable TLS 1.2 or 1.3 on the MX host.", "RFC 8996"),
     "tls.lookup_failed": Rule(
         "error",
-        "The MX host did not answer in time: check it is up and reachable on port 25.",
+        "The MX host did not answer in time: check it is up and reachable on its SMTP port.",
         "RFC 3207"),
     "mta_sts.missing": Rule(
         "info",

@@ -29,6 +29,8 @@ async def audit_mta_sts(resolver: Resolver, domain: str) -> list[Finding]:
     answer = await resolver.query(name, "TXT")
     if answer.failed:
         return [finding("mta_sts.lookup_failed", f"TXT lookup for {name} failed: {answer.error or answer.status}")]
+    if answer.unknown:
+        return []
     records = [r for r in answer.records if r.text.lower().startswith("v=sts")]
     if not records:
         return [finding("mta_sts.missing", f"{domain} publishes no MTA-STS record", f"TXT {name}: {answer.status}")]

@@ -20,6 +20,8 @@ async def audit_mx(resolver: Resolver, domain: str) -> tuple[list[Finding], list
     answer = await resolver.query(domain, "MX")
     if answer.failed:
         return [finding("mx.lookup_failed", f"MX lookup for {domain} failed: {answer.error or answer.status}")], []
+    if answer.unknown:
+        return [], []
     if not answer.records:
         return [finding("mx.missing", f"{domain} has no MX records", f"MX {domain}: {answer.status}")], []
     exchanges = []

@@ -32,6 +32,8 @@ async def audit_ptr(resolver: Resolver, ip: str) -> list[Finding]:
     answer = await resolver.query(reverse, "PTR")
     if answer.failed:
         return [finding("ptr.lookup_failed", f"PTR lookup for {ip} failed: {answer.error or answer.status}")]
+    if answer.unknown:
+        return []
     if not answer.records:
         return [finding("ptr.missing", f"sending IP {ip} has no reverse DNS (PTR)", f"PTR {reverse}: {answer.status}")]
     found: list[Finding] = []
@@ -39,6 +41,9 @@ async def audit_ptr(resolver: Resolver, ip: str) -> list[Finding]:
     confirmed = False
     for record in answer.records:
         forward = await resolver.query(record.text, rdtype)
+        if forward.unknown:
+            confirmed = True  # the name lives outside the zone files: cannot be checked offline
+            continue
         if forward.failed:
             found.append(finding("ptr.lookup_failed", f"{rdtype} lookup for {record.text} failed: {forward.error}"))
             continue

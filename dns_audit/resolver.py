@@ -1,7 +1,8 @@
 """The one resolver interface every check uses, and the live implementation (async dnspython).
 
-A lookup ends in one of: `ok` (records), `nxdomain`, `nodata`, `refused` or `failed` (timeout, SERVFAIL, network
-error). `failed` is never "missing": checks report it as `<area>.lookup_failed`. Timeouts live here and only here.
+A lookup ends in one of: `ok` (records), `nxdomain`, `nodata`, `refused`, `failed` (timeout, SERVFAIL, network
+error) or `unknown` (outside the zone files of an offline audit). `failed` is never "missing": checks report
+it as `<area>.lookup_failed`. DNS timeouts and retries live here and only here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import dns.rdatatype
 from dns_audit.errors import AuditError
 from dns_audit.findings import Location
 
-Status = Literal["ok", "nxdomain", "nodata", "refused", "failed"]
+Status = Literal["ok", "nxdomain", "nodata", "refused", "failed", "unknown"]
 DEFAULT_TIMEOUT_S = 2.0
 DEFAULT_RETRIES = 2
 MAX_CNAME_CHAIN = 8
@@ -51,6 +52,11 @@ class Answer:
     @property
     def failed(self) -> bool:
         return self.status in ("failed", "refused")
+
+    @property
+    def unknown(self) -> bool:
+        """Outside the zone files of an offline audit: neither present nor missing, so nothing is reported."""
+        return self.status == "unknown"
 
     @property
     def absent(self) -> bool:

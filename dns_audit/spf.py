@@ -38,6 +38,8 @@ class _Walk:
         if answer.failed:
             self.add("spf.lookup_failed", f"TXT lookup for {where} failed: {answer.error or answer.status}")
             return None, answer
+        if answer.unknown:
+            return None, answer
         records = [t for t in answer.texts() if is_spf(t)]
         if not records:
             if via:

@@ -29,6 +29,8 @@ async def audit_tlsrpt(resolver: Resolver, domain: str) -> list[Finding]:
     answer = await resolver.query(name, "TXT")
     if answer.failed:
         return [finding("tlsrpt.lookup_failed", f"TXT lookup for {name} failed: {answer.error or answer.status}")]
+    if answer.unknown:
+        return []
     records = [r for r in answer.records if r.text.lower().startswith("v=tlsrpt")]
     if not records:
         return [finding("tlsrpt.missing", f"{domain} publishes no TLS-RPT record", f"TXT {name}: {answer.status}")]

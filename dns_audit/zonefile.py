@@ -1,7 +1,7 @@
 """Offline resolver over a directory of zone files (DNS-as-code in CI before deploy).
 
 Each record keeps the file and line it came from, so findings can point at it. Names outside every zone are
-`failed` ("not in the zone files") unless a fallback resolver (e.g. the live one) is given.
+`unknown` ("not in the zone files") unless a fallback resolver (e.g. the live one) is given.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class ZoneResolver:
         if not self._in_zone(key):
             if self.fallback is not None:
                 return await self.fallback.query(name, rdtype)
-            return Answer(name, rdtype, "failed", error="not in the zone files (add --nameserver to look it up)")
+            return Answer(name, rdtype, "unknown", error="not in the zone files (add --nameserver to look it up)")
         first_cname: str | None = None
         for _ in range(8):
             found = self._records.get((key, rdtype))
@@ -143,7 +143,7 @@ class ZoneResolver:
             first_cname = first_cname or key
             if not self._in_zone(key):
                 if self.fallback is None:
-                    return Answer(name, rdtype, "failed", cname=first_cname, error="alias leaves the zone files")
+                    return Answer(name, rdtype, "unknown", cname=first_cname, error="alias leaves the zone files")
                 target = await self.fallback.query(key, rdtype)
                 return Answer(name, rdtype, target.status, target.records, first_cname, target.error)
         exists = key in self._names or any(n.endswith("." + key) for n in self._names)

@@ -42,15 +42,14 @@ def render_sarif(reports: list[DomainReport], fail_on: str = "error") -> str:
     codes = sorted({f.code for r in reports for f in r.findings})
     rule_index = {code: i for i, code in enumerate(codes)}
     rules = [{"id": code, "shortDescription": {"text": code},
-              "help": {"text": CATALOG[code].remediation}, "helpUri": "https://github.com/sendhost/sendhost#dns-audit",
+              "help": {"text": CATALOG[code].remediation},
               "properties": {"reference": CATALOG[code].reference},
               "defaultConfiguration": {"level": LEVELS[CATALOG[code].severity]}} for code in codes]
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "sendhost dns audit", "informationUri": "https://github.com/sendhost/sendhost",
-                                "rules": rules}},
+            "tool": {"driver": {"name": "sendhost dns audit", "rules": rules}},
             "results": [_result(r.domain, f, rule_index) for r in reports for f in r.findings],
         }],
     }

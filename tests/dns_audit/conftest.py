@@ -73,7 +73,8 @@ def audit(nsd: NsdServer, mail: Mail) -> Audit:
 
     def run(domain: str, *, ips: tuple[str, ...] = (), selectors: tuple[str, ...] = (z.SELECTOR,),
             envelope: str | None = None, nameserver: str | None = None, timeout: float = 1.0,
-            dnsbl: tuple[str, ...] = (z.DNSBL_ZONE,), profile: str = "gmail-bulk", deadline: float = 30) -> DomainReport:
+            dnsbl: tuple[str, ...] = (z.DNSBL_ZONE,), profile: str = "gmail-bulk",
+            deadline: float = 30) -> DomainReport:
         resolver = LiveResolver([parse_nameserver(nameserver or nsd.address)], timeout=timeout, retries=1)
         options = AuditOptions(profile=profile, ip_zones=dnsbl, domain_zones=dnsbl,
                                tls=TlsProbe(port=mail.port, ca_file=mail.ca_file, timeout=5), deadline=deadline)

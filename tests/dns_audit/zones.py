@@ -85,6 +85,7 @@ def fixture_zones(keys: Keys) -> dict[str, str]:
     includes = " ".join(f"include:_spf{i}.shared.test" for i in range(1, 12))
     long_spf = "v=spf1 " + " ".join(f"ip4:10.0.{i}.0/24" for i in range(40)) + " ip4:127.0.0.0/24 -all"
     mx_host = "mx IN A {}"
+    void_spf = "v=spf1 a:nx1.spf-void.test a:nx2.spf-void.test a:nx3.spf-void.test ip4:127.0.0.0/24 -all"
     zones = {
         "clean.test": zone("clean.test", [*mail_records(keys), mx_host.format(MX_VALID), f"mail IN A {CLEAN_IP}",
                                           f"mail14 IN A {LISTED_IP}", f"mail15 IN A {REFUSING_IP}"]),
@@ -115,16 +116,19 @@ def fixture_zones(keys: Keys) -> dict[str, str]:
         "spf-missing.test": zone("spf-missing.test", mail_records(keys, spf=None)),
         "spf-multiple.test": zone("spf-multiple.test", mail_records(
             keys, extra=f"@ IN TXT {txt('v=spf1 ip4:127.0.0.0/24 ~all')}")),
-        "spf-syntax.test": zone("spf-syntax.test", mail_records(keys, spf=f"@ IN TXT {txt('v=spf1 ip4:999.1.1.1 -all')}")),
+        "spf-syntax.test": zone("spf-syntax.test", mail_records(
+            keys, spf=f"@ IN TXT {txt('v=spf1 ip4:999.1.1.1 -all')}")),
         "spf-lookups.test": zone("spf-lookups.test", mail_records(
             keys, spf=f"@ IN TXT {txt(f'v=spf1 ip4:127.0.0.0/24 {includes} -all')}")),
         "spf-void.test": zone("spf-void.test", mail_records(
-            keys, spf=f"@ IN TXT {txt('v=spf1 a:nx1.spf-void.test a:nx2.spf-void.test a:nx3.spf-void.test ip4:127.0.0.0/24 -all')}")),
+            keys, spf=f"@ IN TXT {txt(void_spf)}")),
         "spf-include.test": zone("spf-include.test", mail_records(
             keys, spf=f"@ IN TXT {txt('v=spf1 ip4:127.0.0.0/24 include:nothere.shared.test -all')}")),
-        "spf-plusall.test": zone("spf-plusall.test", mail_records(keys, spf=f"@ IN TXT {txt('v=spf1 ip4:127.0.0.0/24 +all')}")),
+        "spf-plusall.test": zone("spf-plusall.test", mail_records(
+            keys, spf=f"@ IN TXT {txt('v=spf1 ip4:127.0.0.0/24 +all')}")),
         "spf-noall.test": zone("spf-noall.test", mail_records(keys, spf=f"@ IN TXT {txt('v=spf1 ip4:127.0.0.0/24')}")),
-        "spf-ptr.test": zone("spf-ptr.test", mail_records(keys, spf=f"@ IN TXT {txt('v=spf1 ptr ip4:127.0.0.0/24 -all')}")),
+        "spf-ptr.test": zone("spf-ptr.test", mail_records(
+            keys, spf=f"@ IN TXT {txt('v=spf1 ptr ip4:127.0.0.0/24 -all')}")),
         "spf-long.test": zone("spf-long.test", mail_records(keys, spf=f"@ IN TXT {txt(long_spf)}")),
         "spf-ip.test": zone("spf-ip.test", mail_records(keys, spf=f"@ IN TXT {txt('v=spf1 ip4:192.0.2.1 -all')}")),
         "dkim-missing.test": zone("dkim-missing.test", mail_records(keys, dkim=None)),
@@ -137,10 +141,12 @@ def fixture_zones(keys: Keys) -> dict[str, str]:
         "dmarc-missing.test": zone("dmarc-missing.test", mail_records(keys, dmarc=None)),
         "dmarc-multiple.test": zone("dmarc-multiple.test", mail_records(
             keys, extra=f"_dmarc IN TXT {txt('v=DMARC1; p=none; rua=mailto:d@dmarc-multiple.test')}")),
-        "dmarc-syntax.test": zone("dmarc-syntax.test", mail_records(keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=maybe')}")),
+        "dmarc-syntax.test": zone("dmarc-syntax.test", mail_records(
+            keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=maybe')}")),
         "dmarc-none.test": zone("dmarc-none.test", mail_records(
             keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=none; rua=mailto:d@dmarc-none.test')}")),
-        "dmarc-norua.test": zone("dmarc-norua.test", mail_records(keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=reject')}")),
+        "dmarc-norua.test": zone("dmarc-norua.test", mail_records(
+            keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=reject')}")),
         "dmarc-external.test": zone("dmarc-external.test", mail_records(
             keys, dmarc=f"_dmarc IN TXT {txt('v=DMARC1; p=reject; rua=mailto:d@elsewhere.shared.test')}")),
         "dmarc-authorized.test": zone("dmarc-authorized.test", mail_records(
@@ -155,7 +161,8 @@ def fixture_zones(keys: Keys) -> dict[str, str]:
         "mx-null.test": zone("mx-null.test", mail_records(keys, mx="@ IN MX 0 .")),
         "mx-cname.test": zone("mx-cname.test", mail_records(
             keys, mx="@ IN MX 10 mx.mx-cname.test.", extra="mx IN CNAME mx.clean.test.")),
-        "tls-expired.test": zone("tls-expired.test", mail_records(keys, mx="@ IN MX 10 mx", extra=mx_host.format(MX_EXPIRED))),
+        "tls-expired.test": zone("tls-expired.test", mail_records(
+            keys, mx="@ IN MX 10 mx", extra=mx_host.format(MX_EXPIRED))),
         "tls-wrongname.test": zone("tls-wrongname.test", mail_records(
             keys, mx="@ IN MX 10 mx", extra=mx_host.format(MX_WRONG_NAME))),
         "tls-old.test": zone("tls-old.test", mail_records(keys, mx="@ IN MX 10 mx", extra=mx_host.format(MX_TLS10))),
