@@ -12,7 +12,7 @@ import dns.name
 
 from dns_audit.alignment import audit_alignment
 from dns_audit.dkim import audit_dkim
-from dns_audit.dmarc import audit_dmarc
+from dns_audit.dmarc import DmarcRecord, audit_dmarc
 from dns_audit.dnsbl import DEFAULT_DOMAIN_ZONES, DEFAULT_IP_ZONES, audit_dnsbl
 from dns_audit.errors import AuditError, BadDomain, NoResolverAnswer
 from dns_audit.findings import Check, DomainReport, Finding, check_status, finding
@@ -89,33 +89,47 @@ class _DomainRun:
         self.results: dict[str, list[Finding]] = {}
 
     async def run(self) -> None:
+        """Independent checks run concurrently: a domain costs its longest chain of lookups, not their sum."""
         t, r = self.target, self.resolver
         envelope = t.envelope_domain or t.domain
-        await self._check("spf", self._spf(envelope))
-        dkim_findings: list[Finding] = []
-        if t.selectors:  # without a selector there is nothing to look up: the check is skipped, not passed
-            dkim_findings = await self._check("dkim", audit_dkim(r, t.domain, list(t.selectors)))
-        dmarc_record = None
-        if self.options.runs("dmarc"):
-            found, dmarc_record = await audit_dmarc(r, t.domain)
+        await asyncio.gather(
+            self._check("spf", self._spf(envelope)),
+            self._policy(envelope),
+            self._check("ptr", self._each_ip(audit_ptr)),
+            self._mx_and_tls(),
+            self._check("mta_sts", audit_mta_sts(r, t.domain)),
+            self._check("tlsrpt", audit_tlsrpt(r, t.domain)),
+            self._check("dnsbl", audit_dnsbl(r, t.domain, list(t.ips), list(self.options.ip_zones),
+                                             list(self.options.domain_zones))),
+        )
+
+    async def _policy(self, envelope: str) -> None:
+        """DKIM and DMARC together, then alignment (which needs to know whether a DKIM key is usable)."""
+        t, r = self.target, self.resolver
+
+        async def dkim() -> list[Finding]:
+            # without a selector there is nothing to look up: the check is skipped, not passed
+            return await self._check("dkim", audit_dkim(r, t.domain, list(t.selectors))) if t.selectors else []
+
+        async def dmarc() -> tuple[list[Finding], DmarcRecord | None]:
+            if not self.options.runs("dmarc"):
+                return [], None
+            found, record = await audit_dmarc(r, t.domain)
             self.results["dmarc"] = found
+            return found, record
+
+        dkim_findings, (_, dmarc_record) = await asyncio.gather(dkim(), dmarc())
         if self.options.runs("alignment"):
-            usable = t.selectors and len({f.code for f in dkim_findings if f.severity == "error"}) == 0
+            usable = bool(t.selectors) and not any(f.severity == "error" for f in dkim_findings)
             self.results["alignment"] = audit_alignment(t.domain, envelope, t.domain if usable else None, dmarc_record)
-        await self._check("ptr", self._each_ip(audit_ptr))
-        mx_findings, hosts = await audit_mx(r, t.domain)
+
+    async def _mx_and_tls(self) -> None:
+        mx_findings, hosts = await audit_mx(self.resolver, self.target.domain)
         self.results["mx"] = mx_findings
-        if self.options.tls is not None:
-            probe = self.options.tls
-            tls_found: list[Finding] = []
-            for host in hosts:
-                for address in host.addresses:
-                    tls_found.extend(await audit_mx_tls(host.name, address, probe))
-            self.results["tls"] = tls_found
-        await self._check("mta_sts", audit_mta_sts(r, t.domain))
-        await self._check("tlsrpt", audit_tlsrpt(r, t.domain))
-        await self._check("dnsbl", audit_dnsbl(r, t.domain, list(t.ips), list(self.options.ip_zones),
-                                               list(self.options.domain_zones)))
+        probe = self.options.tls
+        if probe is not None:
+            probes = [audit_mx_tls(host.name, address, probe) for host in hosts for address in host.addresses]
+            self.results["tls"] = [f for found in await asyncio.gather(*probes) for f in found]
 
     async def _spf(self, envelope: str) -> list[Finding]:
         found = await audit_spf(self.resolver, self.target.domain)

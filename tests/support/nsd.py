@@ -83,21 +83,24 @@ def _answers(host: str, port: int, origin: str) -> bool:
 
 
 @contextmanager
-def nsd_server(directory: Path, zones: dict[str, str], host: str = "127.0.0.1",
-               port: int | None = None) -> Iterator[NsdServer]:
-    """Start `nsd -d` serving `zones` ({origin: zone text}) on host:port; stop it on exit."""
+def nsd_server(directory: Path, zones: dict[str, str], host: str = "127.0.0.1", port: int | None = None,
+               prefix: tuple[str, ...] = ()) -> Iterator[NsdServer]:
+    """Start `nsd -d` serving `zones` ({origin: zone text}) on host:port; stop it on exit.
+
+    `prefix` runs it under another command, e.g. `ip netns exec NS` for a server inside a network namespace.
+    """
     port = port or free_port(host)
     directory.mkdir(parents=True, exist_ok=True)
     config = write_config(directory, zones, host, port)
     check = subprocess.run(["nsd-checkconf", str(config)], capture_output=True, text=True, check=False)
     if check.returncode != 0:
         raise RuntimeError(f"nsd-checkconf: {check.stdout}{check.stderr}")
-    process = subprocess.Popen([nsd_binary(), "-d", "-c", str(config)], stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([*prefix, nsd_binary(), "-d", "-c", str(config)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     server = NsdServer(host, port, directory, process)
     try:
         first = next(iter(zones))
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while not _answers(host, port, first):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"nsd did not start (exit {process.poll()}): {server.log()[-2000:]}")
