@@ -74,6 +74,7 @@ class DmarcLookup:
     record: DmarcRecord | None
     source: str  # the _dmarc name the record came from
     findings: tuple[Finding, ...]
+    location: Location | None = None
 
 
 def _location(answer: Answer, text: str) -> Location | None:
@@ -101,7 +102,7 @@ async def find_policy(resolver: Resolver, domain: str) -> DmarcLookup:
                 "dmarc.multiple", f"{name} has {len(records)} DMARC records; receivers ignore all of them",
                 clip(" | ".join(records)), _location(answer, records[1])),))
         try:
-            return DmarcLookup(parse_dmarc(records[0]), name, ())
+            return DmarcLookup(parse_dmarc(records[0]), name, (), _location(answer, records[0]))
         except DmarcSyntaxError as exc:
             return DmarcLookup(None, name, (finding("dmarc.syntax", f"DMARC record {name}: {exc}", clip(records[0]),
                                                     _location(answer, records[0])),))
@@ -120,9 +121,10 @@ async def audit_dmarc(resolver: Resolver, domain: str) -> tuple[list[Finding], D
         return found, None
     if record.policy == "none":
         found.append(finding("dmarc.policy_none", f"DMARC policy of {domain} is p=none: failing mail is delivered",
-                             clip(record.text)))
+                             clip(record.text), lookup.location))
     if not record.rua:
-        found.append(finding("dmarc.rua_missing", f"DMARC record {lookup.source} has no rua=", clip(record.text)))
+        found.append(finding("dmarc.rua_missing", f"DMARC record {lookup.source} has no rua=", clip(record.text),
+                             lookup.location))
     found.extend(await _external_reports(resolver, lookup.source.removeprefix("_dmarc."), record))
     return found, record
 
