@@ -81,6 +81,9 @@ async def audit_selector(resolver: Resolver, domain: str, selector: str) -> list
     if answer.unknown:
         return []
     records = [r for r in answer.records if "p=" in r.text or r.text.lower().startswith("v=dkim1")]
+    if not records and answer.records:
+        return [finding("dkim.syntax", f"{name} holds TXT data that is not a DKIM key",
+                        clip(" | ".join(answer.texts())), answer.records[0].location)]
     if not records:
         return [finding("dkim.missing", f"no DKIM key for selector {selector!r} of {domain}",
                         f"TXT {name}: {answer.status}")]

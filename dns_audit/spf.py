@@ -96,6 +96,8 @@ class _Walk:
             await self.walk(target, via=f"include:{target} in {domain}")
         elif term.name in ("a", "mx", "exists"):
             answer = await self.resolver.query(target, "MX" if term.name == "mx" else "A")
+            if answer.absent and term.name == "a":
+                answer = await self.resolver.query(target, "AAAA")  # an IPv6-only name is not void
             if answer.failed:
                 self.add("spf.lookup_failed", f"{term.name}:{target} in {domain}: lookup failed: {answer.error}")
             elif answer.absent:

@@ -32,4 +32,4 @@ def report_dict(reports: list[DomainReport]) -> dict[str, Any]:
 
 
 def render_json(reports: list[DomainReport], fail_on: str = "error") -> str:
-    return json.dumps(report_dict(reports), indent=2)
+    return json.dumps(report_dict(reports), indent=2, ensure_ascii=False)

@@ -53,4 +53,4 @@ def render_sarif(reports: list[DomainReport], fail_on: str = "error") -> str:
             "results": [_result(r.domain, f, rule_index) for r in reports for f in r.findings],
         }],
     }
-    return json.dumps(document, indent=2)
+    return json.dumps(document, indent=2, ensure_ascii=False)
