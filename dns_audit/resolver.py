@@ -146,7 +146,11 @@ class LiveResolver:
     async def _query_once(self, name: str, rdtype: str) -> Answer:
         key = (normalize(name), rdtype.upper())
         pending = self._cache.get(key)
-        if pending is None:
+        if pending is not None and pending.done():
+            if not pending.cancelled() and pending.exception() is None:
+                return pending.result()
+            pending = None  # a lookup cut off by an earlier run's shutdown: ask again
+        if pending is None or pending.get_loop() is not asyncio.get_running_loop():
             pending = asyncio.ensure_future(self._resolve(*key))
             self._cache[key] = pending
         # shield: one caller hitting its deadline must not cancel the lookup others share

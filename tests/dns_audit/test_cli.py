@@ -158,3 +158,11 @@ def test_inventory_supplies_domains_selectors_and_ips(sendhost_dns: Run, tmp_pat
     assert by_domain == {"clean.test": [], "alignment-none.test": ["alignment.none"]}
     statuses = {c["name"]: c["status"] for c in data["domains"][0]["checks"]}
     assert statuses["ptr"] == "pass" and statuses["dnsbl"] == "pass"  # the host's IP was checked
+
+
+def test_nothing_to_audit_and_missing_zone_dir_exit_2(tmp_path: Path) -> None:
+    nothing = run_cli("dns", "audit", "--nameserver", "127.0.0.1:9", cwd=tmp_path)
+    assert nothing.returncode == 2 and "error: no domains to audit" in nothing.stderr
+    missing = run_cli("dns", "audit", "--zone-dir", str(tmp_path / "nope"))
+    assert missing.returncode == 2
+    assert f"error: --zone-dir {tmp_path / 'nope'}: not a directory of zone files" in missing.stderr
