@@ -17,6 +17,7 @@ from toolkit.app import App
 # group name -> "module:attribute". A group is listed here only once it works.
 GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
+    "dns": "toolkit.cli.dns:group",
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
 }

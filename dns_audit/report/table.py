@@ -1,0 +1,25 @@
+"""Plain-text table for people: one line per finding, grouped by domain, then a summary line."""
+
+from __future__ import annotations
+
+from dns_audit.findings import DomainReport
+from dns_audit.report.json import summary
+
+
+def render_table(reports: list[DomainReport], fail_on: str = "error") -> str:
+    lines = []
+    for report in reports:
+        failing = [c.name for c in report.checks if c.status == "fail"]
+        state = "FAIL " + ",".join(failing) if failing else "ok"
+        lines.append(f"{report.domain}  [{state}]")
+        if not report.findings:
+            lines.append("  no findings")
+        for item in report.findings:
+            where = f"  ({item.location})" if item.location else ""
+            lines.append(f"  {item.severity:<7} {item.code:<22} {item.message}{where}")
+            if item.evidence:
+                lines.append(f"  {'':<7} {'':<22} evidence: {item.evidence}")
+            lines.append(f"  {'':<7} {'':<22} fix: {item.remediation}")
+    totals = summary(reports)
+    lines.append(f"{totals['domains']} domain(s), {totals['errors']} error(s), {totals['warnings']} warning(s)")
+    return "\n".join(lines)

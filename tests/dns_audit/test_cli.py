@@ -1,0 +1,168 @@
+"""`sendhost dns audit` as CI runs it: exit codes, JSON schema 1, JUnit, SARIF, GitHub annotations, zone files."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_cli
+from tests.dns_audit import zones as z
+from tests.dns_audit.conftest import zone_dir_from
+from tests.support.dns_faults import blackhole
+from tests.support.nsd import NsdServer
+
+Run = Callable[..., Any]
+COMMON = ("--selector", z.SELECTOR, "--dnsbl", z.DNSBL_ZONE)
+
+
+def test_clean_domain_exits_0(sendhost_dns: Run) -> None:
+    result = sendhost_dns("clean.test", "--ip", z.CLEAN_IP, *COMMON)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "clean.test  [ok]" in result.stdout
+    assert "1 domain(s), 0 error(s), 0 warning(s)" in result.stdout
+
+
+def test_error_findings_exit_1(sendhost_dns: Run) -> None:
+    result = sendhost_dns("clean.test", "spf-plusall.test", *COMMON)
+    assert result.returncode == 1, result.stderr
+    assert "spf.permissive_all" in result.stdout
+    assert "error: 1 finding(s) at or above error in 2 domain(s)" in result.stderr
+
+
+def test_warnings_exit_0_unless_fail_on_warning(sendhost_dns: Run) -> None:
+    assert sendhost_dns("dkim-short.test", *COMMON).returncode == 0
+    assert sendhost_dns("dkim-short.test", *COMMON, "--fail-on", "warning").returncode == 1
+
+
+def test_json_is_schema_1_with_every_field(sendhost_dns: Run) -> None:
+    result = sendhost_dns("clean.test", "dkim-weak.test", *COMMON, "--format", "json")
+    assert result.returncode == 1
+    data = json.loads(result.stdout)
+    assert set(data) == {"schema", "domains", "summary"}
+    assert data["schema"] == 1
+    assert data["summary"] == {"domains": 2, "errors": 1, "warnings": 0}
+    clean, weak = data["domains"]
+    assert set(clean) == {"domain", "findings", "checks"}
+    assert clean["domain"] == "clean.test" and clean["findings"] == []
+    assert {"name": "spf", "status": "pass"} in clean["checks"]
+    [item] = weak["findings"]
+    assert set(item) == {"code", "severity", "message", "evidence", "remediation", "reference", "location"}
+    assert (item["code"], item["severity"], item["location"]) == ("dkim.weak_key", "error", None)
+    assert {"name": "dkim", "status": "fail"} in weak["checks"]
+
+
+def test_junit_has_one_testcase_per_domain_and_check(sendhost_dns: Run) -> None:
+    result = sendhost_dns("clean.test", "spf-plusall.test", *COMMON, "--format", "junit")
+    root = ET.fromstring(result.stdout)
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["clean.test", "spf-plusall.test"]
+    cases = [(s.get("name"), c.get("name")) for s in suites for c in s.findall("testcase")]
+    assert len(cases) == 20  # 2 domains x 10 checks
+    failed = [(s.get("name"), c.get("name")) for s in suites for c in s.findall("testcase") if c.find("failure")
+              is not None]
+    assert failed == [("spf-plusall.test", "spf")]
+    assert root.get("failures") == "1"
+
+
+def test_sarif_points_at_the_zone_file_line(nsd: NsdServer, tmp_path: Path) -> None:
+    zones = zone_dir_from(nsd, tmp_path, ["spf-plusall.test", "clean.test"])
+    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "sarif")
+    assert result.returncode == 1, result.stderr
+    sarif = json.loads(result.stdout)
+    assert sarif["version"] == "2.1.0"
+    [found] = sarif["runs"][0]["results"]
+    assert found["ruleId"] == "spf.permissive_all"
+    location = found["locations"][0]["physicalLocation"]
+    path = Path(location["artifactLocation"]["uri"])
+    line = location["region"]["startLine"]
+    assert path.name == "spf-plusall.test.zone"
+    assert "+all" in (zones / path.name).read_text().splitlines()[line - 1]
+
+
+def test_github_annotations_carry_file_and_line(nsd: NsdServer, tmp_path: Path) -> None:
+    zones = zone_dir_from(nsd, tmp_path, ["dkim-weak.test"])
+    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "github")
+    assert result.returncode == 1
+    [annotation] = [line for line in result.stdout.splitlines() if line.startswith("::")]
+    assert annotation.startswith(f"::error file={zones / 'dkim-weak.test.zone'},line=")
+    assert "title=dkim-weak.test%3A dkim.weak_key::" in annotation
+
+
+def test_zone_file_syntax_error_exits_2_with_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.test.zone").write_text(
+        "$TTL 300\n@ IN SOA ns1 host 1 2 3 4 5\n@ IN NS ns1\n@ IN MX ten mx\n")
+    result = run_cli("dns", "audit", "--zone-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert f"error: {tmp_path / 'broken.test.zone'}:4:" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_invalid_domain_exits_2_naming_it() -> None:
+    result = run_cli("dns", "audit", "exa mple..com", "--nameserver", "127.0.0.1:9")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: domain 'exa mple..com' is not a valid")
+    assert "Traceback" not in result.stderr
+
+
+def test_idna_domain_is_audited_as_its_ascii_form(sendhost_dns: Run) -> None:
+    result = sendhost_dns("bücher.test", *COMMON, "--format", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["domains"][0]["domain"] == "xn--bcher-kva.test"
+
+
+def test_bad_nameserver_and_ip_exit_2() -> None:
+    bad_ns = run_cli("dns", "audit", "clean.test", "--nameserver", "dns.example:53")
+    assert bad_ns.returncode == 2 and "--nameserver 'dns.example:53'" in bad_ns.stderr
+    bad_ip = run_cli("dns", "audit", "clean.test", "--nameserver", "127.0.0.1:9", "--ip", "300.1.1.1")
+    assert bad_ip.returncode == 2 and "--ip '300.1.1.1' is not an IP address" in bad_ip.stderr
+
+
+def test_unreachable_nameserver_exits_2_quickly() -> None:
+    with blackhole() as address:
+        result = run_cli("dns", "audit", "clean.test", "spf-plusall.test", "--nameserver", address,
+                         "--timeout", "0.2", "--retries", "1", timeout=30)
+    assert result.returncode == 2
+    assert f"error: no answer from nameserver {address}" in result.stderr
+    assert result.stdout == ""
+
+
+def test_inventory_supplies_domains_selectors_and_ips(sendhost_dns: Run, tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(f"""all:
+  vars:
+    sendhost_domains:
+      - name: clean.test
+        dkim_selectors: [{z.SELECTOR}]
+      - name: alignment-none.test
+        dkim_selectors: []
+        envelope_domain: bounce.shared.test
+    sendhost_dnsbl: [{z.DNSBL_ZONE}]
+  children:
+    senders:
+      hosts:
+        sender-1:
+          ansible_host: {z.CLEAN_IP}
+          sendhost_instance_id: i-0a1b2c3d4e5f60718
+          sendhost_region: us-east-1
+          sendhost_primary_ip: {z.CLEAN_IP}
+          sendhost_pool:
+            slots: 1
+""")
+    result = sendhost_dns("--inventory", str(inventory), "--format", "json")
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    by_domain = {d["domain"]: [f["code"] for f in d["findings"]] for d in data["domains"]}
+    assert by_domain == {"clean.test": [], "alignment-none.test": ["alignment.none"]}
+    statuses = {c["name"]: c["status"] for c in data["domains"][0]["checks"]}
+    assert statuses["ptr"] == "pass" and statuses["dnsbl"] == "pass"  # the host's IP was checked
+
+
+def test_nothing_to_audit_and_missing_zone_dir_exit_2(tmp_path: Path) -> None:
+    nothing = run_cli("dns", "audit", "--nameserver", "127.0.0.1:9", cwd=tmp_path)
+    assert nothing.returncode == 2 and "error: no domains to audit" in nothing.stderr
+    missing = run_cli("dns", "audit", "--zone-dir", str(tmp_path / "nope"))
+    assert missing.returncode == 2
+    assert f"error: --zone-dir {tmp_path / 'nope'}: not a directory of zone files" in missing.stderr

@@ -1,0 +1,167 @@
+"""`sendhost dns`: audit sending domains' DNS (for CI and for people) and check one message's headers."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from toolkit.app import App
+from toolkit.output import emit_json, emit_table
+
+if TYPE_CHECKING:
+    from dns_audit.audit import DomainTarget
+    from dns_audit.resolver import LiveResolver, Resolver
+
+EXIT_HELP = """\b
+Exit codes:
+  0  no findings at or above --fail-on
+  1  findings at or above --fail-on
+  2  the audit could not run (bad input, no nameserver answering)"""
+
+
+@click.group("dns")
+def group() -> None:
+    """Audit SPF, DKIM, DMARC, PTR, MX/TLS, MTA-STS, TLS-RPT and DNSBLs of sending domains."""
+
+
+def _resolver(nameservers: tuple[str, ...], zone_dir: str | None, timeout: float,
+              retries: int) -> tuple[Resolver, LiveResolver | None]:
+    from dns_audit.resolver import LiveResolver, parse_nameserver, system_nameservers
+    from dns_audit.zonefile import ZoneResolver
+
+    parsed = [parse_nameserver(ns) for ns in nameservers]
+    live: LiveResolver | None = None
+    if parsed or zone_dir is None:
+        live = LiveResolver(parsed or system_nameservers(), timeout=timeout, retries=retries)
+    if zone_dir is not None:
+        return ZoneResolver(Path(zone_dir), fallback=live), live
+    assert live is not None
+    return live, live
+
+
+def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_origins: list[str],
+             selectors: tuple[str, ...], ips: tuple[str, ...],
+             envelope: str | None) -> tuple[list[DomainTarget], tuple[str, ...]]:
+    from dns_audit.audit import DomainTarget, normalize_domain, normalize_ip
+    from toolkit.inventory import load_inventory
+
+    ip_list = tuple(normalize_ip(ip) for ip in ips)
+    envelope_domain = normalize_domain(envelope) if envelope else None
+    if domains:
+        names = [normalize_domain(d) for d in domains]
+        return [DomainTarget(n, selectors, ip_list, envelope_domain) for n in names], ()
+    inventory = load_inventory(Path(inventory_path)) if inventory_path else app.inventory
+    if inventory is not None and inventory.domains:
+        host_ips = ip_list or tuple(normalize_ip(h.primary_ip) for h in inventory.hosts)
+        targets = [DomainTarget(normalize_domain(d.name), selectors or d.dkim_selectors, host_ips,
+                                normalize_domain(d.envelope_domain) if d.envelope_domain else envelope_domain)
+                   for d in inventory.domains]
+        return targets, inventory.dnsbl
+    if zone_origins:
+        names = [o for o in zone_origins if not o.endswith(".arpa")]
+        return [DomainTarget(normalize_domain(n), selectors, ip_list, envelope_domain) for n in names], ()
+    from dns_audit.errors import AuditError
+
+    raise AuditError("no domains to audit: name them (sendhost dns audit example.com), pass --inventory PATH, "
+                     "or --zone-dir DIR")
+
+
+@group.command("audit", epilog=EXIT_HELP)
+@click.argument("domains", nargs=-1)
+@click.option("--inventory", "inventory_path", metavar="PATH", help="Audit the inventory's sendhost_domains.")
+@click.option("--zone-dir", metavar="DIR", help="Audit zone files offline (<origin>.zone each); file:line in findings.")
+@click.option("--nameserver", "nameservers", multiple=True, metavar="HOST[:PORT]",
+              help="Nameserver to ask (repeatable; default: /etc/resolv.conf). With --zone-dir: for names outside.")
+@click.option("--selector", "selectors", multiple=True, metavar="SEL", help="DKIM selector to check (repeatable).")
+@click.option("--ip", "ips", multiple=True, metavar="ADDRESS", help="Sending IP: SPF, PTR, DNSBL (repeatable).")
+@click.option("--envelope-domain", metavar="DOMAIN", help="Return-Path domain (default: the domain itself).")
+@click.option("--profile", type=click.Choice(["gmail-bulk", "baseline"]), default="gmail-bulk", show_default=True,
+              help="gmail-bulk adds DMARC and alignment to the all-senders baseline.")
+@click.option("--smtp-port", type=click.IntRange(1, 65535), default=25, show_default=True,
+              help="Port of MX hosts for the STARTTLS check.")
+@click.option("--ca-file", type=click.Path(exists=True, dir_okay=False),
+              help="Trust anchors (PEM) for MX certificates.")
+@click.option("--dnsbl", "dnsbl_zones", multiple=True, metavar="ZONE",
+              help="DNSBL zone for IPs and the domain (repeatable; default: Spamhaus ZEN/DBL, SpamCop, Barracuda).")
+@click.option("--concurrency", type=click.IntRange(1, 1000), default=20, show_default=True,
+              help="Domains audited at once.")
+@click.option("--timeout", type=click.FloatRange(0.01, 60), default=2.0, show_default=True,
+              help="Seconds per DNS query attempt and per SMTP step.")
+@click.option("--retries", type=click.IntRange(0, 10), default=2, show_default=True, help="Retries per DNS query.")
+@click.option("--deadline", type=click.FloatRange(0.1, 3600), default=60.0, show_default=True,
+              help="Seconds for one whole domain.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "junit", "sarif", "github"]), default=None,
+              help="Output format (default: the global --format, else table).")
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="Exit 1 when a finding is at or above this severity.")
+@click.pass_obj
+def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_dir: str | None,
+          nameservers: tuple[str, ...], selectors: tuple[str, ...], ips: tuple[str, ...], envelope_domain: str | None,
+          profile: str, smtp_port: int, ca_file: str | None, dnsbl_zones: tuple[str, ...], concurrency: int,
+          timeout: float, retries: int, deadline: float, fmt: str | None, fail_on: str) -> None:
+    """Audit each domain's mail DNS and MX TLS; findings have stable codes (spf.lookup_limit, dkim.weak_key, ...)."""
+    from dns_audit.audit import AuditOptions, run_audit
+    from dns_audit.dnsbl import DEFAULT_DOMAIN_ZONES, DEFAULT_IP_ZONES
+    from dns_audit.findings import at_or_above
+    from dns_audit.report import render
+    from dns_audit.tls import TlsProbe
+
+    resolver, live = _resolver(nameservers, zone_dir, timeout, retries)
+    origins = list(getattr(resolver, "origins", []))
+    targets, inventory_dnsbl = _targets(app, domains, inventory_path, origins, selectors, ips, envelope_domain)
+    zones = tuple(dnsbl_zones) or tuple(inventory_dnsbl)
+    network = live is not None  # offline zone-file audits probe no MX host and ask no blocklist
+    options = AuditOptions(
+        profile=profile,
+        ip_zones=zones or (DEFAULT_IP_ZONES if network else ()),
+        domain_zones=zones or (DEFAULT_DOMAIN_ZONES if network else ()),
+        tls=TlsProbe(port=smtp_port, ca_file=ca_file, timeout=max(timeout * 3, 1.0)) if network else None,
+        concurrency=concurrency,
+        deadline=deadline,
+    )
+    done = [0]
+
+    def progress(_report: object) -> None:
+        done[0] += 1
+        if sys.stderr.isatty():
+            click.echo(f"\raudited {done[0]}/{len(targets)}", err=True, nl=done[0] == len(targets))
+
+    reports = run_audit(resolver, targets, options, progress)
+    click.echo(render(reports, app.output_format(fmt), fail_on))
+    failing = sum(1 for r in reports for f in r.findings if at_or_above(f, fail_on))
+    if failing:
+        app.fail(f"{failing} finding(s) at or above {fail_on} in {len(reports)} domain(s)", 1)
+
+
+@group.command("check-message", epilog=EXIT_HELP)
+@click.argument("message_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE.eml")
+@click.option("--nameserver", "nameservers", multiple=True, metavar="HOST[:PORT]",
+              help="Nameserver for DKIM keys and DMARC (default: /etc/resolv.conf).")
+@click.option("--timeout", type=click.FloatRange(0.01, 60), default=2.0, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default=None)
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True)
+@click.pass_obj
+def check_message_command(app: App, message_file: str, nameservers: tuple[str, ...], timeout: float,
+                          fmt: str | None, fail_on: str) -> None:
+    """Check one message: RFC 8058 one-click unsubscribe, DKIM coverage of it, From alignment."""
+    from dns_audit.findings import at_or_above
+    from dns_audit.message import check_message
+    from dns_audit.report.json import finding_dict
+
+    resolver, _ = _resolver(nameservers, None, timeout, 2)
+    raw = Path(message_file).read_bytes()
+    findings = asyncio.run(check_message(raw, resolver))
+    if app.output_format(fmt) == "json":
+        emit_json({"schema": 1, "message": message_file, "findings": [finding_dict(f) for f in findings]})
+    else:
+        emit_table(f"sendhost dns check-message {message_file}", ["severity", "code", "message", "fix"],
+                   [(f.severity, f.code, f.message, f.remediation) for f in findings],
+                   summary=f"{len(findings)} finding(s)" if findings else "no findings: one-click unsubscribe "
+                   "signed and aligned")
+    failing = sum(1 for f in findings if at_or_above(f, fail_on))
+    if failing:
+        app.fail(f"{failing} finding(s) at or above {fail_on} in {message_file}", 1)
