@@ -44,24 +44,24 @@ class TokenBucket:
 
     @property
     def tokens(self) -> float:
-        """Tokens available now (after refill)."""
+        """Tokens available now (after refill); 0 while callers are still waiting on reserved ones."""
         with self._lock:
             self._refill()
-            return self._tokens
+            return max(0.0, self._tokens)
 
     def acquire(self) -> float:
-        """Take one token; return how long we slept waiting for it (0.0 when one was there)."""
-        waited = 0.0
-        while True:
-            with self._lock:
-                self._refill()
-                if self._tokens >= 1.0:
-                    self._tokens -= 1.0
-                    return waited
-                wait_s = (1.0 - self._tokens) / self.refill_per_s
-            # Sleep outside the lock so other threads can see the bucket; re-check after waking.
+        """Take one token; return how long we slept waiting for it (0.0 when one was there).
+
+        The token is reserved at once (the balance may go negative) and the caller sleeps off its share of the
+        debt, so concurrent callers queue in order, and float rounding of a large clock can never spin.
+        """
+        with self._lock:
+            self._refill()
+            self._tokens -= 1.0
+            wait_s = -self._tokens / self.refill_per_s if self._tokens < 0 else 0.0
+        if wait_s > 0:
             self._sleep(wait_s)
-            waited += wait_s
+        return wait_s
 
 
 @dataclass(frozen=True)
