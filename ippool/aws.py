@@ -9,6 +9,7 @@ Clients are created on first use, never at import, so moto can start first.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -89,11 +90,16 @@ class Ec2Adapter:
         self.bucket = bucket if bucket is not None else TokenBucket(clock=clock, sleep=sleep)
         self.backoff = backoff if backoff is not None else Backoff()
         self._clients: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()  # boto3 sessions are not thread-safe; clients are
         self._zone_ids: dict[str, str] = {}
 
     # --- plumbing -------------------------------------------------------------------------------------------
 
     def _client(self, service: str) -> Any:
+        with self._clients_lock:
+            return self._client_locked(service)
+
+    def _client_locked(self, service: str) -> Any:
         if service not in self._clients:
             if self._session is None:
                 self._session = self._session_factory()

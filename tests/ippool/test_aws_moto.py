@@ -186,3 +186,4 @@ def test_route53_unknown_zone_is_a_config_error(make_adapter: AdapterFactory) ->
     with pytest.raises(errors.HostedZoneNotFound, match=r"nowhere\.example\.") as caught:
         make_adapter().upsert_a_record("nowhere.example", "s1.nowhere.example", "198.18.0.1")
     assert caught.value.exit_code == 2
+

@@ -104,3 +104,26 @@ def test_backoff_is_repeatable_for_a_seed() -> None:
 def test_backoff_rejects_nonsense(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         Backoff(**kwargs)  # type: ignore[arg-type]
+
+
+def test_threads_sharing_a_bucket_each_reserve_a_distinct_token() -> None:
+    # The clock stands still, so nothing refills: the k-th token past the burst must wait exactly k/5 s.
+    # A lost update between threads would show up as two callers given the same wait (or none).
+    import threading
+
+    waits: list[float] = []
+    waits_lock = threading.Lock()
+    bucket = TokenBucket(clock=lambda: 1_796_000_000.0, sleep=lambda s: None)
+
+    def worker() -> None:
+        for _ in range(25):
+            waited = bucket.acquire()
+            with waits_lock:
+                waits.append(waited)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(round(w, 6) for w in waits) == [0.0] * 50 + [round(k / 5, 6) for k in range(1, 151)]

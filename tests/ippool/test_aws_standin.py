@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import random
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -32,7 +33,7 @@ TAGS = pool_tags("pool-a", "sender-1", 0, STATE_INCOMING)
 def make_standin(clock: FakeClock, sleeper: SleepRecorder, aws_calls: CallRecorder) -> Iterator[StandInFactory]:
     made: list[ReusingEc2StandIn] = []
 
-    def build(seed: int = 1, **kwargs: object) -> ReusingEc2StandIn:
+    def build(seed: int = 1, **kwargs: Any) -> ReusingEc2StandIn:
         standin = ReusingEc2StandIn(lambda: boto3.Session(region_name=REGION), REGION, seed=seed, clock=clock,
                                     sleep=sleeper, rng=random.Random(0), on_call=aws_calls, **kwargs)
         made.append(standin)
