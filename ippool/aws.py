@@ -59,7 +59,9 @@ CREDENTIAL_CODES = frozenset({
     "AuthFailure", "ExpiredToken", "ExpiredTokenException", "UnauthorizedOperation", "InvalidClientTokenId",
     "AccessDenied", "AccessDeniedException", "SignatureDoesNotMatch",
 })
-NOT_FOUND_CODES = frozenset({"InvalidAllocationID.NotFound", "InvalidAssociationID.NotFound"})
+NOT_FOUND_CODES = frozenset({
+    "InvalidAllocationID.NotFound", "InvalidAssociationID.NotFound", "InvalidAddress.NotFound",
+})
 UNKNOWN_INSTANCE_CODES = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"})
 
 
@@ -301,6 +303,15 @@ class Ec2Adapter:
         """One EIP by allocation id, or None when it no longer exists."""
         try:
             response = self._call("ec2", "DescribeAddresses", f"EIP {allocation_id}", AllocationIds=[allocation_id])
+        except errors.AddressGone:
+            return None
+        found = response.get("Addresses", [])
+        return _address_from(found[0]) if found else None
+
+    def find_address(self, public_ip: str) -> Address | None:
+        """The EIP holding this public address (e.g. for `pool retire --ip`), or None when the account has none."""
+        try:
+            response = self._call("ec2", "DescribeAddresses", f"address {public_ip}", PublicIps=[public_ip])
         except errors.AddressGone:
             return None
         found = response.get("Addresses", [])

@@ -41,7 +41,7 @@ class AddressQuotaExceeded(PoolOperationFailed):
 
 
 class AddressGone(PoolOperationFailed):
-    """The EIP or its association no longer exists (InvalidAllocationID/InvalidAssociationID.NotFound).
+    """The EIP or its association no longer exists (InvalidAllocationID/InvalidAssociationID/InvalidAddress.NotFound).
 
     Release and disassociate treat it as already done; anything else that meets it should re-read AWS.
     """

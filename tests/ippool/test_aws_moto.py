@@ -94,6 +94,14 @@ def test_allocate_with_an_explicit_address_gets_that_address(make_adapter: Adapt
     assert address.public_ip == "198.18.7.7"
 
 
+def test_find_address_by_public_ip(make_adapter: AdapterFactory) -> None:
+    adapter = make_adapter()
+    address = adapter.allocate_address(pool_tags("p", "h", 4, STATE_ACTIVE))
+    found = adapter.find_address(address.public_ip)
+    assert found is not None and (found.allocation_id, found.slot) == (address.allocation_id, 4)
+    assert adapter.find_address("198.51.100.77") is None  # InvalidAddress.NotFound: not ours, not anyone's
+
+
 def test_associate_attaches_to_the_interface(make_adapter: AdapterFactory) -> None:
     _, eni_id = create_host()
     adapter = make_adapter()

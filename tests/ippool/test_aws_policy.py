@@ -75,6 +75,7 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         "describe_pool_addresses": lambda: moto.describe_pool_addresses("p", host="h", slot=0),
         "count_region_addresses": moto.count_region_addresses,
         "get_address": lambda: moto.get_address(state["allocation_id"]),
+        "find_address": lambda: moto.find_address("198.51.100.1"),
         "set_reverse_dns": lambda: stubbed.set_reverse_dns("eipalloc-0abc", "s1.mail.example.com"),
         "reset_reverse_dns": lambda: stubbed.reset_reverse_dns("eipalloc-0abc"),
         "eip_quota": stubbed.eip_quota,
