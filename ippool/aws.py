@@ -17,7 +17,15 @@ from typing import Any, Protocol
 import boto3
 from botocore import xform_name
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    CredentialRetrievalError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    SSOError,
+    TokenRetrievalError,
+)
 
 from ippool import errors
 from ippool.aws_models import (
@@ -63,6 +71,8 @@ NOT_FOUND_CODES = frozenset({
     "InvalidAllocationID.NotFound", "InvalidAssociationID.NotFound", "InvalidAddress.NotFound",
 })
 UNKNOWN_INSTANCE_CODES = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"})
+# Credentials that exist but cannot be loaded (expired SSO session, broken credential_process, half-set keys).
+_CREDENTIAL_LOAD_ERRORS = (CredentialRetrievalError, PartialCredentialsError, SSOError, TokenRetrievalError)
 
 
 def default_session_factory(profile: str | None = None) -> SessionFactory:
@@ -130,6 +140,23 @@ class Ec2Adapter:
 
     def _call(self, service: str, operation: str, subject: str, **params: Any) -> dict[str, Any]:
         """Make one AWS call (with pacing and retries); `subject` names what it was about, for error messages."""
+        try:
+            return self._call_with_retries(service, operation, subject, params)
+        except NoCredentialsError as exc:
+            raise errors.AwsCredentialsError(
+                f"no AWS credentials found for {operation}: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
+                f"AWS_SECRET_ACCESS_KEY (see docs/iam-policy.json for the permissions needed)") from exc
+        except _CREDENTIAL_LOAD_ERRORS as exc:
+            raise errors.AwsCredentialsError(
+                f"could not load AWS credentials for {operation} ({type(exc).__name__}): log in again "
+                f"(e.g. `aws sso login`) or fix AWS_PROFILE") from exc
+        except BotoCoreError as exc:
+            # Not retried: a timed-out mutating call may have happened. The EIP was tagged in the same call,
+            # so `pool reconcile` finds it by its tags either way.
+            raise errors.AwsRequestFailed(f"{operation} on {subject} could not reach AWS: {exc}") from exc
+
+    def _call_with_retries(self, service: str, operation: str, subject: str,
+                           params: dict[str, Any]) -> dict[str, Any]:
         method = getattr(self._client(service), xform_name(operation))
         paced = service == "ec2" and operation in EIP_BUCKET_OPERATIONS
         for retry in range(self.backoff.max_attempts):
@@ -146,12 +173,6 @@ class Ec2Adapter:
                     self._sleep(self.backoff.delay(retry, self._rng))
                     continue
                 raise self._map_error(exc, code, operation, subject) from exc
-            except NoCredentialsError as exc:
-                raise errors.AwsCredentialsError(
-                    f"no AWS credentials found for {operation}: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
-                    f"AWS_SECRET_ACCESS_KEY (see docs/iam-policy.json for the permissions needed)") from exc
-            except BotoCoreError as exc:
-                raise errors.AwsRequestFailed(f"{operation} on {subject} could not reach AWS: {exc}") from exc
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
 
     def _map_error(self, exc: ClientError, code: str, operation: str, subject: str) -> errors.IppoolError:

@@ -105,6 +105,19 @@ def test_missing_credentials_are_a_config_error(make_adapter: AdapterFactory, mo
         make_adapter().describe_pool_addresses("pool-a")
 
 
+def test_half_set_credentials_are_a_config_error(make_adapter: AdapterFactory, monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")  # key id without its secret
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    with pytest.raises(errors.AwsCredentialsError, match="PartialCredentialsError") as caught:
+        make_adapter().describe_pool_addresses("pool-a")
+    assert caught.value.exit_code == 2
+
+
 def test_malformed_instance_id_is_unknown_instance(make_adapter: AdapterFactory, stubbed_aws: StubbedAws) -> None:
     stubbed_aws.stub("ec2").add_client_error("describe_instances", **client_error(
         "InvalidInstanceID.Malformed", "Invalid id: \"sender-1\""))
