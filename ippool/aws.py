@@ -28,6 +28,7 @@ from botocore.exceptions import (
 )
 
 from ippool import errors
+from ippool.aws_errors import RETRYABLE_CODES, map_aws_error
 from ippool.aws_models import (
     EIP_QUOTA_CODE,
     EIP_QUOTA_SERVICE,
@@ -59,18 +60,6 @@ EIP_BUCKET_OPERATIONS = frozenset({
     "ModifyAddressAttribute", "ResetAddressAttribute",
 })
 
-RETRYABLE_CODES = frozenset({
-    "RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException",
-    "PriorRequestNotComplete",
-})
-CREDENTIAL_CODES = frozenset({
-    "AuthFailure", "ExpiredToken", "ExpiredTokenException", "UnauthorizedOperation", "InvalidClientTokenId",
-    "AccessDenied", "AccessDeniedException", "SignatureDoesNotMatch",
-})
-NOT_FOUND_CODES = frozenset({
-    "InvalidAllocationID.NotFound", "InvalidAssociationID.NotFound", "InvalidAddress.NotFound",
-})
-UNKNOWN_INSTANCE_CODES = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"})
 # Credentials that exist but cannot be loaded (expired SSO session, broken credential_process, half-set keys).
 _CREDENTIAL_LOAD_ERRORS = (CredentialRetrievalError, PartialCredentialsError, SSOError, TokenRetrievalError)
 
@@ -168,44 +157,14 @@ class Ec2Adapter:
                 response: dict[str, Any] = method(**params)
                 return response
             except ClientError as exc:
-                code = str(exc.response.get("Error", {}).get("Code", ""))
+                error = exc.response.get("Error", {})
+                code = str(error.get("Code", ""))
                 if code in RETRYABLE_CODES and retry + 1 < self.backoff.max_attempts:
                     self._sleep(self.backoff.delay(retry, self._rng))
                     continue
-                raise self._map_error(exc, code, operation, subject) from exc
+                raise map_aws_error(code, str(error.get("Message", "")), operation=operation, subject=subject,
+                                    region=self.region, attempts=retry + 1) from exc
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
-
-    def _map_error(self, exc: ClientError, code: str, operation: str, subject: str) -> errors.IppoolError:
-        message = str(exc.response.get("Error", {}).get("Message", "")).strip()
-        if code in RETRYABLE_CODES:
-            return errors.AwsThrottled(
-                f"AWS throttled {operation} on {subject} ({code}) {self.backoff.max_attempts} times in a row: "
-                f"retry later; every tool in the account shares the EC2 Elastic IP request bucket")
-        if code == "AddressLimitExceeded":
-            return errors.AddressQuotaExceeded(
-                f"{self.region}: no Elastic IP left for {subject} (AddressLimitExceeded): request an increase of "
-                f"Service Quotas {EIP_QUOTA_SERVICE}/{EIP_QUOTA_CODE} (EC2-VPC Elastic IPs) in {self.region}")
-        if code in CREDENTIAL_CODES:
-            return errors.AwsCredentialsError(
-                f"AWS refused {operation} on {subject} ({code}): refresh the credentials if they expired, and make "
-                f"sure the policy in docs/iam-policy.json is attached to them")
-        if code in UNKNOWN_INSTANCE_CODES:
-            return errors.UnknownInstance(
-                f"{subject} does not exist in {self.region} ({code}): check sendhost_instance_id and "
-                f"sendhost_region in the inventory")
-        if code == "PrivateIpAddressLimitExceeded":
-            return errors.SlotLimitExceeded(
-                f"{subject}: more private IPs than its instance type allows (PrivateIpAddressLimitExceeded): "
-                f"lower sendhost_pool_size or move the host to a larger instance type")
-        if code in NOT_FOUND_CODES:
-            return errors.AddressGone(f"{subject} is already gone ({code})")
-        if code == "InvalidIPAddress.InUse":
-            return errors.AddressInUse(
-                f"{subject}: AWS says the address is still in use (InvalidIPAddress.InUse): disassociate it and "
-                f"reset its reverse DNS first")
-        if code == "NoSuchHostedZone":
-            return errors.HostedZoneNotFound(f"Route 53 hosted zone for {subject} does not exist ({code})")
-        return errors.AwsRequestFailed(f"AWS refused {operation} on {subject} ({code}): {message}", code)
 
     # --- instances and network interfaces ---------------------------------------------------------------------
 

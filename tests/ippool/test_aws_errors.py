@@ -64,7 +64,7 @@ def test_request_limit_exceeded_gives_up_after_max_attempts(make_adapter: Adapte
         stubbed_aws.stub("ec2").add_client_error("associate_address", **client_error("RequestLimitExceeded"))
     with pytest.raises(errors.AwsThrottled, match="RequestLimitExceeded") as caught:
         make_adapter(stubbed_aws, backoff=backoff).associate_address("eipalloc-0abc", "eni-01", "10.0.0.5")
-    assert caught.value.exit_code == 1
+    assert caught.value.exit_code == 1 and "3 times" in str(caught.value)
     assert aws_calls.count("ec2:AssociateAddress") == 3
     assert len(sleeper.waits) == 2  # no pointless wait after the last attempt
     stubbed_aws.assert_all_answered()
