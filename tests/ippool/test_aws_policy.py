@@ -141,3 +141,17 @@ def test_policy_touches_only_eips_tagged_ours() -> None:
         assert ('"aws:ResourceTag/sendhost:pool": "false"' in condition
                 or '"aws:RequestTag/sendhost:pool": "false"' in condition
                 or '"ec2:CreateAction": "AllocateAddress"' in condition), f"{statement['Sid']} is not tag-scoped"
+
+
+@pytest.mark.usefixtures("moto_aws")
+def test_policy_document_passes_iams_grammar_check() -> None:
+    # moto's IAM runs AWS's policy-document validation (version, effects, action and ARN syntax, condition shape).
+    iam = boto3.client("iam", region_name=REGION)
+    try:
+        created = iam.create_policy(PolicyName="sendhost-ippool", PolicyDocument=POLICY_PATH.read_text())
+        assert created["Policy"]["PolicyName"] == "sendhost-ippool"
+        broken = POLICY_PATH.read_text().replace('"Effect": "Allow"', '"Effect": "Permit"', 1)
+        with pytest.raises(iam.exceptions.MalformedPolicyDocumentException):
+            iam.create_policy(PolicyName="broken", PolicyDocument=broken)
+    finally:
+        iam.close()
