@@ -13,3 +13,51 @@ class PoolConfigError(IppoolError, ConfigError):
 
 class PoolOperationFailed(IppoolError, OperationFailed):
     """A pool operation ran and failed (AWS refused, quota exhausted, ...): exit 1."""
+
+
+# --- AWS adapter errors (ippool/aws.py maps AWS error codes to these) ---
+
+
+class AwsCredentialsError(PoolConfigError):
+    """AWS refused our credentials or our permissions (AuthFailure, ExpiredToken, UnauthorizedOperation): exit 2."""
+
+
+class UnknownInstance(PoolConfigError):
+    """The instance id does not exist in the region (InvalidInstanceID.NotFound/Malformed): exit 2."""
+
+
+class SlotLimitExceeded(PoolConfigError):
+    """More slots than the instance type has private IPs per interface (PrivateIpAddressLimitExceeded): exit 2."""
+
+
+class HostedZoneNotFound(PoolConfigError):
+    """The Route 53 hosted zone the inventory names does not exist in the account: exit 2."""
+
+
+class AddressQuotaExceeded(PoolOperationFailed):
+    """The region's Elastic IP quota is used up (AddressLimitExceeded): exit 1; the message names the quota."""
+
+    quota_code = "L-0263D0A3"
+
+
+class AddressGone(PoolOperationFailed):
+    """The EIP or its association no longer exists (InvalidAllocationID/InvalidAssociationID/InvalidAddress.NotFound).
+
+    Release and disassociate treat it as already done; anything else that meets it should re-read AWS.
+    """
+
+
+class AddressInUse(PoolOperationFailed):
+    """AWS says the address is still in use (InvalidIPAddress.InUse): associated, or carrying reverse DNS."""
+
+
+class AwsThrottled(PoolOperationFailed):
+    """AWS kept answering RequestLimitExceeded after every retry: exit 1; try again later."""
+
+
+class AwsRequestFailed(PoolOperationFailed):
+    """Any other AWS refusal or unreachable endpoint: exit 1; the message carries AWS's code and text."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code  # AWS's error code, "" when AWS could not be reached

@@ -1,0 +1,157 @@
+"""docs/iam-policy.json lists exactly the AWS calls the adapter makes, and lets it touch only EIPs tagged ours.
+
+Every adapter test also checks its own recorded calls against the policy at teardown (`aws_calls` fixture); this
+module drives every public adapter method once, so a call the policy lacks, or one it lists but the code never
+makes, fails here even if no other test happens to reach it.
+"""
+# ruff: noqa: F811  (pytest fixtures are imported from tests.support.aws and requested by name)
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import boto3
+import pytest
+
+import ippool.aws
+from ippool.aws import IAM_PREFIX, Ec2Adapter
+from ippool.aws_models import STATE_INCOMING, TAG_PARKED_UNTIL, pool_tags
+from tests.support.aws import (  # noqa: F401  (fixtures)
+    POLICY_PATH,
+    REGION,
+    AdapterFactory,
+    CallRecorder,
+    StubbedAws,
+    aws_calls,
+    create_host,
+    make_adapter,
+    moto_aws,
+    policy_actions,
+    sleeper,
+    stubbed_aws,
+)
+
+
+def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws) -> dict[str, Callable[[], object]]:
+    """One call per public adapter method; moto answers what it implements, the Stubber fake the rest."""
+    instance_id, eni_id = create_host()
+    route53 = boto3.client("route53", region_name=REGION)
+    route53.create_hosted_zone(Name="mail.example.com", CallerReference="policy")
+    route53.close()
+    state: dict[str, str] = {}
+
+    def allocate() -> object:
+        address = moto.allocate_address(pool_tags("p", "h", 0, STATE_INCOMING))
+        state["allocation_id"] = address.allocation_id
+        return address
+
+    def assign() -> object:
+        interface = moto.assign_secondary_private_ips(eni_id, 2)
+        state["private_ip"] = interface.secondary_private_ips[0]
+        return interface
+
+    def associate() -> object:
+        state["association_id"] = moto.associate_address(state["allocation_id"], eni_id, state["private_ip"])
+        return state["association_id"]
+
+    ec2 = fake.stub("ec2")
+    ec2.add_response("modify_address_attribute", {})
+    ec2.add_response("reset_address_attribute", {})
+    fake.stub("service-quotas").add_response("get_service_quota", {"Quota": {"Value": 5.0}})
+
+    return {  # in an order that works: later calls use what earlier ones made
+        "describe_instance": lambda: moto.describe_instance(instance_id),
+        "describe_network_interface": lambda: moto.describe_network_interface(eni_id),
+        "max_private_ips_per_interface": lambda: moto.max_private_ips_per_interface("c5.large"),
+        "assign_secondary_private_ips": assign,
+        "allocate_address": allocate,
+        "associate_address": associate,
+        "create_tags": lambda: moto.create_tags(state["allocation_id"], {TAG_PARKED_UNTIL: "2026-11-30T05:00:00Z"}),
+        "delete_tags": lambda: moto.delete_tags(state["allocation_id"], [TAG_PARKED_UNTIL]),
+        "describe_pool_addresses": lambda: moto.describe_pool_addresses("p", host="h", slot=0),
+        "count_region_addresses": moto.count_region_addresses,
+        "get_address": lambda: moto.get_address(state["allocation_id"]),
+        "find_address": lambda: moto.find_address("198.51.100.1"),
+        "set_reverse_dns": lambda: stubbed.set_reverse_dns("eipalloc-0abc", "s1.mail.example.com"),
+        "reset_reverse_dns": lambda: stubbed.reset_reverse_dns("eipalloc-0abc"),
+        "eip_quota": stubbed.eip_quota,
+        "upsert_a_record": lambda: moto.upsert_a_record("mail.example.com", "s1.mail.example.com", "198.18.0.1"),
+        "delete_a_record": lambda: moto.delete_a_record("mail.example.com", "s1.mail.example.com", "198.18.0.1"),
+        "disassociate_address": lambda: moto.disassociate_address(state["association_id"]),
+        "release_address": lambda: moto.release_address(state["allocation_id"]),
+        "unassign_secondary_private_ips": lambda: moto.unassign_secondary_private_ips(eni_id, [state["private_ip"]]),
+    }
+
+
+def _public_methods() -> set[str]:
+    return {name for name, member in inspect.getmembers(Ec2Adapter, inspect.isfunction)
+            if not name.startswith("_") and name != "close"}
+
+
+@pytest.mark.usefixtures("moto_aws")
+def test_policy_allows_exactly_the_calls_the_adapter_makes(make_adapter: AdapterFactory, stubbed_aws: StubbedAws,
+                                                           aws_calls: CallRecorder) -> None:
+    drivers = _drive_every_method(make_adapter(), make_adapter(stubbed_aws), stubbed_aws)
+    assert set(drivers) == _public_methods(), "drive every public adapter method here, so its calls are checked"
+    for call in drivers.values():
+        call()
+    stubbed_aws.assert_all_answered()
+    missing = aws_calls.actions - policy_actions()
+    unused = policy_actions() - aws_calls.actions
+    assert not missing, f"the adapter calls these, the policy does not allow them: {sorted(missing)}"
+    assert not unused, f"the policy allows these, the adapter never calls them: {sorted(unused)}"
+
+
+def test_every_call_in_the_adapter_source_is_in_the_policy() -> None:
+    # A static cross-check: each `self._call("service", "Operation", ...)` in ippool/aws.py.
+    source = Path(ippool.aws.__file__).read_text()
+    made = {f"{IAM_PREFIX[service]}:{operation}"
+            for service, operation in re.findall(r'_call\(\s*"([\w-]+)",\s*"(\w+)"', source)}
+    assert len(made) >= 15
+    assert made == policy_actions()
+
+
+def _statements() -> list[dict[str, object]]:
+    return list(json.loads(POLICY_PATH.read_text())["Statement"])
+
+
+def _as_list(value: object) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+
+
+def test_policy_names_actions_exactly_without_wildcards() -> None:
+    for statement in _statements():
+        assert all("*" not in action for action in _as_list(statement["Action"])), statement["Sid"]
+
+
+def test_policy_touches_only_eips_tagged_ours() -> None:
+    # Every statement that can change an Elastic IP is conditioned on our pool tag (on the request when
+    # allocating, on the resource afterwards) or only tags an address in the same call that allocates it.
+    for statement in _statements():
+        resources = _as_list(statement["Resource"])
+        actions = [a for a in _as_list(statement["Action"]) if a.startswith("ec2:") and "Describe" not in a]
+        if not actions or not any(":elastic-ip/" in r or r == "*" for r in resources):
+            continue
+        assert resources == ["arn:aws:ec2:*:*:elastic-ip/*"], f"{statement['Sid']}: mutate only elastic-ip"
+        condition = json.dumps(statement.get("Condition", {}))
+        assert ('"aws:ResourceTag/sendhost:pool": "false"' in condition
+                or '"aws:RequestTag/sendhost:pool": "false"' in condition
+                or '"ec2:CreateAction": "AllocateAddress"' in condition), f"{statement['Sid']} is not tag-scoped"
+
+
+@pytest.mark.usefixtures("moto_aws")
+def test_policy_document_passes_iams_grammar_check() -> None:
+    # moto's IAM runs AWS's policy-document validation (version, effects, action and ARN syntax, condition shape).
+    iam = boto3.client("iam", region_name=REGION)
+    try:
+        created = iam.create_policy(PolicyName="sendhost-ippool", PolicyDocument=POLICY_PATH.read_text())
+        assert created["Policy"]["PolicyName"] == "sendhost-ippool"
+        broken = POLICY_PATH.read_text().replace('"Effect": "Allow"', '"Effect": "Permit"', 1)
+        with pytest.raises(iam.exceptions.MalformedPolicyDocumentException):
+            iam.create_policy(PolicyName="broken", PolicyDocument=broken)
+    finally:
+        iam.close()
