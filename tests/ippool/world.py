@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
 import pytest
 import redis
 
@@ -24,6 +25,7 @@ from ippool.rotator import Rotator
 from ippool.screen import Screen, no_screen
 from ippool.spec import HostSpec
 from tests.support.aws import (
+    REGION,
     AdapterFactory,
     CallRecorder,
     aws_calls,
@@ -33,6 +35,7 @@ from tests.support.aws import (
     sleeper,
 )
 from tests.support.clock import FakeClock
+from tests.support.ippool_fakes import MotoGaps
 
 
 @dataclass
@@ -41,7 +44,16 @@ class World:
     pool: Pool
     aws: Ec2Adapter
     clock: FakeClock
+    on_call: Callable[[str], None] | None = None
     specs: dict[str, HostSpec] = field(default_factory=dict)
+    _made: list[Ec2Adapter] = field(default_factory=list)
+
+    def gaps(self, quota: int | None = None) -> MotoGaps:
+        """The adapter over moto with the named fakes for PTR and the EIP quota."""
+        adapter = MotoGaps(lambda: boto3.Session(region_name=REGION), REGION, sleep=self.clock.sleep,
+                           clock=self.clock, on_call=self.on_call, quota=quota)
+        self._made.append(adapter)
+        return adapter
 
     @property
     def ledger(self) -> Ledger:
@@ -77,8 +89,12 @@ class World:
 
 
 @pytest.fixture
-def world(moto_aws: None, redis_url: str, clock: FakeClock, make_adapter: AdapterFactory) -> Iterator[World]:
+def world(moto_aws: None, redis_url: str, clock: FakeClock, make_adapter: AdapterFactory,
+          aws_calls: CallRecorder) -> Iterator[World]:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     pool = Pool(client, clock=clock, rng=random.Random(99))
-    yield World(client, pool, make_adapter(), clock)
+    made = World(client, pool, make_adapter(), clock, on_call=aws_calls)
+    yield made
+    for adapter in made._made:
+        adapter.close()
     client.close()
