@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from ippool.aws import Ec2Adapter
 from ippool.aws_models import (
@@ -104,7 +105,7 @@ class Reconciler:
                 diffs += self._parked(spec, address, parked_index)
             elif address.state == STATE_ACTIVE and not address.associated:
                 diffs.append(self._diff(spec, "leaked", address, "tagged active but serves no slot",
-                                        lambda a=address: self._park(spec, a, spec.park_minutes * 60)))
+                                        partial(self._park, spec, address, spec.park_minutes * 60)))
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name) if self._fix and diffs else ours
         slots = self._slots(spec) if self._fix and diffs and spec.name in self.pool.hosts() else slots
         diffs += self._slots_against_aws(spec, ours, slots)
@@ -173,16 +174,16 @@ class Reconciler:
             if live is not None and (held is None or held.state == EMPTY):
                 diffs.append(self._slot_diff(spec, "slot_missing", slot, f"AWS serves {live.public_ip}, Redis has "
                                              f"no address: rebuilt, no new sends until it rotates",
-                                             lambda s=slot, a=live: self._adopt(spec, s, a, held)))
+                                             partial(self._adopt, spec, slot, live, held)))
             elif live is not None and held is not None and held.allocation_id != live.allocation_id:
                 diffs.append(self._slot_diff(spec, "slot_mismatch", slot, f"Redis has {held.public_ip}, AWS serves "
                                              f"{live.public_ip}: rebuilt from AWS",
-                                             lambda s=slot, a=live: self._adopt(spec, s, a, held)))
+                                             partial(self._adopt, spec, slot, live, held)))
             elif live is None and held is not None and held.state != EMPTY and held.allocation_id and \
                     not any(a.allocation_id == held.allocation_id for a in ours):
                 diffs.append(self._slot_diff(spec, "slot_eip_gone", slot, f"{held.public_ip} "
                                              f"({held.allocation_id}) is gone from AWS: slot retired to rotate",
-                                             lambda s=slot: self._retire(spec, s)))
+                                             partial(self._retire, spec, slot)))
         return diffs
 
     def _rotating(self, spec: HostSpec, slot: int, held: SlotStatus, ours: list[Address]) -> list[Difference]:

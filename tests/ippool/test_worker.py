@@ -57,6 +57,6 @@ def test_cli_worker_exits_cleanly_on_sigterm(moto_url: str, redis_url: str, tmp_
         if process.poll() is None:
             process.kill()
             process.wait()
-    out, err = process.communicate()
+    _out, err = process.communicate()
     assert code == 0, err
     assert "Traceback" not in err
