@@ -207,7 +207,8 @@ class Reconciler:
     def _strangers(self, spec: HostSpec, eni_id: str, primary_ip: str, slots: dict[int, SlotStatus],
                    ours: list[Address]) -> list[Difference]:
         slot_ips = {s.private_ip: n for n, s in slots.items() if s.private_ip}
-        slot_ips.update({a.tags[TAG_PRIVATE_IP]: a.slot for a in ours if a.tags.get(TAG_PRIVATE_IP) and a.slot is not None})
+        slot_ips.update({a.tags[TAG_PRIVATE_IP]: a.slot for a in ours
+                         if a.tags.get(TAG_PRIVATE_IP) and a.slot is not None})
         diffs = []
         for address in self.aws.describe_interface_addresses(eni_id):
             if address.pool is None and address.private_ip in slot_ips and address.private_ip != primary_ip:
