@@ -71,7 +71,7 @@ def worker(url: str, host: str, instance_id: str, out_file: str) -> None:
     reaper = Reaper(aws, denylist, ledger, clock)
     rotator = Rotator(pool, aws, specs, denylist, ledger, clock, f"chaos-{os.getpid()}", heartbeat_s=HEARTBEAT_S)
     reconciler = Reconciler(pool, aws, specs, ledger, reaper, clock, grace_s=GRACE_S, stale_s=STALE_S)
-    runner = Worker(rotator, reaper, [host], interval_s=0.05, reconcile=lambda: reconciler.run(fix=True),
+    runner = Worker(rotator, reaper, [host], interval_s=0.1, reconcile=lambda: reconciler.run(fix=True),
                     reconcile_every_s=5.0)
     signal.signal(signal.SIGTERM, lambda signum, frame: runner.stop())
 
