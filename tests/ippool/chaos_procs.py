@@ -6,7 +6,7 @@
 A sender leases until STOP_FILE exists, then writes {public_ip: sends, "fallback": n, "max_wait_s": s} to OUT_FILE.
 A worker appends one line per finished rotation to OUT_FILE (so a SIGKILLed worker's count survives it) and runs
 until SIGTERM. AWS is the moto server on AWS_ENDPOINT_URL; budgets, parking and heartbeats are short so hundreds of
-rotations fit in a minute.
+rotations fit in a minute. The workers' adapter is `MotoGaps`, the named fake that gives moto AWS's reassociation.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pathlib import Path
 import boto3
 
 from ippool import Pool
-from ippool.aws import Ec2Adapter
 from ippool.denylist import Denylist
 from ippool.ledger import Ledger
 from ippool.reaper import Reaper
@@ -30,6 +29,7 @@ from ippool.reconcile import Reconciler
 from ippool.rotator import ROTATED, Rotator
 from ippool.spec import HostSpec
 from ippool.worker import CycleReport, Worker
+from tests.support.ippool_fakes import MotoGaps
 
 SOCKET_TIMEOUT_S = 0.5
 SLOTS = 4
@@ -63,8 +63,8 @@ def worker(url: str, host: str, instance_id: str, out_file: str) -> None:
     import redis
 
     client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5)
-    aws = Ec2Adapter(lambda: boto3.Session(region_name="us-east-1"), "us-east-1",
-                     endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+    aws = MotoGaps(lambda: boto3.Session(region_name="us-east-1"), "us-east-1",
+                   endpoint_url=os.environ["AWS_ENDPOINT_URL"])
     clock = time.time
     specs = {host: spec(host, instance_id)}
     pool, ledger, denylist = Pool(client), Ledger(client, clock), Denylist(client, clock)

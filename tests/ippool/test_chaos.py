@@ -19,7 +19,6 @@ import boto3
 import redis
 
 from ippool import Pool
-from ippool.aws import Ec2Adapter
 from ippool.denylist import Denylist
 from ippool.ledger import Ledger
 from ippool.provisioner import Provisioner
@@ -29,6 +28,7 @@ from tests.conftest import REPO_ROOT
 from tests.ippool import chaos_procs
 from tests.ippool.cli_support import CLI_AWS_ENV, server_instance, unique_host
 from tests.support.aws import FAKE_CREDENTIALS, REGION
+from tests.support.ippool_fakes import MotoGaps
 from tests.support.ippool_invariants import violations
 from tests.support.net import free_port
 from tests.support.redis_server import RedisServer
@@ -60,7 +60,7 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
     spec = chaos_procs.spec(host, instance_id)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **CLI_AWS_ENV, "AWS_ENDPOINT_URL": moto_url}
     session = boto3.Session(region_name=REGION, **FAKE_CREDENTIALS)
-    aws = Ec2Adapter(lambda: session, REGION, endpoint_url=moto_url)
+    aws = MotoGaps(lambda: session, REGION, endpoint_url=moto_url)
     with tempfile.TemporaryDirectory(prefix="sendhost-chaos-redis-") as workdir:
         server = RedisServer(url="", process=None, port=free_port(), workdir=Path(workdir))
         server.url = f"redis://127.0.0.1:{server.port}/0"

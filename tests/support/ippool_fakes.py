@@ -4,7 +4,10 @@
 - reverse DNS (moto has no Modify/ResetAddressAttribute): the PTR is kept as a tag `fake:reverse-dns` on the EIP
   in moto, so it survives across processes, and release refuses an EIP that still has one, as AWS does;
 - the EIP quota (moto never answers AddressLimitExceeded, and has no EC2 Service Quotas): with `quota` set, an
-  allocation beyond `quota` EIPs in the region fails with AWS's error code, mapped by the real error mapping.
+  allocation beyond `quota` EIPs in the region fails with AWS's error code, mapped by the real error mapping;
+- AllowReassociation (moto ignores `PrivateIpAddress` on associate, so it never detaches the EIP that held the
+  private IP before): the fake records each association's private IP in a tag `fake:private-ip` and, like AWS,
+  detaches the EIP that held that private IP when another one is associated to it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from ippool.aws_models import Address
 from ippool.errors import AwsRequestFailed
 
 PTR_TAG = "fake:reverse-dns"
+PRIVATE_IP_TAG = "fake:private-ip"
 
 
 class MotoGaps(Ec2Adapter):
@@ -47,6 +51,16 @@ class MotoGaps(Ec2Adapter):
                                 operation="AllocateAddress", subject=f"host {tags.get('sendhost:host')}",
                                 region=self.region, attempts=1)
         return super().allocate_address(tags, address)
+
+    def associate_address(self, allocation_id: str, eni_id: str, private_ip: str) -> str:
+        for other in self.describe_interface_addresses(eni_id):
+            if other.allocation_id != allocation_id and other.tags.get(PRIVATE_IP_TAG) == private_ip \
+                    and other.association_id:
+                super().disassociate_address(other.association_id)
+        association_id = super().associate_address(allocation_id, eni_id, private_ip)
+        self._call("ec2", "CreateTags", f"EIP {allocation_id}", Resources=[allocation_id],
+                   Tags=[{"Key": PRIVATE_IP_TAG, "Value": private_ip}])
+        return association_id
 
     def eip_quota(self) -> int:
         if self.quota is None:
