@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from sendhost import redis_conn
 from warmup import keys
@@ -42,6 +44,7 @@ DEFAULT_RAMP = Ramp()
 
 Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-unavailable"]
 # An unsettled reservation (unknown outcome) keeps counting; its token is forgotten after this long.
+HOT_PATH_RETRIES = 1
 PENDING_KEEP_MS = 2 * 86_400_000
 GUARD_ACTIONS = {
     FailureClass.ACCOUNT_QUOTA: "park-day",
@@ -123,6 +126,8 @@ class Guard:
             client = redis_conn.connect(url, state_dir=state_dir, socket_timeout=socket_timeout)
         except ValueError as exc:
             raise WarmupConfigError(str(exc)) from None
+        # redis-py's default retries back off for seconds; a sender must hear "unavailable" within a timeout.
+        client.set_retry(Retry(NoBackoff(), HOT_PATH_RETRIES))
         return cls(client, fail_open=fail_open, breaker=breaker)
 
     def close(self) -> None:
