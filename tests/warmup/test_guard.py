@@ -118,7 +118,7 @@ def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: re
 
 
 def test_unknown_mailbox_is_a_config_error(guard: Guard) -> None:
-    with pytest.raises(WarmupConfigError, match="unknown mailbox 'nobody@x.com'"):
+    with pytest.raises(WarmupConfigError, match=r"unknown mailbox 'nobody@x\.com'"):
         guard.reserve("nobody@x.com", now=NOW)
 
 
