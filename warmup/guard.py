@@ -158,6 +158,11 @@ class Guard:
         )
         return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(now)))
 
+    def knows(self, address: str) -> bool:
+        """Is `address` under the guard already?"""
+        address = validate_address(address)
+        return self._admin(lambda: self.mailboxes.exists(address))
+
     def pause(self, address: str, reason: str = "paused by hand") -> None:
         address = validate_address(address)
         self._admin(lambda: self.mailboxes.pause(address, reason))

@@ -145,6 +145,9 @@ class Mailboxes:
     def keys_of(self, address: str) -> keys.MailboxKeys:
         return keys.GroupKeys(self.group_of(address)).mailbox(address)
 
+    def exists(self, address: str) -> bool:
+        return bool(self._client.hexists(keys.REGISTRY, address))
+
     def addresses(self) -> list[str]:
         return sorted(str(a) for a in self._client.hkeys(keys.REGISTRY))
 
@@ -281,7 +284,7 @@ class Mailboxes:
         gap = int(fields["min_gap_ms"]) + jitter_ms(fields["jitter_seed"], today.day.isoformat(),
                                                     int(fields["jitter_lo_ms"]), int(fields["jitter_hi_ms"]))
         if last >= 0 and now_ms - last < gap:
-            return "cooldown", f"gap {gap} ms since the last send", last + gap
+            return "cooldown", f"gap of {gap / 1000:.1f} s since the last send", last + gap
         return "ready", None, now_ms
 
     def import_sends(self, sends: Iterable[tuple[str, datetime]], now_ms: int) -> dict[str, tuple[int, int]]:

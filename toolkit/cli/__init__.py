@@ -18,6 +18,7 @@ from toolkit.app import App
 GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
     "inventory": "toolkit.cli.inventory:group",
+    "warmup": "toolkit.cli.warmup:group",
 }
 
 EXIT_CODES_HELP = """\b

@@ -78,7 +78,7 @@ for i = 1, n do
       consider_skip(i, "skipped-daily-limit", next_day - now, "sent " .. count .. " of " .. cap .. " today")
     elseif last >= 0 and now - last < gap + jitter then
       consider_skip(i, "skipped-cooldown", last + gap + jitter - now,
-        "gap " .. (gap + jitter) .. " ms since the last send")
+        string.format("gap of %.1f s since the last send", (gap + jitter) / 1000))
     elseif best == nil or count < best_count or (count == best_count and last < best_last) then
       best, best_count, best_last = i, count, last
     end
