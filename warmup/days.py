@@ -25,19 +25,23 @@ def midnight_ms(day: date, timezone: str) -> int:
 
 def schedule_rows(start: date, today: date, timezone: str, ramp: Ramp,
                   history: Mapping[date, float]) -> dict[str, int]:
-    """Zset members for yesterday .. today+HORIZON: "day|cap|day_number|state" -> that day's local midnight."""
+    """Zset members for yesterday .. today+HORIZON, scored by the day's local midnight (ms):
+    "day|cap|next_midnight_ms|day_number|state". Carrying the next midnight lets the reserve script find
+    today, its cap and its end with one range query."""
     first = max(start, today - timedelta(days=1))
     days = plan(start, today + timedelta(days=HORIZON_DAYS), ramp, history)
-    return {_member(d): midnight_ms(d.day, timezone) for d in days if d.day >= first}
+    return {_member(d, timezone): midnight_ms(d.day, timezone) for d in days if d.day >= first}
 
 
-def parse_member(member: str) -> DayCap:
-    day, cap, number, state = member.split("|")
-    return DayCap(date.fromisoformat(day), int(number), int(cap), state)  # type: ignore[arg-type]
+def parse_member(member: str) -> tuple[DayCap, int]:
+    """A schedule member -> (the day's plan, its end as the next local midnight in ms)."""
+    day, cap, next_midnight, number, state = member.split("|")
+    return DayCap(date.fromisoformat(day), int(number), int(cap), state), int(next_midnight)  # type: ignore[arg-type]
 
 
-def _member(day: DayCap) -> str:
-    return f"{day.day.isoformat()}|{day.cap}|{day.day_number}|{day.state}"
+def _member(day: DayCap, timezone: str) -> str:
+    next_midnight = midnight_ms(day.day + timedelta(days=1), timezone)
+    return f"{day.day.isoformat()}|{day.cap}|{next_midnight}|{day.day_number}|{day.state}"
 
 
 def jitter_ms(seed: str, day: str, low_ms: int, high_ms: int) -> int:

@@ -43,9 +43,8 @@ T = TypeVar("T")
 DEFAULT_RAMP = Ramp()
 
 Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-unavailable"]
-# An unsettled reservation (unknown outcome) keeps counting; its token is forgotten after this long.
 HOT_PATH_RETRIES = 1
-PENDING_KEEP_MS = 2 * 86_400_000
+CALL_PLAN_CACHE = 1024
 GUARD_ACTIONS = {
     FailureClass.ACCOUNT_QUOTA: "park-day",
     FailureClass.RATE_LIMITED: "cool-down",
@@ -116,6 +115,7 @@ class Guard:
         self.breaker = breaker
         self.cooldown_s = cooldown_s
         self.mailboxes = Mailboxes(client, self._scripts, new_seed) if new_seed else Mailboxes(client, self._scripts)
+        self._call_plans: dict[tuple[str, ...], tuple[list[str], keys.GroupKeys, list[str]]] = {}
 
     @classmethod
     def from_url(cls, url: str | None, *, state_dir: Path = redis_conn.DEFAULT_STATE_DIR,
@@ -211,45 +211,57 @@ class Guard:
         """Reserve on the least-used eligible mailbox of `addresses` (one group), in one script."""
         if not addresses:
             raise WarmupConfigError("pick needs at least one mailbox")
-        wanted = [validate_address(a) for a in addresses]
         try:
-            return self._pick(wanted, now)
+            return self._pick(addresses, now)
         except redis.RedisError as exc:
             log.warning("warmup guard: Redis error, failing %s: %s", "open" if self.fail_open else "closed", exc)
             if self.fail_open:
-                reservation = Reservation(token="", mailbox=wanted[0], group="", day="", count=0, cap=0,
+                first = addresses[0].lower()
+                reservation = Reservation(token="", mailbox=first, group="", day="", count=0, cap=0,
                                           at_ms=0, unguarded=True)
-                return Decision("reserved", wanted[0], reservation, reason=f"fail-open: {exc}")
+                return Decision("reserved", first, reservation, reason=f"fail-open: {exc}")
             return Decision("skipped-unavailable", None, retry_after_s=None, reason=str(exc))
 
-    def _pick(self, wanted: list[str], now: float | None) -> Decision:
-        groups = {self.mailboxes.group_of(a) for a in wanted}
-        if len(groups) > 1:
-            raise WarmupConfigError(f"pick across groups {sorted(groups)}: pick among one group's mailboxes")
-        group_keys = keys.GroupKeys(groups.pop())
-        script_keys = [group_keys.sequence, group_keys.pending]
-        for address in wanted:
-            mailbox = group_keys.mailbox(address)
-            script_keys += [mailbox.state, mailbox.schedule, mailbox.counts]
-        args = ["" if now is None else int(now * 1000), PENDING_KEEP_MS]
+    def _call_plan(self, addresses: Sequence[str]) -> tuple[list[str], keys.GroupKeys, list[str]]:
+        """Validated addresses, their group and the script's KEYS; cached, since a sender asks for the same
+        mailboxes again and again and this is the hot path."""
+        cache_key = tuple(addresses)
+        plan = self._call_plans.get(cache_key)
+        if plan is None:
+            wanted = [validate_address(a) for a in addresses]
+            groups = {self.mailboxes.group_of(a) for a in wanted}
+            if len(groups) > 1:
+                raise WarmupConfigError(f"pick across groups {sorted(groups)}: pick among one group's mailboxes")
+            group_keys = keys.GroupKeys(groups.pop())
+            script_keys = [group_keys.pending]
+            for address in wanted:
+                mailbox = group_keys.mailbox(address)
+                script_keys += [mailbox.state, mailbox.schedule]
+            if len(self._call_plans) >= CALL_PLAN_CACHE:
+                self._call_plans.clear()
+            plan = self._call_plans[cache_key] = (wanted, group_keys, script_keys)
+        return plan
+
+    def _pick(self, addresses: Sequence[str], now: float | None) -> Decision:
+        wanted, group_keys, script_keys = self._call_plan(addresses)
+        args = [] if now is None else [int(now * 1000)]
         for _attempt in range(3):
-            reply = self._scripts.reserve(keys=script_keys, args=args)
-            kind = reply[0]
+            kind, index, *rest = self._scripts.reserve(keys=script_keys, args=args).split("\t")
             if kind == "stale":
                 # Today is past the written schedule (or the mailbox was never planned): extend it and retry.
                 now_ms = self.mailboxes.now_ms(now)
-                for index in reply[1:]:
-                    self.mailboxes.refresh_schedule(wanted[int(index) - 1], now_ms)
+                for stale in (index, *rest):
+                    self.mailboxes.refresh_schedule(wanted[int(stale) - 1], now_ms)
                 continue
+            mailbox_address = wanted[int(index) - 1]
             if kind == "unknown":
-                raise WarmupConfigError(f"unknown mailbox {wanted[int(reply[1]) - 1]!r}; add it first")
-            mailbox_address = wanted[int(reply[1]) - 1]
+                raise WarmupConfigError(f"unknown mailbox {mailbox_address!r}; add it first")
             if kind == "reserved":
-                _, _, token, day, count, cap, at_ms = reply
-                reservation = Reservation(token, mailbox_address, group_keys.group, day, int(count), int(cap),
-                                          int(at_ms))
+                token, count, cap, at_ms = rest
+                reservation = Reservation(token, mailbox_address, group_keys.group, token.split(":", 2)[1],
+                                          int(count), int(cap), int(at_ms))
                 return Decision("reserved", mailbox_address, reservation)
-            _, _, retry_ms, reason, _now = reply
+            retry_ms, _now, reason = rest
             retry = None if int(retry_ms) < 0 else int(retry_ms) / 1000
             return Decision(kind, mailbox_address, retry_after_s=retry, reason=reason)
         raise WarmupUnavailable(f"schedule of {wanted} could not be written; check Redis")
@@ -290,7 +302,7 @@ class Guard:
                 successes = int(self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
                                                         args=[self._now_arg(now), "", window_ms]))
             reply = self._scripts.cancel(
-                keys=[group_keys.pending, mailbox.state, mailbox.schedule, mailbox.failures, mailbox.counts],
+                keys=[group_keys.pending, mailbox.state, mailbox.schedule, mailbox.failures],
                 args=[self._now_arg(now), reservation.token, 1 if response is None or response.frees_slot else 0,
                       GUARD_ACTIONS.get(failure, "none") if failure else "none", self._reason(failure),
                       1 if response and response.counts_for_breaker else 0, successes, self.breaker.failures,

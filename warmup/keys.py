@@ -31,11 +31,6 @@ class GroupKeys:
         return f"{PREFIX}:{{{self.group}}}"
 
     @property
-    def sequence(self) -> str:
-        """String counter: the numeric part of reservation tokens."""
-        return f"{self.tag}:seq"
-
-    @property
     def pending(self) -> str:
         """Zset: unsettled reservation token -> reserved at (ms)."""
         return f"{self.tag}:pending"
@@ -51,18 +46,13 @@ class MailboxKeys:
 
     @property
     def state(self) -> str:
-        """Hash: configuration, last send, pause/hold/breaker state."""
+        """Hash: settings, day counters, reservation sequence, last send, pause/hold/breaker state."""
         return f"{self.group_keys.tag}:mbx:{self.address}"
 
     @property
     def schedule(self) -> str:
-        """Zset: "day|cap|day_number|state" -> the day's local midnight (ms). Lua finds today by Redis time."""
+        """Zset: "day|cap|next_midnight_ms|day_number|state" -> the day's local midnight (ms)."""
         return f"{self.state}:schedule"
-
-    @property
-    def counts(self) -> str:
-        """Hash: ISO day -> reservations counted on that day (the last few days only)."""
-        return f"{self.state}:counts"
 
     @property
     def failures(self) -> str:

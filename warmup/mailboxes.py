@@ -115,6 +115,15 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def _count_on(fields: Mapping[str, str], day: str) -> int:
+    """Reservations counted on `day` (the state hash keeps the current and the previous day)."""
+    if fields.get("day") == day:
+        return int(fields.get("day_count", 0))
+    if fields.get("prev_day") == day:
+        return int(fields.get("prev_count", 0))
+    return 0
+
+
 class Mailboxes:
     """The mailbox records; `now_ms` is Redis TIME unless a caller passes `now`."""
 
@@ -240,16 +249,13 @@ class Mailboxes:
         with self._client.pipeline(transaction=False) as pipe:
             pipe.hgetall(mailbox.state)
             pipe.zrevrangebyscore(mailbox.schedule, now_ms, "-inf", start=0, num=1)
-            pipe.zrangebyscore(mailbox.schedule, f"({now_ms}", "+inf", start=0, num=1, withscores=True)
             pipe.zcount(mailbox.failures, now_ms - breaker_window_ms, "+inf")
-            pipe.hgetall(mailbox.counts)
-            fields, current, upcoming, failures, counts = pipe.execute()
-        if not current or not upcoming:
+            fields, current, failures = pipe.execute()
+        if not current or parse_member(current[0])[1] <= now_ms:
             self.refresh_schedule(address, now_ms)
             return self.status(address, now_ms, breaker_window_ms)
-        today = parse_member(current[0])
-        next_day_ms = int(upcoming[0][1])
-        sent = int(counts.get(today.day.isoformat(), 0))
+        today, next_day_ms = parse_member(current[0])
+        sent = _count_on(fields, today.day.isoformat())
         trips = int(fields.get("trips", 0)) if fields.get("trip_day") == today.day.isoformat() else 0
         state, reason, eligible_ms = self._availability(fields, today, sent, next_day_ms, now_ms)
         breaker_until = int(fields.get("breaker_open_until_ms", 0))
@@ -301,7 +307,7 @@ class Mailboxes:
                               and t.timestamp() * 1000 <= now_ms)
             last_ms = max((int(t.timestamp() * 1000) for t in times if t.timestamp() * 1000 <= now_ms), default=-1)
             mailbox = self.keys_of(address)
-            count, last = self._scripts.restore(keys=[mailbox.state, mailbox.counts],
+            count, last = self._scripts.restore(keys=[mailbox.state],
                                                 args=[today.isoformat(), today_count, last_ms])
             restored[address] = (int(count), int(last))
         return restored

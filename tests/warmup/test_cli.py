@@ -175,9 +175,9 @@ class TestBadInput:
         log = tmp_path / "sends.csv"
         stamp = datetime.now(UTC).isoformat()
         log.write_text(f"mailbox,sent_at\na@x.com,{stamp}\nnobody@x.com,{stamp}\n")
-        before = redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com:counts")
+        before = redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com")
         self._refused(redis_client, warmup(redis_url, "import-sends", str(log)), "unknown mailbox 'nobody@x.com'")
-        assert redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com:counts") == before
+        assert redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com") == before
 
     def test_naive_timestamp_in_log(self, redis_url: str, redis_client: redis.Redis, tmp_path: Path) -> None:
         log = tmp_path / "sends.csv"

@@ -1,9 +1,8 @@
 -- cancel.lua: settle a reservation whose send failed, and apply the failure class's response to the mailbox.
 -- KEYS[1] = group pending reservations (zset: token -> reserved at, ms)
--- KEYS[2] = mailbox state (hash)
--- KEYS[3] = mailbox schedule (zset: "day|cap|day_number|state" -> local midnight, ms)
+-- KEYS[2] = mailbox state (hash; counters as (day, day_count) and (prev_day, prev_count))
+-- KEYS[3] = mailbox schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
 -- KEYS[4] = mailbox breaker failures (zset: token -> failed at, ms)
--- KEYS[5] = mailbox day counts (hash: day -> reservations counted that day)
 -- ARGV[1] = now in ms, or "" for Redis TIME
 -- ARGV[2] = reservation token ("seq:day:address")
 -- ARGV[3] = frees the slot: 1 (definite rejection) or 0 (quota, rate limit: the slot stays used)
@@ -29,9 +28,12 @@ local token_day = string.match(ARGV[2], "^%d+:([^:]+):")
 local state = KEYS[2]
 local freed = 0
 if ARGV[3] == "1" then
-  local count = tonumber(redis.call("HGET", KEYS[5], token_day) or "0")
+  local f = redis.call("HMGET", state, "day", "day_count", "prev_day", "prev_count")
+  local field
+  if f[1] == token_day then field = "day_count" elseif f[3] == token_day then field = "prev_count" end
+  local count = field and tonumber(f[field == "day_count" and 2 or 4] or "0") or 0
   if count > 0 then
-    redis.call("HSET", KEYS[5], token_day, count - 1)
+    redis.call("HSET", state, field, count - 1)
     freed = 1
   end
 end
@@ -46,10 +48,9 @@ end
 
 local action = ARGV[4]
 if action == "park-day" then
-  local upcoming = redis.call("ZRANGEBYSCORE", KEYS[3], "(" .. string.format("%d", now), "+inf",
-    "WITHSCORES", "LIMIT", 0, 1)
+  local current = redis.call("ZREVRANGEBYSCORE", KEYS[3], now, "-inf", "LIMIT", 0, 1)
   local until_ms = now + 86400000
-  if #upcoming > 0 then until_ms = tonumber(upcoming[2]) end
+  if #current > 0 then until_ms = tonumber(string.match(current[1], "^[^|]+|%d+|(%d+)|")) end
   hold(until_ms, "skipped-daily-limit")
 elseif action == "cool-down" then
   hold(now + tonumber(ARGV[13]), "skipped-cooldown")

@@ -1,114 +1,118 @@
 -- reserve.lua: reserve one send on the least-used eligible mailbox among those given (all in one group).
 -- A mailbox is eligible when it is not paused, not held (parked for the day, cooling down, breaker open),
--- today's count is below today's cap, and now - last send >= min gap + today's jitter.
--- KEYS[1]     = group reservation sequence (string counter)
--- KEYS[2]     = group pending reservations (zset: token -> reserved at, ms)
--- KEYS[3i]    = mailbox i state (hash), for i = 1..n
--- KEYS[3i+1]  = mailbox i schedule (zset: "day|cap|day_number|state" -> local midnight, ms)
--- KEYS[3i+2]  = mailbox i day counts (hash: day -> reservations counted that day)
--- ARGV[1]     = now in ms, or "" for Redis TIME
--- ARGV[2]     = how long an unsettled reservation stays in the pending set, ms
--- Returns {"reserved", i, token, day, count, cap, now}
---      or {status, i, retry_after_ms (-1 = until resumed), reason, now} with status one of
---         skipped-paused, skipped-cooldown, skipped-daily-limit (the soonest-available mailbox's reason)
---      or {"stale", i, ...}  the schedules of these mailboxes must be extended, then call again
---      or {"unknown", i}     no such mailbox
+-- its day's count is below the day's cap, and now - last send >= min gap + the day's jitter.
+-- KEYS[1]     = group pending reservations (zset: token -> reserved at, ms)
+-- KEYS[2i]    = mailbox i state (hash: settings, day counters, last send, pause/hold/breaker), i = 1..n
+-- KEYS[2i+1]  = mailbox i schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
+-- ARGV[1]     = now in ms, or "" (or nothing) for Redis TIME
+-- Returns one tab-separated string (one bulk reply is the cheapest to send and parse on this hot path):
+--   reserved <TAB> i <TAB> token <TAB> count <TAB> cap <TAB> now
+--   <status> <TAB> i <TAB> retry_after_ms (-1 = until resumed) <TAB> now <TAB> reason
+--       status: skipped-paused | skipped-cooldown | skipped-daily-limit (of the soonest-available mailbox)
+--   stale <TAB> i ...   these mailboxes' schedules must be extended; call again after
+--   unknown <TAB> i     no such mailbox
+-- Counters live in the state hash as (day, day_count) and (prev_day, prev_count): the current and the
+-- previous local day, so a caller whose `now` lags just past midnight still counts against its own day.
+
+-- Unsettled reservations (unknown outcome) keep counting; their tokens are forgotten after two days.
+local PENDING_KEEP_MS = 2 * 86400000
 
 local now
-if ARGV[1] ~= "" then
+if ARGV[1] and ARGV[1] ~= "" then
   now = tonumber(ARGV[1])
 else
   local t = redis.call("TIME")
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local keep_ms = tonumber(ARGV[2])
-local n = (#KEYS - 2) / 3
--- Day counts kept per mailbox: today, yesterday and a spare for clocks a little behind.
-local KEEP_DAYS = 3
+local n = (#KEYS - 1) / 2
 
-local best, best_count, best_last
+local best, best_count, best_last, best_day, best_cap, best_fields
 local skip_status, skip_retry, skip_reason, skip_index
 local stale = {}
 
 local function consider_skip(i, status, retry, reason)
   -- Prefer the mailbox that frees up soonest; "until resumed" (-1) ranks last.
-  local better = skip_status == nil
-    or (retry >= 0 and (skip_retry < 0 or retry < skip_retry))
-  if better then
+  if skip_status == nil or (retry >= 0 and (skip_retry < 0 or retry < skip_retry)) then
     skip_status, skip_retry, skip_reason, skip_index = status, retry, reason, i
   end
 end
 
-local days, caps = {}, {}
 for i = 1, n do
-  local state_key, schedule_key, counts_key = KEYS[3 * i], KEYS[3 * i + 1], KEYS[3 * i + 2]
-  if redis.call("EXISTS", state_key) == 0 then
-    return {"unknown", i}
+  local f = redis.call("HMGET", KEYS[2 * i], "address", "paused", "pause_reason", "hold_until_ms", "hold_status",
+    "hold_reason", "breaker_open_until_ms", "last_send_ms", "min_gap_ms", "jitter_lo_ms", "jitter_hi_ms",
+    "jitter_seed", "day", "day_count", "prev_day", "prev_count", "seq")
+  if not f[1] then
+    return "unknown\t" .. i
   end
-  local current = redis.call("ZREVRANGEBYSCORE", schedule_key, now, "-inf", "LIMIT", 0, 1)
-  local upcoming = redis.call("ZRANGEBYSCORE", schedule_key, "(" .. string.format("%d", now), "+inf",
-    "WITHSCORES", "LIMIT", 0, 1)
-  if #current == 0 or #upcoming == 0 then
+  local current = redis.call("ZREVRANGEBYSCORE", KEYS[2 * i + 1], now, "-inf", "LIMIT", 0, 1)[1]
+  local day, cap, next_day
+  if current then
+    day, cap, next_day = string.match(current, "^([^|]+)|(%d+)|(%d+)|")
+    next_day = tonumber(next_day)
+  end
+  if not current or next_day <= now then
     stale[#stale + 1] = i
   else
-    local day, cap = string.match(current[1], "^([^|]+)|(%d+)|")
     cap = tonumber(cap)
-    days[i], caps[i] = day, cap
-    local next_day = tonumber(upcoming[2])
-    local f = redis.call("HMGET", state_key, "paused", "pause_reason", "hold_until_ms", "hold_status",
-      "hold_reason", "breaker_open_until_ms", "last_send_ms", "min_gap_ms", "jitter_lo_ms", "jitter_hi_ms",
-      "jitter_seed")
-    local hold_until = tonumber(f[3] or "0") or 0
-    local breaker_until = tonumber(f[6] or "0") or 0
-    local count = tonumber(redis.call("HGET", counts_key, day) or "0")
-    local last = tonumber(f[7] or "-1") or -1
-    local gap = tonumber(f[8]) or 0
-    local lo, hi = tonumber(f[9]) or 0, tonumber(f[10]) or 0
+    local count
+    if day == f[13] then
+      count = tonumber(f[14])
+    elseif day == f[15] then
+      count = tonumber(f[16])
+    elseif f[13] and day < f[13] then
+      count = nil -- older than both counted days: a caller's clock far behind
+    else
+      count = 0
+    end
+    local last = tonumber(f[8] or "-1")
+    local gap = tonumber(f[9])
+    local lo, hi = tonumber(f[10]), tonumber(f[11])
     local jitter = lo
     if hi > lo then
-      jitter = lo + tonumber(string.sub(redis.sha1hex(f[11] .. "|" .. day), 1, 8), 16) % (hi - lo + 1)
+      jitter = lo + tonumber(string.sub(redis.sha1hex(f[12] .. "|" .. day), 1, 8), 16) % (hi - lo + 1)
     end
-    if f[1] == "1" then
-      consider_skip(i, "skipped-paused", -1, f[2] or "paused")
-    elseif hold_until > now then
-      consider_skip(i, f[4] or "skipped-cooldown", hold_until - now, f[5] or "held")
-    elseif breaker_until > now then
-      consider_skip(i, "skipped-cooldown", breaker_until - now, "circuit breaker open")
+    if f[2] == "1" then
+      consider_skip(i, "skipped-paused", -1, f[3] or "paused")
+    elseif tonumber(f[4] or "0") > now then
+      consider_skip(i, f[5] or "skipped-cooldown", tonumber(f[4]) - now, f[6] or "held")
+    elseif tonumber(f[7] or "0") > now then
+      consider_skip(i, "skipped-cooldown", tonumber(f[7]) - now, "circuit breaker open")
+    elseif count == nil then
+      consider_skip(i, "skipped-daily-limit", next_day - now, "now is before the days this mailbox counts")
     elseif count >= cap then
       consider_skip(i, "skipped-daily-limit", next_day - now, "sent " .. count .. " of " .. cap .. " today")
     elseif last >= 0 and now - last < gap + jitter then
       consider_skip(i, "skipped-cooldown", last + gap + jitter - now,
         string.format("gap of %.1f s since the last send", (gap + jitter) / 1000))
     elseif best == nil or count < best_count or (count == best_count and last < best_last) then
-      best, best_count, best_last = i, count, last
+      best, best_count, best_last, best_day, best_cap, best_fields = i, count, last, day, cap, f
     end
   end
 end
 
 if #stale > 0 then
-  local reply = {"stale"}
-  for _, i in ipairs(stale) do reply[#reply + 1] = i end
-  return reply
+  return "stale\t" .. table.concat(stale, "\t")
 end
 
 if best == nil then
-  return {skip_status, skip_index, skip_retry, skip_reason, now}
+  return string.format("%s\t%d\t%d\t%d\t%s", skip_status, skip_index, skip_retry, now, skip_reason)
 end
 
-local state_key, counts_key = KEYS[3 * best], KEYS[3 * best + 2]
-local day, count = days[best], best_count + 1
-local address = redis.call("HGET", state_key, "address")
-redis.call("HSET", counts_key, day, count)
+local f = best_fields
+local count = best_count + 1
+local seq = tonumber(f[17] or "0") + 1
+local token = seq .. ":" .. best_day .. ":" .. f[1]
+local state = KEYS[2 * best]
 -- A caller's explicit `now` may lag another's: the last send never moves backwards.
-if now > best_last then redis.call("HSET", state_key, "last_send_ms", string.format("%d", now)) end
-if redis.call("HLEN", counts_key) > KEEP_DAYS then
-  local oldest
-  for _, d in ipairs(redis.call("HKEYS", counts_key)) do
-    if oldest == nil or d < oldest then oldest = d end
-  end
-  redis.call("HDEL", counts_key, oldest)
+local last = string.format("%d", math.max(now, best_last))
+if best_day == f[13] then
+  redis.call("HSET", state, "day_count", count, "last_send_ms", last, "seq", seq)
+elseif best_day == f[15] then
+  redis.call("HSET", state, "prev_count", count, "last_send_ms", last, "seq", seq)
+else -- a new day: today's counter becomes the previous day's
+  redis.call("HSET", state, "prev_day", f[13] or "", "prev_count", f[14] or "0", "day", best_day,
+    "day_count", count, "last_send_ms", last, "seq", seq)
+  redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - PENDING_KEEP_MS)
 end
-local token = redis.call("INCR", KEYS[1]) .. ":" .. day .. ":" .. address
-redis.call("ZADD", KEYS[2], now, token)
-redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - keep_ms)
-return {"reserved", best, token, day, count, caps[best], now}
+redis.call("ZADD", KEYS[1], now, token)
+return string.format("reserved\t%d\t%s\t%d\t%d\t%d", best, token, count, best_cap, now)
