@@ -45,6 +45,8 @@ DEFAULT_RAMP = Ramp()
 Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-unavailable"]
 HOT_PATH_RETRIES = 1
 CALL_PLAN_CACHE = 1024
+# Settled tokens are remembered this long: far longer than a send can stay in flight.
+SETTLED_KEEP_MS = 2 * 86_400_000
 GUARD_ACTIONS = {
     FailureClass.ACCOUNT_QUOTA: "park-day",
     FailureClass.RATE_LIMITED: "cool-down",
@@ -93,7 +95,8 @@ class Decision:
 
 @dataclass(frozen=True)
 class CancelOutcome:
-    """What `cancel` did: whether the reservation was still pending, the slot freed, the breaker tripped."""
+    """What `cancel` did: whether it settled the reservation (False: already settled), freed the slot,
+    tripped the breaker."""
 
     failure: FailureClass | None
     settled: bool
@@ -205,7 +208,7 @@ class Guard:
 
     def reserve(self, address: str, now: float | None = None) -> Decision:
         """Reserve one send for `address` if it is within its cap and gap and not paused."""
-        return self.pick([address], now=now)
+        return self.pick((address,), now=now)
 
     def pick(self, addresses: Sequence[str], now: float | None = None) -> Decision:
         """Reserve on the least-used eligible mailbox of `addresses` (one group), in one script."""
@@ -225,7 +228,7 @@ class Guard:
     def _call_plan(self, addresses: Sequence[str]) -> tuple[list[str], keys.GroupKeys, list[str]]:
         """Validated addresses, their group and the script's KEYS; cached, since a sender asks for the same
         mailboxes again and again and this is the hot path."""
-        cache_key = tuple(addresses)
+        cache_key = addresses if isinstance(addresses, tuple) else tuple(addresses)
         plan = self._call_plans.get(cache_key)
         if plan is None:
             wanted = [validate_address(a) for a in addresses]
@@ -233,7 +236,7 @@ class Guard:
             if len(groups) > 1:
                 raise WarmupConfigError(f"pick across groups {sorted(groups)}: pick among one group's mailboxes")
             group_keys = keys.GroupKeys(groups.pop())
-            script_keys = [group_keys.pending]
+            script_keys: list[str] = []
             for address in wanted:
                 mailbox = group_keys.mailbox(address)
                 script_keys += [mailbox.state, mailbox.schedule]
@@ -275,7 +278,8 @@ class Guard:
             with self._client.pipeline(transaction=False) as pipe:
                 # Two scripts in one round trip: the success window is system-wide, so it lives on its own
                 # hash tag and cannot share a script with the group's keys on Redis Cluster.
-                self._scripts.confirm(keys=[group_keys.pending], args=[reservation.token], client=pipe)
+                self._scripts.confirm(keys=[group_keys.settled],
+                                      args=[self._now_arg(now), reservation.token, SETTLED_KEEP_MS], client=pipe)
                 self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
                                         args=[self._now_arg(now), reservation.token, self.breaker.window_s * 1000],
                                         client=pipe)
@@ -302,7 +306,7 @@ class Guard:
                 successes = int(self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
                                                         args=[self._now_arg(now), "", window_ms]))
             reply = self._scripts.cancel(
-                keys=[group_keys.pending, mailbox.state, mailbox.schedule, mailbox.failures],
+                keys=[group_keys.settled, mailbox.state, mailbox.schedule, mailbox.failures],
                 args=[self._now_arg(now), reservation.token, 1 if response is None or response.frees_slot else 0,
                       GUARD_ACTIONS.get(failure, "none") if failure else "none", self._reason(failure),
                       1 if response and response.counts_for_breaker else 0, successes, self.breaker.failures,

@@ -31,9 +31,9 @@ class GroupKeys:
         return f"{PREFIX}:{{{self.group}}}"
 
     @property
-    def pending(self) -> str:
-        """Zset: unsettled reservation token -> reserved at (ms)."""
-        return f"{self.tag}:pending"
+    def settled(self) -> str:
+        """Zset: settled (confirmed or cancelled) reservation token -> settled at (ms), so settling is once."""
+        return f"{self.tag}:settled"
 
     def mailbox(self, address: str) -> MailboxKeys:
         return MailboxKeys(self, address)

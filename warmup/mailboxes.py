@@ -207,6 +207,7 @@ class Mailboxes:
         with self._client.pipeline(transaction=True) as pipe:
             pipe.delete(schedule_key)
             pipe.zadd(schedule_key, dict(rows))
+            pipe.hdel(self.keys_of(address).state, "today")  # reserve.lua's cached row of today
             pipe.execute()
 
     def pause(self, address: str, reason: str) -> None:

@@ -1,5 +1,5 @@
 -- cancel.lua: settle a reservation whose send failed, and apply the failure class's response to the mailbox.
--- KEYS[1] = group pending reservations (zset: token -> reserved at, ms)
+-- KEYS[1] = group settled reservations (zset: token -> settled at, ms)
 -- KEYS[2] = mailbox state (hash; counters as (day, day_count) and (prev_day, prev_count))
 -- KEYS[3] = mailbox schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
 -- KEYS[4] = mailbox breaker failures (zset: token -> failed at, ms)
@@ -21,7 +21,8 @@ else
   local t = redis.call("TIME")
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-if redis.call("ZREM", KEYS[1], ARGV[2]) == 0 then
+-- Settle once: a second cancel (or a cancel after confirm) must not free the slot twice.
+if redis.call("ZADD", KEYS[1], "NX", now, ARGV[2]) == 0 then
   return {0, 0, 0, 0, 0, now}
 end
 local token_day = string.match(ARGV[2], "^%d+:([^:]+):")

@@ -1,9 +1,8 @@
 -- reserve.lua: reserve one send on the least-used eligible mailbox among those given (all in one group).
 -- A mailbox is eligible when it is not paused, not held (parked for the day, cooling down, breaker open),
 -- its day's count is below the day's cap, and now - last send >= min gap + the day's jitter.
--- KEYS[1]     = group pending reservations (zset: token -> reserved at, ms)
--- KEYS[2i]    = mailbox i state (hash: settings, day counters, last send, pause/hold/breaker), i = 1..n
--- KEYS[2i+1]  = mailbox i schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
+-- KEYS[2i-1]  = mailbox i state (hash: settings, day counters, last send, pause/hold/breaker), i = 1..n
+-- KEYS[2i]    = mailbox i schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
 -- ARGV[1]     = now in ms, or "" (or nothing) for Redis TIME
 -- Returns one tab-separated string (one bulk reply is the cheapest to send and parse on this hot path):
 --   reserved <TAB> i <TAB> token <TAB> count <TAB> cap <TAB> now
@@ -13,9 +12,10 @@
 --   unknown <TAB> i     no such mailbox
 -- Counters live in the state hash as (day, day_count) and (prev_day, prev_count): the current and the
 -- previous local day, so a caller whose `now` lags just past midnight still counts against its own day.
-
--- Unsettled reservations (unknown outcome) keep counting; their tokens are forgotten after two days.
-local PENDING_KEEP_MS = 2 * 86400000
+-- The day's schedule row is cached in the state hash (`today` = "midnight_ms|row"), so most calls skip the
+-- schedule lookup; refresh_schedule deletes the cache together with the rows.
+-- A reservation needs no record of its own: it counts from here on, and only settling it (confirm.lua,
+-- cancel.lua) writes its token, so an unknown outcome simply keeps it counted.
 
 local now
 if ARGV[1] and ARGV[1] ~= "" then
@@ -24,7 +24,7 @@ else
   local t = redis.call("TIME")
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local n = (#KEYS - 1) / 2
+local n = #KEYS / 2
 
 local best, best_count, best_last, best_day, best_cap, best_fields
 local skip_status, skip_retry, skip_reason, skip_index
@@ -38,19 +38,31 @@ local function consider_skip(i, status, retry, reason)
 end
 
 for i = 1, n do
-  local f = redis.call("HMGET", KEYS[2 * i], "address", "paused", "pause_reason", "hold_until_ms", "hold_status",
+  local f = redis.call("HMGET", KEYS[2 * i - 1], "address", "paused", "pause_reason", "hold_until_ms", "hold_status",
     "hold_reason", "breaker_open_until_ms", "last_send_ms", "min_gap_ms", "jitter_lo_ms", "jitter_hi_ms",
-    "jitter_seed", "day", "day_count", "prev_day", "prev_count", "seq")
+    "jitter_seed", "day", "day_count", "prev_day", "prev_count", "seq", "today")
   if not f[1] then
     return "unknown\t" .. i
   end
-  local current = redis.call("ZREVRANGEBYSCORE", KEYS[2 * i + 1], now, "-inf", "LIMIT", 0, 1)[1]
-  local day, cap, next_day
-  if current then
-    day, cap, next_day = string.match(current, "^([^|]+)|(%d+)|(%d+)|")
-    next_day = tonumber(next_day)
+  local day, cap, next_day, day_start, current
+  if f[18] then
+    day_start, day, cap, next_day = string.match(f[18], "^(%d+)|([^|]+)|(%d+)|(%d+)|")
+    day_start, next_day = tonumber(day_start), tonumber(next_day)
+    current = day_start <= now and now < next_day
   end
-  if not current or next_day <= now then
+  if not current then
+    local row = redis.call("ZREVRANGEBYSCORE", KEYS[2 * i], now, "-inf", "WITHSCORES", "LIMIT", 0, 1)
+    if row[1] then
+      day, cap, next_day = string.match(row[1], "^([^|]+)|(%d+)|(%d+)|")
+      next_day = tonumber(next_day)
+      current = next_day > now
+      -- Cache only forwards: a caller whose `now` lags must not evict today's row.
+      if current and (not f[13] or day >= f[13]) then
+        redis.call("HSET", KEYS[2 * i - 1], "today", row[2] .. "|" .. row[1])
+      end
+    end
+  end
+  if not current then
     stale[#stale + 1] = i
   else
     cap = tonumber(cap)
@@ -102,7 +114,7 @@ local f = best_fields
 local count = best_count + 1
 local seq = tonumber(f[17] or "0") + 1
 local token = seq .. ":" .. best_day .. ":" .. f[1]
-local state = KEYS[2 * best]
+local state = KEYS[2 * best - 1]
 -- A caller's explicit `now` may lag another's: the last send never moves backwards.
 local last = string.format("%d", math.max(now, best_last))
 if best_day == f[13] then
@@ -112,7 +124,5 @@ elseif best_day == f[15] then
 else -- a new day: today's counter becomes the previous day's
   redis.call("HSET", state, "prev_day", f[13] or "", "prev_count", f[14] or "0", "day", best_day,
     "day_count", count, "last_send_ms", last, "seq", seq)
-  redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - PENDING_KEEP_MS)
 end
-redis.call("ZADD", KEYS[1], now, token)
 return string.format("reserved\t%d\t%s\t%d\t%d\t%d", best, token, count, best_cap, now)
