@@ -26,7 +26,7 @@ else
 end
 local n = #KEYS / 2
 
-local best, best_count, best_last, best_day, best_cap, best_fields
+local best, best_count, best_last, best_day, best_cap, best_fields, best_address
 local skip_status, skip_retry, skip_reason, skip_index
 local stale = {}
 
@@ -38,15 +38,17 @@ local function consider_skip(i, status, retry, reason)
 end
 
 for i = 1, n do
-  local f = redis.call("HMGET", KEYS[2 * i - 1], "address", "paused", "pause_reason", "hold_until_ms", "hold_status",
-    "hold_reason", "breaker_open_until_ms", "last_send_ms", "min_gap_ms", "jitter_lo_ms", "jitter_hi_ms",
-    "jitter_seed", "day", "day_count", "prev_day", "prev_count", "seq", "today")
+  -- Only what every call needs; reasons are read when a mailbox is skipped.
+  local f = redis.call("HMGET", KEYS[2 * i - 1], "guard", "paused", "hold_until_ms", "breaker_open_until_ms",
+    "last_send_ms", "day", "day_count", "prev_day", "prev_count", "seq", "today")
   if not f[1] then
     return "unknown\t" .. i
   end
+  -- `guard` = "min_gap_ms|jitter_lo_ms|jitter_hi_ms|jitter_seed|address", written once by add_mailbox.
+  local gap, lo, hi, seed, address = string.match(f[1], "^(%d+)|(%d+)|(%d+)|([^|]*)|(.*)$")
   local day, cap, next_day, day_start, current
-  if f[18] then
-    day_start, day, cap, next_day = string.match(f[18], "^(%d+)|([^|]+)|(%d+)|(%d+)|")
+  if f[11] then
+    day_start, day, cap, next_day = string.match(f[11], "^(%d+)|([^|]+)|(%d+)|(%d+)|")
     day_start, next_day = tonumber(day_start), tonumber(next_day)
     current = day_start <= now and now < next_day
   end
@@ -57,7 +59,7 @@ for i = 1, n do
       next_day = tonumber(next_day)
       current = next_day > now
       -- Cache only forwards: a caller whose `now` lags must not evict today's row.
-      if current and (not f[13] or day >= f[13]) then
+      if current and (not f[6] or day >= f[6]) then
         redis.call("HSET", KEYS[2 * i - 1], "today", row[2] .. "|" .. row[1])
       end
     end
@@ -67,28 +69,28 @@ for i = 1, n do
   else
     cap = tonumber(cap)
     local count
-    if day == f[13] then
-      count = tonumber(f[14])
-    elseif day == f[15] then
-      count = tonumber(f[16])
-    elseif f[13] and day < f[13] then
+    if day == f[6] then
+      count = tonumber(f[7])
+    elseif day == f[8] then
+      count = tonumber(f[9])
+    elseif f[6] and day < f[6] then
       count = nil -- older than both counted days: a caller's clock far behind
     else
       count = 0
     end
-    local last = tonumber(f[8] or "-1")
-    local gap = tonumber(f[9])
-    local lo, hi = tonumber(f[10]), tonumber(f[11])
+    local last = tonumber(f[5] or "-1")
+    gap, lo, hi = tonumber(gap), tonumber(lo), tonumber(hi)
     local jitter = lo
     if hi > lo then
-      jitter = lo + tonumber(string.sub(redis.sha1hex(f[12] .. "|" .. day), 1, 8), 16) % (hi - lo + 1)
+      jitter = lo + tonumber(string.sub(redis.sha1hex(seed .. "|" .. day), 1, 8), 16) % (hi - lo + 1)
     end
     if f[2] == "1" then
-      consider_skip(i, "skipped-paused", -1, f[3] or "paused")
+      consider_skip(i, "skipped-paused", -1, redis.call("HGET", KEYS[2 * i - 1], "pause_reason") or "paused")
+    elseif tonumber(f[3] or "0") > now then
+      local held = redis.call("HMGET", KEYS[2 * i - 1], "hold_status", "hold_reason")
+      consider_skip(i, held[1] or "skipped-cooldown", tonumber(f[3]) - now, held[2] or "held")
     elseif tonumber(f[4] or "0") > now then
-      consider_skip(i, f[5] or "skipped-cooldown", tonumber(f[4]) - now, f[6] or "held")
-    elseif tonumber(f[7] or "0") > now then
-      consider_skip(i, "skipped-cooldown", tonumber(f[7]) - now, "circuit breaker open")
+      consider_skip(i, "skipped-cooldown", tonumber(f[4]) - now, "circuit breaker open")
     elseif count == nil then
       consider_skip(i, "skipped-daily-limit", next_day - now, "now is before the days this mailbox counts")
     elseif count >= cap then
@@ -97,7 +99,8 @@ for i = 1, n do
       consider_skip(i, "skipped-cooldown", last + gap + jitter - now,
         string.format("gap of %.1f s since the last send", (gap + jitter) / 1000))
     elseif best == nil or count < best_count or (count == best_count and last < best_last) then
-      best, best_count, best_last, best_day, best_cap, best_fields = i, count, last, day, cap, f
+      best, best_count, best_last, best_day, best_cap, best_fields, best_address = i, count, last, day, cap, f,
+        address
     end
   end
 end
@@ -112,17 +115,17 @@ end
 
 local f = best_fields
 local count = best_count + 1
-local seq = tonumber(f[17] or "0") + 1
-local token = seq .. ":" .. best_day .. ":" .. f[1]
+local seq = tonumber(f[10] or "0") + 1
+local token = seq .. ":" .. best_day .. ":" .. best_address
 local state = KEYS[2 * best - 1]
 -- A caller's explicit `now` may lag another's: the last send never moves backwards.
 local last = string.format("%d", math.max(now, best_last))
-if best_day == f[13] then
+if best_day == f[6] then
   redis.call("HSET", state, "day_count", count, "last_send_ms", last, "seq", seq)
-elseif best_day == f[15] then
+elseif best_day == f[8] then
   redis.call("HSET", state, "prev_count", count, "last_send_ms", last, "seq", seq)
 else -- a new day: today's counter becomes the previous day's
-  redis.call("HSET", state, "prev_day", f[13] or "", "prev_count", f[14] or "0", "day", best_day,
+  redis.call("HSET", state, "prev_day", f[6] or "", "prev_count", f[7] or "0", "day", best_day,
     "day_count", count, "last_send_ms", last, "seq", seq)
 end
 return string.format("reserved\t%d\t%s\t%d\t%d\t%d", best, token, count, best_cap, now)
