@@ -264,7 +264,8 @@ class Guard:
                 reservation = Reservation(token, mailbox_address, group_keys.group, token.split(":", 2)[1],
                                           int(count), int(cap), int(at_ms))
                 return Decision("reserved", mailbox_address, reservation)
-            retry_ms, _now, reason = rest
+            retry_ms, _now, *reason_parts = rest
+            reason = "\t".join(reason_parts)  # the reason comes last; a person may have typed a tab in it
             retry = None if int(retry_ms) < 0 else int(retry_ms) / 1000
             return Decision(kind, mailbox_address, retry_after_s=retry, reason=reason)
         raise WarmupUnavailable(f"schedule of {wanted} could not be written; check Redis")

@@ -49,10 +49,10 @@ def test_gap_plus_jitter_is_enforced_and_jitter_is_stable_per_day(guard: Guard, 
 
 def test_paused_mailbox_is_skipped_until_resumed(guard: Guard) -> None:
     guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
-    guard.pause("a@x.com", "looking into complaints")
+    guard.pause("a@x.com", "looking into\tcomplaints")
     skipped = guard.reserve("a@x.com", now=NOW)
     assert (skipped.status, skipped.retry_after_s, skipped.reason) == ("skipped-paused", None,
-                                                                       "looking into complaints")
+                                                                       "looking into\tcomplaints")
     guard.resume("a@x.com")
     assert guard.reserve("a@x.com", now=NOW).reserved
 
