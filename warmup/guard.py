@@ -268,7 +268,8 @@ class Guard:
             reason = "\t".join(reason_parts)  # the reason comes last; a person may have typed a tab in it
             retry = None if int(retry_ms) < 0 else int(retry_ms) / 1000
             return Decision(kind, mailbox_address, retry_after_s=retry, reason=reason)
-        raise WarmupUnavailable(f"schedule of {wanted} could not be written; check Redis")
+        raise WarmupConfigError(f"no schedule day covers now for {', '.join(wanted)}: is `now` before the "
+                                "mailbox's start date?")
 
     def confirm(self, reservation: Reservation, now: float | None = None) -> bool:
         """The send went out: settle the reservation and count a system-wide success for the breaker."""

@@ -107,6 +107,12 @@ def test_schedule_past_its_written_horizon_is_extended_on_demand(guard: Guard) -
     assert decision.reservation.day == (TODAY + timedelta(days=200)).isoformat()
 
 
+def test_now_before_the_start_date_is_refused(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, now=NOW)
+    with pytest.raises(WarmupConfigError, match="before the mailbox's start date"):
+        guard.reserve("a@x.com", now=NOW - 3 * 86400)
+
+
 def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: redis.Redis) -> None:
     with pytest.raises(WarmupConfigError, match="not an email address"):
         guard.add_mailbox("not-an-address", start=TODAY, now=NOW)
