@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 from collections import Counter, defaultdict
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -70,7 +71,9 @@ def test_ten_thousand_concurrent_reservations_give_exactly_the_caps(guard: Guard
 def test_gap_holds_across_sixteen_processes_and_every_mailbox_keeps_pace(guard: Guard, redis_url: str,
                                                                         redis_client: redis.Redis) -> None:
     # The issue asks for 30 s; 10 s with the same 2 s gap keeps the suite bounded and checks the same promises.
-    duration_s, gap_s, jitter = 10.0, 2.0, (0.0, 0.5)
+    # SENDHOST_GAP_TEST_SECONDS=30 runs the full length.
+    duration_s = float(os.environ.get("SENDHOST_GAP_TEST_SECONDS", "10"))
+    gap_s, jitter = 2.0, (0.0, 0.5)
     addresses = [f"g{i}@x.com" for i in range(10)]
     for address in addresses:
         guard.add_mailbox(address, start=TODAY - timedelta(days=90), min_gap_s=gap_s, jitter_s=jitter)
