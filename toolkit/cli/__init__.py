@@ -20,6 +20,7 @@ GROUPS: dict[str, str] = {
     "dns": "toolkit.cli.dns:group",
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
+    "warmup": "toolkit.cli.warmup:group",
 }
 
 EXIT_CODES_HELP = """\b
