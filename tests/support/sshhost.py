@@ -80,6 +80,9 @@ class SshHost:
             "sender_agent__unit_file": str(files / "systemd" / "sendhost-sender.service"),
             "sender_agent__user": "root",
             "sender_agent__group": "root",
+            # the namespace runs no init of its own; never reload or enable units on the machine's systemd
+            "sender_base__service_mgr": "none (test namespace)",
+            "sender_agent__service_mgr": "none (test namespace)",
         }
 
     def known_hosts_line(self) -> str:

@@ -17,7 +17,9 @@ from toolkit.app import App
 # group name -> "module:attribute". A group is listed here only once it works.
 GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
+    "host": "toolkit.cli.host:group",
     "inventory": "toolkit.cli.inventory:group",
+    "provision": "toolkit.cli.provision:command",
 }
 
 EXIT_CODES_HELP = """\b
