@@ -125,7 +125,12 @@ def run_playbook(inventory: Path, *, playbook: Path = DEFAULT_PLAYBOOK, binary: 
             tags=",".join(tags) or None,
             cmdline="--check" if check else None,
             # ansible-runner's `binary` switches to raw mode and drops the playbook: put ours first on PATH instead
-            envvars={**RUNNER_ENV, "PATH": os.pathsep.join([str(Path(binary).parent), os.environ.get("PATH", "")])},
+            envvars={
+                **RUNNER_ENV,
+                # one SSH round trip per task instead of three; the caller's environment may turn it off
+                "ANSIBLE_PIPELINING": os.environ.get("ANSIBLE_PIPELINING", "True"),
+                "PATH": os.pathsep.join([str(Path(binary).parent), os.environ.get("PATH", "")]),
+            },
             event_handler=collector,
             quiet=True,
             suppress_env_files=True,  # extra vars may carry the Redis URL; keep it off disk

@@ -12,8 +12,8 @@ import yaml
 from tests.support.net import on_ci
 from tests.support.sshhost import SshHost, can_make_namespaces, missing_tools, ssh_host
 
-# Ansible's persistent SSH masters would outlive a test (and its namespace); one connection per task is enough here.
-CLI_ENV = {"ANSIBLE_SSH_ARGS": "-o ControlMaster=no"}
+# Ansible's persistent SSH masters must not outlive the test session's namespace: keep them for seconds, not 60 s.
+CLI_ENV = {"ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=5s"}
 
 
 @pytest.fixture(scope="session")

@@ -101,9 +101,12 @@ def test_ansible_refuses_a_host_whose_key_is_not_known(sender_host: SshHost, tmp
         "sender-t": host_vars(sender_host, tmp_path / "files", [sender_host.slot_address(1)],
                               ansible_ssh_common_args=args)})
 
-    rc, data, _ = provision(inventory)
+    # no shared SSH master: an earlier test's authenticated connection would skip the host key check
+    result = run_cli("provision", "--inventory", str(inventory), "--format", "json",
+                     env={"ANSIBLE_SSH_ARGS": "-o ControlMaster=no"}, timeout=120)
+    data = json.loads(result.stdout)
 
-    assert rc == 1
+    assert result.returncode == 1
     assert data["hosts"][0]["status"] == "unreachable"
     assert "No ED25519 host key is known" in (data["hosts"][0]["message"] or "")
     assert empty_known_hosts.read_text() == ""  # never auto-added
