@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from provisioning.runner import find_ansible_playbook, run_playbook
-from tests.conftest import run_cli
+from tests.conftest import REPO_ROOT, run_cli
 from tests.provisioning.conftest import CLI_ENV, host_vars, write_inventory
 from tests.support.sshhost import SshHost
 
@@ -29,6 +34,7 @@ def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHos
 
     rc, first, stderr = provision(inventory)
     assert rc == 0, stderr
+    assert stderr == ""  # progress goes to a terminal only, never into a pipe
     [host] = first["hosts"]
     assert (host["host"], host["status"], host["failed"], host["unreachable"]) == ("sender-t", "changed", 0, 0)
     assert host["changed"] > 0
@@ -128,3 +134,30 @@ def test_service_unit_is_skipped_visibly_without_systemd(fresh_host: SshHost, tm
     assert "sender-t: ok: Report the service unit skipped (no systemd)" in lines
     assert "sender-t: skipped: Install the sender service unit" in lines
     assert not (files / "systemd").exists()
+
+
+def test_progress_is_shown_per_task_on_a_terminal(fresh_host: SshHost, tmp_path: Path) -> None:
+    inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(fresh_host, tmp_path / "f", [])})
+    controller, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENDHOST_")}
+    env.update(CLI_ENV, PYTHONPATH=str(REPO_ROOT))
+    try:
+        try:
+            process = subprocess.run(
+                [sys.executable, "-m", "toolkit", "provision", "--inventory", str(inventory), "--tags", "sender_agent"],
+                stdout=subprocess.PIPE, stderr=terminal, env=env, cwd=REPO_ROOT, timeout=240, check=False, text=True)
+        finally:
+            os.close(terminal)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the terminal's writer is gone
+            while chunk := os.read(controller, 65536):
+                shown += chunk
+    finally:
+        os.close(controller)
+
+    assert process.returncode == 0, shown
+    lines = shown.decode().replace("\r\n", "\n").splitlines()
+    assert "sender-t: ok: Write the sender environment file" in lines or \
+        "sender-t: changed: Write the sender environment file" in lines
+    assert "sender-t: ok: Report the service unit skipped (no systemd)" in lines
+    assert "sender-t" in process.stdout  # the table still goes to stdout

@@ -64,7 +64,7 @@ def _render(report: VerifyReport, fmt: str) -> None:
         })
         return
     rows = [(s.slot, s.address, s.status, s.bound_on, s.seen, s.detail) for s in report.slots]
-    source = f" ({report.ntp.source})" if report.ntp.source else ""
+    source = f" ({report.ntp.source})" if report.ntp.source else " (no timedatectl, chronyc or ntpstat answered)"
     emit_table(f"sendhost host verify {report.host}", ["slot", "address", "status", "bound on", "probe saw", "detail"],
                rows, summary=f"time sync: {report.ntp.status}{source}")
 
