@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -116,14 +118,18 @@ def run_playbook(inventory: Path, *, playbook: Path = DEFAULT_PLAYBOOK, binary: 
 
     collector = _Collector(progress)
     with tempfile.TemporaryDirectory(prefix="sendhost-provision-") as private_dir:
+        # extra vars may carry the Redis URL: a 0600 file read with -e @file, never the command line (ps shows it)
+        extravars_file = Path(private_dir) / "extravars.json"
+        extravars_file.touch(mode=0o600)
+        extravars_file.write_text(json.dumps(dict(extravars or {})))
+        cmdline = f"-e @{shlex.quote(str(extravars_file))}" + (" --check" if check else "")
         runner = ansible_runner.run(
             private_data_dir=private_dir,
             playbook=str(playbook.resolve()),
             inventory=str(inventory.resolve()),
-            extravars=dict(extravars or {}),
             limit=limit,
             tags=",".join(tags) or None,
-            cmdline="--check" if check else None,
+            cmdline=cmdline,
             # ansible-runner's `binary` switches to raw mode and drops the playbook: put ours first on PATH instead
             envvars={
                 **RUNNER_ENV,
@@ -133,7 +139,7 @@ def run_playbook(inventory: Path, *, playbook: Path = DEFAULT_PLAYBOOK, binary: 
             },
             event_handler=collector,
             quiet=True,
-            suppress_env_files=True,  # extra vars may carry the Redis URL; keep it off disk
+            suppress_env_files=True,
         )
         stats = runner.stats or {}
         rc = int(runner.rc if runner.rc is not None else 1)

@@ -136,11 +136,12 @@ def test_service_unit_is_skipped_visibly_without_systemd(fresh_host: SshHost, tm
     assert not (files / "systemd").exists()
 
 
-def test_progress_is_shown_per_task_on_a_terminal(fresh_host: SshHost, tmp_path: Path) -> None:
+def test_progress_is_shown_per_task_on_a_terminal_without_secrets(fresh_host: SshHost, tmp_path: Path) -> None:
     inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(fresh_host, tmp_path / "f", [])})
     controller, terminal = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SENDHOST_")}
-    env.update(CLI_ENV, PYTHONPATH=str(REPO_ROOT))
+    # a Redis URL from the environment beats the inventory's and reaches the host as an extra var
+    env.update(CLI_ENV, PYTHONPATH=str(REPO_ROOT), SENDHOST_REDIS_URL="redis://agent:pa55word@10.9.9.8:6379/1")
     try:
         try:
             process = subprocess.run(
@@ -161,3 +162,6 @@ def test_progress_is_shown_per_task_on_a_terminal(fresh_host: SshHost, tmp_path:
         "sender-t: changed: Write the sender environment file" in lines
     assert "sender-t: ok: Report the service unit skipped (no systemd)" in lines
     assert "sender-t" in process.stdout  # the table still goes to stdout
+    assert "pa55word" not in shown.decode() + process.stdout
+    env_file = tmp_path / "f" / "sendhost" / "agent.env"
+    assert "SENDHOST_REDIS_URL=redis://agent:pa55word@10.9.9.8:6379/1\n" in env_file.read_text()
