@@ -138,3 +138,13 @@ def test_verify_with_a_missing_known_hosts_file_says_how_to_trust(tmp_path: Path
     assert f"known hosts file {absent} does not exist" in result.stderr
     assert f"ssh-keyscan 10.0.1.10 >> {absent}" in result.stderr
     assert not absent.exists()
+
+
+def test_verify_of_a_host_without_slot_addresses_is_refused(tmp_path: Path) -> None:
+    inventory = write_inventory(tmp_path / "inv.yml", {"sender-1": sender(tmp_path, sendhost_pool={"slots": 2})})
+
+    result = run_cli("--inventory", str(inventory), "host", "verify", "sender-1")
+
+    assert result.returncode == 2
+    assert result.stderr == ("error: sender-1: no slot addresses to verify; list them in sendhost_pool.private_ips "
+                             "(or create its pool)\n")

@@ -62,6 +62,7 @@ def test_check_mode_changes_nothing(fresh_host: SshHost, tmp_path: Path) -> None
     assert rc == 0, stderr
     assert data["check"] is True
     assert [h["failed"] for h in data["hosts"]] == [0]
+    assert data["hosts"][0]["changed"] > 0  # it reports what a real run would change
     assert fresh_host.bound_addresses() == {fresh_host.address}
     assert not files.exists() or not [p for p in files.rglob("*") if p.is_file()]
 

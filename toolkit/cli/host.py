@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from provisioning.errors import ProvisionConfigError
 from provisioning.plan import inventory_slots, resolve_plan
 from provisioning.probe import Probe, parse_endpoint
 from provisioning.ssh import open_session
@@ -44,6 +45,10 @@ def verify(app: App, host: str, probe_at: str | None, known_hosts: Path | None, 
         target = dataclasses.replace(target, known_hosts=known_hosts)
     plan = resolve_plan(sender.name, sender.interface, sender.subnet,
                         inventory_slots({h.name: h.pool.private_ips for h in inventory.hosts}))
+    if not plan.slot_addresses:
+        raise ProvisionConfigError(
+            f"{host}: no slot addresses to verify; list them in sendhost_pool.private_ips (or create its pool)"
+        )
     with open_session(target) as session:
         report = verify_host(session, plan, probe)
     _render(report, app.output_format(fmt))
