@@ -166,3 +166,27 @@ def test_progress_is_shown_per_task_on_a_terminal_without_secrets(fresh_host: Ss
     assert "pa55word" not in shown.decode() + process.stdout
     env_file = tmp_path / "f" / "sendhost" / "agent.env"
     assert "SENDHOST_REDIS_URL=redis://agent:pa55word@10.9.9.8:6379/1\n" in env_file.read_text()
+
+
+def test_check_mode_before_the_service_group_exists_does_not_fail(fresh_host: SshHost, tmp_path: Path) -> None:
+    files = tmp_path / "files"
+    # sender_base would create this group in a real run; check mode must preview the agent files without it
+    inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(
+        fresh_host, files, [], sender_agent__group="sendhost-test-no-such-group")})
+
+    rc, data, stderr = provision(inventory, "--check", "--tags", "sender_agent")
+
+    assert rc == 0, stderr + json.dumps(data)
+    assert data["hosts"][0]["changed"] > 0
+    assert not files.exists()
+
+
+def test_a_real_run_with_a_missing_service_group_fails_naming_it(fresh_host: SshHost, tmp_path: Path) -> None:
+    inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(
+        fresh_host, tmp_path / "files", [], sender_agent__group="sendhost-test-no-such-group")})
+
+    rc, data, _ = provision(inventory, "--tags", "sender_agent")
+
+    assert rc == 1
+    assert data["hosts"][0]["status"] == "failed"
+    assert "sendhost-test-no-such-group" in (data["hosts"][0]["message"] or "")
