@@ -190,3 +190,18 @@ def test_a_real_run_with_a_missing_service_group_fails_naming_it(fresh_host: Ssh
     assert rc == 1
     assert data["hosts"][0]["status"] == "failed"
     assert "sendhost-test-no-such-group" in (data["hosts"][0]["message"] or "")
+
+
+def test_check_mode_reports_a_missing_address_without_binding_it(fresh_host: SshHost, tmp_path: Path) -> None:
+    one, two = fresh_host.slot_address(1), fresh_host.slot_address(2)
+    inventory = write_inventory(tmp_path / "inventory.yml",
+                                {"sender-t": host_vars(fresh_host, tmp_path / "f", [one, two])})
+    rc, _, stderr = provision(inventory, "--tags", "sender_addresses")
+    assert rc == 0, stderr
+    fresh_host.ip("addr", "del", f"{two}/24", "dev", fresh_host.interface)  # the files still list it
+
+    rc, data, stderr = provision(inventory, "--check", "--tags", "sender_addresses")
+
+    assert rc == 0, stderr
+    assert data["hosts"][0]["changed"] == 1  # only the binding would change
+    assert fresh_host.bound_addresses() == {fresh_host.address, one}
