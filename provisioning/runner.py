@@ -144,7 +144,8 @@ def run_playbook(inventory: Path, *, playbook: Path = DEFAULT_PLAYBOOK, binary: 
         stats = runner.stats or {}
         rc = int(runner.rc if runner.rc is not None else 1)
         if not stats.get("processed") and rc != 0:
-            tail = " ".join(runner.stdout.read().strip().splitlines()[-3:]) if runner.stdout else ""
+            with runner.stdout as output:  # a fresh handle on the run's stdout file
+                tail = " ".join(line.strip() for line in output.read().strip().splitlines()[-3:])
             raise ProvisionFailed(f"ansible-playbook exited {rc} before any host ran: {tail or runner.status}")
     hosts = tuple(
         HostStats(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.errors import ProvisionConfigError
+from provisioning.errors import ProvisionConfigError, ProvisionFailed
 from provisioning.plan import HostPlan, check_plan, inventory_slots, resolve_plan, slot_extravars
-from provisioning.runner import HostStats, ProvisionResult, _Collector, find_ansible_playbook
+from provisioning.runner import HostStats, ProvisionResult, _Collector, find_ansible_playbook, run_playbook
 from provisioning.ssh import CommandResult
 from provisioning.targets import known_hosts_from_ssh_args
 from provisioning.verify import ntp_status
@@ -130,3 +130,13 @@ def test_time_sync_is_read_from_whichever_tool_exists(answers: dict[str, Command
 
     assert (ntp.status, ntp.source) == (status, source)
     assert ntp.ok == (status != "not synchronised")
+
+
+def test_a_playbook_that_cannot_run_raises_with_ansibles_reason(tmp_path: Path) -> None:
+    playbook = tmp_path / "site.yml"
+    playbook.write_text("- hosts: senders\n  tasks:\n    - no.such.module: {}\n")
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text("all:\n  children:\n    senders:\n      hosts:\n        sender-1:\n")
+
+    with pytest.raises(ProvisionFailed, match=r"ansible-playbook exited \d+ before any host ran: .*no\.such\.module"):
+        run_playbook(inventory, playbook=playbook, binary=find_ansible_playbook({"PATH": ""}))
