@@ -16,20 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as day_time
-from typing import Any
 
 from dns_audit.findings import DomainReport
 from ippool import Pool
-from ippool.standin import ReusingEc2StandIn
 from simulation import events
 from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
 from simulation.model import SimConfig, SimInventory, check_inventory
 from simulation.moto_world import build_hosts
-from simulation.pool_worker import PoolWorker, RotationBackend
+from simulation.ec2_fake import SimulatedEc2
+from simulation.pool_worker import PoolWorker
 from simulation.sandbox import sandbox, session_factory
 from simulation.senders import SenderWorker
-from simulation.stopgap_rotator import StopgapRotator
 from warmup import Guard
 from warmup.schedule import plan
 
@@ -76,14 +74,13 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
     with sandbox(inventory.region) as (client, _state_dir):
         sessions = session_factory(inventory.region)
         worlds = build_hosts(sessions(), inventory.region, inventory.hosts)
-        adapter = ReusingEc2StandIn(sessions, inventory.region, seed=seeds.randrange(2**32), clock=clock,
+        adapter = SimulatedEc2(sessions, inventory.region, seed=seeds.randrange(2**32), clock=clock,
                                     sleep=clock.sleep, rng=random.Random(seeds.randrange(2**32)))
         try:
             pool = Pool(client, clock=clock, rng=random.Random(seeds.randrange(2**32)))
             mailbox_seeds = random.Random(seeds.randrange(2**32))
             guard = Guard(client, new_seed=lambda: f"{mailbox_seeds.getrandbits(64):016x}")
-            backend = _backend(pool, adapter, worlds, clock)
-            pool_worker = PoolWorker(pool, adapter, POOL_NAME, worlds, backend, clock, log)
+            pool_worker = PoolWorker(pool, adapter, POOL_NAME, worlds, clock, log)
             pool_worker.provision()
             senders = [SenderWorker(f"{world.host.name}/w{index + 1}", world.host.name, guard, pool,
                                     inventory.mailboxes, clock, random.Random(seeds.randrange(2**32)), log,
@@ -99,11 +96,6 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
     audit = audit_zones(config.zone_dir, inventory.domains, in_service) if config.zone_dir else []
     return SimResult(config, inventory, first_day, start_s, end_s, log, _caps(inventory, first_day, config.days),
                      audit, fallbacks, handed_back, fresh)
-
-
-def _backend(pool: Pool, adapter: ReusingEc2StandIn, worlds: list[Any], clock: SimClock) -> RotationBackend:
-    return StopgapRotator(pool, adapter, POOL_NAME, clock, enis={w.host.name: w.eni_id for w in worlds},
-                          park_minutes={w.host.name: w.host.park_minutes for w in worlds})
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:

@@ -1,5 +1,5 @@
 """The example account inside moto: one VPC, subnet and running instance per sender host, with the slots'
-secondary private IPs on its primary network interface. Test scaffolding for the simulation, not a provisioner:
+secondary private IPs on its primary network interface, and the Route 53 zones of hosts that want PTR records. Test scaffolding for the simulation, not a provisioner:
 `sendhost pool create` does this for real accounts.
 """
 
@@ -55,10 +55,15 @@ def _subnet(host: SimHost) -> ipaddress.IPv4Network:
 def build_hosts(session: Any, region: str, hosts: tuple[SimHost, ...]) -> list[HostWorld]:
     """Create each host's VPC, subnet and instance in moto, with its slots' private IPs assigned."""
     ec2 = session.client("ec2", region_name=region)
+    route53 = session.client("route53", region_name=region)
     try:
+        # The Route 53 zones the rotator writes each new address's forward A record into (hosts with PTR on).
+        for index, zone in enumerate(sorted({h.ptr_zone.rstrip(".") for h in hosts if h.ptr_zone})):
+            route53.create_hosted_zone(Name=zone + ".", CallerReference=f"sendhost-simulation-{index}")
         return [_build_host(ec2, host) for host in hosts]
     finally:
         ec2.close()
+        route53.close()
 
 
 def _build_host(ec2: Any, host: SimHost) -> HostWorld:

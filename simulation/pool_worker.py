@@ -1,60 +1,64 @@
-"""The simulation's pool worker: provisions each host's slots, then, every cycle, rotates ready slots and reaps
-parked EIPs through a rotation backend, and turns what changed into events.
+"""The simulation's pool worker: provisions each host's pool with ippool's Provisioner, then, every cycle, rotates
+ready slots with ippool's Rotator and releases parked EIPs past their deadline with ippool's Reaper, and turns what
+changed into events.
 
-What changed is read back from the real state, not from the backend's word: slot generations from Redis
+What changed is read back from the real state, not from the components' word: slot generations from Redis
 (`pool.status`) and parked/held EIPs from their AWS tags, so the log shows what the pool and AWS really did.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-from typing import Protocol
 
 from ippool import Pool
 from ippool.aws import Ec2Adapter
-from ippool.aws_models import STATE_ACTIVE, STATE_PARKED, pool_tags
+from ippool.aws_models import STATE_PARKED
+from ippool.denylist import Denylist
+from ippool.ledger import Ledger
+from ippool.oncall import retire_address
+from ippool.provisioner import Provisioner
+from ippool.reaper import Reaper
+from ippool.rotator import Rotator
+from ippool.spec import HostSpec
 from ippool.status import SlotStatus
 from simulation import events
 from simulation.moto_world import HostWorld
-
-
-class RotationBackend(Protocol):
-    """What the worker drives: rotate a host's ready slots, and release parked EIPs past their deadline."""
-
-    def rotate_ready(self, host: str) -> int: ...
-
-    def reap(self) -> int: ...
 
 
 class PoolWorker:
     """Provision, rotate, reap; log placements, retirements, parking and releases."""
 
     def __init__(self, pool: Pool, adapter: Ec2Adapter, pool_name: str, hosts: list[HostWorld],
-                 backend: RotationBackend, clock: Callable[[], float], log: events.EventLog) -> None:
+                 clock: Callable[[], float], log: events.EventLog) -> None:
         self.pool = pool
         self.adapter = adapter
         self.pool_name = pool_name
         self.hosts = hosts
-        self.backend = backend
         self.clock = clock
         self.log = log
+        self.specs = {world.host.name: _spec(world) for world in hosts}
+        self.ledger = Ledger(pool.client, clock)
+        self.denylist = Denylist(pool.client, clock)
+        self.rotator = Rotator(pool, adapter, self.specs, self.denylist, self.ledger, clock, owner="simulation",
+                               pool_name=pool_name)
+        self.reaper = Reaper(adapter, self.denylist, self.ledger, clock, pool_name=pool_name)
+        self.outcomes: Counter[str] = Counter()  # rotation outcomes as the rotator reported them
+        self.redraw_reasons: Counter[str] = Counter()
         self.seen_ips: set[str] = set()  # every address that ever served in a slot
         self._parked: dict[str, events.Parked] = {}  # allocation id -> its parking, as AWS tags say
         self.held = 0
         self._by_command: set[tuple[str, int, int]] = set()  # (host, slot, generation) retired by on-call
 
     def provision(self) -> None:
-        """Register every host and put a freshly allocated, associated EIP in each of its slots."""
-        for world in self.hosts:
-            host = world.host
-            self.pool.register_host(host.name, host.primary_ip, budget=host.budget)
-            for slot, private_ip in enumerate(world.slot_ips):
-                address = self.adapter.allocate_address(pool_tags(self.pool_name, host.name, slot, STATE_ACTIVE))
-                self.adapter.associate_address(address.allocation_id, world.eni_id, private_ip)
-                placed = self.pool.put_address(host.name, slot, private_ip=private_ip, public_ip=address.public_ip,
-                                               allocation_id=address.allocation_id)
-                self._placed(host.name, slot, placed.generation, address.public_ip, address.allocation_id,
-                             placed.budget, "provision")
+        """`pool create` for every host: slot IPs, one tagged and associated EIP per slot, slots in Redis."""
+        provisioner = Provisioner(self.adapter, self.pool, self.reaper, self.pool_name)
+        for name, spec in self.specs.items():
+            provisioner.create(spec, spec.slots)
+            for slot in self._slots(name).values():
+                if slot.public_ip:
+                    self._placed(name, slot.slot, slot.generation, slot.public_ip, slot.allocation_id or "",
+                                 slot.budget, "provision")
         self._read_aws()
 
     def cycle(self) -> None:
@@ -66,19 +70,26 @@ class PoolWorker:
             if not self.pool.ready_slots(name):
                 continue
             before = self._slots(name)
-            if self.backend.rotate_ready(name):
-                changed = True
-                self._diff(name, before)
-        if any(parked.until <= now for parked in self._parked.values()) and self.backend.reap():
+            results = self.rotator.rotate_ready(name)
+            for result in results:
+                self.outcomes[result.outcome] += 1
+                self.redraw_reasons.update(reason.split(":")[0] for reason in result.redraws)
+            changed = True
+            self._diff(name, before)
+        due_hosts = sorted({parked.host for parked in self._parked.values() if parked.until <= now})
+        if due_hosts:
+            self.reaper.reap_all(due_hosts)
             changed = True
         if changed:
             self._read_aws()
 
-    def retire(self, host: str, slot: int) -> str:
-        """On-call's `pool retire`: stop new leases on the slot now; the next cycle rotates it."""
-        generation = self._slots(host)[slot].generation
-        self._by_command.add((host, slot, generation))
-        return self.pool.retire(host, slot)
+    def retire(self, host: str, slot: int, reason: str = "on-call: burned address") -> str:
+        """On-call's `pool retire --ip`: the slot's address takes no new lease and is denied; the worker rotates it."""
+        current = self._slots(host)[slot]
+        if current.public_ip is None:
+            return current.state
+        self._by_command.add((host, slot, current.generation))
+        return retire_address(self.pool, self.denylist, self.ledger, current.public_ip, reason).state
 
     def leasable(self) -> int:
         """Slots active and under budget, across hosts: the addresses in service now."""
@@ -133,3 +144,9 @@ class PoolWorker:
                 self.log.released.append(events.Released(now, parked.host, parked.public_ip, allocation_id,
                                                          parked.at))
         self._parked = current
+
+
+def _spec(world: HostWorld) -> HostSpec:
+    host = world.host
+    return HostSpec(name=host.name, instance_id=world.instance_id, primary_ip=host.primary_ip, slots=host.slots,
+                    budget=host.budget, park_minutes=host.park_minutes, ptr_zone=host.ptr_zone)
