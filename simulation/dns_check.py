@@ -17,7 +17,8 @@ def example_zone_dir() -> Path:
     return Path(str(resources.files("simulation") / "data" / "zones"))
 
 
-def audit_zones(zone_dir: Path, domains: tuple[SimDomain, ...], sending_ips: tuple[str, ...] = ()) -> list[DomainReport]:
+def audit_zones(zone_dir: Path, domains: tuple[SimDomain, ...],
+                sending_ips: tuple[str, ...] = ()) -> list[DomainReport]:
     """Audit every domain (or, with none configured, every zone in `zone_dir`) against the zone files."""
     resolver = ZoneResolver(zone_dir)
     if domains:

@@ -22,9 +22,9 @@ from ippool import Pool
 from simulation import events
 from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
+from simulation.ec2_fake import SimulatedEc2
 from simulation.model import SimConfig, SimInventory, check_inventory
 from simulation.moto_world import build_hosts
-from simulation.ec2_fake import SimulatedEc2
 from simulation.pool_worker import PoolWorker
 from simulation.sandbox import sandbox, session_factory
 from simulation.senders import SenderWorker

@@ -1,6 +1,6 @@
 """The example account inside moto: one VPC, subnet and running instance per sender host, with the slots'
-secondary private IPs on its primary network interface, and the Route 53 zones of hosts that want PTR records. Test scaffolding for the simulation, not a provisioner:
-`sendhost pool create` does this for real accounts.
+secondary private IPs on its primary network interface, and the Route 53 zones of hosts that want PTR records.
+Scaffolding of the simulated account only; ippool's Provisioner (`sendhost pool create`) then builds the pools.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def slot_private_ips(host: SimHost) -> tuple[str, ...]:
                                         f"private_ips in sendhost_pool")
         return tuple(host.private_ips[:host.slots])
     network = _subnet(host)
-    primary = ipaddress.ip_address(host.primary_ip)
+    primary = ipaddress.IPv4Address(host.primary_ip)
     # AWS reserves the first four addresses and the last of every subnet.
     usable = [ip for ip in list(network.hosts())[3:-1] if ip > primary]
     if len(usable) < host.slots:

@@ -7,6 +7,7 @@ config files, and moto intercepts every AWS request inside the process; the user
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -55,10 +56,9 @@ def embedded_redis(state_dir: Path) -> Iterator[redis.Redis]:
         client.config_set("save", "")  # nothing of a simulation is worth a snapshot
         yield client
     finally:
-        try:
+        # The server closes the connection as it goes down: that error is the expected answer.
+        with contextlib.suppress(redis.RedisError):
             client.shutdown(nosave=True)
-        except redis.RedisError:
-            pass  # the server closes the connection as it goes: that is the expected answer
         client.close()
 
 

@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from dns_audit.findings import Finding
 from simulation.engine import SimResult
 
 EIP_HOURLY_USD = 0.005  # every public IPv4 address, parked or in service
@@ -119,18 +120,13 @@ def summarize(result: SimResult) -> Summary:
         max_parked=max((s.parked for s in log.samples), default=0),
         mailboxes=_mailboxes(result),
         findings=_findings(result),
-        domains=[{"domain": report.domain, "findings": [
-            {"code": f.code, "severity": f.severity, "message": f.message,
-             "location": f"{Path(f.location.file).name}:{f.location.line}" if f.location else None} for f in report.findings]}
-            for report in result.audit],
+        domains=[{"domain": report.domain, "findings": [_finding(f) for f in report.findings]}
+                 for report in result.audit],
     )
 
 
 def _mailboxes(result: SimResult) -> list[MailboxLine]:
     counts = sends_per_mailbox_day(result)
-    days_of: dict[str, list[str]] = defaultdict(list)
-    for mailbox, day in counts:
-        days_of[mailbox].append(day)
     lines = []
     for mailbox in result.inventory.mailboxes:
         address = mailbox.address.lower()
@@ -155,6 +151,11 @@ def _covered(result: SimResult, day: str, timezone: str) -> bool:
     first = datetime.fromtimestamp(result.start_s, tz=zone).date().isoformat()
     last = datetime.fromtimestamp(result.end_s - 1, tz=zone).date().isoformat()
     return first <= day <= last
+
+
+def _finding(found: Finding) -> dict[str, Any]:
+    where = f"{Path(found.location.file).name}:{found.location.line}" if found.location else None
+    return {"code": found.code, "severity": found.severity, "message": found.message, "location": where}
 
 
 def _findings(result: SimResult) -> dict[str, int]:

@@ -20,6 +20,7 @@ GROUPS: dict[str, str] = {
     "dns": "toolkit.cli.dns:group",
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
+    "simulate": "toolkit.cli.simulate:command",
     "warmup": "toolkit.cli.warmup:group",
 }
 
