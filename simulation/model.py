@@ -70,7 +70,7 @@ class SimConfig:
     start: date | None = None
     workers_per_host: int = 2
     pool_interval_s: float = 300.0  # how often the pool worker rotates ready slots and reaps parked EIPs
-    sample_interval_s: float = 900.0  # how often the charts' series are sampled
+    sample_interval_s: float = 300.0  # how often the charts' series are sampled
     send_seconds: tuple[float, float] = (2.0, 12.0)  # how long a lease is held for one send
     zone_dir: Path | None = None  # zone files for the DNS audit; None: no audit
 
