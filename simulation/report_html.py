@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from simulation.engine import SimResult
-from simulation.summary import Summary, sends_per_mailbox_day
+from simulation.summary import Summary, covered_day, sends_per_mailbox_day
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 WIDTH, HEIGHT = 900, 300
@@ -93,8 +93,10 @@ def _figure(element_id: str, caption: str, svg: str) -> str:
 def _sends_chart(result: SimResult) -> str:
     counts = sends_per_mailbox_day(result)
     addresses = [m.address.lower() for m in result.inventory.mailboxes]
-    days = sorted({day for address in addresses for day in result.caps.get(address, {})
-                   if (address, day) in counts or _in_run(result, day)})
+    # Each mailbox counts its own local days: draw the days the run touched for it (the edges may be partial).
+    covered = {(m.address.lower(), day) for m in result.inventory.mailboxes
+               for day in result.caps.get(m.address.lower(), {}) if covered_day(result, day, m.timezone)}
+    days = sorted({day for _address, day in covered})
     if not days or not addresses:
         return _empty()
     y_max = max([counts.get((a, d), 0) for a in addresses for d in days]
@@ -105,6 +107,8 @@ def _sends_chart(result: SimResult) -> str:
     parts = _axes(y_max, [(LEFT + (i + 0.5) * group_w, day[5:]) for i, day in enumerate(days)], "local day")
     for i, day in enumerate(days):
         for j, address in enumerate(addresses):
+            if (address, day) not in covered:
+                continue
             color = COLORS[j % len(COLORS)]
             x = LEFT + i * group_w + group_w * 0.1 + j * bar_w
             sent = counts.get((address, day), 0)
@@ -197,12 +201,6 @@ def _legend(entries: list[tuple[str, str]]) -> str:
 
 def _empty() -> str:
     return '<p class="empty">Nothing to draw: the run produced no data for this chart.</p>'
-
-
-def _in_run(result: SimResult, day: str) -> bool:
-    start = datetime.fromtimestamp(result.start_s, tz=UTC).date().isoformat()
-    end = datetime.fromtimestamp(result.end_s - 1, tz=UTC).date().isoformat()
-    return start <= day <= end
 
 
 def _day_label(epoch_s: float) -> str:

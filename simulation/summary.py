@@ -131,7 +131,7 @@ def _mailboxes(result: SimResult) -> list[MailboxLine]:
     for mailbox in result.inventory.mailboxes:
         address = mailbox.address.lower()
         caps = result.caps.get(address, {})
-        covered = [day for day in caps if _covered(result, day, mailbox.timezone)]
+        covered = [day for day in caps if covered_day(result, day, mailbox.timezone)]
         sent = {day: counts.get((address, day), 0) for day in caps}
         busiest = max(covered, key=lambda day: (sent[day], day), default=None)
         week_one = [sent[day] for day in covered if (_date(day) - mailbox.start).days < 7]
@@ -145,7 +145,7 @@ def _mailboxes(result: SimResult) -> list[MailboxLine]:
     return lines
 
 
-def _covered(result: SimResult, day: str, timezone: str) -> bool:
+def covered_day(result: SimResult, day: str, timezone: str) -> bool:
     """Whether the run covered some of this local day of the mailbox (the first and last may be partial)."""
     zone = ZoneInfo(timezone)
     first = datetime.fromtimestamp(result.start_s, tz=zone).date().isoformat()
