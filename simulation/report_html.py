@@ -58,7 +58,8 @@ def _key_numbers(summary: Summary) -> str:
         ("sends", f"{summary.sends} ({summary.sends_per_day}/day asked)"),
         ("fallbacks to the primary IP", str(sum(summary.fallbacks.values()))),
         ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
-        ("fresh-IP share", f"{fresh} (AWS handed back {summary.aws_handed_back} recent addresses: parked, redrawn)"),
+        ("fresh-IP share", fresh),
+        ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"),
         ("max sends on one address", f"{summary.max_sends_on_address} (budget {summary.budget_range[0]}.."
                                      f"{summary.budget_range[1]})"),
         ("parked EIP-hours", f"{summary.parked_eip_hours:.1f} h = ${summary.parked_cost_usd:.2f}"),

@@ -35,7 +35,7 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
 @click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same run.")
 @click.option("--zone-dir", metavar="DIR",
               help="Zone files to audit the inventory's domains in (default: the shipped example zones when "
-                   "simulating the example inventory; otherwise no audit).")
+                   "they cover the inventory's domains, as for the example inventory; otherwise no audit).")
 @click.option("--report", "report_path", metavar="FILE.html", help="Also write a self-contained HTML report.")
 @format_option()
 @click.pass_obj
@@ -59,7 +59,7 @@ def command(app: App, inventory_path: str | None, days: int, sends_per_day: int,
         raise ConfigError(f"inventory {path}: no such file; pass --inventory PATH (or leave it out to simulate "
                           f"the example inventory)")
     inventory = to_sim_inventory(load_inventory(path))
-    zones = Path(zone_dir) if zone_dir else (example_zone_dir() if chosen is None else None)
+    zones = Path(zone_dir) if zone_dir else _shipped_zones_for(inventory, example_zone_dir())
     report = Path(report_path) if report_path else None
     if report is not None and not report.parent.is_dir():
         raise ConfigError(f"--report {report}: directory {report.parent} does not exist")
@@ -96,6 +96,13 @@ def to_sim_inventory(inventory: Inventory) -> SimInventory:
     domains = tuple(SimDomain(d.name, d.dkim_selectors, d.envelope_domain) for d in inventory.domains)
     region = inventory.hosts[0].region if inventory.hosts else "us-east-1"
     return SimInventory(hosts, mailboxes, domains, region)
+
+
+def _shipped_zones_for(inventory: SimInventory, shipped: Path) -> Path | None:
+    """The shipped example zones when they cover every domain of the inventory (the example's), else None."""
+    names = {path.name.removesuffix(".zone") for path in shipped.glob("*.zone")}
+    wanted = {domain.name.lower().rstrip(".") for domain in inventory.domains}
+    return shipped if wanted and wanted <= names else None
 
 
 @contextmanager
@@ -139,7 +146,7 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
         ("fallbacks to the primary IP", f"{fallbacks}" + (f" ({reasons})" if reasons else "")),
         ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
         ("fresh-IP share", fresh),
-        ("recent addresses AWS handed back", f"{summary.aws_handed_back} (each parked and redrawn: {summary.redraws})"),
+        ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"),
         ("max sends on one address", f"{summary.max_sends_on_address} (budget "
                                      f"{summary.budget_range[0]}..{summary.budget_range[1]})"),
         ("fewest sends before retiring", "-" if summary.min_sends_at_retirement is None
@@ -160,4 +167,4 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
              for d in summary.domains for f in d["findings"]]
     if found:
         emit_table("DNS audit of the zone files", ["domain", "severity", "code", "where"], found,
-                   summary="details: sendhost dns audit --zone-dir DIR --inventory PATH")
+                   summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")
