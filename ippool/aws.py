@@ -274,6 +274,12 @@ class Ec2Adapter:
         response = self._call("ec2", "DescribeAddresses", f"pool {pool}", Filters=filters)
         return sorted((_address_from(raw) for raw in response.get("Addresses", [])), key=lambda a: a.allocation_id)
 
+    def describe_interface_addresses(self, eni_id: str) -> list[Address]:
+        """Every EIP associated with this ENI, ours or not (reconcile looks for strangers on slot IPs)."""
+        response = self._call("ec2", "DescribeAddresses", f"network interface {eni_id}",
+                              Filters=[{"Name": "network-interface-id", "Values": [eni_id]}])
+        return sorted((_address_from(raw) for raw in response.get("Addresses", [])), key=lambda a: a.allocation_id)
+
     def count_region_addresses(self) -> int:
         """How many EIPs the account holds in this region, ours or not: they all count against the quota."""
         response = self._call("ec2", "DescribeAddresses", f"region {self.region}")

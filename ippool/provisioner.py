@@ -97,9 +97,9 @@ class Provisioner:
             if address.slot is not None and address.tags.get(TAG_PRIVATE_IP) and address.state == STATE_ACTIVE:
                 known.setdefault(address.slot, address.tags[TAG_PRIVATE_IP])
         registered = self.pool.status(spec.name)[0].slots if spec.name in self.pool.hosts() else ()
-        for slot in registered:
-            if slot.private_ip:
-                known[slot.slot] = slot.private_ip
+        for held in registered:
+            if held.private_ip:
+                known[held.slot] = held.private_ip
         free = [ip for ip in secondary if ip not in known.values()]
         missing = [slot for slot in range(slots) if slot not in known]
         if len(free) < len(missing):

@@ -23,14 +23,22 @@ from dataclasses import dataclass, field
 
 from ippool.admin import ReadySlot
 from ippool.aws import Ec2Adapter
-from ippool.aws_models import STATE_ACTIVE, STATE_INCOMING, STATE_PARKED, TAG_STATE, Address, pool_tags
+from ippool.aws_models import (
+    STATE_ACTIVE,
+    STATE_INCOMING,
+    STATE_PARKED,
+    TAG_STATE,
+    Address,
+    format_parked_until,
+    pool_tags,
+)
 from ippool.denylist import Denylist
 from ippool.errors import AddressGone, AddressQuotaExceeded, IppoolError
 from ippool.ledger import Ledger
 from ippool.pool import Pool
 from ippool.quota import quota_advice
 from ippool.screen import Screen, no_screen
-from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_REPLACES, HostSpec
+from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_REPLACES, TAG_SINCE, HostSpec
 from ippool.status import ROTATING
 
 log = logging.getLogger("ippool.rotator")
@@ -181,6 +189,7 @@ class Rotator:
         for _ in range(self.max_draws):
             tags = pool_tags(self.pool_name, spec.name, slot, STATE_INCOMING)
             tags[TAG_OWNER] = self.owner
+            tags[TAG_SINCE] = format_parked_until(self.clock())
             address = self.aws.allocate_address(tags)
             self.checkpoint("allocate")
             reason = self._rejection(address.public_ip)

@@ -15,6 +15,7 @@ DEFAULT_POOL_NAME = "sendhost"
 # reaper resets reverse DNS before release even if the rotation died halfway).
 TAG_REPLACES = "sendhost:replaces"
 TAG_OWNER = "sendhost:owner"
+TAG_SINCE = "sendhost:since"  # when the attempt began (ISO 8601 UTC), for reconcile's grace period
 TAG_PTR = "sendhost:ptr"
 # The slot's private IP, on every EIP we put into a slot: the slot's durable address, for rebuilding Redis.
 TAG_PRIVATE_IP = "sendhost:private_ip"

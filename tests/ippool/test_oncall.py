@@ -69,7 +69,7 @@ def test_retire_takes_an_address_out_of_service_now_and_denies_it(world: World) 
     assert all(world.pool.lease("sender-1").slot == 0 for _ in range(3))
     [result] = world.rotator().rotate_ready("sender-1")
     assert (result.slot, result.outcome) == (1, ROTATED)
-    with pytest.raises(PoolConfigError, match="address 192.0.2.1 is in no slot and not parked"):
+    with pytest.raises(PoolConfigError, match=r"address 192\.0\.2\.1 is in no slot and not parked"):
         retire_address(world.pool, world.denylist, world.ledger, "192.0.2.1", "typo")
 
 
