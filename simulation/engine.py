@@ -54,6 +54,7 @@ class SimResult:
     fallbacks: dict[str, int] = field(default_factory=dict)  # by reason, as the pool counted them
     aws_handed_back: int = 0  # allocations AWS (the stand-in) answered with a recently released address
     aws_fresh: int = 0
+    worker_errors: list[str] = field(default_factory=list)  # failures the pool worker's cycles reported
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -89,13 +90,14 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
             _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
                   progress).run(start_s)
             fallbacks = dict(pool.fallbacks.totals)
+            worker_errors = list(pool_worker.errors)
         finally:
             adapter.close()
         handed_back, fresh = adapter.handed_back, adapter.fresh
     in_service = tuple(sorted({p.public_ip for p in log.placements} - {r.public_ip for r in log.retirements}))
     audit = audit_zones(config.zone_dir, inventory.domains, in_service) if config.zone_dir else []
     return SimResult(config, inventory, first_day, start_s, end_s, log, _caps(inventory, first_day, config.days),
-                     audit, fallbacks, handed_back, fresh)
+                     audit, fallbacks, handed_back, fresh, worker_errors)
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:

@@ -1,6 +1,7 @@
-"""The simulation's pool worker: provisions each host's pool with ippool's Provisioner, then, every cycle, rotates
-ready slots with ippool's Rotator and releases parked EIPs past their deadline with ippool's Reaper, and turns what
-changed into events.
+"""The simulation's pool worker: provisions each host's pool with ippool's Provisioner, then runs ippool's pool
+worker cycle (`Worker.run_cycle`: the Rotator on ready slots, the Reaper on parked EIPs past their deadline) and
+turns what changed into events. A cycle with no ready slot and no parking deadline passed would do nothing but
+read, so the simulation skips it: a two-week run has four thousand worker cycles and only a few hundred do work.
 
 What changed is read back from the real state, not from the components' word: slot generations from Redis
 (`pool.status`) and parked/held EIPs from their AWS tags, so the log shows what the pool and AWS really did.
@@ -22,6 +23,7 @@ from ippool.reaper import Reaper
 from ippool.rotator import Rotator
 from ippool.spec import HostSpec
 from ippool.status import SlotStatus
+from ippool.worker import Worker
 from simulation import events
 from simulation.moto_world import HostWorld
 
@@ -43,8 +45,10 @@ class PoolWorker:
         self.rotator = Rotator(pool, adapter, self.specs, self.denylist, self.ledger, clock, owner="simulation",
                                pool_name=pool_name)
         self.reaper = Reaper(adapter, self.denylist, self.ledger, clock, pool_name=pool_name)
+        self.worker = Worker(self.rotator, self.reaper, [world.host.name for world in hosts])
         self.outcomes: Counter[str] = Counter()  # rotation outcomes as the rotator reported them
         self.redraw_reasons: Counter[str] = Counter()
+        self.errors: list[str] = []  # what the worker's cycles reported as failed
         self.seen_ips: set[str] = set()  # every address that ever served in a slot
         self._parked: dict[str, events.Parked] = {}  # allocation id -> its parking, as AWS tags say
         self.held = 0
@@ -62,26 +66,22 @@ class PoolWorker:
         self._read_aws()
 
     def cycle(self) -> None:
-        """One worker pass: rotate hosts with ready slots, reap when a parking deadline has passed."""
+        """One pool worker cycle, when there is work: a slot ready to rotate or a parked EIP past its deadline."""
         now = self.clock()
-        changed = False
-        for world in self.hosts:
-            name = world.host.name
-            if not self.pool.ready_slots(name):
-                continue
-            before = self._slots(name)
-            results = self.rotator.rotate_ready(name)
-            for result in results:
-                self.outcomes[result.outcome] += 1
-                self.redraw_reasons.update(reason.split(":")[0] for reason in result.redraws)
-            changed = True
-            self._diff(name, before)
-        due_hosts = sorted({parked.host for parked in self._parked.values() if parked.until <= now})
-        if due_hosts:
-            self.reaper.reap_all(due_hosts)
-            changed = True
-        if changed:
-            self._read_aws()
+        names = [world.host.name for world in self.hosts]
+        ready = any(self.pool.ready_slots(name, now=now) for name in names)
+        due = any(parked.until <= now for parked in self._parked.values())
+        if not ready and not due:
+            return
+        before = {name: self._slots(name) for name in names}
+        report = self.worker.run_cycle()
+        for result in report.rotations:
+            self.outcomes[result.outcome] += 1
+            self.redraw_reasons.update(reason.split(":")[0] for reason in result.redraws)
+        self.errors += report.errors
+        for name in names:
+            self._diff(name, before[name])
+        self._read_aws()
 
     def retire(self, host: str, slot: int, reason: str = "on-call: burned address") -> str:
         """On-call's `pool retire --ip`: the slot's address takes no new lease and is denied; the worker rotates it."""

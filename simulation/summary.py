@@ -58,6 +58,7 @@ class Summary:
     mailboxes: list[MailboxLine]
     findings: dict[str, int]
     domains: list[dict[str, Any]] = field(default_factory=list)
+    worker_errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,7 +71,7 @@ class Summary:
                      "redraws": self.redraws, "fresh_ip_share": self.fresh_share,
                      "aws_handed_back": self.aws_handed_back, "max_sends_on_address": self.max_sends_on_address,
                      "min_sends_at_retirement": self.min_sends_at_retirement,
-                     "budget_range": list(self.budget_range)},
+                     "budget_range": list(self.budget_range), "worker_errors": self.worker_errors},
             "parking": {"eip_hours": round(self.parked_eip_hours, 2), "cost_usd": round(self.parked_cost_usd, 2),
                         "hourly_usd_per_eip": EIP_HOURLY_USD, "max_parked_at_once": self.max_parked},
             "mailboxes": [vars(line) for line in self.mailboxes],
@@ -122,6 +123,7 @@ def summarize(result: SimResult) -> Summary:
         findings=_findings(result),
         domains=[{"domain": report.domain, "findings": [_finding(f) for f in report.findings]}
                  for report in result.audit],
+        worker_errors=list(result.worker_errors),
     )
 
 

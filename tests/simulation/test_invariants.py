@@ -121,6 +121,7 @@ def test_summary_matches_the_event_log(simulate: Callable[..., SimResult], seed:
     assert sum(summary.fallbacks.values()) == sum(1 for s in result.log.sends if s.public_ip is None)
     assert all(line.days_over_cap == 0 for line in summary.mailboxes)
     assert summary.findings == {"error": 0, "warning": 3, "info": 0}  # the flaws planted in example.com's zone
+    assert summary.worker_errors == []
 
 
 def test_the_same_seed_gives_the_same_run(simulate: Callable[..., SimResult]) -> None:

@@ -156,6 +156,8 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
         ("audit findings", "no audit (pass --zone-dir)" if zones is None else
          f"{findings['error']} error, {findings['warning']} warning, {findings['info']} info"),
     ]
+    if summary.worker_errors:
+        rows.append(("pool worker errors", f"{len(summary.worker_errors)}, first: {summary.worker_errors[0]}"))
     emit_table(f"sendhost simulate: {summary.days} days from {summary.start}, seed {summary.seed}",
                ["measure", "value"], rows)
     emit_table("mailboxes, by their own local days (the first and last may be partial)",
