@@ -26,7 +26,8 @@ class Line:
 
 def render_report(result: SimResult, summary: Summary) -> str:
     """The whole HTML page."""
-    title = f"sendhost simulate: {summary.days} days from {summary.start} (seed {summary.seed})"
+    days = f"{summary.days} day{'s' if summary.days != 1 else ''}"
+    title = f"sendhost simulate: {days} from {summary.start} (seed {summary.seed})"
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         f"<title>{escape(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",

@@ -158,7 +158,8 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     ]
     if summary.worker_errors:
         rows.append(("pool worker errors", f"{len(summary.worker_errors)}, first: {summary.worker_errors[0]}"))
-    emit_table(f"sendhost simulate: {summary.days} days from {summary.start}, seed {summary.seed}",
+    days = f"{summary.days} day{'s' if summary.days != 1 else ''}"
+    emit_table(f"sendhost simulate: {days} from {summary.start}, seed {summary.seed}",
                ["measure", "value"], rows)
     emit_table("mailboxes, by their own local days (the first and last may be partial)",
                ["mailbox", "start", "sends", "sum of caps", "busiest day", "days at cap", "over cap"],
