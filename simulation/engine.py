@@ -55,6 +55,8 @@ class SimResult:
     aws_handed_back: int = 0  # allocations AWS (the stand-in) answered with a recently released address
     aws_fresh: int = 0
     worker_errors: list[str] = field(default_factory=list)  # failures the pool worker's cycles reported
+    rotation_outcomes: dict[str, int] = field(default_factory=dict)  # as ippool's Rotator reported them
+    redraw_reasons: dict[str, int] = field(default_factory=dict)  # why drawn addresses were refused
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -91,13 +93,14 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                   progress).run(start_s)
             fallbacks = dict(pool.fallbacks.totals)
             worker_errors = list(pool_worker.errors)
+            outcomes, redraws = dict(pool_worker.outcomes), dict(pool_worker.redraw_reasons)
         finally:
             adapter.close()
         handed_back, fresh = adapter.handed_back, adapter.fresh
     in_service = tuple(sorted({p.public_ip for p in log.placements} - {r.public_ip for r in log.retirements}))
     audit = audit_zones(config.zone_dir, inventory.domains, in_service) if config.zone_dir else []
     return SimResult(config, inventory, first_day, start_s, end_s, log, _caps(inventory, first_day, config.days),
-                     audit, fallbacks, handed_back, fresh, worker_errors)
+                     audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws)
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:
@@ -120,6 +123,7 @@ class _Loop:
                  progress: Progress | None) -> None:
         self.config = config
         self.clock = clock
+        self.start_s = end_s - config.days * DAY_S
         self.end_s = end_s
         self.senders = senders
         self.pool_worker = pool_worker
@@ -192,7 +196,7 @@ class _Loop:
     def _sample(self) -> None:
         self._record_sample()
         if self.progress:
-            self.progress((self.clock() - (self.end_s - self.config.days * DAY_S)) / (self.config.days * DAY_S))
+            self.progress((self.clock() - self.start_s) / (self.end_s - self.start_s))
         self.at(self.clock() + self.config.sample_interval_s, self._sample)
 
     def _record_sample(self) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from ippool import Lease, Pool
@@ -96,7 +96,3 @@ class SenderWorker:
                 self._added.add(mailbox.address)
             groups.setdefault(mailbox.group, []).append(mailbox.address.lower())
         return [tuple(addresses) for _name, addresses in sorted(groups.items())]
-
-
-def utc_day(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, tz=UTC).date().isoformat()

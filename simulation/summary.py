@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -59,6 +59,8 @@ class Summary:
     findings: dict[str, int]
     domains: list[dict[str, Any]] = field(default_factory=list)
     worker_errors: list[str] = field(default_factory=list)
+    rotation_outcomes: dict[str, int] = field(default_factory=dict)
+    redraw_reasons: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,7 +73,8 @@ class Summary:
                      "redraws": self.redraws, "fresh_ip_share": self.fresh_share,
                      "aws_handed_back": self.aws_handed_back, "max_sends_on_address": self.max_sends_on_address,
                      "min_sends_at_retirement": self.min_sends_at_retirement,
-                     "budget_range": list(self.budget_range), "worker_errors": self.worker_errors},
+                     "budget_range": list(self.budget_range), "rotation_outcomes": self.rotation_outcomes,
+                     "redraw_reasons": self.redraw_reasons, "worker_errors": self.worker_errors},
             "parking": {"eip_hours": round(self.parked_eip_hours, 2), "cost_usd": round(self.parked_cost_usd, 2),
                         "hourly_usd_per_eip": EIP_HOURLY_USD, "max_parked_at_once": self.max_parked},
             "mailboxes": [vars(line) for line in self.mailboxes],
@@ -124,6 +127,8 @@ def summarize(result: SimResult) -> Summary:
         domains=[{"domain": report.domain, "findings": [_finding(f) for f in report.findings]}
                  for report in result.audit],
         worker_errors=list(result.worker_errors),
+        rotation_outcomes=dict(sorted(result.rotation_outcomes.items())),
+        redraw_reasons=dict(sorted(result.redraw_reasons.items())),
     )
 
 
@@ -168,8 +173,8 @@ def _findings(result: SimResult) -> dict[str, int]:
     return counts
 
 
-def _date(day: str) -> Any:
-    return datetime.fromisoformat(day).date()
+def _date(day: str) -> date:
+    return date.fromisoformat(day)
 
 
 def _iso(epoch_s: float) -> str:

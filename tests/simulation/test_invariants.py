@@ -119,6 +119,8 @@ def test_summary_matches_the_event_log(simulate: Callable[..., SimResult], seed:
     assert summary.max_sends_on_address == max(per_tenure.values())
     assert summary.rotations == len(result.log.retirements)
     assert sum(summary.fallbacks.values()) == sum(1 for s in result.log.sends if s.public_ip is None)
+    assert summary.fallbacks == result.fallbacks  # the log agrees with the pool's own fallback meter
+    assert summary.rotation_outcomes.get("rotated", 0) == len(result.log.retirements)
     assert all(line.days_over_cap == 0 for line in summary.mailboxes)
     assert summary.findings == {"error": 0, "warning": 3, "info": 0}  # the flaws planted in example.com's zone
     assert summary.worker_errors == []
