@@ -93,6 +93,8 @@ class Ec2Adapter:
         self._clients: dict[str, Any] = {}
         self._clients_lock = threading.Lock()  # boto3 sessions are not thread-safe; clients are
         self._zone_ids: dict[str, str] = {}
+        # Told the operation of every throttled attempt (the worker counts them for the metrics exporter).
+        self.on_throttle: Callable[[str], None] | None = None
 
     # --- plumbing -------------------------------------------------------------------------------------------
 
@@ -159,6 +161,8 @@ class Ec2Adapter:
             except ClientError as exc:
                 error = exc.response.get("Error", {})
                 code = str(error.get("Code", ""))
+                if code in RETRYABLE_CODES and self.on_throttle is not None:
+                    self.on_throttle(operation)
                 if code in RETRYABLE_CODES and retry + 1 < self.backoff.max_attempts:
                     self._sleep(self.backoff.delay(retry, self._rng))
                     continue

@@ -13,6 +13,8 @@ HOSTS_KEY = "sendhost:hosts"
 # Prefix of a rotating worker's heartbeat key (`sendhost:worker:<owner>`, expires unless refreshed): reconcile
 # treats a rotation whose owner has no heartbeat as abandoned. Not hash-tagged: no script touches it.
 WORKER_PREFIX = "sendhost:worker:"
+# Counter of throttled AWS attempts (RequestLimitExceeded, ...) across every worker: AWS throttles per account.
+AWS_THROTTLES_KEY = "sendhost:aws:throttles"
 
 
 def check_host_name(host: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ippool.keys import HOSTS_KEY, WORKER_PREFIX, HostKeys
+from ippool.keys import AWS_THROTTLES_KEY, HOSTS_KEY, WORKER_PREFIX, HostKeys
 from ippool.status import text
 
 
@@ -73,6 +73,13 @@ class Ledger:
     def stats(self, host: str) -> dict[str, float]:
         """Every counter and value of the host."""
         return {text(k): float(text(v)) for k, v in self._client.hgetall(HostKeys(host).stats).items()}
+
+    def throttled(self, operation: str = "") -> None:
+        """Count one throttled AWS attempt (the adapter's `on_throttle` hook)."""
+        self._client.incr(AWS_THROTTLES_KEY)
+
+    def throttles(self) -> int:
+        return int(self._client.get(AWS_THROTTLES_KEY) or 0)
 
     def rotated(self, host: str) -> None:
         """Count a finished rotation and remember when it happened."""

@@ -43,6 +43,7 @@ class Worker:
     interval_s: float = 10.0
     reconcile: Callable[[], object] | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
+    reconciled: object = None  # what the start-up reconcile returned
 
     def stop(self) -> None:
         """Finish the step in hand, then return from `run` (safe to call from a signal handler)."""
@@ -56,7 +57,7 @@ class Worker:
         log.info("worker %s started: %d host(s), sleeping %gs after each cycle", self.rotator.owner,
                  len(self.hosts), self.interval_s)
         if self.reconcile is not None:
-            self._guard("reconcile", self.reconcile)
+            self.reconciled, _error = self._guard("reconcile", self.reconcile)
         cycles = 0
         while not self.stopping():
             report = self.run_cycle()

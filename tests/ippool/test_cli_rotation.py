@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import redis
+
 from tests.conftest import run_cli
 from tests.ippool.cli_support import CLI_AWS_ENV, cli_env, server_instance, unique_host, write_inventory
 
@@ -43,7 +45,10 @@ def test_pool_lifecycle_through_the_cli(moto_url: str, redis_url: str, tmp_path:
     assert cycle.returncode == 0, cycle.stderr
     report = json.loads(cycle.stdout)
     assert [(r["slot"], r["outcome"]) for r in report["rotations"]] == [(1, "rotated")]
-    assert report["summary"] == "1 rotated, 2 released, 0 error(s)"  # slot 0's old address and the retired one
+    # At start the worker's reconcile reaps slot 0's old address (parked 0 minutes: overdue); the cycle then
+    # rotates slot 1 and releases the address it retired.
+    assert [(d["kind"], d["fixed"]) for d in report["reconciled"]] == [("parked_overdue", True)]
+    assert report["summary"] == "reconcile fixed 1, 1 rotated, 1 released, 0 error(s)"
 
     destroyed = run_cli("pool", "destroy", host, "--format", "json", env=env)
     assert destroyed.returncode == 0, destroyed.stderr
@@ -71,3 +76,24 @@ def test_bad_input_is_one_line_and_exit_2(moto_url: str, redis_url: str, tmp_pat
         assert result.returncode == 2, (needle, result.stderr)
         assert result.stderr.count("\n") == 1 and needle in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_reconcile_reports_then_rebuilds_redis_after_it_lost_its_data(moto_url: str, redis_url: str,
+                                                                        tmp_path: Path) -> None:
+    host = unique_host()
+    env = cli_env(moto_url, redis_url, write_inventory(tmp_path / "inventory.yml", host, server_instance(moto_url)))
+    assert run_cli("pool", "create", host, env=env).returncode == 0
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    client.close()
+
+    found = run_cli("pool", "reconcile", host, "--format", "json", env=env)
+    assert found.returncode == 1, found.stderr
+    assert [d["kind"] for d in json.loads(found.stdout)["differences"]] == ["slot_missing", "slot_missing"]
+    assert "run `sendhost pool reconcile --fix`" in found.stderr
+
+    fixed = run_cli("pool", "reconcile", host, "--fix", env=env)
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout.splitlines()[-1] == "2 difference(s), 2 fixed, 0 open"
+    clean = run_cli("pool", "reconcile", host, env=env)
+    assert (clean.returncode, clean.stdout.splitlines()[-1]) == (0, "AWS and Redis agree")

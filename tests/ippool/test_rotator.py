@@ -128,3 +128,20 @@ def test_a_draw_matching_a_parked_or_denied_address_is_rejected_with_its_reason(
     world.denylist.add("sender-1", "198.51.100.2")
     rotator = world.rotator(screen=lambda ip: "dnsbl:zone" if ip == "198.51.100.3" else None)
     assert [rotator._rejection(f"198.51.100.{n}") for n in (1, 2, 3, 4)] == ["parked", "denylist", "dnsbl:zone", None]
+
+
+def test_reconcile_parks_an_active_eip_that_serves_no_slot(world: World) -> None:
+    from ippool.aws_models import pool_tags
+    from ippool.reconcile import Reconciler
+
+    spec = world.add_host(slots=1)
+    world.provisioner().create(spec, 1)
+    stray = world.aws.allocate_address(pool_tags("sendhost", "sender-1", 0, STATE_ACTIVE))
+    reconciler = Reconciler(world.pool, world.aws, world.specs, world.ledger, world.reaper(), world.clock)
+    [difference] = reconciler.run()
+    assert (difference.kind, difference.fixed) == ("leaked", False)
+    assert stray.allocation_id in difference.subject
+    reconciler.run(fix=True)
+    parked = world.aws.get_address(stray.allocation_id)
+    assert parked is not None and parked.state == STATE_PARKED
+    assert reconciler.run() == []

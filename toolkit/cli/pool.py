@@ -181,17 +181,20 @@ def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
 
     with pool_context(app) as ctx:
         hosts = list(ctx.specs)
-        runner = Worker(ctx.rotator(), ctx.reaper(), hosts, interval_s=interval_s, reconcile=_reconciler(ctx))
+        rotator = ctx.rotator()
+        ctx.aws.on_throttle = rotator.ledger.throttled
+        runner = Worker(rotator, ctx.reaper(), hosts, interval_s=interval_s, reconcile=_reconciler(ctx))
         signal.signal(signal.SIGTERM, lambda signum, frame: runner.stop())
         reports: list[CycleReport] = []
         runner.run(once=once, on_cycle=reports.append)
     if not once:
         return
     report = reports[-1] if reports else CycleReport([], [], [])
-    summary = (f"{sum(1 for r in report.rotations if r.outcome == 'rotated')} rotated, "
+    fixed = runner.reconciled if isinstance(runner.reconciled, list) else []
+    summary = (f"reconcile fixed {len(fixed)}, {sum(1 for r in report.rotations if r.outcome == 'rotated')} rotated, "
                f"{sum(1 for r in report.reaped if r.released)} released, {len(report.errors)} error(s)")
     if app.output_format(fmt) == "json":
-        emit_json({**report.to_json(), "summary": summary})
+        emit_json({"reconciled": [d.to_json() for d in fixed], **report.to_json(), "summary": summary})
     else:
         _emit_rotations(app, fmt, report.rotations, summary)
     if report.errors:
@@ -199,5 +202,116 @@ def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
 
 
 def _reconciler(ctx: Any) -> Any:
-    """The reconcile the worker runs at start (none until the reconcile module exists)."""
-    return None
+    """The reconcile --fix the worker runs at start, over every inventory host."""
+    from ippool.reconcile import Reconciler
+
+    reconciler = Reconciler(ctx.pool, ctx.aws, ctx.specs, ctx.ledger, ctx.reaper(), ctx.clock)
+    return lambda: reconciler.run(fix=True)
+
+
+@group.command("reconcile")
+@click.argument("host", required=False)
+@click.option("--fix", is_flag=True, help="Finish or roll back half-done steps and rebuild Redis from AWS tags.")
+@click.option("--grace", "grace_s", type=click.FloatRange(min=0), default=120.0, show_default=True,
+              help="Seconds a rotation whose worker stopped answering is left alone before it counts as abandoned.")
+@format_option()
+@click.pass_obj
+def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | None) -> None:
+    """Compare AWS (tags, associations) with Redis for HOST (default: every inventory host); exit 1 when a
+    difference remains (without --fix, every difference found)."""
+    from ippool.reconcile import Reconciler
+
+    with pool_context(app) as ctx:
+        hosts = [ctx.spec(host).name] if host else None
+        reconciler = Reconciler(ctx.pool, ctx.aws, ctx.specs, ctx.ledger, ctx.reaper(), ctx.clock, grace_s=grace_s)
+        differences = reconciler.run(hosts, fix=fix)
+    open_count = sum(1 for d in differences if not d.fixed)
+    summary = (f"{len(differences)} difference(s), {len(differences) - open_count} fixed, {open_count} open"
+               if differences else "AWS and Redis agree")
+    if app.output_format(fmt) == "json":
+        emit_json({"differences": [d.to_json() for d in differences], "summary": summary})
+    else:
+        emit_table("reconcile", ["host", "kind", "subject", "detail", "fixed"],
+                   [(d.host, d.kind, d.subject, d.detail, "yes" if d.fixed else "no") for d in differences],
+                   summary=summary)
+    if open_count:
+        app.fail(f"{open_count} difference(s) left: run `sendhost pool reconcile --fix`" if not fix else
+                 f"{open_count} difference(s) need a person (see the detail column)")
+
+
+@group.command("plan")
+@click.option("--sends-per-day", type=click.IntRange(min=0), required=True, help="Target sends per day.")
+@click.option("--hosts", type=click.IntRange(min=1), default=None, help="Sender hosts (default: the inventory's).")
+@click.option("--slots", type=click.IntRange(min=1), default=None,
+              help="Slots per host (default: the inventory's first host).")
+@format_option()
+@click.pass_obj
+def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, fmt: str | None) -> None:
+    """EIPs needed, EIP API calls per day against the throttle, monthly IPv4 cost, and the region's EIP quota."""
+    from ippool.errors import IppoolError
+    from ippool.plan import PlanInput, make_plan
+
+    inventory = app.inventory
+    first = inventory.hosts[0] if inventory is not None and inventory.hosts else None
+    if hosts is None and inventory is None:
+        app.fail("pool plan: pass --hosts and --slots, or an inventory with sender hosts", code=2)
+    inputs = PlanInput(sends_per_day=sends_per_day, hosts=hosts or (len(inventory.hosts) if inventory else 1),
+                       slots_per_host=slots or (first.pool.slots if first else 1),
+                       budget=first.pool.budget if first else (8, 15),
+                       park_minutes=first.pool.park_minutes if first else 15, ptr=bool(first and first.pool.ptr))
+    from toolkit.cli.pool_wiring import make_adapter
+
+    note = ""
+    with make_adapter(app, first.region if first else None) as aws:
+        try:
+            quota: int | None = aws.eip_quota()
+        except IppoolError as exc:
+            quota, note = None, f"EIP quota unknown ({exc})"
+    result = make_plan(inputs, quota)
+    rows = result.explanations()
+    summary = f"{result.eips_needed} EIPs needed for {sends_per_day:,} sends/day" + (
+        f"; request an increase of ec2/L-0263D0A3 to {result.quota_increase_to}" if result.quota_increase_to else
+        "" if quota is not None else f"; {note}")
+    if app.output_format(fmt) == "json":
+        emit_json({"rows": [{"name": n, "value": v, "how": h} for n, v, h in rows],
+                   "eips_needed": result.eips_needed, "quota": quota,
+                   "quota_increase_to": result.quota_increase_to, "summary": summary})
+        return
+    emit_table("pool plan", ["quantity", "value", "how"], rows, summary=summary)
+
+
+@group.command("exporter")
+@click.option("--listen", default="127.0.0.1:9464", show_default=True, metavar="HOST:PORT",
+              help="Address to serve /metrics on.")
+@click.pass_obj
+def exporter(app: App, listen: str) -> None:
+    """Serve the pool's Prometheus metrics (read from Redis at each scrape) until SIGTERM or Ctrl-C."""
+    import threading
+
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from ippool.metrics import PoolCollector
+
+    address, _, port = listen.rpartition(":")
+    if not address or not port.isdigit() or not 0 < int(port) < 65536:
+        app.fail(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9464", code=2)
+    client = app.redis(socket_timeout=5.0)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PoolCollector(client))
+    try:
+        server, thread = start_http_server(int(port), addr=address.strip("[]"), registry=registry)
+    except OSError as exc:
+        client.close()
+        app.fail(f"--listen {listen}: cannot listen there ({exc.strerror})", code=2)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopped.set())
+    click.echo(f"serving metrics on http://{listen}/metrics", err=True)
+    try:
+        stopped.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        client.close()
