@@ -77,8 +77,9 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
     with sandbox(inventory.region) as (client, _state_dir):
         sessions = session_factory(inventory.region)
         worlds = build_hosts(sessions(), inventory.region, inventory.hosts)
+        # The adapter's client-side pacing and retry backoff wait in simulated time.
         adapter = SimulatedEc2(sessions, inventory.region, seed=seeds.randrange(2**32), clock=clock,
-                                    sleep=clock.sleep, rng=random.Random(seeds.randrange(2**32)))
+                               sleep=clock.sleep, rng=random.Random(seeds.randrange(2**32)))
         try:
             pool = Pool(client, clock=clock, rng=random.Random(seeds.randrange(2**32)))
             mailbox_seeds = random.Random(seeds.randrange(2**32))

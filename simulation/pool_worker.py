@@ -86,8 +86,8 @@ class PoolWorker:
     def retire(self, host: str, slot: int, reason: str = "on-call: burned address") -> str:
         """On-call's `pool retire --ip`: the slot's address takes no new lease and is denied; the worker rotates it."""
         current = self._slots(host)[slot]
-        if current.public_ip is None:
-            return current.state
+        if current.public_ip is None or current.state != "active":
+            return current.state  # already on its way out (or empty): the command changes nothing
         self._by_command.add((host, slot, current.generation))
         return retire_address(self.pool, self.denylist, self.ledger, current.public_ip, reason).state
 
