@@ -16,7 +16,7 @@ Differences (`Difference.kind`):
 
 A rebuilt slot starts with its whole budget counted as used, so it takes no new lease and rotates first: an address
 whose sends Redis forgot gets none more, and never goes past 15 (the budget's ceiling).
-A rotation is left alone while its owner's heartbeat lives and for `grace_s` after it started.
+A rotation is left alone for `grace_s` after it started, and while its owner's heartbeat lives, up to `stale_s`.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class Reconciler:
     clock: Callable[[], float]
     pool_name: str = DEFAULT_POOL_NAME
     grace_s: float = 120.0
+    stale_s: float = 600.0  # a rotation this old is abandoned even if its worker still answers (it hit an error)
     _fix: bool = field(default=False, init=False)
 
     def run(self, hosts: list[str] | None = None, fix: bool = False) -> list[Difference]:
@@ -117,10 +118,11 @@ class Reconciler:
         return {slot.slot: slot for slot in state.slots}
 
     def _abandoned(self, address: Address) -> bool:
-        if self.ledger.alive(address.tags.get(TAG_OWNER)):
-            return False
         since = parse_parked_until(address.tags.get(TAG_SINCE, ""))
-        return since is None or self.clock() - since >= self.grace_s
+        age = self.clock() - since if since is not None else float("inf")
+        if self.ledger.alive(address.tags.get(TAG_OWNER)):
+            return age >= self.stale_s
+        return age >= self.grace_s
 
     def _incoming(self, spec: HostSpec, new: Address, ours: list[Address],
                   slots: dict[int, SlotStatus]) -> list[Difference]:

@@ -167,8 +167,11 @@ class Rotator:
         except AddressQuotaExceeded as exc:
             self._give_back(host, ready)
             raise AddressQuotaExceeded(f"{exc}; {quota_advice(self.aws, extra=1)}") from exc
-        except IppoolError:
-            self._give_back(host, ready)
+        except Exception:
+            try:
+                self._give_back(host, ready)
+            except Exception as exc:
+                log.warning("%s slot %d: could not give the slot back: %s", host, ready.slot, exc)
             raise
         if new is None:
             self._give_back(host, ready)
@@ -176,7 +179,7 @@ class Rotator:
                                   detail=f"{len(redraws)} draws rejected; the slot falls back until the next cycle")
         try:
             outcome = self._put_in_service(spec, ready, claimed.private_ip or "", new, old_ip, old_allocation)
-        except IppoolError:
+        except Exception:  # AWS refused, or Redis failed: hand the EIP to the reaper if we still can, then report
             self._abandon(spec, ready, new)
             raise
         return RotationResult(host, ready.slot, outcome, old_ip=old_ip, new_ip=new.public_ip, redraws=redraws)
@@ -255,15 +258,16 @@ class Rotator:
 
     def _abandon(self, spec: HostSpec, ready: ReadySlot, new: Address) -> None:
         """After a failed step: the new EIP goes to the reaper (due now), unless AWS already serves it on the slot,
-        and the slot is given back so a later cycle retries."""
+        and the slot is given back so a later cycle retries. Best effort: whatever fails here, reconcile finds the
+        incoming EIP by its tags."""
         try:
             current = self.aws.get_address(new.allocation_id)
             if current is not None and not current.associated:
                 self.parker.park(spec.name, ready.slot, new, self.clock())
-        except IppoolError as exc:  # reconcile finds the incoming EIP by its tags
-            log.warning("%s slot %d: could not park %s after a failed rotation: %s", spec.name, ready.slot,
+            self._give_back(spec.name, ready)
+        except Exception as exc:
+            log.warning("%s slot %d: could not clean up %s after a failed rotation: %s", spec.name, ready.slot,
                         new.allocation_id, exc)
-        self._give_back(spec.name, ready)
 
     def _step(self, name: str) -> None:
         self.checkpoint(name)

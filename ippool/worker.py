@@ -1,5 +1,8 @@
 """The pool worker: reconcile once at start, then rotate and reap in a loop that sleeps after each cycle.
 
+It reconciles again when a host it saw in Redis vanishes from it (Redis restarted empty), so the pool rebuilds from
+AWS tags without waiting for a person.
+
 The sleep comes after a cycle ends, never on a fixed schedule, so cycles cannot overlap however long one takes.
 `stop()` (the CLI wires SIGTERM to it) lets the step in hand finish (the slot being rotated, the address being
 released) and starts no other.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -42,8 +46,11 @@ class Worker:
     hosts: Sequence[str]
     interval_s: float = 10.0
     reconcile: Callable[[], object] | None = None
+    reconcile_every_s: float = 600.0  # also reconcile this often: leftovers of failed steps get cleaned up
+    monotonic: Callable[[], float] = time.monotonic
     _stop: threading.Event = field(default_factory=threading.Event)
-    reconciled: object = None  # what the start-up reconcile returned
+    reconciled: object = None  # what the last reconcile returned
+    rebuilt_hosts: set[str] = field(default_factory=set)  # hosts in Redis after the start-up reconcile
 
     def stop(self) -> None:
         """Finish the step in hand, then return from `run` (safe to call from a signal handler)."""
@@ -58,8 +65,14 @@ class Worker:
                  len(self.hosts), self.interval_s)
         if self.reconcile is not None:
             self.reconciled, _error = self._guard("reconcile", self.reconcile)
+            registered, _error = self._guard("list hosts", self.rotator.pool.hosts)
+            self.rebuilt_hosts = set(registered or []) & set(self.hosts)
         cycles = 0
+        last_reconcile = self.monotonic()
         while not self.stopping():
+            if self.reconcile is not None and self.monotonic() - last_reconcile >= self.reconcile_every_s:
+                self.reconciled, _error = self._guard("reconcile", self.reconcile)
+                last_reconcile = self.monotonic()
             report = self.run_cycle()
             cycles += 1
             if on_cycle is not None:
@@ -67,6 +80,7 @@ class Worker:
             if once:
                 break
             self._stop.wait(self.interval_s)  # the sleep after the cycle; stop() wakes it
+        self._guard("drop heartbeat", partial(self.rotator.ledger.drop_heartbeat, self.rotator.owner))
         return cycles
 
     def run_cycle(self) -> CycleReport:
@@ -74,7 +88,19 @@ class Worker:
         rotations: list[RotationResult] = []
         reaped: list[ReapResult] = []
         errors: list[str] = []
-        self.rotator.ledger.heartbeat(self.rotator.owner, max(self.rotator.heartbeat_s, 3 * self.interval_s))
+        ttl = max(self.rotator.heartbeat_s, 3 * self.interval_s)
+        _done, error = self._guard("heartbeat", partial(self.rotator.ledger.heartbeat, self.rotator.owner, ttl))
+        if error:
+            errors.append(error)
+        if self.reconcile is not None:
+            # Redis lost its data (restarted empty): rebuild from AWS now rather than fall back until a restart.
+            registered, error = self._guard("list hosts", self.rotator.pool.hosts)
+            if registered is not None and self.rebuilt_hosts and not self.rebuilt_hosts <= set(registered):
+                log.warning("hosts %s vanished from Redis: reconciling from AWS",
+                            ", ".join(sorted(self.rebuilt_hosts - set(registered))))
+                self.reconciled, error = self._guard("reconcile", self.reconcile)
+            if error:
+                errors.append(error)
         for host in self.hosts:
             if self.stopping():
                 break
