@@ -93,6 +93,8 @@ class Ec2Adapter:
         self._clients: dict[str, Any] = {}
         self._clients_lock = threading.Lock()  # boto3 sessions are not thread-safe; clients are
         self._zone_ids: dict[str, str] = {}
+        # Told the operation of every throttled attempt (the worker counts them for the metrics exporter).
+        self.on_throttle: Callable[[str], None] | None = None
 
     # --- plumbing -------------------------------------------------------------------------------------------
 
@@ -159,6 +161,8 @@ class Ec2Adapter:
             except ClientError as exc:
                 error = exc.response.get("Error", {})
                 code = str(error.get("Code", ""))
+                if code in RETRYABLE_CODES and self.on_throttle is not None:
+                    self.on_throttle(operation)
                 if code in RETRYABLE_CODES and retry + 1 < self.backoff.max_attempts:
                     self._sleep(self.backoff.delay(retry, self._rng))
                     continue
@@ -272,6 +276,12 @@ class Ec2Adapter:
         if states is not None:
             filters.append({"Name": f"tag:{TAG_STATE}", "Values": list(states)})
         response = self._call("ec2", "DescribeAddresses", f"pool {pool}", Filters=filters)
+        return sorted((_address_from(raw) for raw in response.get("Addresses", [])), key=lambda a: a.allocation_id)
+
+    def describe_interface_addresses(self, eni_id: str) -> list[Address]:
+        """Every EIP associated with this ENI, ours or not (reconcile looks for strangers on slot IPs)."""
+        response = self._call("ec2", "DescribeAddresses", f"network interface {eni_id}",
+                              Filters=[{"Name": "network-interface-id", "Values": [eni_id]}])
         return sorted((_address_from(raw) for raw in response.get("Addresses", [])), key=lambda a: a.allocation_id)
 
     def count_region_addresses(self) -> int:

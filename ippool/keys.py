@@ -10,6 +10,11 @@ from functools import cached_property
 
 # Index of registered hosts, for `pool status` with no host. Not hash-tagged: no script touches it.
 HOSTS_KEY = "sendhost:hosts"
+# Prefix of a rotating worker's heartbeat key (`sendhost:worker:<owner>`, expires unless refreshed): reconcile
+# treats a rotation whose owner has no heartbeat as abandoned. Not hash-tagged: no script touches it.
+WORKER_PREFIX = "sendhost:worker:"
+# Counter of throttled AWS attempts (RequestLimitExceeded, ...) across every worker: AWS throttles per account.
+AWS_THROTTLES_KEY = "sendhost:aws:throttles"
 
 
 def check_host_name(host: str) -> str:
@@ -37,6 +42,26 @@ class HostKeys:
     def leases(self) -> str:
         """Sorted set of live leases: member `<slot>:<token>`, score = expiry in ms."""
         return f"{self.prefix}:leases"
+
+    @cached_property
+    def denylist(self) -> str:
+        """Sorted set of addresses this host released: member public IP, score = end of its denial in ms."""
+        return f"{self.prefix}:denylist"
+
+    @cached_property
+    def parked(self) -> str:
+        """Hash of the host's parked EIPs: allocation id -> "<public ip>|<slot>|<parked until, epoch s>"."""
+        return f"{self.prefix}:parked"
+
+    @cached_property
+    def stats(self) -> str:
+        """Hash of counters (rotations, redraws:<reason>, aws_throttles, reconcile:<kind>) and last_rotation_ms."""
+        return f"{self.prefix}:stats"
+
+    @cached_property
+    def claims(self) -> str:
+        """Hash slot -> owner id of the rotator that holds the slot while it rotates (reconcile's liveness check)."""
+        return f"{self.prefix}:claims"
 
     def slot(self, index: int) -> str:
         """Hash of one slot: private_ip, public_ip, allocation_id, state, used, budget, live, generation."""

@@ -11,6 +11,7 @@
 --   or "unknown"                          the host is not registered
 --   or "resize|slot_count"                fewer slot keys than slots were passed: nothing done, call again
 -- Reaps expired leases first. used counts at lease time; at used == budget the slot turns "retiring".
+-- Counts leases and fallbacks in the meta hash (leases_total, fallbacks_total) for the metrics exporter.
 
 local meta = redis.call('HMGET', KEYS[1], 'primary_ip', 'slot_count')
 local primary_ip = meta[1]
@@ -37,6 +38,7 @@ for index = 0, count - 1 do
   end
 end
 if best == nil then
+  redis.call('HINCRBY', KEYS[1], 'fallbacks_total', 1)
   return 'fallback|' .. primary_ip .. '|' .. count
 end
 
@@ -47,5 +49,6 @@ if used >= tonumber(best_fields[3]) then
 end
 redis.call('HSET', KEYS[3 + best], 'used', used, 'live', tonumber(best_fields[4] or '0') + 1, 'state', state)
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), best .. ':' .. ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'leases_total', 1)
 return table.concat({'leased', primary_ip, count, best, best_fields[5], best_fields[6] or '',
   best_fields[7] or '0'}, '|')

@@ -74,6 +74,7 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         "delete_tags": lambda: moto.delete_tags(state["allocation_id"], [TAG_PARKED_UNTIL]),
         "describe_pool_addresses": lambda: moto.describe_pool_addresses("p", host="h", slot=0),
         "count_region_addresses": moto.count_region_addresses,
+        "describe_interface_addresses": lambda: moto.describe_interface_addresses(eni_id),
         "get_address": lambda: moto.get_address(state["allocation_id"]),
         "find_address": lambda: moto.find_address("198.51.100.1"),
         "set_reverse_dns": lambda: stubbed.set_reverse_dns("eipalloc-0abc", "s1.mail.example.com"),

@@ -21,6 +21,7 @@ sender-1 (primary 10.0.0.10, budget 8..15)
 │ 2    │ retiring │ 10.0.1.3   │ 203.0.113.3 │ eipalloc-0003 │ 1/{b2:<9} │ 1           │ 1   │
 └──────┴──────────┴────────────┴─────────────┴───────────────┴─────────────┴─────────────┴─────┘
 2 of 3 slots leasable
+parked: 0; denylist: 0; last rotation: never
 """
 
 

@@ -1,12 +1,17 @@
 """`pool plan` arithmetic against a hand calculation."""
 
+# ruff: noqa: F401, F811  (fixtures)
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
+from click.testing import CliRunner
 
 from ippool.plan import PlanInput, make_plan
+from tests.support.aws import AdapterFactory, StubbedAws, aws_calls, make_adapter, sleeper, stubbed_aws
+from toolkit.cli import cli
 
 
 def test_thirty_thousand_sends_a_day_matches_the_hand_calculation() -> None:
@@ -40,3 +45,21 @@ def test_ptr_adds_two_calls_per_rotation_and_enough_quota_needs_no_increase() ->
 def test_rejects_nonsense() -> None:
     with pytest.raises(ValueError, match="hosts and slots >= 1"):
         make_plan(PlanInput(sends_per_day=10, hosts=0, slots_per_host=1))
+
+
+def test_cli_plan_shows_the_hand_calculated_numbers_and_the_quota_to_request(
+        monkeypatch: pytest.MonkeyPatch, make_adapter: AdapterFactory, stubbed_aws: StubbedAws) -> None:
+    # Service Quotas through the named Stubber fake (moto has no EC2 quotas): the region allows 5 EIPs.
+    stubbed_aws.stub("service-quotas").add_response(
+        "get_service_quota", {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3", "Value": 5.0}},
+        {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3"})
+    monkeypatch.setattr("toolkit.cli.pool_wiring.make_adapter", lambda app, region=None: make_adapter(stubbed_aws))
+    result = CliRunner().invoke(cli, ["pool", "plan", "--sends-per-day", "30000", "--hosts", "4", "--slots", "5",
+                                      "--format", "json"], env={"SENDHOST_INVENTORY": ""})
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    rows = {row["name"]: row["value"] for row in data["rows"]}
+    assert (rows["rotations/day"], rows["parked EIPs (steady)"], rows["EIPs needed"], rows["EIP calls/day"],
+            rows["monthly cost"], rows["EIP quota"]) == ("2,608.7", "30.4", "71", "8,087", "$184.09", "5")
+    assert data["summary"] == "71 EIPs needed for 30,000 sends/day; request an increase of ec2/L-0263D0A3 to 71"
+    stubbed_aws.assert_all_answered()

@@ -1,23 +1,28 @@
-"""`sendhost pool`: inspect the Elastic IP pools of the sender hosts, as Redis holds them."""
+"""`sendhost pool`: create, rotate, retire, destroy and inspect the Elastic IP pools of the sender hosts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import signal
+import time
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolkit.app import App
+from toolkit.cli.pool_wiring import pool_context
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
+    from ippool.oncall import HostExtras
     from ippool.status import HostStatus
 
 STATUS_COLUMNS = ["slot", "state", "private ip", "public ip", "allocation", "used/budget", "live leases", "gen"]
+ROTATION_COLUMNS = ["host", "slot", "outcome", "old ip", "new ip", "redraws", "detail"]
 
 
 @click.group("pool")
 def group() -> None:
-    """Inspect the IP pools (slot addresses, send budgets, live leases)."""
+    """Elastic IP pools: create, rotate, retire, destroy, inspect, reconcile."""
 
 
 @group.command("status")
@@ -25,32 +30,288 @@ def group() -> None:
 @format_option()
 @click.pass_obj
 def status(app: App, host: str | None, fmt: str | None) -> None:
-    """Slot state of HOST (default: every registered host): address, used/budget, live leases, state.
+    """Slot state of HOST (default: every registered host): address, used/budget, live leases, state; then its
+    parked EIPs with time left, denylist size and last rotation.
 
-    JSON: one object for HOST ({host, primary_ip, slots: [...]}), else a list of them.
+    JSON: one object for HOST ({host, primary_ip, slots: [...], parked, denylist_size, last_rotation}), else a list.
     """
     from ippool import Pool  # late: `sendhost --help` must not import the Redis client
+    from ippool.denylist import Denylist
+    from ippool.ledger import Ledger
+    from ippool.oncall import host_extras
 
     client = app.redis()
     try:
         hosts = Pool(client).status(host)
+        now = time.time()
+        extras = [host_extras(Ledger(client, time.time), Denylist(client, time.time), s.host, now) for s in hosts]
     finally:
         client.close()
     if app.output_format(fmt) == "json":
-        # one host asked for: its object; every host: a list of them
-        emit_json(hosts[0].to_json() if host is not None else [state.to_json() for state in hosts])
+        objects = [{**state.to_json(), **vars(extra)} for state, extra in zip(hosts, extras, strict=True)]
+        emit_json(objects[0] if host is not None else objects)
         return
-    render_table(hosts)
+    render_table(hosts, extras, now)
 
 
-def render_table(hosts: list[HostStatus]) -> None:
-    """One table per host; a line saying so when no host is registered."""
+def render_table(hosts: list[HostStatus], extras: list[HostExtras], now: float) -> None:
+    """One table per host and a line on its parked EIPs, denylist and last rotation; a line when none is registered."""
     if not hosts:
         click.echo("no hosts registered in Redis")
         return
-    for state in hosts:
+    for state, extra in zip(hosts, extras, strict=True):
         rows = [(s.slot, s.state, s.private_ip, s.public_ip, s.allocation_id, f"{s.used}/{s.budget}",
                  s.live_leases, s.generation) for s in state.slots]
         leasable = sum(1 for s in state.slots if s.state == "active" and s.used < s.budget)
         emit_table(f"{state.host} (primary {state.primary_ip}, budget {state.budget[0]}..{state.budget[1]})",
                    STATUS_COLUMNS, rows, summary=f"{leasable} of {len(state.slots)} slots leasable")
+        parked = ", ".join(f"{p['public_ip']} ({_duration(p['seconds_left'])} left)" for p in extra.parked)
+        last = f"{_duration(now - extra.last_rotation)} ago" if extra.last_rotation else "never"
+        click.echo(f"parked: {len(extra.parked)}{': ' + parked if parked else ''}; "
+                   f"denylist: {extra.denylist_size}; last rotation: {last}")
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+@group.command("create")
+@click.argument("host")
+@click.option("--slots", type=click.IntRange(min=1), default=None,
+              help="Slots to create (default: the host's sendhost_pool.slots).")
+@format_option()
+@click.pass_obj
+def create(app: App, host: str, slots: int | None, fmt: str | None) -> None:
+    """Give HOST its slots: secondary private IPs, one tagged Elastic IP each, registered in Redis. Idempotent."""
+    with pool_context(app) as ctx:
+        spec = ctx.spec(host)
+        records = ctx.provisioner().create(spec, slots or spec.slots)
+    created = sum(1 for r in records if r.action == "created")
+    summary = f"{host}: {len(records)} slots, {created} created, {len(records) - created} already in place"
+    if app.output_format(fmt) == "json":
+        emit_json({"host": host, "slots": [r.to_json() for r in records], "summary": summary})
+        return
+    emit_table(f"{host} pool", ["slot", "private ip", "public ip", "allocation", "action"],
+               [(r.slot, r.private_ip, r.public_ip, r.allocation_id, r.action) for r in records], summary=summary)
+
+
+@group.command("rotate")
+@click.argument("host")
+@click.option("--slot", "slots", type=click.IntRange(min=0), multiple=True, help="Slot to rotate (repeatable; "
+              "default: every slot).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=120.0, show_default=True,
+              help="Seconds to wait for live leases to end.")
+@click.option("--force", is_flag=True, help="Do not wait: drop live leases and rotate now.")
+@format_option()
+@click.pass_obj
+def rotate(app: App, host: str, slots: tuple[int, ...], timeout_s: float, force: bool, fmt: str | None) -> None:
+    """Rotate HOST's slots now: no new leases on them, then a fresh address once their leases end."""
+    from ippool.oncall import rotate_now
+
+    with pool_context(app) as ctx:
+        ctx.spec(host)
+        results = rotate_now(ctx.rotator(), host, list(slots) or None, timeout_s=timeout_s, force=force,
+                             sleep=time.sleep)
+    rotated = sum(1 for r in results if r.outcome == "rotated")
+    summary = f"{host}: rotated {rotated} of {len(results)} slot(s)"
+    _emit_rotations(app, fmt, results, summary)
+    if rotated < len(results):
+        app.fail(f"{host}: {len(results) - rotated} slot(s) not rotated (see the detail column)")
+
+
+def _emit_rotations(app: App, fmt: str | None, results: list[Any], summary: str) -> None:
+    if app.output_format(fmt) == "json":
+        emit_json({"rotations": [r.to_json() for r in results], "summary": summary})
+        return
+    emit_table("rotations", ROTATION_COLUMNS,
+               [(r.host, r.slot, r.outcome, r.old_ip, r.new_ip, len(r.redraws), r.detail) for r in results],
+               summary=summary)
+
+
+@group.command("retire")
+@click.option("--ip", "address", required=True, help="The public address to take out of service.")
+@click.option("--reason", required=True, help="Why (kept in the log), e.g. 'listed on zen.spamhaus.org'.")
+@format_option()
+@click.pass_obj
+def retire(app: App, address: str, reason: str, fmt: str | None) -> None:
+    """Take a burned or blocklisted address out of service now and deny it for 7 days."""
+    import logging
+
+    from ippool.oncall import retire_address
+
+    with pool_context(app, need_aws=False, need_inventory=False) as ctx:
+        retired = retire_address(ctx.pool, ctx.denylist, ctx.ledger, address, reason)
+    logging.getLogger("ippool").warning("retired %s: %s", address, reason)
+    where = f"{retired.host} slot {retired.slot}" if retired.slot is not None else f"{retired.host} (parked)"
+    summary = (f"{address} ({where}) takes no new leases and is denied for 7 days; state now {retired.state}"
+               + ("; it rotates when its live leases end" if retired.state == "retiring" else ""))
+    if app.output_format(fmt) == "json":
+        emit_json({**retired.to_json(), "summary": summary})
+        return
+    click.echo(summary)
+
+
+@group.command("destroy")
+@click.argument("host")
+@format_option()
+@click.pass_obj
+def destroy(app: App, host: str, fmt: str | None) -> None:
+    """Return every Elastic IP of HOST (PTR reset, released, denied), unassign its slot IPs, forget it in Redis."""
+    with pool_context(app) as ctx:
+        returned = ctx.provisioner().destroy(ctx.spec(host))
+    summary = f"{host}: released {len(returned)} Elastic IP(s); no address of the host is left in AWS or Redis"
+    if app.output_format(fmt) == "json":
+        emit_json({"host": host, "released": [a.public_ip for a in returned], "summary": summary})
+        return
+    emit_table(f"{host} released", ["public ip", "allocation", "state"],
+               [(a.public_ip, a.allocation_id, a.state) for a in returned], summary=summary)
+
+
+@group.command("worker")
+@click.option("--once", is_flag=True, help="Run one cycle and exit.")
+@click.option("--interval", "interval_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Seconds to sleep after each cycle.")
+@format_option()
+@click.pass_obj
+def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
+    """Rotate ready slots and reap parked EIPs of every inventory host, in a loop. SIGTERM finishes the step in
+    hand and exits."""
+    from ippool.worker import CycleReport, Worker
+
+    with pool_context(app) as ctx:
+        hosts = list(ctx.specs)
+        rotator = ctx.rotator()
+        ctx.aws.on_throttle = rotator.ledger.throttled
+        runner = Worker(rotator, ctx.reaper(), hosts, interval_s=interval_s, reconcile=_reconciler(ctx))
+        signal.signal(signal.SIGTERM, lambda signum, frame: runner.stop())
+        reports: list[CycleReport] = []
+        runner.run(once=once, on_cycle=reports.append)
+    if not once:
+        return
+    report = reports[-1] if reports else CycleReport([], [], [])
+    fixed = runner.reconciled if isinstance(runner.reconciled, list) else []
+    summary = (f"reconcile fixed {len(fixed)}, {sum(1 for r in report.rotations if r.outcome == 'rotated')} rotated, "
+               f"{sum(1 for r in report.reaped if r.released)} released, {len(report.errors)} error(s)")
+    if app.output_format(fmt) == "json":
+        emit_json({"reconciled": [d.to_json() for d in fixed], **report.to_json(), "summary": summary})
+    else:
+        _emit_rotations(app, fmt, report.rotations, summary)
+    if report.errors:
+        app.fail("; ".join(report.errors))
+
+
+def _reconciler(ctx: Any) -> Any:
+    """The reconcile --fix the worker runs at start, over every inventory host."""
+    from ippool.reconcile import Reconciler
+
+    reconciler = Reconciler(ctx.pool, ctx.aws, ctx.specs, ctx.ledger, ctx.reaper(), ctx.clock)
+    return lambda: reconciler.run(fix=True)
+
+
+@group.command("reconcile")
+@click.argument("host", required=False)
+@click.option("--fix", is_flag=True, help="Finish or roll back half-done steps and rebuild Redis from AWS tags.")
+@click.option("--grace", "grace_s", type=click.FloatRange(min=0), default=120.0, show_default=True,
+              help="Seconds a rotation whose worker stopped answering is left alone before it counts as abandoned.")
+@format_option()
+@click.pass_obj
+def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | None) -> None:
+    """Compare AWS (tags, associations) with Redis for HOST (default: every inventory host); exit 1 when a
+    difference remains (without --fix, every difference found)."""
+    from ippool.reconcile import Reconciler
+
+    with pool_context(app) as ctx:
+        hosts = [ctx.spec(host).name] if host else None
+        reconciler = Reconciler(ctx.pool, ctx.aws, ctx.specs, ctx.ledger, ctx.reaper(), ctx.clock, grace_s=grace_s)
+        differences = reconciler.run(hosts, fix=fix)
+    open_count = sum(1 for d in differences if not d.fixed)
+    summary = (f"{len(differences)} difference(s), {len(differences) - open_count} fixed, {open_count} open"
+               if differences else "AWS and Redis agree")
+    if app.output_format(fmt) == "json":
+        emit_json({"differences": [d.to_json() for d in differences], "summary": summary})
+    else:
+        emit_table("reconcile", ["host", "kind", "subject", "detail", "fixed"],
+                   [(d.host, d.kind, d.subject, d.detail, "yes" if d.fixed else "no") for d in differences],
+                   summary=summary)
+    if open_count:
+        app.fail(f"{open_count} difference(s) left: run `sendhost pool reconcile --fix`" if not fix else
+                 f"{open_count} difference(s) need a person (see the detail column)")
+
+
+@group.command("plan")
+@click.option("--sends-per-day", type=click.IntRange(min=0), required=True, help="Target sends per day.")
+@click.option("--hosts", type=click.IntRange(min=1), default=None, help="Sender hosts (default: the inventory's).")
+@click.option("--slots", type=click.IntRange(min=1), default=None,
+              help="Slots per host (default: the inventory's first host).")
+@format_option()
+@click.pass_obj
+def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, fmt: str | None) -> None:
+    """EIPs needed, EIP API calls per day against the throttle, monthly IPv4 cost, and the region's EIP quota."""
+    from ippool.errors import IppoolError
+    from ippool.plan import PlanInput, make_plan
+
+    inventory = app.inventory
+    first = inventory.hosts[0] if inventory is not None and inventory.hosts else None
+    if hosts is None and inventory is None:
+        app.fail("pool plan: pass --hosts and --slots, or an inventory with sender hosts", code=2)
+    inputs = PlanInput(sends_per_day=sends_per_day, hosts=hosts or (len(inventory.hosts) if inventory else 1),
+                       slots_per_host=slots or (first.pool.slots if first else 1),
+                       budget=first.pool.budget if first else (8, 15),
+                       park_minutes=first.pool.park_minutes if first else 15, ptr=bool(first and first.pool.ptr))
+    from toolkit.cli.pool_wiring import make_adapter
+
+    note = ""
+    with make_adapter(app, first.region if first else None) as aws:
+        try:
+            quota: int | None = aws.eip_quota()
+        except IppoolError as exc:
+            quota, note = None, f"EIP quota unknown ({exc})"
+    result = make_plan(inputs, quota)
+    rows = result.explanations()
+    summary = f"{result.eips_needed} EIPs needed for {sends_per_day:,} sends/day" + (
+        f"; request an increase of ec2/L-0263D0A3 to {result.quota_increase_to}" if result.quota_increase_to else
+        "" if quota is not None else f"; {note}")
+    if app.output_format(fmt) == "json":
+        emit_json({"rows": [{"name": n, "value": v, "how": h} for n, v, h in rows],
+                   "eips_needed": result.eips_needed, "quota": quota,
+                   "quota_increase_to": result.quota_increase_to, "summary": summary})
+        return
+    emit_table("pool plan", ["quantity", "value", "how"], rows, summary=summary)
+
+
+@group.command("exporter")
+@click.option("--listen", default="127.0.0.1:9464", show_default=True, metavar="HOST:PORT",
+              help="Address to serve /metrics on.")
+@click.pass_obj
+def exporter(app: App, listen: str) -> None:
+    """Serve the pool's Prometheus metrics (read from Redis at each scrape) until SIGTERM or Ctrl-C."""
+    import threading
+
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from ippool.metrics import PoolCollector
+
+    address, _, port = listen.rpartition(":")
+    if not address or not port.isdigit() or not 0 < int(port) < 65536:
+        app.fail(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9464", code=2)
+    client = app.redis(socket_timeout=5.0)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PoolCollector(client))
+    try:
+        server, thread = start_http_server(int(port), addr=address.strip("[]"), registry=registry)
+    except OSError as exc:
+        client.close()
+        app.fail(f"--listen {listen}: cannot listen there ({exc.strerror})", code=2)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopped.set())
+    click.echo(f"serving metrics on http://{listen}/metrics", err=True)
+    try:
+        stopped.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        client.close()

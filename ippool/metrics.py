@@ -1,0 +1,72 @@
+"""Prometheus metrics of the pools, read from Redis at each scrape (`sendhost pool exporter`).
+
+Every value comes from Redis, so any number of workers and senders add up, and an exporter restart loses nothing.
+Counters (`*_total`) only grow, except after Redis loses its data.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from ippool.denylist import Denylist
+from ippool.keys import HostKeys
+from ippool.ledger import Ledger
+from ippool.pool import Pool
+from ippool.status import STATES, text
+
+PREFIX = "sendhost_pool"
+
+
+class PoolCollector(Collector):
+    """Collects the pool's metrics from Redis on every scrape."""
+
+    def __init__(self, client: Any, clock: Callable[[], float] = time.time) -> None:
+        self._client = client
+        self._clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        pool, ledger, denylist = Pool(self._client), Ledger(self._client, self._clock), Denylist(self._client,
+                                                                                                 self._clock)
+        slots = GaugeMetricFamily(f"{PREFIX}_slots", "Slots by state (active, retiring, ready, rotating, empty).",
+                                  labels=["host", "state"])
+        leases = CounterMetricFamily(f"{PREFIX}_leases", "Leases granted on a slot.", labels=["host"])
+        fallbacks = CounterMetricFamily(f"{PREFIX}_fallback_leases", "Leases that fell back to the primary IP "
+                                        "because no slot could take a send (counted in Redis).", labels=["host"])
+        rotations = CounterMetricFamily(f"{PREFIX}_rotations", "Slots rotated to a fresh address.", labels=["host"])
+        redraws = CounterMetricFamily(f"{PREFIX}_redraws", "Drawn addresses rejected and parked, by reason.",
+                                      labels=["host", "reason"])
+        parked = GaugeMetricFamily(f"{PREFIX}_parked_eips", "Elastic IPs parked, waiting for the reaper.",
+                                   labels=["host"])
+        denied = GaugeMetricFamily(f"{PREFIX}_denylist_size", "Addresses denied for 7 days.", labels=["host"])
+        last = GaugeMetricFamily(f"{PREFIX}_last_rotation_timestamp_seconds", "When the host last rotated a slot.",
+                                 labels=["host"])
+        differences = CounterMetricFamily(f"{PREFIX}_reconcile_differences", "Differences reconcile found, by kind.",
+                                          labels=["host", "kind"])
+        now_ms = int(self._clock() * 1000)
+        for state in pool.status(now=now_ms / 1000):
+            host = state.host
+            for name in STATES:
+                slots.add_metric([host, name], sum(1 for s in state.slots if s.state == name))
+            meta = {text(k): text(v) for k, v in self._client.hgetall(HostKeys(host).meta).items()}
+            leases.add_metric([host], float(meta.get("leases_total", 0)))
+            fallbacks.add_metric([host], float(meta.get("fallbacks_total", 0)))
+            stats = ledger.stats(host)
+            rotations.add_metric([host], stats.get("rotations", 0.0))
+            for key, value in stats.items():
+                if key.startswith("redraws:"):
+                    redraws.add_metric([host, key.split(":", 1)[1]], value)
+                elif key.startswith("reconcile:"):
+                    differences.add_metric([host, key.split(":", 1)[1]], value)
+            if "last_rotation_ms" in stats:
+                last.add_metric([host], stats["last_rotation_ms"] / 1000)
+            parked.add_metric([host], len(ledger.parked(host)))
+            denied.add_metric([host], denylist.size(host))
+        throttles = CounterMetricFamily(f"{PREFIX}_aws_throttles", "AWS calls answered RequestLimitExceeded "
+                                        "(retried with backoff).")
+        throttles.add_metric([], ledger.throttles())
+        yield from (slots, leases, fallbacks, rotations, redraws, parked, denied, last, differences, throttles)

@@ -1,0 +1,270 @@
+"""Reconcile: compare AWS (tags, associations: the durable record) with Redis, report every difference, and with
+`fix` finish or roll back half-done steps and rebuild Redis after it lost its data.
+
+Differences (`Difference.kind`):
+  leaked            an EIP tagged ours, active but serving no slot, not parked: parked (the reaper releases it)
+  incoming          a half-done rotation's EIP (its rotator is gone): associated -> finished (old parked, new active,
+                    in Redis); not associated -> rolled back (released: it never served)
+  parked_overdue    parked past its deadline: reaped now (PTR reset, denied, released)
+  parked_unindexed  parked in AWS but missing from Redis's parked index (Redis lost it): indexed
+  slot_missing      AWS serves a slot that Redis does not hold (Redis lost it): rebuilt
+  slot_mismatch     Redis holds another EIP in a slot than the one AWS serves there: rebuilt from AWS
+  slot_eip_gone     Redis holds an EIP in a slot that AWS no longer has, and nothing serves it: slot retired so the
+                    rotator gives it an address
+  stale_claim       a slot left "rotating" by a rotator that died before allocating: given back (ready)
+  untagged_on_slot  an EIP that is not ours is associated to a slot's private IP: reported (not ours to touch)
+
+A rebuilt slot starts with its whole budget counted as used, so it takes no new lease and rotates first: an address
+whose sends Redis forgot gets none more, and never goes past 15 (the budget's ceiling).
+A rotation is left alone for `grace_s` after it started, and while its owner's heartbeat lives, up to `stale_s`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+
+from ippool.aws import Ec2Adapter
+from ippool.aws_models import (
+    STATE_ACTIVE,
+    STATE_INCOMING,
+    STATE_PARKED,
+    TAG_STATE,
+    Address,
+    parse_parked_until,
+)
+from ippool.ledger import Ledger
+from ippool.pool import Pool
+from ippool.provisioner import serving
+from ippool.reaper import Reaper
+from ippool.rotator import Parker
+from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_REPLACES, TAG_SINCE, HostSpec
+from ippool.status import EMPTY, ROTATING, SlotStatus
+
+log = logging.getLogger("ippool.reconcile")
+
+KINDS = ("leaked", "incoming", "parked_overdue", "parked_unindexed", "slot_missing", "slot_mismatch",
+         "slot_eip_gone", "stale_claim", "untagged_on_slot")
+
+
+@dataclass
+class Difference:
+    host: str
+    kind: str
+    subject: str  # the EIP (allocation id and address) or the slot
+    detail: str
+    fixed: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"host": self.host, "kind": self.kind, "subject": self.subject, "detail": self.detail,
+                "fixed": self.fixed}
+
+
+@dataclass
+class Reconciler:
+    pool: Pool
+    aws: Ec2Adapter
+    specs: Mapping[str, HostSpec]
+    ledger: Ledger
+    reaper: Reaper
+    clock: Callable[[], float]
+    pool_name: str = DEFAULT_POOL_NAME
+    grace_s: float = 120.0
+    stale_s: float = 600.0  # a rotation this old is abandoned even if its worker still answers (it hit an error)
+    _fix: bool = field(default=False, init=False)
+
+    def run(self, hosts: list[str] | None = None, fix: bool = False) -> list[Difference]:
+        """Every difference on `hosts` (default: every host of `specs`), fixed when `fix`."""
+        self._fix = fix
+        found: list[Difference] = []
+        for host in hosts if hosts is not None else list(self.specs):
+            found += self.host(self.specs[host])
+        for difference in found:
+            self.ledger.count(difference.host, f"reconcile:{difference.kind}")
+        return found
+
+    # -- one host --------------------------------------------------------------------------------------------
+
+    def host(self, spec: HostSpec) -> list[Difference]:
+        diffs: list[Difference] = []
+        instance = self.aws.describe_instance(spec.instance_id)
+        eni = instance.primary_interface
+        ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
+        registered = spec.name in self.pool.hosts()
+        if not registered and self._fix and ours:
+            self.pool.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
+            registered = True
+        slots = self._slots(spec) if registered else {}
+        parked_index = {e.allocation_id for e in self.ledger.parked(spec.name)} if registered else set()
+
+        for address in ours:
+            if address.state == STATE_INCOMING:
+                diffs += self._incoming(spec, address, ours, slots)
+            elif address.state == STATE_PARKED:
+                diffs += self._parked(spec, address, parked_index)
+            elif address.state == STATE_ACTIVE and not address.associated:
+                diffs.append(self._diff(spec, "leaked", address, "tagged active but serves no slot",
+                                        partial(self._park, spec, address, spec.park_minutes * 60)))
+        ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name) if self._fix and diffs else ours
+        slots = self._slots(spec) if self._fix and diffs and spec.name in self.pool.hosts() else slots
+        diffs += self._slots_against_aws(spec, ours, slots)
+        diffs += self._strangers(spec, eni.eni_id, eni.primary_private_ip, slots, ours)
+        return diffs
+
+    def _slots(self, spec: HostSpec) -> dict[int, SlotStatus]:
+        state = self.pool.status(spec.name, now=self.clock())[0]
+        return {slot.slot: slot for slot in state.slots}
+
+    def _abandoned(self, address: Address) -> bool:
+        since = parse_parked_until(address.tags.get(TAG_SINCE, ""))
+        age = self.clock() - since if since is not None else float("inf")
+        if self.ledger.alive(address.tags.get(TAG_OWNER)):
+            return age >= self.stale_s
+        return age >= self.grace_s
+
+    def _incoming(self, spec: HostSpec, new: Address, ours: list[Address],
+                  slots: dict[int, SlotStatus]) -> list[Difference]:
+        if not self._abandoned(new) or new.slot is None:
+            return []
+        slot = new.slot
+        if not new.associated:
+            def roll_back() -> None:  # never in service: released at once (PTR reset first), not denied
+                self.reaper.release(spec.name, new, deny=False)
+                self._give_back(spec, slot, slots)
+            return [self._diff(spec, "incoming", new, f"slot {slot}: allocated, never associated: rolled back",
+                               roll_back)]
+
+        def finish() -> None:
+            replaced = next((a for a in ours if a.allocation_id == new.tags.get(TAG_REPLACES)), None)
+            if replaced is not None and replaced.state != STATE_PARKED:
+                Parker(self.aws, self.ledger, self.pool_name).park(
+                    spec.name, slot, replaced, self.clock() + spec.park_minutes * 60, let_go=True)
+            self.aws.create_tags(new.allocation_id, {TAG_STATE: STATE_ACTIVE})
+            held = slots.get(slot)
+            private_ip = new.tags.get(TAG_PRIVATE_IP) or (held.private_ip if held else None)
+            if private_ip:
+                # The crashed rotator held the slot "rotating": no lease went out on the new address, used 0 is
+                # exact. Anything else (Redis lost the slot) is rebuilt conservatively.
+                exact = held is not None and held.state == ROTATING
+                self._put(spec, slot, private_ip, new, conservative=not exact)
+            self.ledger.unclaim(spec.name, slot)
+        return [self._diff(spec, "incoming", new, f"slot {slot}: associated, not published: finished", finish)]
+
+    def _parked(self, spec: HostSpec, address: Address, indexed: set[str]) -> list[Difference]:
+        until = address.parked_until
+        if until is None or until <= self.clock():
+            return [self._diff(spec, "parked_overdue", address, "parked past its deadline: reaped",
+                               lambda: self._reap(spec, address))]
+        if address.allocation_id not in indexed:
+            return [self._diff(spec, "parked_unindexed", address, "parked in AWS, not in Redis: indexed",
+                               lambda: self.ledger.park(spec.name, address.allocation_id, address.public_ip,
+                                                        address.slot or 0, until))]
+        return []
+
+    def _slots_against_aws(self, spec: HostSpec, ours: list[Address],
+                           slots: dict[int, SlotStatus]) -> list[Difference]:
+        diffs = []
+        slot_numbers = sorted(set(slots) | {a.slot for a in ours if a.slot is not None and a.state == STATE_ACTIVE})
+        for slot in slot_numbers:
+            held = slots.get(slot)
+            live = serving(ours, slot)
+            if held is not None and held.state == ROTATING:
+                diffs += self._rotating(spec, slot, held, ours)
+                continue
+            if live is not None and (held is None or held.state == EMPTY):
+                diffs.append(self._slot_diff(spec, "slot_missing", slot, f"AWS serves {live.public_ip}, Redis has "
+                                             f"no address: rebuilt, no new sends until it rotates",
+                                             partial(self._adopt, spec, slot, live, held)))
+            elif live is not None and held is not None and held.allocation_id != live.allocation_id:
+                diffs.append(self._slot_diff(spec, "slot_mismatch", slot, f"Redis has {held.public_ip}, AWS serves "
+                                             f"{live.public_ip}: rebuilt from AWS",
+                                             partial(self._adopt, spec, slot, live, held)))
+            elif live is None and held is not None and held.state != EMPTY and held.allocation_id and \
+                    not any(a.allocation_id == held.allocation_id for a in ours):
+                diffs.append(self._slot_diff(spec, "slot_eip_gone", slot, f"{held.public_ip} "
+                                             f"({held.allocation_id}) is gone from AWS: slot retired to rotate",
+                                             partial(self._retire, spec, slot)))
+        return diffs
+
+    def _rotating(self, spec: HostSpec, slot: int, held: SlotStatus, ours: list[Address]) -> list[Difference]:
+        """A slot left rotating: fine while its rotator lives or an incoming EIP of it is being handled."""
+        owner = self.ledger.claim_owner(spec.name, slot)
+        if self.ledger.alive(owner):
+            return []
+        if any(a.slot == slot and a.state == STATE_INCOMING for a in ours):
+            return []  # the incoming EIP's difference covers it
+        live = serving(ours, slot)
+        if live is not None and live.allocation_id != held.allocation_id and held.private_ip:
+            def publish() -> None:  # tagged and associated, killed before publishing: no lease went out on it
+                self._put(spec, slot, held.private_ip or "", live, conservative=False)
+                self.ledger.unclaim(spec.name, slot)
+            return [self._slot_diff(spec, "incoming", slot, f"rotated to {live.public_ip} in AWS, not published "
+                                    f"(its rotator is gone): published", publish)]
+        return [self._slot_diff(spec, "stale_claim", slot, f"rotating, its rotator ({owner or 'unknown'}) is gone: "
+                                f"given back to rotate again",
+                                lambda: self._give_back(spec, slot, {slot: held}))]
+
+    def _strangers(self, spec: HostSpec, eni_id: str, primary_ip: str, slots: dict[int, SlotStatus],
+                   ours: list[Address]) -> list[Difference]:
+        slot_ips = {s.private_ip: n for n, s in slots.items() if s.private_ip}
+        slot_ips.update({a.tags[TAG_PRIVATE_IP]: a.slot for a in ours
+                         if a.tags.get(TAG_PRIVATE_IP) and a.slot is not None})
+        diffs = []
+        for address in self.aws.describe_interface_addresses(eni_id):
+            if address.pool is None and address.private_ip in slot_ips and address.private_ip != primary_ip:
+                diffs.append(Difference(spec.name, "untagged_on_slot", f"{address.allocation_id} {address.public_ip}",
+                                        f"not ours, associated to slot {slot_ips[address.private_ip]}'s private IP "
+                                        f"{address.private_ip}: disassociate it by hand (reconcile does not touch "
+                                        f"EIPs it did not tag)"))
+        return diffs
+
+    # -- fixes -----------------------------------------------------------------------------------------------
+
+    def _diff(self, spec: HostSpec, kind: str, address: Address, detail: str, fix: Callable[[], object],
+              ) -> Difference:
+        slot = f" slot {address.slot}" if address.slot is not None else ""
+        return self._apply(Difference(spec.name, kind, f"{address.allocation_id} {address.public_ip}{slot}", detail),
+                           fix)
+
+    def _slot_diff(self, spec: HostSpec, kind: str, slot: int, detail: str, fix: Callable[[], object]) -> Difference:
+        return self._apply(Difference(spec.name, kind, f"slot {slot}", detail), fix)
+
+    def _apply(self, difference: Difference, fix: Callable[[], object]) -> Difference:
+        if self._fix:
+            fix()
+            difference.fixed = True
+            log.info("reconcile fixed %s %s on %s: %s", difference.kind, difference.subject, difference.host,
+                     difference.detail)
+        return difference
+
+    def _park(self, spec: HostSpec, address: Address, for_s: float) -> None:
+        slot = address.slot if address.slot is not None else 0
+        Parker(self.aws, self.ledger, self.pool_name).park(spec.name, slot, address, self.clock() + for_s)
+
+    def _reap(self, spec: HostSpec, address: Address) -> None:
+        self.reaper.release(spec.name, address)
+
+    def _give_back(self, spec: HostSpec, slot: int, slots: dict[int, SlotStatus]) -> None:
+        held = slots.get(slot)
+        if held is not None and held.state == ROTATING:
+            self.pool.abort_rotation(spec.name, slot, held.generation)
+        self.ledger.unclaim(spec.name, slot)
+
+    def _adopt(self, spec: HostSpec, slot: int, live: Address, held: SlotStatus | None) -> None:
+        private_ip = live.tags.get(TAG_PRIVATE_IP) or (held.private_ip if held else None)
+        if private_ip is None:
+            log.warning("%s slot %d: no private IP known for %s; run `pool create` again", spec.name, slot,
+                        live.public_ip)
+            return
+        self._put(spec, slot, private_ip, live, conservative=True)
+
+    def _put(self, spec: HostSpec, slot: int, private_ip: str, address: Address, *, conservative: bool) -> None:
+        placed = self.pool.put_address(spec.name, slot, private_ip=private_ip, public_ip=address.public_ip,
+                                       allocation_id=address.allocation_id)
+        if conservative:  # count the whole budget as spent: the address takes no new send until it rotates
+            self.pool.set_used(spec.name, slot, placed.budget)
+
+    def _retire(self, spec: HostSpec, slot: int) -> None:
+        self.pool.retire(spec.name, slot)

@@ -1,0 +1,277 @@
+"""The rotator: give every ready slot a fresh Elastic IP, park the old one, publish under the generation fence.
+
+One slot's rotation (DESIGN.md "Rotate"), with a named checkpoint after each AWS step so fault-injection tests can
+kill the process there:
+
+    claim (mark_rotating, CAS)
+    allocate, tagged incoming (redraw while the address is denylisted, parked or DNSBL-listed) -> "allocate"
+    tag the intent: the EIP it replaces, the owner, the PTR name                                -> "tag"
+    forward A record + reverse DNS, when the host's policy asks for PTR                         -> "ptr"
+    associate with AllowReassociation (the slot never lacks a public IP)                        -> "associate"
+    tag the old EIP parked until now + park_minutes, the new one active                         -> "park-tag"
+    publish into Redis under the fence                                                          -> "publish"
+
+Several rotators may run at once: `mark_rotating` lets one win each slot, and a rotator re-checks its claim before
+associating. A crash anywhere leaves tags from which `pool reconcile` finishes or rolls back the rotation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ippool.admin import ReadySlot
+from ippool.aws import Ec2Adapter
+from ippool.aws_models import (
+    STATE_ACTIVE,
+    STATE_INCOMING,
+    STATE_PARKED,
+    TAG_STATE,
+    Address,
+    format_parked_until,
+    pool_tags,
+)
+from ippool.denylist import Denylist
+from ippool.errors import AddressGone, AddressQuotaExceeded, IppoolError
+from ippool.ledger import Ledger
+from ippool.pool import Pool
+from ippool.quota import quota_advice
+from ippool.screen import Screen, no_screen
+from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_REPLACES, TAG_SINCE, HostSpec
+from ippool.status import ROTATING
+
+log = logging.getLogger("ippool.rotator")
+
+DEFAULT_MAX_DRAWS = 4
+Checkpoint = Callable[[str], None]
+
+# Outcomes of one slot's rotation.
+ROTATED = "rotated"
+LOST_CLAIM = "lost_claim"  # another rotator claimed the slot first, or the fence moved on
+NO_FRESH_ADDRESS = "no_fresh_address"  # every draw was rejected: the slot falls back until the next cycle
+FAILED = "failed"  # AWS refused a step: the slot was given back (ready) and the new EIP parked
+
+
+def _no_checkpoint(name: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class RotationResult:
+    """What happened to one slot."""
+
+    host: str
+    slot: int
+    outcome: str
+    old_ip: str | None = None
+    new_ip: str | None = None
+    redraws: tuple[str, ...] = ()  # the reason of each rejected draw
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"host": self.host, "slot": self.slot, "outcome": self.outcome, "old_ip": self.old_ip,
+                "new_ip": self.new_ip, "redraws": list(self.redraws), "detail": self.detail}
+
+
+@dataclass
+class Parker:
+    """Parks EIPs: tags them `parked` with a deadline in AWS (the durable record), then indexes them in Redis."""
+
+    aws: Ec2Adapter
+    ledger: Ledger
+    pool_name: str = DEFAULT_POOL_NAME
+
+    def park(self, host: str, slot: int, address: Address, until: float, *, let_go: bool = False) -> bool:
+        """Park `address` until epoch `until`; False when AWS no longer has it (nothing to park).
+
+        `let_go`: the address was just replaced on its slot. AWS's reassociation already detached it; if it still
+        shows an association (an endpoint that does not model AllowReassociation, e.g. moto), detach it now, so a
+        parked EIP never holds a slot."""
+        try:
+            if let_go:
+                current = self.aws.get_address(address.allocation_id)
+                if current is None:
+                    raise AddressGone(f"EIP {address.allocation_id} is gone")
+                if current.association_id:
+                    self.aws.disassociate_address(current.association_id)
+            self.aws.create_tags(address.allocation_id,
+                                 pool_tags(self.pool_name, host, slot, STATE_PARKED, parked_until=until))
+        except AddressGone:
+            self.ledger.unpark(host, address.allocation_id)
+            return False
+        self.ledger.park(host, address.allocation_id, address.public_ip, slot, until)
+        return True
+
+
+@dataclass
+class Rotator:
+    """Rotates the ready slots of the hosts in `specs`, one slot at a time.
+
+    `owner` names this rotator in claims and tags; `clock` gives epoch seconds; `screen` rejects listed addresses;
+    `checkpoint(name)` is called after each step (fault injection); `heartbeat_s` is how long the owner's heartbeat
+    lives after each step.
+    """
+
+    pool: Pool
+    aws: Ec2Adapter
+    specs: Mapping[str, HostSpec]
+    denylist: Denylist
+    ledger: Ledger
+    clock: Callable[[], float]
+    owner: str
+    pool_name: str = DEFAULT_POOL_NAME
+    screen: Screen = no_screen
+    max_draws: int = DEFAULT_MAX_DRAWS
+    checkpoint: Checkpoint = _no_checkpoint
+    heartbeat_s: float = 30.0
+    _enis: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def parker(self) -> Parker:
+        return Parker(self.aws, self.ledger, self.pool_name)
+
+    def eni(self, spec: HostSpec) -> str:
+        """The host's primary ENI, looked up once."""
+        if spec.name not in self._enis:
+            self._enis[spec.name] = self.aws.describe_instance(spec.instance_id).primary_interface.eni_id
+        return self._enis[spec.name]
+
+    def rotate_ready(self, host: str, stop: Callable[[], bool] = lambda: False) -> list[RotationResult]:
+        """Rotate every slot of `host` that is ready now; a slot AWS refuses is reported FAILED and the rest go on.
+
+        `stop()` is asked between slots (a worker's SIGTERM: finish the slot in hand, start no other)."""
+        results = []
+        for ready in self.pool.ready_slots(host, now=self.clock()):
+            if stop():
+                break
+            try:
+                results.append(self.rotate_slot(host, ready))
+            except IppoolError as exc:
+                log.warning("rotation of %s slot %d failed: %s", host, ready.slot, exc)
+                results.append(RotationResult(host, ready.slot, FAILED, detail=str(exc)))
+        return results
+
+    def rotate_slot(self, host: str, ready: ReadySlot) -> RotationResult:
+        """Rotate one slot claimed at `ready.generation`. Raises AddressQuotaExceeded (naming the quota to raise)
+        after giving the slot back; the slot then falls back until a later cycle succeeds."""
+        spec = self.specs[host]
+        claimed = self.pool.mark_rotating(host, ready.slot, ready.generation)
+        if claimed is None:
+            return RotationResult(host, ready.slot, LOST_CLAIM)
+        self._beat()
+        self.ledger.claim(host, ready.slot, self.owner)
+        old_ip, old_allocation = claimed.public_ip, claimed.allocation_id
+        try:
+            new, redraws = self._draw(spec, ready.slot, old_allocation)
+        except AddressQuotaExceeded as exc:
+            self._give_back(host, ready)
+            raise AddressQuotaExceeded(f"{exc}; {quota_advice(self.aws, extra=1)}") from exc
+        except Exception:
+            try:
+                self._give_back(host, ready)
+            except Exception as exc:
+                log.warning("%s slot %d: could not give the slot back: %s", host, ready.slot, exc)
+            raise
+        if new is None:
+            self._give_back(host, ready)
+            return RotationResult(host, ready.slot, NO_FRESH_ADDRESS, old_ip=old_ip, redraws=redraws,
+                                  detail=f"{len(redraws)} draws rejected; the slot falls back until the next cycle")
+        try:
+            outcome = self._put_in_service(spec, ready, claimed.private_ip or "", new, old_ip, old_allocation)
+        except Exception:  # AWS refused, or Redis failed: hand the EIP to the reaper if we still can, then report
+            self._abandon(spec, ready, new)
+            raise
+        return RotationResult(host, ready.slot, outcome, old_ip=old_ip, new_ip=new.public_ip, redraws=redraws)
+
+    # -- the steps -------------------------------------------------------------------------------------------
+
+    def _draw(self, spec: HostSpec, slot: int, old_allocation: str | None) -> tuple[Address | None, tuple[str, ...]]:
+        """Allocate until an address passes the checks (at most `max_draws`); park each rejected one."""
+        rejected: list[str] = []
+        for _ in range(self.max_draws):
+            tags = pool_tags(self.pool_name, spec.name, slot, STATE_INCOMING)
+            tags[TAG_OWNER] = self.owner
+            tags[TAG_SINCE] = format_parked_until(self.clock())
+            address = self.aws.allocate_address(tags)
+            self.checkpoint("allocate")
+            reason = self._rejection(address.public_ip)
+            if reason is None:
+                return address, tuple(rejected)
+            rejected.append(reason)
+            self.ledger.count(spec.name, f"redraws:{reason.split(':')[0]}")
+            log.info("%s slot %d: drew %s, %s: parked, redrawing", spec.name, slot, address.public_ip, reason)
+            self.parker.park(spec.name, slot, address, self.clock() + spec.park_minutes * 60)
+        return None, tuple(rejected)
+
+    def _rejection(self, public_ip: str) -> str | None:
+        if self.denylist.listed(public_ip):
+            return "denylist"
+        if self.ledger.is_parked_ip(public_ip):
+            return "parked"
+        return self.screen(public_ip)
+
+    def _put_in_service(self, spec: HostSpec, ready: ReadySlot, private_ip: str, new: Address,
+                        old_ip: str | None, old_allocation: str | None) -> str:
+        host, slot = spec.name, ready.slot
+        intent = {TAG_REPLACES: old_allocation or "none", TAG_PRIVATE_IP: private_ip}
+        if spec.ptr_zone:
+            intent[TAG_PTR] = spec.ptr_name(slot)
+        self.aws.create_tags(new.allocation_id, intent)
+        self._step("tag")
+        if spec.ptr_zone:
+            self.aws.upsert_a_record(spec.ptr_zone, spec.ptr_name(slot), new.public_ip)
+            self.aws.set_reverse_dns(new.allocation_id, spec.ptr_name(slot))
+            self._step("ptr")
+        if not self._still_claimed(host, ready):
+            # Fenced out before touching the slot: this attempt is stale; its EIP goes straight to the reaper.
+            self.parker.park(host, slot, new, self.clock())
+            return LOST_CLAIM
+        self.aws.associate_address(new.allocation_id, self.eni(spec), private_ip)
+        self._step("associate")
+        if old_allocation and old_ip:
+            old = Address(allocation_id=old_allocation, public_ip=old_ip)
+            self.parker.park(host, slot, old, self.clock() + spec.park_minutes * 60, let_go=True)
+        self.aws.create_tags(new.allocation_id, {TAG_STATE: STATE_ACTIVE})
+        self._step("park-tag")
+        placed = self.pool.publish(host, slot, ready.generation, private_ip=private_ip, public_ip=new.public_ip,
+                                   allocation_id=new.allocation_id)
+        self._step("publish")
+        self.ledger.unclaim(host, slot)
+        if placed is None:
+            # The fence moved while we associated (a reconcile rebuilt the slot): AWS holds our EIP on the slot,
+            # and the next reconcile adopts whatever AWS associates there.
+            log.warning("%s slot %d: fenced out after associating %s; reconcile adopts it", host, slot,
+                        new.public_ip)
+            return LOST_CLAIM
+        self.ledger.rotated(host)
+        log.info("%s slot %d: %s -> %s (budget %d)", host, slot, old_ip, new.public_ip, placed.budget)
+        return ROTATED
+
+    def _still_claimed(self, host: str, ready: ReadySlot) -> bool:
+        slot = self.pool.slot_status(host, ready.slot, now=self.clock())
+        return slot.state == ROTATING and slot.generation == ready.generation
+
+    def _give_back(self, host: str, ready: ReadySlot) -> None:
+        self.pool.abort_rotation(host, ready.slot, ready.generation)
+        self.ledger.unclaim(host, ready.slot)
+
+    def _abandon(self, spec: HostSpec, ready: ReadySlot, new: Address) -> None:
+        """After a failed step: the new EIP goes to the reaper (due now), unless AWS already serves it on the slot,
+        and the slot is given back so a later cycle retries. Best effort: whatever fails here, reconcile finds the
+        incoming EIP by its tags."""
+        try:
+            current = self.aws.get_address(new.allocation_id)
+            if current is not None and not current.associated:
+                self.parker.park(spec.name, ready.slot, new, self.clock())
+            self._give_back(spec.name, ready)
+        except Exception as exc:
+            log.warning("%s slot %d: could not clean up %s after a failed rotation: %s", spec.name, ready.slot,
+                        new.allocation_id, exc)
+
+    def _step(self, name: str) -> None:
+        self.checkpoint(name)
+        self._beat()
+
+    def _beat(self) -> None:
+        self.ledger.heartbeat(self.owner, self.heartbeat_s)

@@ -1,0 +1,40 @@
+"""What the pool machinery needs to know about one sender host, independent of where it was configured.
+
+The CLI builds these from the inventory (`sendhost_instance_id`, `sendhost_pool`, ...); tests and benches build
+them directly. Also the tag names the rotation adds beside `ippool.aws_models`' vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_POOL_NAME = "sendhost"
+
+# Set on a new EIP before it is associated: which EIP it replaces (so reconcile can finish the rotation), which
+# rotator owns the attempt (so reconcile leaves a live rotation alone), and its PTR name when one is set (so the
+# reaper resets reverse DNS before release even if the rotation died halfway).
+TAG_REPLACES = "sendhost:replaces"
+TAG_OWNER = "sendhost:owner"
+TAG_SINCE = "sendhost:since"  # when the attempt began (ISO 8601 UTC), for reconcile's grace period
+TAG_PTR = "sendhost:ptr"
+# The slot's private IP, on every EIP we put into a slot: the slot's durable address, for rebuilding Redis.
+TAG_PRIVATE_IP = "sendhost:private_ip"
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One sender host's pool policy."""
+
+    name: str
+    instance_id: str
+    primary_ip: str
+    slots: int
+    budget: tuple[int, int] = (8, 15)
+    park_minutes: float = 15.0
+    ptr_zone: str | None = None  # Route 53 zone for the forward A record; None: no PTR
+
+    def ptr_name(self, slot: int) -> str:
+        """The host name a slot's address resolves from and back to (`<host>-<slot>.<zone>`)."""
+        if self.ptr_zone is None:
+            raise ValueError(f"host {self.name} has no PTR zone")
+        return f"{self.name}-{slot}.{self.ptr_zone.rstrip('.')}"

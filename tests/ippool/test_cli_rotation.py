@@ -1,0 +1,99 @@
+"""`sendhost pool create/rotate/retire/worker/destroy`, run as a user runs them, against the moto server and a
+real Redis. Few and broad: each CLI call pays for a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import redis
+
+from tests.conftest import run_cli
+from tests.ippool.cli_support import CLI_AWS_ENV, cli_env, server_instance, unique_host, write_inventory
+
+
+def test_pool_lifecycle_through_the_cli(moto_url: str, redis_url: str, tmp_path: Path) -> None:
+    host = unique_host()
+    inventory = write_inventory(tmp_path / "inventory.yml", host, server_instance(moto_url), slots=2,
+                                park_minutes=0)
+    env = cli_env(moto_url, redis_url, inventory)
+
+    created = run_cli("pool", "create", host, "--format", "json", env=env)
+    assert created.returncode == 0, created.stderr
+    first = json.loads(created.stdout)
+    assert [s["action"] for s in first["slots"]] == ["created", "created"]
+
+    again = run_cli("pool", "create", host, env=env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1] == f"{host}: 2 slots, 0 created, 2 already in place"
+
+    rotated = run_cli("pool", "rotate", host, "--slot", "0", "--force", "--format", "json", env=env)
+    assert rotated.returncode == 0, rotated.stderr
+    [rotation] = json.loads(rotated.stdout)["rotations"]
+    assert (rotation["outcome"], rotation["old_ip"]) == ("rotated", first["slots"][0]["public_ip"])
+
+    status = run_cli("pool", "status", host, env=env)
+    assert status.returncode == 0, status.stderr
+    assert f"parked: 1: {rotation['old_ip']} (0s left); denylist: 0; last rotation: " in status.stdout
+
+    retired = run_cli("pool", "retire", "--ip", first["slots"][1]["public_ip"], "--reason", "on a blocklist",
+                      env=env)
+    assert retired.returncode == 0, retired.stderr
+    assert "slot 1) takes no new leases and is denied for 7 days; state now ready" in retired.stdout
+
+    cycle = run_cli("pool", "worker", "--once", "--format", "json", env=env)
+    assert cycle.returncode == 0, cycle.stderr
+    report = json.loads(cycle.stdout)
+    assert [(r["slot"], r["outcome"]) for r in report["rotations"]] == [(1, "rotated")]
+    # At start the worker's reconcile reaps slot 0's old address (parked 0 minutes: overdue); the cycle then
+    # rotates slot 1 and releases the address it retired.
+    assert [(d["kind"], d["fixed"]) for d in report["reconciled"]] == [("parked_overdue", True)]
+    assert report["summary"] == "reconcile fixed 1, 1 rotated, 1 released, 0 error(s)"
+
+    destroyed = run_cli("pool", "destroy", host, "--format", "json", env=env)
+    assert destroyed.returncode == 0, destroyed.stderr
+    assert len(json.loads(destroyed.stdout)["released"]) == 2
+    gone = run_cli("pool", "status", host, env=env)
+    assert gone.returncode == 2 and "is not registered" in gone.stderr
+
+
+def test_bad_input_is_one_line_and_exit_2(moto_url: str, redis_url: str, tmp_path: Path) -> None:
+    host = unique_host()
+    inventory = write_inventory(tmp_path / "inventory.yml", host, "i-0123456789abcdef0")
+    env = cli_env(moto_url, redis_url, inventory)
+    unknown_host = run_cli("pool", "create", "nosuch", env=env)
+    unknown_instance = run_cli("pool", "create", host, env=env)
+    too_many = run_cli("pool", "create", host, "--slots", "40", env={
+        **env, "SENDHOST_INVENTORY": str(write_inventory(tmp_path / "i2.yml", host, server_instance(moto_url)))})
+    no_credentials = run_cli("pool", "create", host, env={
+        **{k: v for k, v in env.items() if k not in CLI_AWS_ENV}, "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        "AWS_EC2_METADATA_DISABLED": "true"})
+    for result, needle in [(unknown_host, "no host 'nosuch'"),
+                           (unknown_instance, "i-0123456789abcdef0 does not exist"),
+                           (too_many, "--slots 40 is more than instance type c5.large allows"),
+                           (no_credentials, "no AWS credentials found")]:
+        assert result.returncode == 2, (needle, result.stderr)
+        assert result.stderr.count("\n") == 1 and needle in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_reconcile_reports_then_rebuilds_redis_after_it_lost_its_data(moto_url: str, redis_url: str,
+                                                                        tmp_path: Path) -> None:
+    host = unique_host()
+    env = cli_env(moto_url, redis_url, write_inventory(tmp_path / "inventory.yml", host, server_instance(moto_url)))
+    assert run_cli("pool", "create", host, env=env).returncode == 0
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    client.close()
+
+    found = run_cli("pool", "reconcile", host, "--format", "json", env=env)
+    assert found.returncode == 1, found.stderr
+    assert [d["kind"] for d in json.loads(found.stdout)["differences"]] == ["slot_missing", "slot_missing"]
+    assert "run `sendhost pool reconcile --fix`" in found.stderr
+
+    fixed = run_cli("pool", "reconcile", host, "--fix", env=env)
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout.splitlines()[-1] == "2 difference(s), 2 fixed, 0 open"
+    clean = run_cli("pool", "reconcile", host, env=env)
+    assert (clean.returncode, clean.stdout.splitlines()[-1]) == (0, "AWS and Redis agree")

@@ -1,0 +1,150 @@
+"""Crash at every step: a rotation, and a reap, SIGKILLed (a real process) right after each AWS call in turn; then
+`reconcile --fix`, and the promises hold. AWS is the moto server, Redis is real, time is a fake clock."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+import redis
+
+from ippool import Pool
+from ippool.aws_models import STATE_PARKED
+from ippool.denylist import Denylist
+from ippool.ledger import Ledger
+from ippool.provisioner import Provisioner
+from ippool.reaper import Reaper
+from ippool.reconcile import Reconciler
+from ippool.rotator import ROTATED, Rotator
+from ippool.spec import HostSpec
+from tests.conftest import REPO_ROOT
+from tests.ippool.cli_support import CLI_AWS_ENV, server_instance, unique_host
+from tests.support.aws import FAKE_CREDENTIALS, REGION
+from tests.support.clock import FakeClock
+from tests.support.ippool_fakes import MotoGaps
+from tests.support.ippool_invariants import violations
+
+ROTATION_STEPS = ["allocate", "tag", "ptr", "associate", "park-tag", "publish"]
+REAP_STEPS = ["reset-ptr", "denylist", "release"]
+
+
+@dataclass
+class Rig:
+    host: str
+    spec: HostSpec
+    client: Any
+    pool: Pool
+    aws: MotoGaps
+    clock: FakeClock
+    url: str
+    moto_url: str
+
+    def reaper(self) -> Reaper:
+        return Reaper(self.aws, Denylist(self.client, self.clock), Ledger(self.client, self.clock), self.clock)
+
+    def reconciler(self) -> Reconciler:
+        return Reconciler(self.pool, self.aws, {self.host: self.spec}, Ledger(self.client, self.clock),
+                          self.reaper(), self.clock, grace_s=0)
+
+    def rotator(self) -> Rotator:
+        return Rotator(self.pool, self.aws, {self.host: self.spec}, Denylist(self.client, self.clock),
+                       Ledger(self.client, self.clock), self.clock, "parent")
+
+    def child(self, mode: str, step: str) -> int:
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **CLI_AWS_ENV,
+               "AWS_ENDPOINT_URL": self.moto_url}
+        args = [sys.executable, "-m", "tests.ippool.fault_child", mode, step, self.host, self.spec.instance_id,
+                repr(self.clock()), self.url, self.spec.ptr_zone or ""]
+        done = subprocess.run(args, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == -signal.SIGKILL, done.stderr
+        time.sleep(0.3)  # the killed process's heartbeat (0.2 s) lapses, as a dead worker's does
+        return done.returncode
+
+    def check(self) -> None:
+        assert violations(self.pool, self.aws, self.host, self.clock()) == []
+
+
+@pytest.fixture
+def rig(moto_url: str, redis_url: str, clock: FakeClock) -> Iterator[Rig]:
+    host = unique_host()
+    route53 = boto3.client("route53", region_name=REGION, endpoint_url=moto_url, **FAKE_CREDENTIALS)
+    zone = f"{host}.example.com"
+    route53.create_hosted_zone(Name=zone, CallerReference=host)
+    route53.close()
+    spec = HostSpec(host, server_instance(moto_url), "10.30.1.250", 2, park_minutes=15, ptr_zone=zone)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    session = boto3.Session(region_name=REGION, **FAKE_CREDENTIALS)
+    aws = MotoGaps(lambda: session, REGION, endpoint_url=moto_url, sleep=clock.sleep, clock=clock)
+    made = Rig(host, spec, client, Pool(client, clock=clock, rng=random.Random(5)), aws, clock, redis_url, moto_url)
+    Provisioner(aws, made.pool, made.reaper()).create(spec, 2)
+    yield made
+    Provisioner(aws, made.pool, made.reaper()).destroy(spec)
+    assert aws.describe_pool_addresses("sendhost", host=host) == []
+    aws.close()
+    client.close()
+
+
+@pytest.mark.parametrize("step", ROTATION_STEPS)
+def test_rotation_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> None:
+    old = rig.pool.slot_status(rig.host, 0)
+    rig.pool.set_used(rig.host, 0, old.budget)
+    rig.child("rotate", step)
+
+    differences = rig.reconciler().run(fix=True)
+    if step != "publish":  # a rotation killed after publishing is complete but for its bookkeeping
+        assert differences and all(d.fixed for d in differences), differences
+    assert rig.reconciler().run() == []  # nothing left to fix
+    rig.check()
+
+    # The worker carries on: the slot serves (or, rolled back, rotates now), and the reaper empties the park.
+    cycle = rig.rotator().rotate_ready(rig.host)
+    assert all(r.outcome == ROTATED for r in cycle)
+    slot = rig.pool.slot_status(rig.host, 0)
+    assert slot.state == "active" and slot.public_ip != old.public_ip
+    rig.clock.advance(16 * 60)
+    rig.reaper().reap(rig.host)
+    assert rig.aws.describe_pool_addresses("sendhost", host=rig.host, states=[STATE_PARKED]) == []
+    rig.check()
+
+
+@pytest.mark.parametrize("step", REAP_STEPS)
+def test_reap_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> None:
+    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
+    [rotation] = rig.rotator().rotate_ready(rig.host)  # slot 0's first address is parked, with PTR
+    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
+    rig.rotator().rotate_ready(rig.host)  # the PTR'd address from the first rotation is parked too
+    rig.clock.advance(16 * 60)
+    rig.child("reap", step)
+
+    differences = rig.reconciler().run(fix=True)
+    assert all(d.kind == "parked_overdue" and d.fixed for d in differences), differences
+    assert rig.reconciler().run() == []
+    assert rig.aws.describe_pool_addresses("sendhost", host=rig.host, states=[STATE_PARKED]) == []
+    assert Denylist(rig.client, rig.clock).listed(rotation.new_ip or "")
+    rig.check()
+
+
+def test_redis_loss_is_rebuilt_from_aws_tags_with_no_new_sends_on_old_addresses(rig: Rig) -> None:
+    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
+    rig.rotator().rotate_ready(rig.host)
+    before = rig.pool.status(rig.host)[0].slots
+    rig.client.flushall()
+    differences = rig.reconciler().run(fix=True)
+    assert sorted(d.kind for d in differences) == ["parked_unindexed", "slot_missing", "slot_missing"]
+    after = rig.pool.status(rig.host)[0].slots
+    assert [(s.private_ip, s.public_ip, s.allocation_id) for s in after] == [
+        (s.private_ip, s.public_ip, s.allocation_id) for s in before]
+    assert all(s.used >= s.budget and s.state == "ready" for s in after)  # no send until rotated
+    assert rig.pool.lease(rig.host).fallback
+    assert len(Ledger(rig.client, rig.clock).parked(rig.host)) == 1
+    rig.check()
+    assert {r.outcome for r in rig.rotator().rotate_ready(rig.host)} == {ROTATED}
+    rig.check()

@@ -1,0 +1,59 @@
+"""Named fakes at the AWS adapter boundary for what moto does not model, used by the rotation tests.
+
+`MotoGaps` is the real `Ec2Adapter` over moto, overriding only:
+- reverse DNS (moto has no Modify/ResetAddressAttribute): the PTR is kept as a tag `fake:reverse-dns` on the EIP
+  in moto, so it survives across processes, and release refuses an EIP that still has one, as AWS does;
+- the EIP quota (moto never answers AddressLimitExceeded, and has no EC2 Service Quotas): with `quota` set, an
+  allocation beyond `quota` EIPs in the region fails with AWS's error code, mapped by the real error mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ippool.aws import Ec2Adapter
+from ippool.aws_errors import map_aws_error
+from ippool.aws_models import Address
+from ippool.errors import AwsRequestFailed
+
+PTR_TAG = "fake:reverse-dns"
+
+
+class MotoGaps(Ec2Adapter):
+    """Named fake: moto plus reverse DNS kept in a tag and an enforced EIP quota (see the module docstring)."""
+
+    def __init__(self, *args: Any, quota: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.quota = quota
+
+    def set_reverse_dns(self, allocation_id: str, domain_name: str) -> None:
+        self._call("ec2", "CreateTags", f"EIP {allocation_id}", Resources=[allocation_id],
+                   Tags=[{"Key": PTR_TAG, "Value": domain_name}])
+
+    def reset_reverse_dns(self, allocation_id: str) -> None:
+        self._call("ec2", "DeleteTags", f"EIP {allocation_id}", Resources=[allocation_id], Tags=[{"Key": PTR_TAG}])
+
+    def release_address(self, allocation_id: str) -> bool:
+        current = self.get_address(allocation_id)
+        if current is not None and current.tags.get(PTR_TAG):
+            raise map_aws_error("InvalidIPAddress.InUse", "has reverse DNS", operation="ReleaseAddress",
+                                subject=f"EIP {allocation_id}", region=self.region, attempts=1)
+        return super().release_address(allocation_id)
+
+    def allocate_address(self, tags: Mapping[str, str], address: str | None = None) -> Address:
+        if self.quota is not None and self.count_region_addresses() >= self.quota:
+            raise map_aws_error("AddressLimitExceeded", "The maximum number of addresses has been reached.",
+                                operation="AllocateAddress", subject=f"host {tags.get('sendhost:host')}",
+                                region=self.region, attempts=1)
+        return super().allocate_address(tags, address)
+
+    def eip_quota(self) -> int:
+        if self.quota is None:
+            raise AwsRequestFailed("the fake has no quota configured", "NoSuchResource")
+        return self.quota
+
+    def reverse_dns(self, allocation_id: str) -> str | None:
+        """The PTR the fake holds for an EIP (test helper)."""
+        current = self.get_address(allocation_id)
+        return current.tags.get(PTR_TAG) if current is not None else None
