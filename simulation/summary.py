@@ -1,0 +1,181 @@
+"""The numbers a person reads after a run, all computed from the event log (never from a component's own count).
+
+`summarize(result)` -> `Summary`; `Summary.to_json()` is the `--format json` document (schema 1).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from dns_audit.findings import Finding
+from simulation.engine import SimResult
+
+EIP_HOURLY_USD = 0.005  # every public IPv4 address, parked or in service
+
+
+@dataclass(frozen=True)
+class MailboxLine:
+    """One mailbox over the run: its sends against the sum of its daily caps, and its busiest local day."""
+
+    address: str
+    start: str
+    sends: int
+    capacity: int  # sum of the caps of the local days the run touched (the first and last may be partial)
+    busiest_day: str | None
+    busiest_sends: int
+    busiest_cap: int
+    days_at_cap: int
+    days_over_cap: int
+    week_one_max: int | None  # most sends on one of its first 7 days within the run (None: none in the run)
+
+
+@dataclass(frozen=True)
+class Summary:
+    start: str
+    end: str
+    days: int
+    sends_per_day: int
+    seed: int
+    sends: int
+    fallbacks: dict[str, int]
+    skips: dict[str, int]
+    rotations: int
+    retired_by_command: int
+    redraws: int
+    fresh_share: float | None  # rotations that put a never-seen address in service
+    aws_handed_back: int  # allocations AWS answered with a recently released address
+    max_sends_on_address: int
+    min_sends_at_retirement: int | None  # over rotations not ordered by on-call
+    budget_range: tuple[int, int]
+    parked_eip_hours: float
+    parked_cost_usd: float
+    max_parked: int
+    mailboxes: list[MailboxLine]
+    findings: dict[str, int]
+    domains: list[dict[str, Any]] = field(default_factory=list)
+    worker_errors: list[str] = field(default_factory=list)
+    rotation_outcomes: dict[str, int] = field(default_factory=dict)
+    redraw_reasons: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": 1,
+            "run": {"start": self.start, "end": self.end, "days": self.days, "sends_per_day": self.sends_per_day,
+                    "seed": self.seed},
+            "sends": {"total": self.sends, "fallbacks": sum(self.fallbacks.values()),
+                      "fallbacks_by_reason": self.fallbacks, "skipped_attempts": self.skips},
+            "pool": {"rotations": self.rotations, "retired_by_command": self.retired_by_command,
+                     "redraws": self.redraws, "fresh_ip_share": self.fresh_share,
+                     "aws_handed_back": self.aws_handed_back, "max_sends_on_address": self.max_sends_on_address,
+                     "min_sends_at_retirement": self.min_sends_at_retirement,
+                     "budget_range": list(self.budget_range), "rotation_outcomes": self.rotation_outcomes,
+                     "redraw_reasons": self.redraw_reasons, "worker_errors": self.worker_errors},
+            "parking": {"eip_hours": round(self.parked_eip_hours, 2), "cost_usd": round(self.parked_cost_usd, 2),
+                        "hourly_usd_per_eip": EIP_HOURLY_USD, "max_parked_at_once": self.max_parked},
+            "mailboxes": [vars(line) for line in self.mailboxes],
+            "audit": {"findings": self.findings, "domains": self.domains},
+        }
+
+
+def sends_per_address(result: SimResult) -> Counter[tuple[str, int, int]]:
+    """Sends per address tenure: (host, slot, generation), fallbacks excluded."""
+    return Counter((s.host, s.slot, s.generation) for s in result.log.sends
+                   if s.slot is not None and s.generation is not None)
+
+
+def sends_per_mailbox_day(result: SimResult) -> Counter[tuple[str, str]]:
+    """Sends per (mailbox, its local day)."""
+    return Counter((s.mailbox, s.local_day) for s in result.log.sends)
+
+
+def parked_hours(result: SimResult) -> float:
+    """EIP-hours spent parked: from each parking to its release (or the end of the run)."""
+    released = {r.allocation_id: r.at for r in result.log.released}
+    return sum(released.get(p.allocation_id, result.end_s) - p.at for p in result.log.parked) / 3600
+
+
+def summarize(result: SimResult) -> Summary:
+    """Everything the summary shows, from the event log."""
+    log = result.log
+    per_address = sends_per_address(result)
+    retired = [r for r in log.retirements if not r.by_command]
+    rotation_placements = [p for p in log.placements if p.by == "rotation"]
+    eip_hours = parked_hours(result)
+    hosts = result.inventory.hosts
+    return Summary(
+        start=_iso(result.start_s), end=_iso(result.end_s), days=result.config.days,
+        sends_per_day=result.config.sends_per_day, seed=result.config.seed, sends=len(log.sends),
+        fallbacks=dict(Counter(s.fallback_reason or "unknown" for s in log.sends if s.public_ip is None)),
+        skips=dict(sorted(Counter(skip.status for skip in log.skips).items())),
+        rotations=len(log.retirements), retired_by_command=len(log.retirements) - len(retired),
+        redraws=sum(1 for p in log.parked if p.reason == "redraw"),
+        fresh_share=(sum(p.fresh for p in rotation_placements) / len(rotation_placements)
+                     if rotation_placements else None),
+        aws_handed_back=result.aws_handed_back,
+        max_sends_on_address=max(per_address.values(), default=0),
+        min_sends_at_retirement=min((per_address[(r.host, r.slot, r.generation)] for r in retired), default=None),
+        budget_range=(min(h.budget[0] for h in hosts), max(h.budget[1] for h in hosts)),
+        parked_eip_hours=eip_hours, parked_cost_usd=eip_hours * EIP_HOURLY_USD,
+        max_parked=max((s.parked for s in log.samples), default=0),
+        mailboxes=_mailboxes(result),
+        findings=_findings(result),
+        domains=[{"domain": report.domain, "findings": [_finding(f) for f in report.findings]}
+                 for report in result.audit],
+        worker_errors=list(result.worker_errors),
+        rotation_outcomes=dict(sorted(result.rotation_outcomes.items())),
+        redraw_reasons=dict(sorted(result.redraw_reasons.items())),
+    )
+
+
+def _mailboxes(result: SimResult) -> list[MailboxLine]:
+    counts = sends_per_mailbox_day(result)
+    lines = []
+    for mailbox in result.inventory.mailboxes:
+        address = mailbox.address.lower()
+        caps = result.caps.get(address, {})
+        covered = [day for day in caps if covered_day(result, day, mailbox.timezone)]
+        sent = {day: counts.get((address, day), 0) for day in caps}
+        busiest = max(covered, key=lambda day: (sent[day], day), default=None)
+        week_one = [sent[day] for day in covered if (_date(day) - mailbox.start).days < 7]
+        lines.append(MailboxLine(
+            address=address, start=mailbox.start.isoformat(), sends=sum(sent.values()),
+            capacity=sum(caps[day] for day in covered), busiest_day=busiest,
+            busiest_sends=sent[busiest] if busiest else 0, busiest_cap=caps[busiest] if busiest else 0,
+            days_at_cap=sum(1 for day in covered if sent[day] >= caps[day]),
+            days_over_cap=sum(1 for day in caps if sent[day] > caps[day]),
+            week_one_max=max(week_one) if week_one else None))
+    return lines
+
+
+def covered_day(result: SimResult, day: str, timezone: str) -> bool:
+    """Whether the run covered some of this local day of the mailbox (the first and last may be partial)."""
+    zone = ZoneInfo(timezone)
+    first = datetime.fromtimestamp(result.start_s, tz=zone).date().isoformat()
+    last = datetime.fromtimestamp(result.end_s - 1, tz=zone).date().isoformat()
+    return first <= day <= last
+
+
+def _finding(found: Finding) -> dict[str, Any]:
+    where = f"{Path(found.location.file).name}:{found.location.line}" if found.location else None
+    return {"code": found.code, "severity": found.severity, "message": found.message, "location": where}
+
+
+def _findings(result: SimResult) -> dict[str, int]:
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for report in result.audit:
+        for finding in report.findings:
+            counts[finding.severity] += 1
+    return counts
+
+
+def _date(day: str) -> date:
+    return date.fromisoformat(day)
+
+
+def _iso(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%Y-%m-%dT%H:%MZ")

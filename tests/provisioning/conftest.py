@@ -1,0 +1,65 @@
+"""Fixtures for provisioning tests: a real SSH host in a network namespace and inventories pointing at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.net import on_ci
+from tests.support.sshhost import SshHost, can_make_namespaces, missing_tools, ssh_host
+
+# Ansible's persistent SSH masters must not outlive the test session's namespace: keep them for seconds, not 60 s.
+CLI_ENV = {"ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=5s"}
+
+
+@pytest.fixture(scope="session")
+def sender_host() -> Iterator[SshHost]:
+    """sshd in a fresh network namespace, reachable over a veth pair, with a test key and known_hosts."""
+    missing = missing_tools()
+    if (missing or not can_make_namespaces()) and not on_ci():
+        need = f"apt-get install {' '.join(missing)}" if missing else "root (to create network namespaces)"
+        pytest.skip(f"an SSH host in a network namespace needs {need}")
+    with ssh_host() as host:
+        yield host
+
+
+@pytest.fixture
+def fresh_host(sender_host: SshHost, tmp_path: Path) -> Iterator[SshHost]:
+    """The SSH host with no slot addresses bound, as a new instance would be; reset again afterwards."""
+    sender_host.reset_addresses()
+    yield sender_host
+    sender_host.reset_addresses()
+
+
+def host_vars(host: SshHost, files: Path, slots: list[str], **overrides: Any) -> dict[str, Any]:
+    """Inventory variables for the namespace host; every file a role writes lands under `files`."""
+    variables: dict[str, Any] = {
+        "ansible_host": host.address,
+        "ansible_port": host.port,
+        "ansible_user": "root",
+        "ansible_ssh_private_key_file": str(host.key_file),
+        "ansible_ssh_common_args": f"-o UserKnownHostsFile={host.known_hosts} -o StrictHostKeyChecking=yes",
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "sendhost_instance_id": "i-0123456789abcdef0",
+        "sendhost_region": "us-east-1",
+        "sendhost_primary_ip": host.address,
+        "sendhost_subnet": host.subnet,
+        "sendhost_interface": host.interface,
+        "sendhost_pool": {"slots": max(len(slots), 1), "private_ips": slots} if slots else {"slots": 1},
+        **host.role_overrides(files),
+    }
+    variables.update(overrides)
+    return {k: v for k, v in variables.items() if v is not None}
+
+
+def write_inventory(path: Path, hosts: dict[str, dict[str, Any]], redis_url: str | None = None) -> Path:
+    """An inventory with `hosts` in group senders (the same file shape as inventory.example.yml)."""
+    inventory: dict[str, Any] = {"all": {"children": {"senders": {"hosts": hosts}}}}
+    if redis_url:
+        inventory["all"]["vars"] = {"sendhost_redis_url": redis_url}
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path

@@ -1,0 +1,148 @@
+"""`sendhost host verify` end to end: SSH into the namespace host, probe from each slot to the root namespace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from provisioning.plan import HostPlan
+from provisioning.probe import Probe
+from provisioning.ssh import open_session
+from provisioning.targets import load_targets
+from provisioning.verify import verify_host
+from tests.conftest import run_cli
+from tests.provisioning.conftest import CLI_ENV, host_vars, write_inventory
+from tests.support.sshhost import SshHost
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def provisioned(sender_host: SshHost, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SshHost, Path]]:
+    """The namespace host provisioned once with two slots; yields it and its inventory."""
+    workdir = tmp_path_factory.mktemp("verify")
+    sender_host.reset_addresses()
+    inventory = write_inventory(workdir / "inventory.yml", {"sender-t": host_vars(
+        sender_host, workdir / "files", [sender_host.slot_address(1), sender_host.slot_address(2)])})
+    result = run_cli("provision", "--inventory", str(inventory), env=CLI_ENV, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    yield sender_host, inventory
+    sender_host.reset_addresses()
+
+
+@pytest.fixture
+def probe(provisioned: tuple[SshHost, Path]) -> Iterator[str]:
+    """A probe in the root namespace on the veth peer address, as the sender host sees it."""
+    host, _ = provisioned
+    with Probe(host.root_address, 0) as server:
+        address, port = server.address
+        yield f"{address}:{port}"
+
+
+def verify(inventory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("--inventory", str(inventory), "host", "verify", "sender-t", *args, timeout=60)
+
+
+def test_verify_proves_every_slot_presents_its_own_address(provisioned: tuple[SshHost, Path], probe: str) -> None:
+    host, inventory = provisioned
+
+    result = verify(inventory, "--probe", probe, "--format", "json")
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert [(s["address"], s["status"], s["bound_on"], s["seen"]) for s in report["slots"]] == [
+        (host.slot_address(1), "ok", host.interface, host.slot_address(1)),
+        (host.slot_address(2), "ok", host.interface, host.slot_address(2)),
+    ]
+
+
+def test_verify_table_names_each_slot_and_time_sync(provisioned: tuple[SshHost, Path], probe: str) -> None:
+    host, inventory = provisioned
+
+    result = verify(inventory, "--probe", probe)
+
+    assert result.returncode == 0, result.stderr
+    assert f"probe saw {host.slot_address(2)}" in result.stdout
+    assert "time sync: " in result.stdout
+
+
+def test_verify_fails_when_a_slot_address_is_missing(provisioned: tuple[SshHost, Path], probe: str) -> None:
+    host, inventory = provisioned
+    missing = host.slot_address(2)
+    host.ip("addr", "del", f"{missing}/24", "dev", host.interface)
+    try:
+        result = verify(inventory, "--probe", probe)
+    finally:
+        host.ip("addr", "add", f"{missing}/24", "dev", host.interface, "label", f"{host.interface}:sh")
+
+    assert result.returncode == 1
+    assert f"error: sender-t: verification failed: slot 1 {missing}: not bound on {host.interface}" in result.stderr
+
+
+def test_verify_fails_when_the_probe_sees_another_address(provisioned: tuple[SshHost, Path], probe: str) -> None:
+    host, inventory = provisioned
+    [target] = load_targets(inventory)
+    plan = HostPlan("sender-t", host.interface, host.subnet, (host.slot_address(1),))
+    probe_host, probe_port = probe.rsplit(":", 1)
+
+    with open_session(target) as session:
+        report = verify_host(session, plan, (probe_host, int(probe_port)),
+                             expected_seen={host.slot_address(1): "203.0.113.7"})
+
+    assert not report.ok
+    assert report.slots[0].seen == host.slot_address(1)
+    assert report.slots[0].detail == f"probe saw {host.slot_address(1)}, expected 203.0.113.7"
+
+
+def test_verify_fails_when_the_probe_is_unreachable(provisioned: tuple[SshHost, Path]) -> None:
+    host, inventory = provisioned
+
+    result = verify(inventory, "--probe", f"{host.root_address}:9")  # nothing listens on discard
+
+    assert result.returncode == 1
+    assert f"probe {host.root_address}:9 not reached" in result.stderr
+
+
+def test_verify_refuses_a_changed_host_key(provisioned: tuple[SshHost, Path], tmp_path: Path) -> None:
+    host, inventory = provisioned
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[{host.address}]:{host.port} {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n")
+
+    result = verify(inventory, "--known-hosts", str(wrong))
+
+    assert result.returncode == 1
+    assert "host key CHANGED" in result.stderr
+    assert f"ssh-keygen -R '[{host.address}]:{host.port}' -f {wrong}" in result.stderr
+    assert wrong.read_text().count("\n") == 1  # nothing added
+
+
+def test_verify_refuses_an_unknown_host_key(provisioned: tuple[SshHost, Path], tmp_path: Path) -> None:
+    host, inventory = provisioned
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+
+    result = verify(inventory, "--known-hosts", str(empty))
+
+    assert result.returncode == 2
+    assert "host key unknown" in result.stderr
+    assert f"ssh-keyscan -p {host.port} {host.address} >> {empty}" in result.stderr
+    assert empty.read_text() == ""  # never auto-added
+
+
+def test_verify_reports_an_unreachable_port(provisioned: tuple[SshHost, Path], tmp_path: Path) -> None:
+    host, _ = provisioned
+    inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(
+        host, tmp_path / "files", [host.slot_address(1)], ansible_port=2299)})
+
+    result = verify(inventory)
+
+    assert result.returncode == 1
+    assert f"error: sender-t ({host.address}:2299): unreachable:" in result.stderr
+    assert "Traceback" not in result.stderr

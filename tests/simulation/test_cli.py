@@ -1,0 +1,112 @@
+"""`sendhost simulate` as a user runs it: a fresh interpreter, nothing running, nothing configured."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, run_cli
+from toolkit.cli.simulate import example_inventory
+
+
+def _leftover_state_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("sendhost-sim-*")}
+
+
+def test_json_summary_of_a_short_run(tmp_path: Path) -> None:
+    before = _leftover_state_dirs()
+    # A poisoned AWS environment: a profile that does not exist and an endpoint that answers nothing. The
+    # simulation must neither read them nor reach anything.
+    env = {"AWS_PROFILE": "no-such-profile", "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+           "HOME": str(tmp_path)}
+    result = run_cli("simulate", "--days", "2", "--sends-per-day", "60", "--seed", "5", "--format", "json",
+                     env=env, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["schema"] == 1
+    assert data["run"] == {"start": "2026-11-30T00:00Z", "end": "2026-12-02T00:00Z", "days": 2,
+                           "sends_per_day": 60, "seed": 5}
+    assert 0 < data["sends"]["total"] <= 2 * 60
+    assert data["pool"]["max_sends_on_address"] <= 15
+    assert {m["address"] for m in data["mailboxes"]} == {"alice@example.com", "bob@example.com",
+                                                         "carol@example.org"}
+    assert data["audit"]["findings"]["warning"] == 3
+    assert result.stderr == ""  # no progress bar in a pipe, no warnings
+    assert list(tmp_path.iterdir()) == []  # nothing written to the working directory (no .sendhost/)
+    assert _leftover_state_dirs() <= before  # the temporary Redis directory is gone
+
+
+def test_table_summary_and_report(tmp_path: Path) -> None:
+    report = tmp_path / "run.html"
+    result = run_cli("simulate", "--days", "2", "--sends-per-day", "60", "--report", str(report), cwd=tmp_path,
+                     timeout=120)
+    assert result.returncode == 0, result.stderr
+    for line in ("sendhost simulate: 2 days from 2026-11-30T00:00Z, seed 1", "fallbacks to the primary IP",
+                 "max sends on one address", "parked EIP-hours", "alice@example.com", "dkim.short_key"):
+        assert line in result.stdout
+    assert result.stderr.strip() == f"report: {report}"
+    page = report.read_text()
+    assert page.count('<figure class="chart"') == 3
+    assert oct(report.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's private mode
+
+
+def test_the_shipped_inventory_is_the_repositorys_example() -> None:
+    assert example_inventory().read_text() == (REPO_ROOT / "inventory.example.yml").read_text()
+
+
+@pytest.mark.parametrize(("args", "names"), [
+    (("--days", "0"), "--days 0"),
+    (("--days", "-3"), "--days -3"),
+    (("--sends-per-day", "-1"), "--sends-per-day -1"),
+    (("--inventory", "/nonexistent/inventory.yml"), "/nonexistent/inventory.yml"),
+    (("--report", "/nonexistent/dir/report.html"), "/nonexistent/dir"),
+    (("--zone-dir", "/nonexistent/zones"), "/nonexistent/zones"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], names: str) -> None:
+    result = run_cli("simulate", *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], result.stderr
+    assert result.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_malformed_inventory_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "inventory.yml"
+    bad.write_text("all:\n  vars:\n    sendhost_mailboxes: 3\n")
+    result = run_cli("simulate", "--inventory", str(bad), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {bad}:") and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_user_environment_is_untouched_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulation.sandbox import sandbox
+
+    monkeypatch.setenv("AWS_PROFILE", "mine")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREALLOOKING")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    before = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    with sandbox("us-east-1") as (client, state_dir):
+        assert os.environ["AWS_ACCESS_KEY_ID"] != "AKIAREALLOOKING" and "AWS_PROFILE" not in os.environ
+        pid = int(client.info("server")["process_id"])
+    assert {k: v for k, v in os.environ.items() if k.startswith("AWS_")} == before
+    assert not state_dir.exists()
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), "the embedded Redis server outlived the simulation"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by its parent) is gone for our purposes.
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "\nState:\tZ" in status.read_text())

@@ -1,0 +1,233 @@
+"""The guard against a real Redis, one process: statuses, gap and jitter, days, cancel responses, failing closed."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+import redis
+
+from tests.support.net import free_port
+from tests.warmup.conftest import NOW
+from warmup import FailureClass, Guard
+from warmup.days import jitter_ms
+from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.keys import GroupKeys
+
+TODAY = date(2026, 11, 30)
+WEEK_TWO = TODAY - timedelta(days=7)  # day 8 today: cap 15
+
+
+def test_reserve_counts_against_the_cap_and_confirm_keeps_it(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    decisions = [guard.reserve("a@x.com", now=NOW + i) for i in range(11)]
+    assert [d.status for d in decisions] == ["reserved"] * 10 + ["skipped-daily-limit"]
+    assert [d.reservation.count for d in decisions[:10] if d.reservation] == list(range(1, 11))
+    first = decisions[0].reservation
+    assert first is not None and first.cap == 10 and first.day == "2026-11-30"
+    assert guard.confirm(first, now=NOW + 20) is True
+    assert guard.confirm(first, now=NOW + 21) is False  # already settled
+    assert guard.reserve("a@x.com", now=NOW + 30).status == "skipped-daily-limit"
+    # Retry after: the mailbox's next midnight (UTC here), 12 h after NOW.
+    assert decisions[-1].retry_after_s == pytest.approx(12 * 3600 - 10)
+
+
+def test_gap_plus_jitter_is_enforced_and_jitter_is_stable_per_day(guard: Guard, redis_client: redis.Redis) -> None:
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=420, jitter_s=(0, 90), now=NOW)
+    seed = str(redis_client.hget(GroupKeys("default").mailbox("a@x.com").state, "jitter_seed"))
+    gap_ms = 420_000 + jitter_ms(seed, "2026-11-30", 0, 90_000)
+    assert guard.reserve("a@x.com", now=NOW).reserved
+    just_before = guard.reserve("a@x.com", now=NOW + (gap_ms - 1) / 1000)
+    assert just_before.status == "skipped-cooldown"
+    assert just_before.retry_after_s == pytest.approx(0.001)
+    assert guard.reserve("a@x.com", now=NOW + gap_ms / 1000).reserved
+    # Another mailbox or another day draws another jitter; the same day always the same one.
+    jitters = {jitter_ms(seed, f"2026-12-{d:02d}", 0, 90_000) for d in range(1, 11)}
+    assert len(jitters) > 1
+
+
+def test_paused_mailbox_is_skipped_until_resumed(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    guard.pause("a@x.com", "looking into\tcomplaints")
+    skipped = guard.reserve("a@x.com", now=NOW)
+    assert (skipped.status, skipped.retry_after_s, skipped.reason) == ("skipped-paused", None,
+                                                                       "looking into\tcomplaints")
+    guard.resume("a@x.com")
+    assert guard.reserve("a@x.com", now=NOW).reserved
+
+
+def test_pick_takes_the_least_used_eligible_mailbox(guard: Guard) -> None:
+    for address in ("a@x.com", "b@x.com", "c@x.com"):
+        guard.add_mailbox(address, start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    guard.reserve("a@x.com", now=NOW)
+    guard.reserve("a@x.com", now=NOW)
+    guard.reserve("b@x.com", now=NOW)
+    guard.pause("c@x.com")
+    picked = [guard.pick(["a@x.com", "b@x.com", "c@x.com"], now=NOW + i).mailbox for i in range(3)]
+    assert picked == ["b@x.com", "a@x.com", "b@x.com"]
+
+
+def test_pick_reports_the_soonest_available_when_none_is_eligible(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=100, jitter_s=(0, 0), now=NOW)
+    guard.add_mailbox("b@x.com", start=TODAY, min_gap_s=50, jitter_s=(0, 0), now=NOW)
+    guard.reserve("a@x.com", now=NOW)
+    guard.reserve("b@x.com", now=NOW)
+    decision = guard.pick(["a@x.com", "b@x.com"], now=NOW + 10)
+    assert (decision.status, decision.mailbox, decision.retry_after_s) == ("skipped-cooldown", "b@x.com", 40)
+
+
+def test_pick_across_groups_is_refused(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, group="one", now=NOW)
+    guard.add_mailbox("b@x.com", start=TODAY, group="two", now=NOW)
+    with pytest.raises(WarmupConfigError, match="one group"):
+        guard.pick(["a@x.com", "b@x.com"], now=NOW)
+
+
+def test_week_one_mailbox_gets_ten_per_local_day_across_its_midnight(guard: Guard) -> None:
+    tz = ZoneInfo("America/New_York")
+    guard.add_mailbox("ny@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), timezone="America/New_York", now=NOW)
+    midnight = datetime(2026, 12, 1, tzinfo=tz).timestamp()  # 05:00 UTC on Dec 1
+    before = [guard.reserve("ny@x.com", now=midnight - 600 + i) for i in range(12)]
+    after = [guard.reserve("ny@x.com", now=midnight + i) for i in range(12)]
+    assert [d.status for d in before].count("reserved") == 10
+    assert [d.status for d in after].count("reserved") == 10
+    assert {d.reservation.day for d in before if d.reservation} == {"2026-11-30"}
+    assert {d.reservation.day for d in after if d.reservation} == {"2026-12-01"}
+    # A UTC day would have rolled over five hours earlier: still the New York day, still capped.
+    assert guard.reserve("ny@x.com", now=midnight - 1).status == "skipped-daily-limit"
+
+
+def test_schedule_past_its_written_horizon_is_extended_on_demand(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    far = NOW + 200 * 86400  # beyond the 62 days written at add time
+    decision = guard.reserve("a@x.com", now=far)
+    assert decision.reserved and decision.reservation is not None
+    assert decision.reservation.cap == 40
+    assert decision.reservation.day == (TODAY + timedelta(days=200)).isoformat()
+
+
+def test_now_before_the_start_date_is_refused(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, now=NOW)
+    with pytest.raises(WarmupConfigError, match="before the mailbox's start date"):
+        guard.reserve("a@x.com", now=NOW - 3 * 86400)
+
+
+def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: redis.Redis) -> None:
+    with pytest.raises(WarmupConfigError, match="not an email address"):
+        guard.add_mailbox("not-an-address", start=TODAY, now=NOW)
+    with pytest.raises(WarmupConfigError, match="in the future"):
+        guard.add_mailbox("a@x.com", start=TODAY + timedelta(days=1), now=NOW)
+    with pytest.raises(WarmupConfigError, match="IANA"):
+        guard.add_mailbox("a@x.com", start=TODAY, timezone="Mars/Olympus", now=NOW)
+    assert redis_client.keys("*") == []
+
+
+def test_unknown_mailbox_is_a_config_error(guard: Guard) -> None:
+    with pytest.raises(WarmupConfigError, match=r"unknown mailbox 'nobody@x\.com'"):
+        guard.reserve("nobody@x.com", now=NOW)
+
+
+def test_redis_down_fails_closed_by_default_and_open_when_asked() -> None:
+    dead_url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    with Guard.from_url(dead_url) as closed_guard:
+        closed = closed_guard.reserve("a@x.com")
+        assert closed.status == "skipped-unavailable" and closed.reservation is None
+        with pytest.raises(WarmupUnavailable, match="Redis unreachable"):
+            closed_guard.add_mailbox("a@x.com", start=TODAY, now=NOW)
+    with Guard.from_url(dead_url, fail_open=True) as open_guard:
+        opened = open_guard.reserve("a@x.com")
+        assert opened.reserved and opened.reservation is not None and opened.reservation.unguarded
+        assert open_guard.confirm(opened.reservation) is False  # nothing to settle
+
+
+def test_from_url_without_url_uses_the_embedded_redis(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with Guard.from_url(None, state_dir=tmp_path / "state") as guard:
+        guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0))
+        assert guard.reserve("a@x.com").reserved
+        pid = (tmp_path / "state" / "redis.pid").read_text().strip()
+    import os
+    import signal
+
+    os.kill(int(pid), signal.SIGTERM)
+
+
+class TestCancel:
+    @pytest.fixture(autouse=True)
+    def _mailbox(self, guard: Guard) -> None:
+        guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+
+    def _count(self, guard: Guard) -> int:
+        return guard.status(["a@x.com"], now=NOW + 5)[0].sent
+
+    @pytest.mark.parametrize("failure", [None, FailureClass.RECIPIENT, FailureClass.CONTENT,
+                                         FailureClass.TRANSIENT, FailureClass.ACCOUNT_AUTH])
+    def test_definite_rejection_frees_the_slot(self, guard: Guard, failure: FailureClass | None) -> None:
+        reservation = guard.reserve("a@x.com", now=NOW).reservation
+        assert reservation is not None
+        outcome = guard.cancel(reservation, failure=failure, now=NOW + 1)
+        assert outcome.settled and outcome.freed
+        assert self._count(guard) == 0
+        again = guard.cancel(reservation, failure=failure, now=NOW + 2)
+        assert not again.settled and not again.freed  # idempotent: never frees twice
+
+    def test_account_quota_keeps_the_slot_and_parks_until_local_midnight(self, guard: Guard) -> None:
+        reservation = guard.reserve("a@x.com", now=NOW).reservation
+        assert reservation is not None
+        assert not guard.cancel(reservation, FailureClass.ACCOUNT_QUOTA, now=NOW + 1).freed
+        assert self._count(guard) == 1
+        parked = guard.reserve("a@x.com", now=NOW + 2)
+        assert parked.status == "skipped-daily-limit"
+        assert parked.retry_after_s == pytest.approx(12 * 3600 - 2)
+        assert guard.reserve("a@x.com", now=NOW + 12 * 3600).reserved
+
+    def test_rate_limited_keeps_the_slot_and_cools_down_four_hours(self, guard: Guard) -> None:
+        reservation = guard.reserve("a@x.com", now=NOW).reservation
+        assert reservation is not None
+        assert not guard.cancel(reservation, FailureClass.RATE_LIMITED, now=NOW).freed
+        assert self._count(guard) == 1
+        assert guard.reserve("a@x.com", now=NOW + 4 * 3600 - 1).status == "skipped-cooldown"
+        assert guard.reserve("a@x.com", now=NOW + 4 * 3600).reserved
+
+    def test_account_auth_disconnects_until_resumed(self, guard: Guard) -> None:
+        reservation = guard.reserve("a@x.com", now=NOW).reservation
+        assert reservation is not None
+        guard.cancel(reservation, FailureClass.ACCOUNT_AUTH, now=NOW)
+        later = guard.reserve("a@x.com", now=NOW + 86400)
+        assert later.status == "skipped-paused" and "authentication" in (later.reason or "")
+        guard.resume("a@x.com")
+        assert guard.reserve("a@x.com", now=NOW + 86400).reserved
+
+    def test_unknown_outcome_keeps_the_reservation(self, guard: Guard) -> None:
+        for i in range(15):
+            assert guard.reserve("a@x.com", now=NOW + i).reserved  # never confirmed nor cancelled
+        assert guard.reserve("a@x.com", now=NOW + 20).status == "skipped-daily-limit"
+
+
+def test_spam_rate_gates_hold_and_pause(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=13), min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    guard.add_mailbox("b@x.com", start=TODAY - timedelta(days=13), min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    guard.add_mailbox("c@y.com", start=TODAY - timedelta(days=13), min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    assert guard.plan("a@x.com", 15)[-1].cap == 20  # day 15 (tomorrow) if healthy
+    held = guard.record_spam_rate(0.0015, TODAY - timedelta(days=1), domain="x.com", now=NOW)
+    assert (held.verdict, held.paused) == ("hold", ())
+    assert guard.plan("a@x.com", 15)[-1].cap == 15
+    paused = guard.record_spam_rate(0.004, TODAY - timedelta(days=2), domain="x.com", now=NOW)
+    assert paused.verdict == "pause" and paused.paused == ("a@x.com", "b@x.com")
+    assert guard.reserve("a@x.com", now=NOW).status == "skipped-paused"
+    assert guard.reserve("c@y.com", now=NOW).reserved  # another domain is untouched
+    guard.resume("a@x.com")
+    decision = guard.reserve("a@x.com", now=NOW)
+    assert decision.reservation is not None and decision.reservation.cap == 10  # stepped back from 15
+
+
+def test_import_sends_raises_todays_counters_never_lowers(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=600, jitter_s=(0, 0), now=NOW)
+    guard.reserve("a@x.com", now=NOW - 3600)
+    at = datetime.fromtimestamp(NOW, UTC)
+    log = [("a@x.com", at - timedelta(hours=h)) for h in (1, 2, 3, 4, 30)]  # 30 h ago: yesterday
+    log.append(("a@x.com", at - timedelta(minutes=5)))
+    assert guard.import_sends(log, now=NOW) == {"a@x.com": (5, int((NOW - 300) * 1000))}
+    status = guard.status(["a@x.com"], now=NOW)[0]
+    assert status.sent == 5 and status.state == "cooldown"
+    assert guard.import_sends([("a@x.com", at - timedelta(hours=2))], now=NOW)["a@x.com"][0] == 5

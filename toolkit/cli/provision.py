@@ -1,0 +1,82 @@
+"""`sendhost provision`: run the Ansible playbook on the sender hosts and report per host."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from provisioning.plan import HostPlan, inventory_slots, resolve_plan, slot_extravars
+from provisioning.runner import ProvisionResult, find_ansible_playbook, run_playbook
+from provisioning.targets import load_targets
+from sendhost.errors import ConfigError
+from toolkit.app import App
+from toolkit.inventory import Inventory
+from toolkit.output import emit_json, emit_table, format_option
+
+
+@click.command("provision")
+@click.option("--inventory", "inventory_path", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
+              help="Inventory file (overrides the global --inventory).")
+@click.option("--limit", metavar="PATTERN", help="Ansible host pattern narrowing group senders.")
+@click.option("--check", is_flag=True, help="Dry run: report what would change, change nothing.")
+@click.option("--tags", metavar="T", help="Only tasks with these tags (comma-separated): sender_base, "
+              "sender_addresses, sender_agent, packages, sysctl, timesync, users.")
+@format_option()
+@click.pass_obj
+def command(app: App, inventory_path: Path | None, limit: str | None, check: bool, tags: str | None,
+            fmt: str | None) -> None:
+    """Provision sender hosts with playbooks/site.yml (through ansible-runner).
+
+    Ends with a table per host (ok, changed, failed, unreachable); exits 1 when any host failed or was
+    unreachable, 2 for bad input (a host without ansible_host or key, a slot outside its subnet,
+    ansible-playbook missing).
+    """
+    if inventory_path is not None:
+        app.inventory_flag = str(inventory_path)
+    inventory = app.require_inventory()
+    plans = _plans(inventory, limit)
+    binary = find_ansible_playbook(app.env)
+    extravars: dict[str, object] = slot_extravars(plans)
+    redis_url = app.config.redis_url
+    if redis_url.value and not redis_url.source.startswith("inventory"):
+        extravars["sendhost_redis_url"] = redis_url.value  # a flag or env var beats the inventory, as everywhere
+    progress = (lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None
+    result = run_playbook(inventory.path, binary=binary, extravars=extravars, limit=limit,
+                          tags=[t.strip() for t in (tags or "").split(",") if t.strip()], check=check,
+                          progress=progress)
+    _render(result, app.output_format(fmt))
+    if result.failed:
+        bad = ", ".join(f"{h.host} ({h.status})" for h in result.hosts if h.status in ("failed", "unreachable"))
+        app.fail(f"provisioning failed on {bad or 'the playbook run'}", 1)
+
+
+def _plans(inventory: Inventory, limit: str | None) -> list[HostPlan]:
+    """Check every targeted host is reachable in principle and resolve its slot addresses."""
+    source = inventory_slots({h.name: h.pool.private_ips for h in inventory.hosts})
+    by_name = {h.name: h for h in inventory.hosts}
+    plans = []
+    for target in load_targets(inventory.path, limit):
+        target.require_connectable()
+        host = by_name.get(target.name)
+        if host is None:
+            raise ConfigError(f"{inventory.path}: host {target.name} is not a sender host sendhost knows")
+        plans.append(resolve_plan(host.name, host.interface, host.subnet, source))
+    return plans
+
+
+def _render(result: ProvisionResult, fmt: str) -> None:
+    if fmt == "json":
+        emit_json({
+            "check": result.check,
+            "failed": result.failed,
+            "hosts": [{"host": h.host, "status": h.status, "ok": h.ok, "changed": h.changed, "failed": h.failed,
+                       "unreachable": h.unreachable, "skipped": h.skipped, "message": h.message}
+                      for h in result.hosts],
+        })
+        return
+    title = "sendhost provision" + (" (check mode: nothing changed)" if result.check else "")
+    emit_table(title, ["host", "status", "ok", "changed", "failed", "unreachable", "skipped", "message"],
+               [(h.host, h.status, h.ok, h.changed, h.failed, h.unreachable, h.skipped, h.message)
+                for h in result.hosts])

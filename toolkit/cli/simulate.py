@@ -1,0 +1,173 @@
+"""`sendhost simulate`: run the whole toolkit on a simulated clock (embedded Redis, AWS in moto, zone files)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from sendhost.errors import ConfigError
+from toolkit.app import App
+from toolkit.output import emit_json, emit_table, format_option
+
+if TYPE_CHECKING:
+    from simulation import SimInventory
+    from simulation.summary import Summary
+    from toolkit.inventory import Inventory
+
+EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the message names it)."
+
+
+@click.command("simulate", epilog=EXIT_HELP)
+@click.option("--inventory", "inventory_path", metavar="PATH",
+              help="Inventory to simulate (default: sendhost --inventory, else the shipped example inventory).")
+@click.option("--days", default=14, show_default=True, type=int, help="Simulated days.")
+@click.option("--sends-per-day", default=120, show_default=True, type=int,
+              help="Leads the sender workers try to mail each day (the guard decides how many go out).")
+@click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same run.")
+@click.option("--zone-dir", metavar="DIR",
+              help="Zone files to audit the inventory's domains in (default: the shipped example zones when "
+                   "they cover the inventory's domains, as for the example inventory; otherwise no audit).")
+@click.option("--report", "report_path", metavar="FILE.html", help="Also write a self-contained HTML report.")
+@format_option()
+@click.pass_obj
+def command(app: App, inventory_path: str | None, days: int, sends_per_day: int, seed: int, zone_dir: str | None,
+            report_path: str | None, fmt: str | None) -> None:
+    """Run the toolkit on simulated days: sender workers pick mailboxes through the warm-up guard and lease IPs from
+    the pool, a pool worker rotates and reaps parked EIPs, and the domains' zone files are audited.
+
+    Needs nothing running: an embedded Redis in a temporary directory and AWS in moto, in process, with fake
+    credentials (your AWS settings are hidden from it). Everything is removed at the end.
+    """
+    from simulation import SimConfig, run_simulation
+    from simulation.dns_check import example_zone_dir
+    from simulation.report_html import render_report
+    from simulation.summary import summarize
+    from toolkit.inventory import load_inventory
+
+    chosen = inventory_path or app.inventory_flag
+    path = Path(chosen) if chosen else example_inventory()
+    if not path.is_file():
+        raise ConfigError(f"inventory {path}: no such file; pass --inventory PATH (or leave it out to simulate "
+                          f"the example inventory)")
+    inventory = to_sim_inventory(load_inventory(path))
+    zones = Path(zone_dir) if zone_dir else _shipped_zones_for(inventory, example_zone_dir())
+    report = Path(report_path) if report_path else None
+    if report is not None and not report.parent.is_dir():
+        raise ConfigError(f"--report {report}: directory {report.parent} does not exist")
+    config = SimConfig(days=days, sends_per_day=sends_per_day, seed=seed, zone_dir=zones)
+    config.check()
+    with _progress(config.days) as progress:
+        result = run_simulation(inventory, config, progress)
+    summary = summarize(result)
+    if report is not None:
+        _write_atomically(report, render_report(result, summary))
+    if app.output_format(fmt) == "json":
+        emit_json(summary.to_json())
+    else:
+        _render_tables(summary, zones)
+    if report is not None:
+        click.echo(f"report: {report}", err=True)
+
+
+def example_inventory() -> Path:
+    """The example inventory shipped with the package (a copy of the repository's inventory.example.yml)."""
+    return Path(str(resources.files("simulation") / "data" / "inventory.example.yml"))
+
+
+def to_sim_inventory(inventory: Inventory) -> SimInventory:
+    """The simulation's view of a validated inventory."""
+    from simulation import SimDomain, SimHost, SimInventory, SimMailbox
+
+    hosts = tuple(SimHost(name=h.name, instance_id=h.instance_id, primary_ip=h.primary_ip, slots=h.pool.slots,
+                          budget=h.pool.budget, park_minutes=float(h.pool.park_minutes),
+                          ptr_zone=h.pool.ptr_zone if h.pool.ptr else None, private_ips=h.pool.private_ips,
+                          subnet=h.subnet) for h in inventory.hosts)
+    mailboxes = tuple(SimMailbox(m.address, m.domain, date.fromisoformat(m.start), m.timezone, m.group)
+                      for m in inventory.mailboxes)
+    domains = tuple(SimDomain(d.name, d.dkim_selectors, d.envelope_domain) for d in inventory.domains)
+    region = inventory.hosts[0].region if inventory.hosts else "us-east-1"
+    return SimInventory(hosts, mailboxes, domains, region)
+
+
+def _shipped_zones_for(inventory: SimInventory, shipped: Path) -> Path | None:
+    """The shipped example zones when they cover every domain of the inventory (the example's), else None."""
+    names = {path.name.removesuffix(".zone") for path in shipped.glob("*.zone")}
+    wanted = {domain.name.lower().rstrip(".") for domain in inventory.domains}
+    return shipped if wanted and wanted <= names else None
+
+
+@contextmanager
+def _progress(days: int) -> Iterator[Callable[[float], None] | None]:
+    """A progress bar on a terminal; nothing in a pipe."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("simulating {task.fields[days]} days"), BarColumn(),
+                  TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), console=Console(stderr=True),
+                  transient=True) as bar:
+        task = bar.add_task("simulate", total=1.0, days=days)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write the whole file or nothing: a temporary file beside it, renamed into place."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it 0600; a report is an ordinary file
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _render_tables(summary: Summary, zones: Path | None) -> None:
+    fallbacks = sum(summary.fallbacks.values())
+    reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(summary.fallbacks.items()))
+    fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%} of {summary.rotations} new addresses"
+    findings = summary.findings
+    rows = [
+        ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day; {summary.sends_per_day}/day asked)"),
+        ("fallbacks to the primary IP", f"{fallbacks}" + (f" ({reasons})" if reasons else "")),
+        ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
+        ("fresh-IP share", fresh),
+        ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"),
+        ("max sends on one address", f"{summary.max_sends_on_address} (budget "
+                                     f"{summary.budget_range[0]}..{summary.budget_range[1]})"),
+        ("fewest sends before retiring", "-" if summary.min_sends_at_retirement is None
+         else str(summary.min_sends_at_retirement)),
+        ("parked EIP-hours", f"{summary.parked_eip_hours:.1f} h = ${summary.parked_cost_usd:.2f} at $0.005/h"),
+        ("most EIPs parked at once", str(summary.max_parked)),
+        ("audit findings", "no audit (pass --zone-dir)" if zones is None else
+         f"{findings['error']} error, {findings['warning']} warning, {findings['info']} info"),
+    ]
+    if summary.worker_errors:
+        rows.append(("pool worker errors", f"{len(summary.worker_errors)}, first: {summary.worker_errors[0]}"))
+    days = f"{summary.days} day{'s' if summary.days != 1 else ''}"
+    emit_table(f"sendhost simulate: {days} from {summary.start}, seed {summary.seed}",
+               ["measure", "value"], rows)
+    emit_table("mailboxes, by their own local days (the first and last may be partial)",
+               ["mailbox", "start", "sends", "sum of caps", "busiest day", "days at cap", "over cap"],
+               [(m.address, m.start, m.sends, m.capacity,
+                 f"{m.busiest_day[5:]} {m.busiest_sends}/{m.busiest_cap}" if m.busiest_day else "-", m.days_at_cap,
+                 m.days_over_cap) for m in summary.mailboxes])
+    found = [(d["domain"], f["severity"], f["code"], f["location"] or "-")
+             for d in summary.domains for f in d["findings"]]
+    if found:
+        emit_table("DNS audit of the zone files", ["domain", "severity", "code", "where"], found,
+                   summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")

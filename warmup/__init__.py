@@ -1,0 +1,8 @@
+"""Mailbox warm-up: ramp schedules, the atomic Redis send guard, health gates, failure classes, circuit breaker."""
+
+from warmup.failures import FailureClass, classify
+from warmup.guard import BreakerPolicy, CancelOutcome, Decision, Guard, Reservation
+from warmup.schedule import DayCap, Ramp, cap_on, plan
+
+__all__ = ["BreakerPolicy", "CancelOutcome", "DayCap", "Decision", "FailureClass", "Guard", "Ramp", "Reservation",
+           "cap_on", "classify", "plan"]

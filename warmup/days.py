@@ -1,0 +1,53 @@
+"""Instants and a mailbox's own calendar days; the schedule rows the guard's scripts read."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from warmup.schedule import DayCap, Ramp, plan
+
+# How many days ahead the schedule is written; a reservation past it makes the guard rewrite it.
+HORIZON_DAYS = 62
+
+
+def local_day(now_ms: int, timezone: str) -> date:
+    """The calendar day of instant `now_ms` in `timezone`."""
+    return datetime.fromtimestamp(now_ms / 1000, ZoneInfo(timezone)).date()
+
+
+def midnight_ms(day: date, timezone: str) -> int:
+    """The instant (ms) a calendar day starts in `timezone` (DST-aware)."""
+    return int(datetime.combine(day, time(0), ZoneInfo(timezone)).timestamp() * 1000)
+
+
+def schedule_rows(start: date, today: date, timezone: str, ramp: Ramp,
+                  history: Mapping[date, float]) -> dict[str, int]:
+    """Zset members for yesterday .. today+HORIZON, scored by the day's local midnight (ms):
+    "day|cap|next_midnight_ms|day_number|state". Carrying the next midnight lets the reserve script find
+    today, its cap and its end with one range query."""
+    first = max(start, today - timedelta(days=1))
+    days = plan(start, today + timedelta(days=HORIZON_DAYS), ramp, history)
+    return {_member(d, timezone): midnight_ms(d.day, timezone) for d in days if d.day >= first}
+
+
+def parse_member(member: str) -> tuple[DayCap, int]:
+    """A schedule member -> (the day's plan, its end as the next local midnight in ms)."""
+    day, cap, next_midnight, number, state = member.split("|")
+    return DayCap(date.fromisoformat(day), int(number), int(cap), state), int(next_midnight)  # type: ignore[arg-type]
+
+
+def _member(day: DayCap, timezone: str) -> str:
+    next_midnight = midnight_ms(day.day + timedelta(days=1), timezone)
+    return f"{day.day.isoformat()}|{day.cap}|{next_midnight}|{day.day_number}|{day.state}"
+
+
+def jitter_ms(seed: str, day: str, low_ms: int, high_ms: int) -> int:
+    """The mailbox's jitter for one day: stable all day, different across days and mailboxes.
+
+    Mirrors reserve.lua (sha1 of "seed|day", first 8 hex digits, modulo the span) so status can show it.
+    """
+    span = high_ms - low_ms + 1
+    return low_ms + int(hashlib.sha1(f"{seed}|{day}".encode()).hexdigest()[:8], 16) % span

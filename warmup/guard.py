@@ -1,0 +1,337 @@
+"""The send guard: one Lua script per reservation, enforced across every sender process by Redis.
+
+    guard = Guard.from_url("redis://...")          # embedded Redis when the URL is None
+    guard.add_mailbox("a@x.com", start=date(2026, 11, 30), min_gap_s=420, jitter_s=(0, 90))
+    d = guard.reserve("a@x.com")                   # or guard.pick([...]): least-used eligible mailbox
+    if d.reserved: ... send ...; guard.confirm(d.reservation)   # or guard.cancel(d.reservation, failure=...)
+
+Redis errors on the hot path fail closed (`skipped-unavailable`) unless the guard was built with
+`fail_open=True`; when we don't know whether a send is allowed we under-send.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from sendhost import redis_conn
+from warmup import keys
+from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.failures import FailureClass
+from warmup.mailboxes import (
+    MailboxConfig,
+    Mailboxes,
+    MailboxStatus,
+    SpamRecord,
+    validate_address,
+    validate_group,
+    validate_timezone,
+)
+from warmup.schedule import DayCap, Ramp
+from warmup.scripts import Scripts
+
+log = logging.getLogger("sendhost.warmup")
+T = TypeVar("T")
+DEFAULT_RAMP = Ramp()
+
+Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-unavailable"]
+HOT_PATH_RETRIES = 1
+CALL_PLAN_CACHE = 1024
+# Settled tokens are remembered this long: far longer than a send can stay in flight.
+SETTLED_KEEP_MS = 2 * 86_400_000
+GUARD_ACTIONS = {
+    FailureClass.ACCOUNT_QUOTA: "park-day",
+    FailureClass.RATE_LIMITED: "cool-down",
+    FailureClass.ACCOUNT_AUTH: "disconnect",
+}
+
+
+@dataclass(frozen=True)
+class BreakerPolicy:
+    """Per-inbox circuit breaker: `failures` in `window_s` trip it, but only while the whole system had at
+    least `min_system_successes` confirmed sends in that window; `trips_to_disconnect` trips in a day pause it."""
+
+    failures: int = 5
+    window_s: int = 1800
+    min_system_successes: int = 10
+    open_s: int = 1800
+    trips_to_disconnect: int = 2
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A reserved send. `unguarded` is True only for fail-open reservations made while Redis was down."""
+
+    token: str
+    mailbox: str
+    group: str
+    day: str
+    count: int
+    cap: int
+    at_ms: int
+    unguarded: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: Status
+    mailbox: str | None
+    reservation: Reservation | None = None
+    retry_after_s: float | None = None  # None with skipped-paused: until resumed
+    reason: str | None = None
+
+    @property
+    def reserved(self) -> bool:
+        return self.status == "reserved"
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    """What `cancel` did: whether it settled the reservation (False: already settled), freed the slot,
+    tripped the breaker."""
+
+    failure: FailureClass | None
+    settled: bool
+    freed: bool
+    failures_in_window: int
+    tripped: bool
+    disconnected: bool
+    applied: bool = True  # False when Redis was unreachable: nothing changed, the slot stays used
+
+
+class Guard:
+    """Reserve sends for mailboxes within their daily cap and minimum gap, atomically across processes."""
+
+    def __init__(self, client: redis.Redis, *, fail_open: bool = False, breaker: BreakerPolicy = BreakerPolicy(),
+                 cooldown_s: int = 4 * 3600, new_seed: Callable[[], str] | None = None) -> None:
+        self._client = client
+        self._scripts = Scripts.register(client)
+        self.fail_open = fail_open
+        self.breaker = breaker
+        self.cooldown_s = cooldown_s
+        self.mailboxes = Mailboxes(client, self._scripts, new_seed) if new_seed else Mailboxes(client, self._scripts)
+        self._call_plans: dict[tuple[str, ...], tuple[list[str], keys.GroupKeys, list[str]]] = {}
+
+    @classmethod
+    def from_url(cls, url: str | None, *, state_dir: Path = redis_conn.DEFAULT_STATE_DIR,
+                 socket_timeout: float = redis_conn.DEFAULT_SOCKET_TIMEOUT_S, fail_open: bool = False,
+                 breaker: BreakerPolicy = BreakerPolicy()) -> Guard:
+        """A guard on `url`, or on the embedded Redis under `state_dir` when `url` is None."""
+        try:
+            client = redis_conn.connect(url, state_dir=state_dir, socket_timeout=socket_timeout)
+        except ValueError as exc:
+            raise WarmupConfigError(str(exc)) from None
+        # redis-py's default retries back off for seconds; a sender must hear "unavailable" within a timeout.
+        client.set_retry(Retry(NoBackoff(), HOT_PATH_RETRIES))
+        return cls(client, fail_open=fail_open, breaker=breaker)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Guard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- mailboxes -------------------------------------------------------------------------------------------
+
+    def add_mailbox(self, address: str, *, start: date, min_gap_s: float = 420,
+                    jitter_s: tuple[float, float] = (0, 90), group: str = "default", timezone: str = "UTC",
+                    domain: str | None = None, ramp: Ramp = DEFAULT_RAMP,
+                    now: float | None = None) -> bool:
+        """Put a mailbox under the guard (or update its settings, keeping today's counters); True if new."""
+        address = validate_address(address)
+        low, high = jitter_s
+        if min_gap_s < 0 or not 0 <= low <= high:
+            raise WarmupConfigError(f"gap {min_gap_s}s / jitter {jitter_s} for {address}: need gap >= 0 and "
+                                    "0 <= low <= high, e.g. min_gap_s=420, jitter_s=(0, 90)")
+        config = MailboxConfig(
+            address=address, group=validate_group(group), domain=(domain or address.split("@", 1)[1]).lower(),
+            timezone=validate_timezone(timezone), start=start, min_gap_ms=int(min_gap_s * 1000),
+            jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp,
+        )
+        return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(now)))
+
+    def knows(self, address: str) -> bool:
+        """Is `address` under the guard already?"""
+        address = validate_address(address)
+        return self._admin(lambda: self.mailboxes.exists(address))
+
+    def pause(self, address: str, reason: str = "paused by hand") -> None:
+        address = validate_address(address)
+        self._admin(lambda: self.mailboxes.pause(address, reason))
+
+    def resume(self, address: str) -> None:
+        address = validate_address(address)
+        self._admin(lambda: self.mailboxes.resume(address))
+
+    def record_spam_rate(self, rate: float, day: date, *, domain: str | None = None, mailbox: str | None = None,
+                         now: float | None = None) -> SpamRecord:
+        """Record a day's spam rate (a fraction) for a domain or a mailbox; >= 0.3% pauses what it covers."""
+        if mailbox is not None:
+            mailbox = validate_address(mailbox)
+        return self._admin(lambda: self.mailboxes.record_spam_rate(
+            rate, day, self.mailboxes.now_ms(now), domain=domain.lower() if domain else None, mailbox=mailbox))
+
+    def status(self, addresses: Iterable[str] | None = None, now: float | None = None) -> list[MailboxStatus]:
+        def read() -> list[MailboxStatus]:
+            wanted = [validate_address(a) for a in addresses] if addresses else self.mailboxes.addresses()
+            now_ms = self.mailboxes.now_ms(now)
+            return [self.mailboxes.status(a, now_ms, self.breaker.window_s * 1000) for a in wanted]
+        return self._admin(read)
+
+    def plan(self, address: str, days: int) -> list[DayCap]:
+        address = validate_address(address)
+        return self._admin(lambda: self.mailboxes.plan(address, days))
+
+    def import_sends(self, sends: Iterable[tuple[str, datetime]],
+                     now: float | None = None) -> dict[str, tuple[int, int]]:
+        """Rebuild today's counters from the sender's own log: raise, never lower, each mailbox's count."""
+        return self._admin(lambda: self.mailboxes.import_sends(sends, self.mailboxes.now_ms(now)))
+
+    def _admin(self, operation: Callable[[], T]) -> T:
+        try:
+            return operation()
+        except redis.RedisError as exc:
+            raise WarmupUnavailable(f"Redis unreachable: {exc}; check --redis-url / REDIS_URL") from None
+
+    # --- the hot path ----------------------------------------------------------------------------------------
+
+    def reserve(self, address: str, now: float | None = None) -> Decision:
+        """Reserve one send for `address` if it is within its cap and gap and not paused."""
+        return self.pick((address,), now=now)
+
+    def pick(self, addresses: Sequence[str], now: float | None = None) -> Decision:
+        """Reserve on the least-used eligible mailbox of `addresses` (one group), in one script."""
+        if not addresses:
+            raise WarmupConfigError("pick needs at least one mailbox")
+        try:
+            return self._pick(addresses, now)
+        except redis.RedisError as exc:
+            log.warning("warmup guard: Redis error, failing %s: %s", "open" if self.fail_open else "closed", exc)
+            if self.fail_open:
+                first = addresses[0].lower()
+                reservation = Reservation(token="", mailbox=first, group="", day="", count=0, cap=0,
+                                          at_ms=0, unguarded=True)
+                return Decision("reserved", first, reservation, reason=f"fail-open: {exc}")
+            return Decision("skipped-unavailable", None, retry_after_s=None, reason=str(exc))
+
+    def _call_plan(self, addresses: Sequence[str]) -> tuple[list[str], keys.GroupKeys, list[str]]:
+        """Validated addresses, their group and the script's KEYS; cached, since a sender asks for the same
+        mailboxes again and again and this is the hot path."""
+        cache_key = addresses if isinstance(addresses, tuple) else tuple(addresses)
+        plan = self._call_plans.get(cache_key)
+        if plan is None:
+            wanted = [validate_address(a) for a in addresses]
+            groups = {self.mailboxes.group_of(a) for a in wanted}
+            if len(groups) > 1:
+                raise WarmupConfigError(f"pick across groups {sorted(groups)}: pick among one group's mailboxes")
+            group_keys = keys.GroupKeys(groups.pop())
+            script_keys: list[str] = []
+            for address in wanted:
+                mailbox = group_keys.mailbox(address)
+                script_keys += [mailbox.state, mailbox.schedule]
+            if len(self._call_plans) >= CALL_PLAN_CACHE:
+                self._call_plans.clear()
+            plan = self._call_plans[cache_key] = (wanted, group_keys, script_keys)
+        return plan
+
+    def _pick(self, addresses: Sequence[str], now: float | None) -> Decision:
+        wanted, group_keys, script_keys = self._call_plan(addresses)
+        args = [] if now is None else [int(now * 1000)]
+        for _attempt in range(3):
+            kind, index, *rest = self._scripts.reserve(keys=script_keys, args=args).split("\t")
+            if kind == "stale":
+                # Today is past the written schedule (or the mailbox was never planned): extend it and retry.
+                now_ms = self.mailboxes.now_ms(now)
+                for stale in (index, *rest):
+                    self.mailboxes.refresh_schedule(wanted[int(stale) - 1], now_ms)
+                continue
+            mailbox_address = wanted[int(index) - 1]
+            if kind == "unknown":
+                raise WarmupConfigError(f"unknown mailbox {mailbox_address!r}; add it first")
+            if kind == "reserved":
+                token, count, cap, at_ms = rest
+                reservation = Reservation(token, mailbox_address, group_keys.group, token.split(":", 2)[1],
+                                          int(count), int(cap), int(at_ms))
+                return Decision("reserved", mailbox_address, reservation)
+            retry_ms, _now, *reason_parts = rest
+            reason = "\t".join(reason_parts)  # the reason comes last; a person may have typed a tab in it
+            retry = None if int(retry_ms) < 0 else int(retry_ms) / 1000
+            return Decision(kind, mailbox_address, retry_after_s=retry, reason=reason)
+        raise WarmupConfigError(f"no schedule day covers now for {', '.join(wanted)}: is `now` before the "
+                                "mailbox's start date?")
+
+    def confirm(self, reservation: Reservation, now: float | None = None) -> bool:
+        """The send went out: settle the reservation and count a system-wide success for the breaker."""
+        if reservation.unguarded:
+            return False
+        group_keys = keys.GroupKeys(reservation.group)
+        try:
+            with self._client.pipeline(transaction=False) as pipe:
+                # Two scripts in one round trip: the success window is system-wide, so it lives on its own
+                # hash tag and cannot share a script with the group's keys on Redis Cluster.
+                self._scripts.confirm(keys=[group_keys.settled],
+                                      args=[self._now_arg(now), reservation.token, SETTLED_KEEP_MS], client=pipe)
+                self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
+                                        args=[self._now_arg(now), reservation.token, self.breaker.window_s * 1000],
+                                        client=pipe)
+                settled, _ = pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("warmup guard: confirm of %s not recorded: %s", reservation.token, exc)
+            return False
+        return bool(settled)
+
+    def cancel(self, reservation: Reservation, failure: FailureClass | None = None,
+               now: float | None = None) -> CancelOutcome:
+        """The send failed. No `failure`: it was never attempted, the slot is freed. Otherwise the class's
+        response applies (see `FailureClass.response`). An unknown outcome should not be cancelled at all."""
+        if reservation.unguarded:
+            return CancelOutcome(failure, settled=False, freed=False, failures_in_window=0, tripped=False,
+                                 disconnected=False, applied=False)
+        response = failure.response if failure else None
+        group_keys = keys.GroupKeys(reservation.group)
+        mailbox = group_keys.mailbox(reservation.mailbox)
+        window_ms = self.breaker.window_s * 1000
+        try:
+            successes = 0
+            if response and response.counts_for_breaker:
+                successes = int(self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
+                                                        args=[self._now_arg(now), "", window_ms]))
+            reply = self._scripts.cancel(
+                keys=[group_keys.settled, mailbox.state, mailbox.schedule, mailbox.failures],
+                args=[self._now_arg(now), reservation.token, 1 if response is None or response.frees_slot else 0,
+                      GUARD_ACTIONS.get(failure, "none") if failure else "none", self._reason(failure),
+                      1 if response and response.counts_for_breaker else 0, successes, self.breaker.failures,
+                      window_ms, self.breaker.min_system_successes, self.breaker.open_s * 1000,
+                      self.breaker.trips_to_disconnect, self.cooldown_s * 1000],
+            )
+        except redis.RedisError as exc:
+            log.warning("warmup guard: cancel of %s not recorded (slot stays used): %s", reservation.token, exc)
+            return CancelOutcome(failure, settled=False, freed=False, failures_in_window=0, tripped=False,
+                                 disconnected=False, applied=False)
+        settled, freed, in_window, tripped, disconnected, _now = (int(v) for v in reply)
+        return CancelOutcome(failure, bool(settled), bool(freed), in_window, bool(tripped), bool(disconnected))
+
+    @staticmethod
+    def _now_arg(now: float | None) -> str | int:
+        return "" if now is None else int(now * 1000)
+
+    @staticmethod
+    def _reason(failure: FailureClass | None) -> str:
+        if failure is FailureClass.ACCOUNT_QUOTA:
+            return "provider's daily sending quota reached"
+        if failure is FailureClass.RATE_LIMITED:
+            return "rate limited by the provider"
+        if failure is FailureClass.ACCOUNT_AUTH:
+            return "disconnected: authentication failed"
+        return ""

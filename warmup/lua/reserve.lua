@@ -1,0 +1,131 @@
+-- reserve.lua: reserve one send on the least-used eligible mailbox among those given (all in one group).
+-- A mailbox is eligible when it is not paused, not held (parked for the day, cooling down, breaker open),
+-- its day's count is below the day's cap, and now - last send >= min gap + the day's jitter.
+-- KEYS[2i-1]  = mailbox i state (hash: settings, day counters, last send, pause/hold/breaker), i = 1..n
+-- KEYS[2i]    = mailbox i schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
+-- ARGV[1]     = now in ms, or "" (or nothing) for Redis TIME
+-- Returns one tab-separated string (one bulk reply is the cheapest to send and parse on this hot path):
+--   reserved <TAB> i <TAB> token <TAB> count <TAB> cap <TAB> now
+--   <status> <TAB> i <TAB> retry_after_ms (-1 = until resumed) <TAB> now <TAB> reason
+--       status: skipped-paused | skipped-cooldown | skipped-daily-limit (of the soonest-available mailbox)
+--   stale <TAB> i ...   these mailboxes' schedules must be extended; call again after
+--   unknown <TAB> i     no such mailbox
+-- Counters live in the state hash as (day, day_count) and (prev_day, prev_count): the current and the
+-- previous local day, so a caller whose `now` lags just past midnight still counts against its own day.
+-- The day's schedule row is cached in the state hash (`today` = "midnight_ms|row"), so most calls skip the
+-- schedule lookup; refresh_schedule deletes the cache together with the rows.
+-- A reservation needs no record of its own: it counts from here on, and only settling it (confirm.lua,
+-- cancel.lua) writes its token, so an unknown outcome simply keeps it counted.
+
+local now
+if ARGV[1] and ARGV[1] ~= "" then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call("TIME")
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local n = #KEYS / 2
+
+local best, best_count, best_last, best_day, best_cap, best_fields, best_address
+local skip_status, skip_retry, skip_reason, skip_index
+local stale = {}
+
+local function consider_skip(i, status, retry, reason)
+  -- Prefer the mailbox that frees up soonest; "until resumed" (-1) ranks last.
+  if skip_status == nil or (retry >= 0 and (skip_retry < 0 or retry < skip_retry)) then
+    skip_status, skip_retry, skip_reason, skip_index = status, retry, reason, i
+  end
+end
+
+for i = 1, n do
+  -- Only what every call needs; reasons are read when a mailbox is skipped.
+  local f = redis.call("HMGET", KEYS[2 * i - 1], "guard", "paused", "hold_until_ms", "breaker_open_until_ms",
+    "last_send_ms", "day", "day_count", "prev_day", "prev_count", "seq", "today")
+  if not f[1] then
+    return "unknown\t" .. i
+  end
+  -- `guard` = "min_gap_ms|jitter_lo_ms|jitter_hi_ms|jitter_seed|address", written once by add_mailbox.
+  local gap, lo, hi, seed, address = string.match(f[1], "^(%d+)|(%d+)|(%d+)|([^|]*)|(.*)$")
+  local day, cap, next_day, day_start, current
+  if f[11] then
+    day_start, day, cap, next_day = string.match(f[11], "^(%d+)|([^|]+)|(%d+)|(%d+)|")
+    day_start, next_day = tonumber(day_start), tonumber(next_day)
+    current = day_start <= now and now < next_day
+  end
+  if not current then
+    local row = redis.call("ZREVRANGEBYSCORE", KEYS[2 * i], now, "-inf", "WITHSCORES", "LIMIT", 0, 1)
+    if row[1] then
+      day, cap, next_day = string.match(row[1], "^([^|]+)|(%d+)|(%d+)|")
+      next_day = tonumber(next_day)
+      current = next_day > now
+      -- Cache only forwards: a caller whose `now` lags must not evict today's row.
+      if current and (not f[6] or day >= f[6]) then
+        redis.call("HSET", KEYS[2 * i - 1], "today", row[2] .. "|" .. row[1])
+      end
+    end
+  end
+  if not current then
+    stale[#stale + 1] = i
+  else
+    cap = tonumber(cap)
+    local count
+    if day == f[6] then
+      count = tonumber(f[7])
+    elseif day == f[8] then
+      count = tonumber(f[9])
+    elseif f[6] and day < f[6] then
+      count = nil -- older than both counted days: a caller's clock far behind
+    else
+      count = 0
+    end
+    local last = tonumber(f[5] or "-1")
+    gap, lo, hi = tonumber(gap), tonumber(lo), tonumber(hi)
+    local jitter = lo
+    if hi > lo then
+      jitter = lo + tonumber(string.sub(redis.sha1hex(seed .. "|" .. day), 1, 8), 16) % (hi - lo + 1)
+    end
+    if f[2] == "1" then
+      consider_skip(i, "skipped-paused", -1, redis.call("HGET", KEYS[2 * i - 1], "pause_reason") or "paused")
+    elseif tonumber(f[3] or "0") > now then
+      local held = redis.call("HMGET", KEYS[2 * i - 1], "hold_status", "hold_reason")
+      consider_skip(i, held[1] or "skipped-cooldown", tonumber(f[3]) - now, held[2] or "held")
+    elseif tonumber(f[4] or "0") > now then
+      consider_skip(i, "skipped-cooldown", tonumber(f[4]) - now, "circuit breaker open")
+    elseif count == nil then
+      consider_skip(i, "skipped-daily-limit", next_day - now, "now is before the days this mailbox counts")
+    elseif count >= cap then
+      consider_skip(i, "skipped-daily-limit", next_day - now, "sent " .. count .. " of " .. cap .. " today")
+    elseif last >= 0 and now - last < gap + jitter then
+      consider_skip(i, "skipped-cooldown", last + gap + jitter - now,
+        string.format("gap of %.1f s since the last send", (gap + jitter) / 1000))
+    elseif best == nil or count < best_count or (count == best_count and last < best_last) then
+      best, best_count, best_last, best_day, best_cap, best_fields, best_address = i, count, last, day, cap, f,
+        address
+    end
+  end
+end
+
+if #stale > 0 then
+  return "stale\t" .. table.concat(stale, "\t")
+end
+
+if best == nil then
+  return string.format("%s\t%d\t%d\t%d\t%s", skip_status, skip_index, skip_retry, now, skip_reason)
+end
+
+local f = best_fields
+local count = best_count + 1
+local seq = tonumber(f[10] or "0") + 1
+local token = seq .. ":" .. best_day .. ":" .. best_address
+local state = KEYS[2 * best - 1]
+-- A caller's explicit `now` may lag another's: the last send never moves backwards.
+local last = string.format("%d", math.max(now, best_last))
+if best_day == f[6] then
+  redis.call("HSET", state, "day_count", count, "last_send_ms", last, "seq", seq)
+elseif best_day == f[8] then
+  redis.call("HSET", state, "prev_count", count, "last_send_ms", last, "seq", seq)
+else -- a new day: today's counter becomes the previous day's
+  redis.call("HSET", state, "prev_day", f[6] or "", "prev_count", f[7] or "0", "day", best_day,
+    "day_count", count, "last_send_ms", last, "seq", seq)
+end
+return string.format("reserved\t%d\t%s\t%d\t%d\t%d", best, token, count, best_cap, now)

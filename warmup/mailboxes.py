@@ -1,0 +1,317 @@
+"""Mailbox records in Redis: add, schedule refresh, pause/resume, health records, status and log import.
+
+None of this is on the send hot path (that is `warmup.guard`); plain commands and transactions suffice.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import redis
+
+from warmup import keys
+from warmup.days import jitter_ms, local_day, parse_member, schedule_rows
+from warmup.errors import WarmupConfigError
+from warmup.health import Verdict, format_rate, verdict
+from warmup.schedule import DayCap, Ramp, plan
+from warmup.scripts import Scripts
+
+EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$")
+CONFIG_FIELDS = ("address", "group", "domain", "timezone", "start", "min_gap_ms", "jitter_lo_ms", "jitter_hi_ms",
+                 "week_one_cap", "step", "step_days", "ceiling")
+
+
+@dataclass(frozen=True)
+class MailboxConfig:
+    """A mailbox under warm-up as stored in Redis."""
+
+    address: str
+    group: str
+    domain: str
+    timezone: str
+    start: date
+    min_gap_ms: int
+    jitter_ms: tuple[int, int]
+    ramp: Ramp
+
+    def to_fields(self) -> dict[str, str | int]:
+        return {
+            "address": self.address, "group": self.group, "domain": self.domain, "timezone": self.timezone,
+            "start": self.start.isoformat(), "min_gap_ms": self.min_gap_ms, "jitter_lo_ms": self.jitter_ms[0],
+            "jitter_hi_ms": self.jitter_ms[1], "week_one_cap": self.ramp.week_one_cap, "step": self.ramp.step,
+            "step_days": self.ramp.step_days, "ceiling": self.ramp.ceiling,
+        }
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, str]) -> MailboxConfig:
+        return cls(
+            address=fields["address"], group=fields["group"], domain=fields["domain"], timezone=fields["timezone"],
+            start=date.fromisoformat(fields["start"]), min_gap_ms=int(fields["min_gap_ms"]),
+            jitter_ms=(int(fields["jitter_lo_ms"]), int(fields["jitter_hi_ms"])),
+            ramp=Ramp(int(fields["week_one_cap"]), int(fields["step"]), int(fields["step_days"]),
+                      int(fields["ceiling"])),
+        )
+
+
+@dataclass(frozen=True)
+class MailboxStatus:
+    """What `sendhost warmup status` shows for one mailbox."""
+
+    address: str
+    group: str
+    day: date
+    day_number: int
+    cap: int
+    sent: int
+    state: str  # ready | cooldown | daily-limit | paused
+    reason: str | None
+    next_eligible: datetime | None  # None: paused until resumed
+    breaker: str  # closed | open | disconnected
+    failures_in_window: int
+    trips_today: int
+
+
+@dataclass(frozen=True)
+class SpamRecord:
+    """The outcome of recording a day's spam rate: the verdict and which mailboxes it paused."""
+
+    scope: str
+    day: date
+    rate: float
+    verdict: Verdict
+    paused: tuple[str, ...]
+
+
+def validate_address(address: str) -> str:
+    """The address lower-cased, or WarmupConfigError naming it."""
+    if not EMAIL_RE.match(address or ""):
+        raise WarmupConfigError(f"mailbox {address!r} is not an email address like alice@example.com")
+    return address.lower()
+
+
+def validate_group(group: str) -> str:
+    if not keys.GROUP_RE.match(group):
+        raise WarmupConfigError(f"group {group!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    return group
+
+
+def validate_timezone(timezone: str) -> str:
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise WarmupConfigError(f"timezone {timezone!r} is not an IANA time zone like Europe/Berlin") from None
+    return timezone
+
+
+def _text(value: object) -> str | None:
+    """Replies are str (the client decodes); this narrows redis-py's `bytes | str` typing."""
+    return None if value is None else str(value)
+
+
+def _count_on(fields: Mapping[str, str], day: str) -> int:
+    """Reservations counted on `day` (the state hash keeps the current and the previous day)."""
+    if fields.get("day") == day:
+        return int(fields.get("day_count", 0))
+    if fields.get("prev_day") == day:
+        return int(fields.get("prev_count", 0))
+    return 0
+
+
+class Mailboxes:
+    """The mailbox records; `now_ms` is Redis TIME unless a caller passes `now`."""
+
+    def __init__(self, client: redis.Redis, scripts: Scripts,
+                 new_seed: Callable[[], str] = lambda: secrets.token_hex(8)) -> None:
+        self._client = client
+        self._scripts = scripts
+        self._new_seed = new_seed
+        self._groups: dict[str, str] = {}
+
+    def now_ms(self, now: float | None) -> int:
+        if now is not None:
+            return int(now * 1000)
+        seconds, micros = self._client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    def group_of(self, address: str) -> str:
+        """The mailbox's group (cached: a mailbox never changes group); WarmupConfigError if unknown."""
+        group = self._groups.get(address)
+        if group is None:
+            group = _text(self._client.hget(keys.REGISTRY, address))
+            if group is None:
+                raise WarmupConfigError(f"unknown mailbox {address!r}; add it with `sendhost warmup add` "
+                                        "or list it under sendhost_mailboxes in the inventory")
+            self._groups[address] = group
+        return group
+
+    def keys_of(self, address: str) -> keys.MailboxKeys:
+        return keys.GroupKeys(self.group_of(address)).mailbox(address)
+
+    def exists(self, address: str) -> bool:
+        return bool(self._client.hexists(keys.REGISTRY, address))
+
+    def addresses(self) -> list[str]:
+        return sorted(str(a) for a in self._client.hkeys(keys.REGISTRY))
+
+    def config(self, address: str) -> MailboxConfig:
+        fields = self._client.hgetall(self.keys_of(address).state)
+        return MailboxConfig.from_fields({str(k): str(v) for k, v in fields.items()})
+
+    def add(self, config: MailboxConfig, now_ms: int) -> bool:
+        """Create the mailbox, or update its settings keeping its counters; True when it was new."""
+        today = local_day(now_ms, config.timezone)
+        if config.start > today:
+            raise WarmupConfigError(f"start date {config.start} of {config.address} is in the future (today is "
+                                    f"{today} in {config.timezone}); add the mailbox on or after its first day")
+        existing = self._client.hget(keys.REGISTRY, config.address)
+        if existing is not None and existing != config.group:
+            raise WarmupConfigError(f"mailbox {config.address} is already in group {existing!r}; keep the group "
+                                    "(its counters live there)")
+        state_key = keys.GroupKeys(config.group).mailbox(config.address).state
+        fields: dict[Any, Any] = dict(config.to_fields())
+        seed = _text(self._client.hget(state_key, "jitter_seed")) if existing is not None else None
+        fields["jitter_seed"] = seed or self._new_seed()
+        # What reserve.lua needs on every call, in one field (one HMGET slot instead of five).
+        fields["guard"] = (f"{config.min_gap_ms}|{config.jitter_ms[0]}|{config.jitter_ms[1]}|"
+                           f"{fields['jitter_seed']}|{config.address}")
+        self._client.hset(state_key, mapping=fields)
+        self._client.hset(keys.REGISTRY, config.address, config.group)
+        self._groups[config.address] = config.group
+        self.refresh_schedule(config.address, now_ms)
+        return existing is None
+
+    def history(self, config: MailboxConfig) -> dict[date, float]:
+        """Spam rates that apply to the mailbox: the worse of its domain's and its own, per day."""
+        merged: dict[date, float] = {}
+        for source in (keys.domain_health(config.domain), self.keys_of(config.address).health):
+            for raw_day, rate in self._client.hgetall(source).items():
+                day = date.fromisoformat(str(raw_day))
+                merged[day] = max(float(rate), merged.get(day, 0.0))
+        return merged
+
+    def plan(self, address: str, days: int) -> list[DayCap]:
+        config = self.config(address)
+        return plan(config.start, date.fromordinal(config.start.toordinal() + days - 1), config.ramp,
+                    self.history(config))
+
+    def refresh_schedule(self, address: str, now_ms: int) -> None:
+        """Rewrite the mailbox's schedule rows from its start, ramp and health history."""
+        config = self.config(address)
+        rows = schedule_rows(config.start, local_day(now_ms, config.timezone), config.timezone, config.ramp,
+                             self.history(config))
+        schedule_key = self.keys_of(address).schedule
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.delete(schedule_key)
+            pipe.zadd(schedule_key, dict(rows))
+            pipe.hdel(self.keys_of(address).state, "today")  # reserve.lua's cached row of today
+            pipe.execute()
+
+    def pause(self, address: str, reason: str) -> None:
+        self._client.hset(self.keys_of(address).state, mapping={"paused": "1", "pause_reason": reason})
+
+    def resume(self, address: str) -> None:
+        """Clear a pause, a disconnect, a hold and the breaker: a person has looked at it."""
+        mailbox = self.keys_of(address)
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.hset(mailbox.state, mapping={"paused": "0", "trips": "0"})
+            pipe.hdel(mailbox.state, "pause_reason", "hold_until_ms", "hold_status", "hold_reason",
+                      "breaker_open_until_ms")
+            pipe.delete(mailbox.failures)
+            pipe.execute()
+
+    def record_spam_rate(self, rate: float, day: date, now_ms: int, *, domain: str | None = None,
+                         mailbox: str | None = None) -> SpamRecord:
+        """Store a day's spam rate for a domain or one mailbox, re-plan the mailboxes it covers, apply the gate."""
+        if (domain is None) == (mailbox is None):
+            raise WarmupConfigError("record a spam rate for exactly one of a domain or a mailbox")
+        if mailbox is not None:
+            targets = [mailbox]
+            health_key, scope = self.keys_of(mailbox).health, mailbox
+        else:
+            assert domain is not None
+            targets = [a for a in self.addresses() if self.config(a).domain == domain]
+            health_key, scope = keys.domain_health(domain), domain
+        self._client.hset(health_key, day.isoformat(), repr(rate))
+        outcome = verdict(rate)
+        paused: list[str] = []
+        for address in targets:
+            self.refresh_schedule(address, now_ms)
+            if outcome == "pause":
+                self.pause(address, f"spam rate {format_rate(rate)} on {day} for {scope} is at or above 0.3%")
+                paused.append(address)
+        return SpamRecord(scope, day, rate, outcome, tuple(paused))
+
+    def status(self, address: str, now_ms: int, breaker_window_ms: int) -> MailboxStatus:
+        mailbox = self.keys_of(address)
+        with self._client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(mailbox.state)
+            pipe.zrevrangebyscore(mailbox.schedule, now_ms, "-inf", start=0, num=1)
+            pipe.zcount(mailbox.failures, now_ms - breaker_window_ms, "+inf")
+            fields, current, failures = pipe.execute()
+        if not current or parse_member(current[0])[1] <= now_ms:
+            self.refresh_schedule(address, now_ms)
+            return self.status(address, now_ms, breaker_window_ms)
+        today, next_day_ms = parse_member(current[0])
+        sent = _count_on(fields, today.day.isoformat())
+        trips = int(fields.get("trips", 0)) if fields.get("trip_day") == today.day.isoformat() else 0
+        state, reason, eligible_ms = self._availability(fields, today, sent, next_day_ms, now_ms)
+        breaker_until = int(fields.get("breaker_open_until_ms", 0))
+        if fields.get("paused") == "1" and "breaker" in fields.get("pause_reason", ""):
+            breaker = "disconnected"
+        else:
+            breaker = "open" if breaker_until > now_ms else "closed"
+        tz = ZoneInfo(fields["timezone"])
+        return MailboxStatus(
+            address=address, group=fields["group"], day=today.day, day_number=today.day_number, cap=today.cap,
+            sent=sent, state=state, reason=reason,
+            next_eligible=None if eligible_ms is None else datetime.fromtimestamp(eligible_ms / 1000, tz),
+            breaker=breaker, failures_in_window=int(failures), trips_today=trips,
+        )
+
+    @staticmethod
+    def _availability(fields: Mapping[str, str], today: DayCap, sent: int, next_day_ms: int,
+                      now_ms: int) -> tuple[str, str | None, int | None]:
+        """Mirror of reserve.lua's checks, in the same order, for display."""
+        if fields.get("paused") == "1":
+            return "paused", fields.get("pause_reason"), None
+        hold_until = int(fields.get("hold_until_ms", 0))
+        if hold_until > now_ms:
+            state = "daily-limit" if fields.get("hold_status") == "skipped-daily-limit" else "cooldown"
+            return state, fields.get("hold_reason"), hold_until
+        breaker_until = int(fields.get("breaker_open_until_ms", 0))
+        if breaker_until > now_ms:
+            return "cooldown", "circuit breaker open", breaker_until
+        if sent >= today.cap:
+            return "daily-limit", f"sent {sent} of {today.cap} today", next_day_ms
+        last = int(fields.get("last_send_ms", -1))
+        gap = int(fields["min_gap_ms"]) + jitter_ms(fields["jitter_seed"], today.day.isoformat(),
+                                                    int(fields["jitter_lo_ms"]), int(fields["jitter_hi_ms"]))
+        if last >= 0 and now_ms - last < gap:
+            return "cooldown", f"gap of {gap / 1000:.1f} s since the last send", last + gap
+        return "ready", None, now_ms
+
+    def import_sends(self, sends: Iterable[tuple[str, datetime]], now_ms: int) -> dict[str, tuple[int, int]]:
+        """Raise each mailbox's day counter and last send to what its send log shows; {address: (count, last)}."""
+        per_mailbox: dict[str, list[datetime]] = {}
+        for address, sent_at in sends:
+            per_mailbox.setdefault(validate_address(address), []).append(sent_at)
+        configs = {address: self.config(address) for address in per_mailbox}  # unknown -> error, nothing written
+        restored: dict[str, tuple[int, int]] = {}
+        for address, times in per_mailbox.items():
+            config = configs[address]
+            today = local_day(now_ms, config.timezone)
+            today_count = sum(1 for t in times if t.astimezone(ZoneInfo(config.timezone)).date() == today
+                              and t.timestamp() * 1000 <= now_ms)
+            last_ms = max((int(t.timestamp() * 1000) for t in times if t.timestamp() * 1000 <= now_ms), default=-1)
+            mailbox = self.keys_of(address)
+            count, last = self._scripts.restore(keys=[mailbox.state],
+                                                args=[today.isoformat(), today_count, last_ms])
+            restored[address] = (int(count), int(last))
+        return restored
