@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
-from ippool.errors import PoolConfigError, PoolOperationFailed
+from ippool.errors import AwsCredentialsError, HostedZoneNotFound, IppoolError, UnknownInstance
 from ippool.reaper import Reaper, ReapResult
 from ippool.rotator import RotationResult, Rotator
 
@@ -119,14 +119,15 @@ class Worker:
         return CycleReport(rotations, reaped, errors)
 
     def _guard(self, what: str, action: Callable[[], T]) -> tuple[T | None, str]:
-        """Run one part of a cycle: (its result, ""), or (None, message) after an operational failure (Redis or AWS
-        down, throttled), logged so the next cycle retries. Configuration errors (bad credentials) stop the worker."""
+        """Run one part of a cycle: (its result, ""), or (None, message) after a failure the next cycle may not meet
+        (Redis or AWS down, throttled, a host Redis just forgot), logged. Errors only a person can fix (credentials,
+        an inventory naming an unknown instance or zone) stop the worker."""
         import redis
 
         try:
             return action(), ""
-        except PoolConfigError:
+        except (AwsCredentialsError, UnknownInstance, HostedZoneNotFound):
             raise
-        except (PoolOperationFailed, OSError, redis.RedisError) as exc:
+        except (IppoolError, OSError, redis.RedisError) as exc:
             log.warning("%s failed: %s (retrying next cycle)", what, exc)
             return None, f"{what}: {exc}"

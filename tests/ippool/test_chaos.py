@@ -38,9 +38,10 @@ SENDERS = 8
 DEADLINE_S = 240  # a safety net for a wedged run, far above the usual minute
 
 
-def spawn(*args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "tests.ippool.chaos_procs", *args], env=env, cwd=REPO_ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def spawn(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as err:  # the child keeps its own handle
+        return subprocess.Popen([sys.executable, "-m", "tests.ippool.chaos_procs", *args], env=env, cwd=REPO_ROOT,
+                                stdout=subprocess.DEVNULL, stderr=err)
 
 
 def rotations(files: list[Path]) -> int:
@@ -77,8 +78,11 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
             stop_file = tmp_path / "stop"
             sender_out = [tmp_path / f"sender-{n}.json" for n in range(SENDERS)]
             worker_out = [tmp_path / f"worker-{n}.log" for n in range(3)]
-            senders = [spawn("sender", server.url, host, str(stop_file), str(out), env=env) for out in sender_out]
-            workers = [spawn("worker", server.url, host, instance_id, str(worker_out[n]), env=env) for n in (0, 1)]
+            logs = tmp_path / "stderr.log"
+            senders = [spawn("sender", server.url, host, str(stop_file), str(out), env=env, log=logs)
+                       for out in sender_out]
+            workers = [spawn("worker", server.url, host, instance_id, str(worker_out[n]), env=env, log=logs)
+                       for n in (0, 1)]
             processes += senders + workers
             deadline = time.monotonic() + DEADLINE_S
 
@@ -91,16 +95,16 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
             victim = rng.choice(workers)
             victim.send_signal(signal.SIGKILL)  # at whatever step it is in
             victim.wait()
-            replacement = spawn("worker", server.url, host, instance_id, str(worker_out[2]), env=env)
+            replacement = spawn("worker", server.url, host, instance_id, str(worker_out[2]), env=env, log=logs)
             processes.append(replacement)
             wait_for(lambda: rotations(worker_out) >= ROTATIONS, deadline)
 
             stop_file.touch()
             for process in senders:
-                assert process.wait(timeout=30) == 0
+                assert process.wait(timeout=30) == 0, logs.read_text()[-3000:]
             for process in [w for w in workers if w is not victim] + [replacement]:
                 process.send_signal(signal.SIGTERM)
-                assert process.wait(timeout=60) == 0
+                assert process.wait(timeout=60) == 0, logs.read_text()[-3000:]
             # What the supervisor's next worker start does: reconcile whatever the killed worker left half-done.
             Reconciler(pool, aws, {host: spec}, ledger, reaper, clock, grace_s=0).run(fix=True)
             assert Reconciler(pool, aws, {host: spec}, ledger, reaper, clock, grace_s=0).run() == []
