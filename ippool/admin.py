@@ -166,6 +166,15 @@ class PoolAdmin:
         with _redis_op(f"retire {host!r} slot {slot}"):
             return text(self._scripts.retire(keys=[keys.slot(slot)]))
 
+    def force_ready(self, host: str, slot: int) -> int:
+        """Drop a slot's live leases and make it ready to rotate now (on-call `pool rotate --force`).
+
+        Returns how many leases were dropped, or -1 when the slot is empty or already rotating."""
+        keys = self._checked_keys(host)
+        _check_slot(slot)
+        with _redis_op(f"force {host!r} slot {slot} ready"):
+            return int(self._scripts.force_ready(keys=[keys.leases, keys.slot(slot)], args=[slot]))
+
     def set_used(self, host: str, slot: int, used: int) -> tuple[int, str]:
         """Raise a slot's used count to at least `used` (reconcile, after a Redis restart: when unsure, count
         sends as made). Never lowers it. Returns (used, state) afterwards; at the budget the slot retires."""

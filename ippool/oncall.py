@@ -7,29 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from ippool.denylist import Denylist
 from ippool.errors import PoolConfigError, PoolOperationFailed
-from ippool.keys import HostKeys
 from ippool.ledger import Ledger
 from ippool.pool import Pool
 from ippool.rotator import RotationResult, Rotator
 from ippool.status import EMPTY, READY, HostStatus
 
 POLL_S = 0.5
-
-
-def _force_ready_script(client: Any) -> Any:
-    source = (resources.files("ippool") / "lua" / "force_ready.lua").read_text(encoding="utf-8")
-    return client.register_script(source)
-
-
-def force_ready(pool: Pool, host: str, slot: int) -> int:
-    """Drop `slot`'s live leases and make it ready; -1 when it is empty or already rotating."""
-    keys = HostKeys(host)
-    return int(_force_ready_script(pool.client)(keys=[keys.leases, keys.slot(slot)], args=[slot]))
 
 
 def rotate_now(rotator: Rotator, host: str, slots: list[int] | None, *, timeout_s: float, force: bool,
@@ -50,7 +37,7 @@ def rotate_now(rotator: Rotator, host: str, slots: list[int] | None, *, timeout_
     for slot in wanted:
         pool.retire(host, slot)
         if force:
-            force_ready(pool, host, slot)
+            pool.force_ready(host, slot)
         deadline = clock() + timeout_s
         while True:
             ready = {r.slot: r for r in pool.ready_slots(host, now=clock())}

@@ -14,7 +14,7 @@ from typing import Any
 PRELUDE = "_reap.lua"
 WITH_PRELUDE = frozenset({"lease", "reap"})
 NAMES = ("lease", "release", "renew", "reap", "put_address", "publish", "mark_rotating", "abort_rotation",
-         "retire", "set_used")
+         "retire", "set_used", "force_ready")
 
 
 @cache
@@ -41,6 +41,7 @@ class Scripts:
     abort_rotation: Any
     retire: Any
     set_used: Any
+    force_ready: Any
 
     @classmethod
     def register(cls, client: Any) -> Scripts:
