@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +15,7 @@ from ippool import Pool
 from ippool.lease import REDIS_ERROR
 from tests.ippool import workers
 from tests.ippool.conftest import register
-from tests.support.net import free_port
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, private_redis_server
 
 SOCKET_TIMEOUT_S = 0.2
 # One retry without backoff (a stale connection after a restart): at most two timeouts, plus scheduling slack on a
@@ -29,17 +27,8 @@ CTX = multiprocessing.get_context("fork")
 @pytest.fixture(scope="module")
 def own_redis() -> Iterator[RedisServer]:
     """A private redis-server these tests may stop, pause and restart (never the session's shared one)."""
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="sendhost-outage-") as workdir:
-        server = RedisServer(url=f"redis://127.0.0.1:{port}/0", process=None, port=port, workdir=Path(workdir))
-        server.start()
-        try:
-            yield server
-        finally:
-            if server.process is not None and server.process.poll() is None:
-                server.process.send_signal(signal.SIGCONT)
-                server.process.kill()
-                server.process.wait(timeout=10)
+    with private_redis_server("sendhost-outage-") as server:
+        yield server
 
 
 def registered_pool(url: str) -> Pool:

@@ -7,6 +7,7 @@ installed or running, and concurrent test sessions never share (and flush) one d
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -71,18 +72,26 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def redis_server() -> Iterator[RedisServer]:
-    url = os.environ.get("REDIS_URL")
-    if url and _answers(url):
-        yield RedisServer(url=url, process=None)
-        return
+def private_redis_server(prefix: str = "sendhost-redis-") -> Iterator[RedisServer]:
+    """A redis-server of our own on a free port, which the caller may stop, pause (SIGSTOP) and restart."""
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="sendhost-redis-") as workdir:
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
         server = RedisServer(url=f"redis://127.0.0.1:{port}/0", process=None, port=port, workdir=Path(workdir))
         server.start()
         try:
             yield server
         finally:
             if server.process is not None and server.process.poll() is None:
+                server.process.send_signal(signal.SIGCONT)  # a paused server would not die before wait()
                 server.process.kill()
-                server.process.wait()
+                server.process.wait(timeout=10)
+
+
+@contextmanager
+def redis_server() -> Iterator[RedisServer]:
+    url = os.environ.get("REDIS_URL")
+    if url and _answers(url):
+        yield RedisServer(url=url, process=None)
+        return
+    with private_redis_server() as server:
+        yield server
