@@ -104,7 +104,8 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
                 assert process.wait(timeout=30) == 0, logs.read_text()[-3000:]
             for process in [w for w in workers if w is not victim] + [replacement]:
                 process.send_signal(signal.SIGTERM)
-                assert process.wait(timeout=60) == 0, logs.read_text()[-3000:]
+                errors = "".join(Path(f"{out}.err").read_text() for out in worker_out if Path(f"{out}.err").exists())
+                assert process.wait(timeout=60) == 0, errors or logs.read_text()[-3000:]
             # What the supervisor's next worker start does: reconcile whatever the killed worker left half-done.
             # Checked at one instant, so an address parked for a few seconds does not fall due in between.
             now = time.time()
