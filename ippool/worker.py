@@ -131,3 +131,6 @@ class Worker:
         except (IppoolError, OSError, redis.RedisError) as exc:
             log.warning("%s failed: %s (retrying next cycle)", what, exc)
             return None, f"{what}: {exc}"
+        except Exception as exc:  # a bug or an answer nobody expected: log it whole, keep the worker alive
+            log.exception("%s failed unexpectedly (retrying next cycle)", what)
+            return None, f"{what}: {type(exc).__name__}: {exc}"

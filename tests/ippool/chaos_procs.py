@@ -12,10 +12,12 @@ rotations fit in a minute. The workers' adapter is `MotoGaps`, the named fake th
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
 import time
+import traceback
 from collections import Counter
 from pathlib import Path
 
@@ -45,6 +47,7 @@ def spec(host: str, instance_id: str) -> HostSpec:
 
 
 def sender(url: str, host: str, stop_file: str, out_file: str) -> None:
+    logging.getLogger("ippool").setLevel(logging.ERROR)  # fallbacks are expected here; the test counts them
     pool = Pool.from_url(url, socket_timeout=SOCKET_TIMEOUT_S)
     sends: Counter[str] = Counter()
     max_wait = 0.0
@@ -81,7 +84,11 @@ def worker(url: str, host: str, instance_id: str, out_file: str) -> None:
             with open(out_file, "a") as out:
                 out.write("r\n" * done)
 
-    runner.run(on_cycle=record)
+    try:
+        runner.run(on_cycle=record)
+    except BaseException:  # keep the reason where the test can show it
+        Path(out_file + ".err").write_text(traceback.format_exc())
+        raise
     aws.close()
     client.close()
 
