@@ -32,8 +32,7 @@ def test_a_host_name_that_cannot_be_a_hash_tag_is_refused(host: str) -> None:
 
 def test_every_lua_file_opens_with_a_keys_header() -> None:
     files = [f for f in (resources.files("ippool") / "lua").iterdir() if f.name.endswith(".lua")]
-    # force_ready is registered by ippool.oncall (on-call only), not by Scripts
-    assert {f.name[:-4] for f in files} == {*NAMES, "_reap", "force_ready"}
+    assert {f.name[:-4] for f in files} == {*NAMES, "_reap"}
     for file in files:
         header = []
         for line in file.read_text(encoding="utf-8").splitlines():
