@@ -70,9 +70,9 @@ def test_ten_thousand_concurrent_reservations_give_exactly_the_caps(guard: Guard
 
 def test_gap_holds_across_sixteen_processes_and_every_mailbox_keeps_pace(guard: Guard, redis_url: str,
                                                                         redis_client: redis.Redis) -> None:
-    # The issue asks for 30 s; 10 s with the same 2 s gap keeps the suite bounded and checks the same promises.
-    # SENDHOST_GAP_TEST_SECONDS=30 runs the full length.
-    duration_s = float(os.environ.get("SENDHOST_GAP_TEST_SECONDS", "10"))
+    # 30 s of 16 processes racing a 2 s gap: about 15 chances per mailbox to break it.
+    # SENDHOST_GAP_TEST_SECONDS shortens it for a quick local run.
+    duration_s = float(os.environ.get("SENDHOST_GAP_TEST_SECONDS", "30"))
     gap_s, jitter = 2.0, (0.0, 0.5)
     addresses = [f"g{i}@x.com" for i in range(10)]
     for address in addresses:
