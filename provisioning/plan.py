@@ -1,7 +1,8 @@
 """What provisioning should make true on each host: its slot addresses, interface and subnet.
 
-Slot addresses come from a `SlotSource`. Today that is the inventory's `private_ips`; once an IP pool exists,
-a source backed by `ippool` plugs in here and the playbook receives what it resolved as extra vars.
+Slot addresses come from a `SlotSource`: the IP pool's Redis state for a host that has a pool
+(`provisioning.pool_source`), else the inventory's `private_ips`. The playbook receives what was resolved as
+extra vars.
 """
 
 from __future__ import annotations

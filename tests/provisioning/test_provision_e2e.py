@@ -15,6 +15,7 @@ import pytest
 from provisioning.runner import find_ansible_playbook, run_playbook
 from tests.conftest import REPO_ROOT, run_cli
 from tests.provisioning.conftest import CLI_ENV, host_vars, write_inventory
+from tests.support.redis_server import RedisServer
 from tests.support.sshhost import SshHost
 
 pytestmark = pytest.mark.slow
@@ -26,11 +27,18 @@ def provision(inventory: Path, *args: str) -> tuple[int, dict, str]:
     return result.returncode, data, result.stderr
 
 
-def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHost, tmp_path: Path) -> None:
+def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHost, tmp_path: Path,
+                                                              redis_service: RedisServer) -> None:
     files = tmp_path / "files"
     slots = [fresh_host.slot_address(1), fresh_host.slot_address(2)]
+    # A real Redis with an ACL user: provision asks it for the host's pool (none here: the inventory's slots win),
+    # and its password must reach the host's env file but never the output.
+    client = redis_service.client()
+    client.acl_setuser("sender", enabled=True, passwords=["+s3cret"], keys=["*"], commands=["+@all"])
+    client.close()
+    redis_url = redis_service.url.replace("redis://", "redis://sender:s3cret@")
     inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(fresh_host, files, slots)},
-                                redis_url="redis://sender:s3cret@10.9.9.9:6379/0")
+                                redis_url=redis_url)
 
     rc, first, stderr = provision(inventory)
     assert rc == 0, stderr
@@ -43,7 +51,7 @@ def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHos
     assert all(f"Address={slot}/24" in persistent for slot in slots)
     env_file = files / "sendhost" / "agent.env"
     assert "SENDHOST_HOST=sender-t\n" in env_file.read_text()
-    assert "SENDHOST_REDIS_URL=redis://sender:s3cret@10.9.9.9:6379/0\n" in env_file.read_text()
+    assert f"SENDHOST_REDIS_URL={redis_url}\n" in env_file.read_text()
     assert oct(env_file.stat().st_mode & 0o777) == "0o640"
 
     rc, second, stderr = provision(inventory)
@@ -137,12 +145,17 @@ def test_service_unit_is_skipped_visibly_without_systemd(fresh_host: SshHost, tm
     assert not (files / "systemd").exists()
 
 
-def test_progress_is_shown_per_task_on_a_terminal_without_secrets(fresh_host: SshHost, tmp_path: Path) -> None:
+def test_progress_is_shown_per_task_on_a_terminal_without_secrets(fresh_host: SshHost, tmp_path: Path,
+                                                                  redis_service: RedisServer) -> None:
     inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(fresh_host, tmp_path / "f", [])})
     controller, terminal = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SENDHOST_")}
     # a Redis URL from the environment beats the inventory's and reaches the host as an extra var
-    env.update(CLI_ENV, PYTHONPATH=str(REPO_ROOT), SENDHOST_REDIS_URL="redis://agent:pa55word@10.9.9.8:6379/1")
+    client = redis_service.client()
+    client.acl_setuser("agent", enabled=True, passwords=["+pa55word"], keys=["*"], commands=["+@all"])
+    client.close()
+    redis_url = redis_service.url.replace("redis://", "redis://agent:pa55word@")
+    env.update(CLI_ENV, PYTHONPATH=str(REPO_ROOT), SENDHOST_REDIS_URL=redis_url)
     try:
         try:
             process = subprocess.run(
@@ -165,7 +178,7 @@ def test_progress_is_shown_per_task_on_a_terminal_without_secrets(fresh_host: Ss
     assert "sender-t" in process.stdout  # the table still goes to stdout
     assert "pa55word" not in shown.decode() + process.stdout
     env_file = tmp_path / "f" / "sendhost" / "agent.env"
-    assert "SENDHOST_REDIS_URL=redis://agent:pa55word@10.9.9.8:6379/1\n" in env_file.read_text()
+    assert f"SENDHOST_REDIS_URL={redis_url}\n" in env_file.read_text()
 
 
 def test_check_mode_before_the_service_group_exists_does_not_fail(fresh_host: SshHost, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from provisioning.plan import HostPlan, inventory_slots, resolve_plan, slot_extravars
+from provisioning.plan import HostPlan, SlotSource, inventory_slots, resolve_plan, slot_extravars
 from provisioning.runner import ProvisionResult, find_ansible_playbook, run_playbook
 from provisioning.targets import load_targets
 from sendhost.errors import ConfigError
@@ -36,7 +36,7 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
     if inventory_path is not None:
         app.inventory_flag = str(inventory_path)
     inventory = app.require_inventory()
-    plans = _plans(inventory, limit)
+    plans = _plans(inventory, limit, _pool_source(app))
     binary = find_ansible_playbook(app.env)
     extravars: dict[str, object] = slot_extravars(plans)
     redis_url = app.config.redis_url
@@ -52,9 +52,20 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
         app.fail(f"provisioning failed on {bad or 'the playbook run'}", 1)
 
 
-def _plans(inventory: Inventory, limit: str | None) -> list[HostPlan]:
-    """Check every targeted host is reachable in principle and resolve its slot addresses."""
-    source = inventory_slots({h.name: h.pool.private_ips for h in inventory.hosts})
+def _pool_source(app: App) -> SlotSource | None:
+    """ippool's Redis as a slot source, when a Redis is configured (the embedded default never holds a pool)."""
+    if not app.config.redis_url.value:
+        return None
+    from ippool.pool import Pool  # late: only a configured Redis needs the client
+    from provisioning.pool_source import pool_slot_source
+
+    return pool_slot_source(Pool(app.redis()))
+
+
+def _plans(inventory: Inventory, limit: str | None, pool_source: SlotSource | None = None) -> list[HostPlan]:
+    """Check every targeted host is reachable in principle and resolve its slot addresses: from the pool when
+    one exists for the host, else from the inventory's `sendhost_pool.private_ips`."""
+    from_inventory = inventory_slots({h.name: h.pool.private_ips for h in inventory.hosts})
     by_name = {h.name: h for h in inventory.hosts}
     plans = []
     for target in load_targets(inventory.path, limit):
@@ -62,7 +73,10 @@ def _plans(inventory: Inventory, limit: str | None) -> list[HostPlan]:
         host = by_name.get(target.name)
         if host is None:
             raise ConfigError(f"{inventory.path}: host {target.name} is not a sender host sendhost knows")
-        plans.append(resolve_plan(host.name, host.interface, host.subnet, source))
+        if pool_source is None:
+            plans.append(resolve_plan(host.name, host.interface, host.subnet, from_inventory))
+        else:
+            plans.append(resolve_plan(host.name, host.interface, host.subnet, pool_source, fallback=from_inventory))
     return plans
 
 

@@ -1,0 +1,50 @@
+"""Provisioning reads slot addresses from the IP pool when a host has one, from the inventory otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+
+from ippool.errors import PoolOperationFailed
+from ippool.pool import Pool
+from provisioning.pool_source import pool_slot_source
+from tests.support.net import free_port
+from toolkit.cli.provision import _plans
+from toolkit.inventory import load_inventory
+
+
+@pytest.fixture
+def inventory_path(tmp_path: Path, example_inventory: Path) -> Path:
+    key = tmp_path / "id_test"
+    key.write_text("not a real key: only its existence is checked before ansible runs\n")
+    path = tmp_path / "inventory.yml"
+    path.write_text(example_inventory.read_text().replace("~/.ssh/sendhost.pem", str(key)))
+    return path
+
+
+def test_a_host_with_a_pool_gets_the_pools_addresses_and_others_the_inventorys(
+        inventory_path: Path, redis_client: redis.Redis) -> None:
+    pool = Pool(redis_client)
+    pool.register_host("sender-1", "10.0.1.10")
+    pool.put_address("sender-1", 0, private_ip="10.0.1.31", public_ip="198.18.0.1", allocation_id="eipalloc-1")
+    pool.put_address("sender-1", 1, private_ip="10.0.1.32", public_ip="198.18.0.2", allocation_id="eipalloc-2")
+
+    plans = {p.name: p for p in _plans(load_inventory(inventory_path), None, pool_slot_source(pool))}
+
+    assert plans["sender-1"].slot_addresses == ("10.0.1.31", "10.0.1.32")  # the pool's, not the inventory's .11/.12
+    assert plans["sender-2"].slot_addresses == ()  # no pool and no private_ips in the inventory
+
+
+def test_without_a_pool_the_inventory_addresses_are_used(inventory_path: Path, redis_client: redis.Redis) -> None:
+    plans = {p.name: p for p in _plans(load_inventory(inventory_path), None, pool_slot_source(Pool(redis_client)))}
+    assert plans["sender-1"].slot_addresses == ("10.0.1.11", "10.0.1.12")
+
+
+def test_an_unreachable_pool_is_an_error_not_an_empty_pool(inventory_path: Path) -> None:
+    # Falling back to the inventory here could unbind addresses the pool is sending from.
+    dead = redis.Redis(port=free_port(), socket_timeout=0.2, socket_connect_timeout=0.2)
+    with pytest.raises(PoolOperationFailed):
+        _plans(load_inventory(inventory_path), None, pool_slot_source(Pool(dead)))
+    dead.close()
