@@ -166,3 +166,64 @@ def test_nothing_to_audit_and_missing_zone_dir_exit_2(tmp_path: Path) -> None:
     missing = run_cli("dns", "audit", "--zone-dir", str(tmp_path / "nope"))
     assert missing.returncode == 2
     assert f"error: --zone-dir {tmp_path / 'nope'}: not a directory of zone files" in missing.stderr
+
+
+def test_inventory_hosts_with_a_pool_are_audited_on_their_pool_addresses(nsd: NsdServer, mail: Any,
+                                                                         tmp_path: Path, redis_url: str) -> None:
+    from ippool.pool import Pool
+
+    # The primary IP has no PTR; the pool's Elastic IP is the clean one: a pool host sends from its pool.
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(f"""all:
+  vars:
+    sendhost_domains:
+      - name: clean.test
+        dkim_selectors: [{z.SELECTOR}]
+    sendhost_dnsbl: [{z.DNSBL_ZONE}]
+  children:
+    senders:
+      hosts:
+        sender-1:
+          sendhost_instance_id: i-0a1b2c3d4e5f60718
+          sendhost_region: us-east-1
+          sendhost_primary_ip: {z.NO_PTR_IP}
+          sendhost_pool:
+            slots: 1
+""")
+    args = ("dns", "audit", "--inventory", str(inventory), "--nameserver", nsd.address, "--smtp-port",
+            str(mail.port), "--ca-file", mail.ca_file, "--timeout", "1", "--retries", "1", "--format", "json")
+    without_pool = run_cli(*args, env={"REDIS_URL": redis_url})
+    assert [f["code"] for f in json.loads(without_pool.stdout)["domains"][0]["findings"]] == ["ptr.missing"]
+
+    pool = Pool.from_url(redis_url)
+    pool.register_host("sender-1", z.NO_PTR_IP)
+    pool.put_address("sender-1", 0, private_ip="10.0.1.11", public_ip=z.CLEAN_IP, allocation_id="eipalloc-1")
+    pool.close()
+    with_pool = run_cli(*args, env={"REDIS_URL": redis_url})
+    assert with_pool.returncode == 0, with_pool.stdout + with_pool.stderr
+    assert json.loads(with_pool.stdout)["domains"][0]["findings"] == []
+
+
+def test_an_unreachable_pool_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
+    from tests.support.net import free_port
+
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text("""all:
+  vars:
+    sendhost_domains:
+      - name: clean.test
+  children:
+    senders:
+      hosts:
+        sender-1:
+          sendhost_instance_id: i-0a1b2c3d4e5f60718
+          sendhost_region: us-east-1
+          sendhost_primary_ip: 127.0.0.10
+          sendhost_pool:
+            slots: 1
+""")
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    result = run_cli("dns", "audit", "--inventory", str(inventory), env={"REDIS_URL": url})
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: cannot read the IP pools from {url}")
+    assert "--ip" in result.stderr and "Traceback" not in result.stderr

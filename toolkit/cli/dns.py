@@ -15,6 +15,7 @@ from toolkit.output import emit_json, emit_table
 if TYPE_CHECKING:
     from dns_audit.audit import DomainTarget
     from dns_audit.resolver import LiveResolver, Resolver
+    from toolkit.inventory import Inventory
 
 EXIT_HELP = """\b
 Exit codes:
@@ -43,6 +44,33 @@ def _resolver(nameservers: tuple[str, ...], zone_dir: str | None, timeout: float
     return live, live
 
 
+def _sending_ips(app: App, inventory: Inventory) -> list[str]:
+    """Each sender host's pool addresses (the Elastic IPs recipients see) when it has a pool in the configured
+    Redis, else its primary IP. Without a configured Redis no pool can exist, so nothing is started to look."""
+    url = app.config.redis_url.value or inventory.redis_url
+    pool_ips: dict[str, list[str]] = {}
+    if url:
+        from dns_audit.errors import AuditError
+        from ippool.errors import PoolConfigError, PoolOperationFailed
+        from ippool.pool import Pool
+        from sendhost.redis_url import mask_url
+
+        pool = Pool.from_url(url)
+        try:
+            for host in inventory.hosts:
+                try:
+                    (state,) = pool.status(host.name)
+                except PoolConfigError:  # not registered: no pool for this host
+                    continue
+                pool_ips[host.name] = [slot.public_ip for slot in state.slots if slot.public_ip]
+        except PoolOperationFailed as exc:
+            raise AuditError(f"cannot read the IP pools from {mask_url(url)} ({exc}); start Redis, or name the "
+                             "sending IPs with --ip") from None
+        finally:
+            pool.close()
+    return [ip for host in inventory.hosts for ip in (pool_ips.get(host.name) or [host.primary_ip])]
+
+
 def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_origins: list[str],
              selectors: tuple[str, ...], ips: tuple[str, ...],
              envelope: str | None) -> tuple[list[DomainTarget], tuple[str, ...]]:
@@ -56,7 +84,7 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
         return [DomainTarget(n, selectors, ip_list, envelope_domain) for n in names], ()
     inventory = load_inventory(Path(inventory_path)) if inventory_path else app.inventory
     if inventory is not None and inventory.domains:
-        host_ips = ip_list or tuple(normalize_ip(h.primary_ip) for h in inventory.hosts)
+        host_ips = ip_list or tuple(normalize_ip(ip) for ip in _sending_ips(app, inventory))
         targets = [DomainTarget(normalize_domain(d.name), selectors or d.dkim_selectors, host_ips,
                                 normalize_domain(d.envelope_domain) if d.envelope_domain else envelope_domain)
                    for d in inventory.domains]
