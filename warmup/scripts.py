@@ -9,10 +9,19 @@ import redis
 from redis.commands.core import Script
 
 SCRIPT_NAMES = ("reserve", "confirm", "cancel", "successes", "restore")
+# Scripts that read the clock get the `_clock.lua` prelude, so "ARGV[1] or Redis TIME" is written once.
+CLOCK_PRELUDE = "_clock"
+WITH_CLOCK = frozenset({"reserve", "confirm", "cancel", "successes"})
+
+
+def _read(name: str) -> str:
+    return resources.files("warmup").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
 
 
 def script_source(name: str) -> str:
-    return resources.files("warmup").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
+    """The source of script `name`, with the clock prelude where it reads the time."""
+    body = _read(name)
+    return _read(CLOCK_PRELUDE) + body if name in WITH_CLOCK else body
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,7 @@
 -- ARGV[10] = breaker: successes it needs         ARGV[11] = how long a trip holds the mailbox, ms
 -- ARGV[12] = trips in one day that disconnect    ARGV[13] = cool-down, ms
 -- Returns {settled (1, or 0 when already settled), freed, failures_in_window, tripped, disconnected, now}
-local now
-if ARGV[1] ~= "" then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms(ARGV[1])
 -- Settle once: a second cancel (or a cancel after confirm) must not free the slot twice.
 if redis.call("ZADD", KEYS[1], "NX", now, ARGV[2]) == 0 then
   return {0, 0, 0, 0, 0, now}

@@ -4,13 +4,7 @@
 -- ARGV[2] = reservation token
 -- ARGV[3] = how long settled tokens are remembered, ms (longer than any reservation can stay in flight)
 -- Returns 1 when this settled the reservation, 0 when it was already settled (confirmed or cancelled).
-local now
-if ARGV[1] ~= "" then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms(ARGV[1])
 local added = redis.call("ZADD", KEYS[1], "NX", now, ARGV[2])
 redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - tonumber(ARGV[3]))
 return added

@@ -17,13 +17,7 @@
 -- A reservation needs no record of its own: it counts from here on, and only settling it (confirm.lua,
 -- cancel.lua) writes its token, so an unknown outcome simply keeps it counted.
 
-local now
-if ARGV[1] and ARGV[1] ~= "" then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms(ARGV[1])
 local n = #KEYS / 2
 
 local best, best_count, best_last, best_day, best_cap, best_fields, best_address

@@ -4,13 +4,7 @@
 -- ARGV[2] = token to record, or "" to only count
 -- ARGV[3] = window, ms
 -- Returns the number of successes within the window ending now.
-local now
-if ARGV[1] ~= "" then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms(ARGV[1])
 if ARGV[2] ~= "" then
   redis.call("ZADD", KEYS[1], now, ARGV[2])
 end
