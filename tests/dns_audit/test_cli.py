@@ -129,28 +129,33 @@ def test_unreachable_nameserver_exits_2_quickly() -> None:
     assert result.stdout == ""
 
 
-def test_inventory_supplies_domains_selectors_and_ips(sendhost_dns: Run, tmp_path: Path) -> None:
+def one_sender_inventory(tmp_path: Path, domains: str, primary_ip: str, dnsbl: str | None = None) -> Path:
+    """An inventory with `domains` (YAML list items) and one sender host on `primary_ip`."""
     inventory = tmp_path / "inventory.yml"
+    dnsbl_line = f"    sendhost_dnsbl: [{dnsbl}]\n" if dnsbl else ""
     inventory.write_text(f"""all:
   vars:
     sendhost_domains:
-      - name: clean.test
+{domains}{dnsbl_line}  children:
+    senders:
+      hosts:
+        sender-1:
+          sendhost_instance_id: i-0a1b2c3d4e5f60718
+          sendhost_region: us-east-1
+          sendhost_primary_ip: {primary_ip}
+          sendhost_pool:
+            slots: 1
+""")
+    return inventory
+
+
+def test_inventory_supplies_domains_selectors_and_ips(sendhost_dns: Run, tmp_path: Path) -> None:
+    inventory = one_sender_inventory(tmp_path, f"""      - name: clean.test
         dkim_selectors: [{z.SELECTOR}]
       - name: alignment-none.test
         dkim_selectors: []
         envelope_domain: bounce.shared.test
-    sendhost_dnsbl: [{z.DNSBL_ZONE}]
-  children:
-    senders:
-      hosts:
-        sender-1:
-          ansible_host: {z.CLEAN_IP}
-          sendhost_instance_id: i-0a1b2c3d4e5f60718
-          sendhost_region: us-east-1
-          sendhost_primary_ip: {z.CLEAN_IP}
-          sendhost_pool:
-            slots: 1
-""")
+""", z.CLEAN_IP, dnsbl=z.DNSBL_ZONE)
     result = sendhost_dns("--inventory", str(inventory), "--format", "json")
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
@@ -173,23 +178,9 @@ def test_inventory_hosts_with_a_pool_are_audited_on_their_pool_addresses(nsd: Ns
     from ippool.pool import Pool
 
     # The primary IP has no PTR; the pool's Elastic IP is the clean one: a pool host sends from its pool.
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(f"""all:
-  vars:
-    sendhost_domains:
-      - name: clean.test
+    inventory = one_sender_inventory(tmp_path, f"""      - name: clean.test
         dkim_selectors: [{z.SELECTOR}]
-    sendhost_dnsbl: [{z.DNSBL_ZONE}]
-  children:
-    senders:
-      hosts:
-        sender-1:
-          sendhost_instance_id: i-0a1b2c3d4e5f60718
-          sendhost_region: us-east-1
-          sendhost_primary_ip: {z.NO_PTR_IP}
-          sendhost_pool:
-            slots: 1
-""")
+""", z.NO_PTR_IP, dnsbl=z.DNSBL_ZONE)
     args = ("dns", "audit", "--inventory", str(inventory), "--nameserver", nsd.address, "--smtp-port",
             str(mail.port), "--ca-file", mail.ca_file, "--timeout", "1", "--retries", "1", "--format", "json")
     without_pool = run_cli(*args, env={"REDIS_URL": redis_url})
@@ -207,21 +198,7 @@ def test_inventory_hosts_with_a_pool_are_audited_on_their_pool_addresses(nsd: Ns
 def test_an_unreachable_pool_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
     from tests.support.net import free_port
 
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text("""all:
-  vars:
-    sendhost_domains:
-      - name: clean.test
-  children:
-    senders:
-      hosts:
-        sender-1:
-          sendhost_instance_id: i-0a1b2c3d4e5f60718
-          sendhost_region: us-east-1
-          sendhost_primary_ip: 127.0.0.10
-          sendhost_pool:
-            slots: 1
-""")
+    inventory = one_sender_inventory(tmp_path, "      - name: clean.test\n", "127.0.0.10")
     url = f"redis://127.0.0.1:{free_port()}/0"
     result = run_cli("dns", "audit", "--inventory", str(inventory), env={"REDIS_URL": url})
     assert result.returncode == 2
