@@ -160,11 +160,11 @@ class PoolAdmin:
         """Stop new leases on a slot now, whatever its used count (on-call `pool retire`).
 
         Returns its state afterwards: "retiring" while leases are live, "ready" when none are, or the unchanged
-        state of a slot that was not active ("empty" for a slot with no address)."""
+        state of a slot that was neither active nor retiring ("empty" for a slot with no address)."""
         keys = self._checked_keys(host)
         _check_slot(slot)
         with _redis_op(f"retire {host!r} slot {slot}"):
-            return text(self._scripts.retire(keys=[keys.slot(slot)]))
+            return text(self._scripts.retire(keys=[keys.slot(slot), keys.leases], args=[slot, self._now_arg(None)]))
 
     def force_ready(self, host: str, slot: int) -> int:
         """Drop a slot's live leases and make it ready to rotate now (on-call `pool rotate --force`).
@@ -183,7 +183,7 @@ class PoolAdmin:
         if used < 0:
             raise PoolConfigError(f"used {used} for {host!r} slot {slot}: must be >= 0")
         with _redis_op(f"set used of {host!r} slot {slot}"):
-            reply = self._scripts.set_used(keys=[keys.slot(slot)], args=[used])
+            reply = self._scripts.set_used(keys=[keys.slot(slot), keys.leases], args=[used, slot, self._now_arg(None)])
         return int(reply[0]), text(reply[1])
 
     # -- reading -----------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ class HostKeys:
 
     @cached_property
     def meta(self) -> str:
-        """Hash: primary_ip, budget_min, budget_max, slot_count."""
+        """Hash: primary_ip, budget_min, budget_max, slot_count, fallbacks_total, leases_retired."""
         return f"{self.prefix}:meta"
 
     @cached_property
@@ -64,7 +64,7 @@ class HostKeys:
         return f"{self.prefix}:claims"
 
     def slot(self, index: int) -> str:
-        """Hash of one slot: private_ip, public_ip, allocation_id, state, used, budget, live, generation."""
+        """Hash of one slot: private_ip, public_ip, allocation_id, state, used, budget, generation."""
         return f"{self.prefix}:slot:{index}"
 
     def slots(self, count: int) -> list[str]:

@@ -34,7 +34,8 @@ class PoolCollector(Collector):
                                                                                                  self._clock)
         slots = GaugeMetricFamily(f"{PREFIX}_slots", "Slots by state (active, retiring, ready, rotating, empty).",
                                   labels=["host", "state"])
-        leases = CounterMetricFamily(f"{PREFIX}_leases", "Leases granted on a slot.", labels=["host"])
+        leases = CounterMetricFamily(f"{PREFIX}_leases", "Leases granted on a slot (the used counts of the slots' "
+                                     "addresses plus those of the addresses they replaced).", labels=["host"])
         fallbacks = CounterMetricFamily(f"{PREFIX}_fallback_leases", "Leases that fell back to the primary IP "
                                         "because no slot could take a send (counted in Redis).", labels=["host"])
         rotations = CounterMetricFamily(f"{PREFIX}_rotations", "Slots rotated to a fresh address.", labels=["host"])
@@ -53,7 +54,8 @@ class PoolCollector(Collector):
             for name in STATES:
                 slots.add_metric([host, name], sum(1 for s in state.slots if s.state == name))
             meta = {text(k): text(v) for k, v in self._client.hgetall(HostKeys(host).meta).items()}
-            leases.add_metric([host], float(meta.get("leases_total", 0)))
+            # Counted without a write on the hot path: the lease already counts in its slot's used.
+            leases.add_metric([host], float(meta.get("leases_retired", 0)) + sum(s.used for s in state.slots))
             fallbacks.add_metric([host], float(meta.get("fallbacks_total", 0)))
             stats = ledger.stats(host)
             rotations.add_metric([host], stats.get("rotations", 0.0))

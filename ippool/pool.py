@@ -137,8 +137,7 @@ class Pool(PoolAdmin):
 
     def _release(self, lease: Lease) -> None:
         try:
-            keys = self._keys(lease.host)
-            self._scripts.release(keys=[keys.leases, keys.slot(lease.slot or 0)], args=[lease.member])
+            self._client.zrem(self._keys(lease.host).leases, lease.member)
         except Exception as error:  # the lease then expires by its TTL; the sender must not see this
             log.debug("ippool: release of %r failed (it will expire by TTL): %s", lease, error)
 

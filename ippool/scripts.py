@@ -1,7 +1,7 @@
 """The pool's Lua scripts: read from package files once, registered once per client.
 
-Scripts that reap expired leases (`lease`, `reap`) are prefixed with the shared `_reap.lua` prelude, so the
-reaping rule exists in one place.
+Scripts that read the time are prefixed with the `_clock.lua` prelude, and those that ask whether a slot still
+has live leases with `_live.lua` too, so each rule exists in one place.
 """
 
 from __future__ import annotations
@@ -11,20 +11,20 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-PRELUDE = "_reap.lua"
-WITH_PRELUDE = frozenset({"lease", "reap"})
-NAMES = ("lease", "release", "renew", "reap", "put_address", "publish", "mark_rotating", "abort_rotation",
+CLOCK, LIVE = "_clock.lua", "_live.lua"
+PRELUDES = {"lease": (CLOCK,), "renew": (CLOCK,), "reap": (CLOCK, LIVE), "retire": (CLOCK, LIVE),
+            "set_used": (CLOCK, LIVE)}
+# A lease's release is no script: it is a plain ZREM of the lease's member (see lease.lua).
+NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "abort_rotation",
          "retire", "set_used", "force_ready")
 
 
 @cache
 def script_text(name: str) -> str:
-    """The source of script `name` (with the reaping prelude where it needs it)."""
+    """The source of script `name`, after the preludes it needs."""
     folder = resources.files("ippool") / "lua"
-    body = (folder / f"{name}.lua").read_text(encoding="utf-8")
-    if name in WITH_PRELUDE:
-        return (folder / PRELUDE).read_text(encoding="utf-8") + body
-    return body
+    files = (*PRELUDES.get(name, ()), f"{name}.lua")
+    return "".join((folder / file).read_text(encoding="utf-8") for file in files)
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,6 @@ class Scripts:
     """One registered `redis.commands.core.Script` per Lua file; calling one is one EVALSHA."""
 
     lease: Any
-    release: Any
     renew: Any
     reap: Any
     put_address: Any

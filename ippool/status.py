@@ -11,7 +11,7 @@ from ippool.keys import HostKeys
 # Slot states. A slot without an address has no hash in Redis and reads as EMPTY.
 ACTIVE = "active"  # leasable while used < budget
 RETIRING = "retiring"  # budget spent (or retired by hand); live leases remain, no new ones
-READY = "ready"  # retiring and no live lease left: ready to rotate
+READY = "ready"  # retiring and no live lease left: ready to rotate (stored when a rotator reaps; read as such)
 ROTATING = "rotating"  # claimed by a rotator (mark_rotating); publish puts a new address in
 EMPTY = "empty"
 STATES = (ACTIVE, RETIRING, READY, ROTATING, EMPTY)
@@ -38,10 +38,16 @@ class SlotStatus:
 
     @classmethod
     def from_hash(cls, slot: int, fields: dict[Any, Any], live_leases: int) -> SlotStatus:
-        """Build from a slot hash as HGETALL returns it (empty dict for a slot with no address)."""
+        """Build from a slot hash as HGETALL returns it (empty dict for a slot with no address).
+
+        A retiring slot with no live lease reads as READY: its last lease was released (a plain ZREM that
+        leaves the stored state alone) or expired, and the rotator's next reap stores READY."""
         f = {text(k): text(v) for k, v in fields.items()}
+        state = f.get("state", EMPTY)
+        if state == RETIRING and live_leases == 0:
+            state = READY
         return cls(slot=slot, private_ip=f.get("private_ip") or None, public_ip=f.get("public_ip") or None,
-                   allocation_id=f.get("allocation_id") or None, state=f.get("state", EMPTY),
+                   allocation_id=f.get("allocation_id") or None, state=state,
                    used=int(f.get("used", 0)), budget=int(f.get("budget", 0)), live_leases=live_leases,
                    generation=int(f.get("generation", 0)))
 

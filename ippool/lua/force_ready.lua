@@ -18,5 +18,5 @@ for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
     dropped = dropped + 1
   end
 end
-redis.call('HSET', KEYS[2], 'live', 0, 'state', 'ready')
+redis.call('HSET', KEYS[2], 'state', 'ready')
 return dropped

@@ -10,8 +10,10 @@
 --   or "fallback|primary_ip|slot_count"   no active slot with used < budget
 --   or "unknown"                          the host is not registered
 --   or "resize|slot_count"                fewer slot keys than slots were passed: nothing done, call again
--- Reaps expired leases first. used counts at lease time; at used == budget the slot turns "retiring".
--- Counts leases and fallbacks in the meta hash (leases_total, fallbacks_total) for the metrics exporter.
+-- used counts at lease time; at used == budget the slot turns "retiring". The script writes only what the lease
+-- decides (its slot's used and state, its entry in the lease set): it neither counts nor reaps live leases.
+-- Liveness is read from the lease set by those who need it (reap.lua when a rotator looks for ready slots,
+-- `pool status`), which keeps release a plain ZREM. Fallbacks are counted in the meta hash for the metrics.
 
 local meta = redis.call('HMGET', KEYS[1], 'primary_ip', 'slot_count')
 local primary_ip = meta[1]
@@ -22,14 +24,11 @@ local count = tonumber(meta[2] or '0')
 if count > #KEYS - 2 then
   return 'resize|' .. count
 end
-local now = now_ms(ARGV[1])
-reap_expired(now)
 
--- One HMGET per slot reads all the slot needs, so a lease costs one call per slot plus a few.
+-- One HMGET per slot reads all the slot needs, so a lease costs one call per slot plus four.
 local best, best_fields
 for index = 0, count - 1 do
-  local f = redis.call('HMGET', KEYS[3 + index], 'state', 'used', 'budget', 'live', 'private_ip', 'public_ip',
-    'generation')
+  local f = redis.call('HMGET', KEYS[3 + index], 'state', 'used', 'budget', 'private_ip', 'public_ip', 'generation')
   if f[1] == 'active' then
     local used = tonumber(f[2])
     if used < tonumber(f[3]) and (best == nil or used < tonumber(best_fields[2])) then
@@ -43,12 +42,11 @@ if best == nil then
 end
 
 local used = tonumber(best_fields[2]) + 1
-local state = 'active'
 if used >= tonumber(best_fields[3]) then
-  state = 'retiring'
+  redis.call('HSET', KEYS[3 + best], 'used', used, 'state', 'retiring')
+else
+  redis.call('HSET', KEYS[3 + best], 'used', used)
 end
-redis.call('HSET', KEYS[3 + best], 'used', used, 'live', tonumber(best_fields[4] or '0') + 1, 'state', state)
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), best .. ':' .. ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'leases_total', 1)
-return table.concat({'leased', primary_ip, count, best, best_fields[5], best_fields[6] or '',
-  best_fields[7] or '0'}, '|')
+redis.call('ZADD', KEYS[2], now_ms(ARGV[1]) + tonumber(ARGV[2]), best .. ':' .. ARGV[3])
+return table.concat({'leased', primary_ip, count, best, best_fields[4], best_fields[5] or '', best_fields[6] or '0'},
+  '|')

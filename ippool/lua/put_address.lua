@@ -1,5 +1,5 @@
 -- put_address: place an address in a slot, unfenced (first placement, tests, reconcile from AWS tags).
--- KEYS[1] = host meta hash (primary_ip, budget_min, budget_max, slot_count)
+-- KEYS[1] = host meta hash (primary_ip, budget_min, budget_max, slot_count, leases_retired)
 -- KEYS[2] = the slot's hash
 -- ARGV[1] = slot index
 -- ARGV[2] = private IP, ARGV[3] = public IP ("" if none), ARGV[4] = allocation id ("" if none)
@@ -13,10 +13,11 @@ if not m[1] then
 end
 local low, high = tonumber(m[2]), tonumber(m[3])
 local budget = math.min(high, low + math.floor(tonumber(ARGV[5]) * (high - low + 1)))
+-- The outgoing address's sends stay counted in leases_retired (metrics: leases = that + every used).
+redis.call('HINCRBY', KEYS[1], 'leases_retired', tonumber(redis.call('HGET', KEYS[2], 'used') or '0'))
 local generation = redis.call('HINCRBY', KEYS[2], 'generation', 1)
 redis.call('HSET', KEYS[2], 'private_ip', ARGV[2], 'public_ip', ARGV[3], 'allocation_id', ARGV[4],
   'state', 'active', 'used', 0, 'budget', budget)
-redis.call('HSETNX', KEYS[2], 'live', 0)
 if tonumber(ARGV[1]) + 1 > tonumber(m[4] or '0') then
   redis.call('HSET', KEYS[1], 'slot_count', tonumber(ARGV[1]) + 1)
 end

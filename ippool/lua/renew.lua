@@ -6,13 +6,7 @@
 -- Returns 1 when renewed, 0 when the lease is gone or already expired (an expired lease is never revived).
 
 local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
-local now
-if ARGV[2] ~= '' then
-  now = tonumber(ARGV[2])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms(ARGV[2])
 if not expiry or tonumber(expiry) <= now then
   return 0
 end

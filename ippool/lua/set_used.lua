@@ -1,10 +1,13 @@
 -- set_used: raise a slot's used count (reconcile's conservative rebuild); it never lowers it.
 -- KEYS[1] = the slot's hash
+-- KEYS[2] = the host's leases sorted set
 -- ARGV[1] = the used count the caller knows to be at least true
+-- ARGV[2] = the slot index
+-- ARGV[3] = now in ms, or "" for the server's TIME
 -- Returns {used, state} afterwards; an active slot at or above its budget turns retiring (ready if no lease
 -- is live). Errors when the slot holds no address.
 
-local s = redis.call('HMGET', KEYS[1], 'state', 'used', 'budget', 'live')
+local s = redis.call('HMGET', KEYS[1], 'state', 'used', 'budget')
 if not s[1] then
   return redis.error_reply('ippool: slot holds no address')
 end
@@ -13,7 +16,7 @@ redis.call('HSET', KEYS[1], 'used', used)
 local state = s[1]
 if state == 'active' and used >= tonumber(s[3]) then
   state = 'ready'
-  if tonumber(s[4] or '0') > 0 then
+  if live_leases(KEYS[2], now_ms(ARGV[3]))[tonumber(ARGV[2])] then
     state = 'retiring'
   end
   redis.call('HSET', KEYS[1], 'state', state)

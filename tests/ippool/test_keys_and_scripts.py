@@ -8,7 +8,7 @@ import pytest
 from redis.crc import key_slot
 
 from ippool.keys import HostKeys
-from ippool.scripts import NAMES, script_text
+from ippool.scripts import NAMES, PRELUDES, script_text
 
 
 def test_every_key_of_a_host_hashes_to_one_cluster_slot() -> None:
@@ -32,19 +32,25 @@ def test_a_host_name_that_cannot_be_a_hash_tag_is_refused(host: str) -> None:
 
 def test_every_lua_file_opens_with_a_keys_header() -> None:
     files = [f for f in (resources.files("ippool") / "lua").iterdir() if f.name.endswith(".lua")]
-    assert {f.name[:-4] for f in files} == {*NAMES, "_reap"}
+    assert {f.name[:-4] for f in files} == {*NAMES, "_clock", "_live"}
     for file in files:
         header = []
         for line in file.read_text(encoding="utf-8").splitlines():
             if not line.startswith("--"):
                 break
             header.append(line)
-        assert any(line.startswith("-- KEYS[1]") for line in header), file.name
+        # A prelude has no KEYS of its own, and says so; a script names each of its KEYS.
+        keys_line = "-- KEYS:" if file.name.startswith("_") else "-- KEYS[1]"
+        assert any(line.startswith(keys_line) for line in header), file.name
         if "ARGV[" in file.read_text(encoding="utf-8").split("\n\n", 1)[1]:
             assert any("ARGV[1]" in line for line in header), file.name
 
 
-def test_scripts_that_reap_carry_the_shared_prelude() -> None:
-    assert "local function reap_expired" in script_text("lease")
-    assert "local function reap_expired" in script_text("reap")
-    assert "reap_expired" not in script_text("release")
+def test_scripts_carry_exactly_the_preludes_they_call() -> None:
+    folder = resources.files("ippool") / "lua"
+    for name in NAMES:
+        own = (folder / f"{name}.lua").read_text(encoding="utf-8")
+        for prelude, function in (("_clock.lua", "now_ms"), ("_live.lua", "live_leases")):
+            calls = f"{function}(" in own
+            assert calls == (prelude in PRELUDES.get(name, ())), (name, prelude)
+            assert (f"local function {function}(" in script_text(name)) == calls, (name, prelude)

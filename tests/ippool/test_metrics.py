@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ippool import Pool
 from ippool.denylist import Denylist
 from ippool.ledger import Ledger
+from ippool.metrics import PoolCollector
 from tests.conftest import REPO_ROOT
 from tests.support.net import free_port
 
@@ -74,3 +75,29 @@ def test_exporter_serves_pool_metrics_from_redis(redis_url: str) -> None:
         code = process.wait(timeout=10)
         _out, err = process.communicate()
     assert code == 0, err
+
+
+def test_leases_total_keeps_the_sends_of_replaced_addresses(redis_url: str) -> None:
+    """Leases are counted in the slots' used counts (no write on the hot path), so a rotation that resets a slot's
+    used must carry its sends over: the counter never goes back."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    pool = Pool(client, rng=random.Random(3))
+    pool.register_host("sender-1", "10.0.0.10", budget=(3, 3))
+    pool.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="203.0.113.1", allocation_id="eipalloc-1")
+
+    def leases_total() -> float:
+        [family] = [f for f in PoolCollector(client).collect() if f.name == "sendhost_pool_leases"]
+        return sum(sample.value for sample in family.samples if sample.name == "sendhost_pool_leases_total")
+
+    for _ in range(3):
+        pool.lease("sender-1").release()
+    assert leases_total() == 3
+    [ready] = pool.ready_slots("sender-1")
+    assert pool.mark_rotating("sender-1", 0, ready.generation) is not None
+    assert pool.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="203.0.113.7",
+                        allocation_id="eipalloc-7") is not None
+    pool.lease("sender-1").release()
+    assert leases_total() == 4
+    pool.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="203.0.113.8", allocation_id="eipalloc-8")
+    assert leases_total() == 4
+    client.close()
