@@ -15,7 +15,8 @@ from typing import Any
 
 from provisioning.errors import ProvisionConfigError, ProvisionFailed
 
-DEFAULT_PLAYBOOK = Path(__file__).resolve().parent.parent / "playbooks" / "site.yml"
+# Shipped inside the package (package data), so a plain `pip install` provisions as an editable install does.
+DEFAULT_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "site.yml"
 # Ansible must refuse hosts whose key it does not know, exactly as `host verify` does; never auto-add.
 RUNNER_ENV = {
     "ANSIBLE_HOST_KEY_CHECKING": "True",

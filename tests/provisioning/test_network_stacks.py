@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provisioning.runner import find_ansible_playbook, run_playbook
-from tests.conftest import REPO_ROOT
+from provisioning.runner import DEFAULT_PLAYBOOK, find_ansible_playbook, run_playbook
 from tests.provisioning.conftest import CLI_ENV, host_vars, write_inventory
 from tests.support.sshhost import SshHost
 
 pytestmark = pytest.mark.slow
 
-ROLE_DEFAULTS = yaml.safe_load((REPO_ROOT / "playbooks/roles/sender_addresses/defaults/main.yml").read_text())
+ROLE_DEFAULTS = yaml.safe_load((DEFAULT_PLAYBOOK.parent / "roles/sender_addresses/defaults/main.yml").read_text())
 STAND_IN_VALIDATORS = {
     **ROLE_DEFAULTS["sender_addresses__validate"],  # networkd keeps its real validator
     # stand-in for `netplan generate`: the file must be YAML with network.ethernets
