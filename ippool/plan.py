@@ -33,7 +33,10 @@ class PlanInput:
     budget: tuple[int, int] = (8, 15)
     park_minutes: int = 15
     reap_interval_minutes: float = 1.0
-    redraw_rate: float = 0.05  # extra allocations per rotation, measured by `bench/reuse.py` with parking on
+    # Extra allocations per rotation. 0.05 assumes AWS seldom hands a pool back an address it released; when it
+    # does, as bench/reuse.py's stand-in always tries to, it measured about 1.15. Once a pool has history, use its
+    # own: sendhost_pool_redraws_total / sendhost_pool_rotations_total (`pool plan --redraw-rate`).
+    redraw_rate: float = 0.05
     ptr: bool = False
 
 
@@ -85,6 +88,8 @@ def make_plan(inputs: PlanInput, quota: int | None = None) -> Plan:
     """The plan for `inputs`; `quota` is the region's EIP quota when known (from Service Quotas)."""
     if inputs.sends_per_day < 0 or inputs.hosts < 1 or inputs.slots_per_host < 1:
         raise ValueError("sends per day must be >= 0, hosts and slots >= 1")
+    if inputs.redraw_rate < 0:
+        raise ValueError("the redraw rate must be >= 0")
     mean_budget = (inputs.budget[0] + inputs.budget[1]) / 2
     rotations_per_day = inputs.sends_per_day / mean_budget
     draws_per_rotation = 1 + inputs.redraw_rate

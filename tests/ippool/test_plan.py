@@ -63,3 +63,30 @@ def test_cli_plan_shows_the_hand_calculated_numbers_and_the_quota_to_request(
             rows["monthly cost"], rows["EIP quota"]) == ("2,608.7", "30.4", "71", "8,087", "$184.09", "5")
     assert data["summary"] == "71 EIPs needed for 30,000 sends/day; request an increase of ec2/L-0263D0A3 to 71"
     stubbed_aws.assert_all_answered()
+
+
+def test_cli_plan_takes_the_pool_s_own_redraw_rate(
+        monkeypatch: pytest.MonkeyPatch, make_adapter: AdapterFactory, stubbed_aws: StubbedAws) -> None:
+    """At 1.15 redraws per rotation (what bench/reuse.py measured when AWS keeps handing addresses back) every
+    rotation parks 2.15 addresses and makes 2 x 2.15 + 1 EIP calls."""
+    stubbed_aws.stub("service-quotas").add_response(
+        "get_service_quota", {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3", "Value": 500.0}},
+        {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3"})
+    monkeypatch.setattr("toolkit.cli.pool_wiring.make_adapter", lambda app, region=None: make_adapter(stubbed_aws))
+    result = CliRunner().invoke(cli, ["pool", "plan", "--sends-per-day", "30000", "--hosts", "4", "--slots", "5",
+                                      "--redraw-rate", "1.15", "--format", "json"], env={"SENDHOST_INVENTORY": ""})
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row["value"] for row in json.loads(result.output)["rows"]}
+    rotations = 30000 / 11.5
+    parked = rotations * 2.15 * (15 + 1) / 1440  # 62.3
+    assert rows["parked EIPs (steady)"] == f"{parked:,.1f}" == "62.3"
+    assert rows["EIPs needed"] == str(20 + math.ceil(parked) + 20) == "103"
+    assert rows["EIP calls/day"] == f"{rotations * (2 * 2.15 + 1):,.0f}" == "13,826"
+    assert rows["monthly cost"] == f"${(20 + parked) * 0.005 * 730:,.2f}" == "$300.46"
+
+
+def test_cli_plan_refuses_a_negative_redraw_rate() -> None:
+    result = CliRunner().invoke(cli, ["pool", "plan", "--sends-per-day", "10", "--hosts", "1", "--slots", "1",
+                                      "--redraw-rate", "-1"], env={"SENDHOST_INVENTORY": ""})
+    assert result.exit_code == 2
+    assert "--redraw-rate" in result.output

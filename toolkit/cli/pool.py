@@ -244,9 +244,13 @@ def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | 
 @click.option("--hosts", type=click.IntRange(min=1), default=None, help="Sender hosts (default: the inventory's).")
 @click.option("--slots", type=click.IntRange(min=1), default=None,
               help="Slots per host (default: the inventory's first host).")
+@click.option("--redraw-rate", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="Extra allocations per rotation (addresses rejected and parked); a pool with history has its "
+                   "own: sendhost_pool_redraws_total / sendhost_pool_rotations_total.")
 @format_option()
 @click.pass_obj
-def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, fmt: str | None) -> None:
+def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, redraw_rate: float,
+         fmt: str | None) -> None:
     """EIPs needed, EIP API calls per day against the throttle, monthly IPv4 cost, and the region's EIP quota."""
     from ippool.errors import IppoolError
     from ippool.plan import PlanInput, make_plan
@@ -258,7 +262,8 @@ def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, fmt
     inputs = PlanInput(sends_per_day=sends_per_day, hosts=hosts or (len(inventory.hosts) if inventory else 1),
                        slots_per_host=slots or (first.pool.slots if first else 1),
                        budget=first.pool.budget if first else (8, 15),
-                       park_minutes=first.pool.park_minutes if first else 15, ptr=bool(first and first.pool.ptr))
+                       park_minutes=first.pool.park_minutes if first else 15, ptr=bool(first and first.pool.ptr),
+                       redraw_rate=redraw_rate)
     from toolkit.cli.pool_wiring import make_adapter
 
     note = ""
