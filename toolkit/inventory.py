@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ippool.spec import DEFAULT_POOL_NAME
 from sendhost.errors import ConfigError
 from toolkit.inventory_schema import Checker
 from toolkit.yaml_lines import LineDict, load_yaml_with_lines
@@ -17,7 +18,10 @@ SENDER_GROUP = "senders"
 GROUP_KEYS = {"hosts", "vars", "children"}
 HOST_KEYS = {"sendhost_instance_id", "sendhost_region", "sendhost_primary_ip", "sendhost_pool", "sendhost_subnet",
              "sendhost_interface"}
-GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl"}
+GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl", "sendhost_pool_name"}
+# The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
+# each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
+POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class Inventory:
     redis_url: str | None
     redis_url_line: int
     dnsbl: tuple[str, ...] = ()
+    pool_name: str = DEFAULT_POOL_NAME
 
     def host(self, name: str) -> SenderHost:
         for host in self.hosts:
@@ -97,9 +102,12 @@ def load_inventory(path: Path) -> Inventory:
     _check_mailboxes(check, global_vars, mailboxes, domains)
     redis_url = check.optional_redis_url(global_vars, "sendhost_redis_url")
     dnsbl = tuple(check.str_list(global_vars, "sendhost_dnsbl", "sendhost_dnsbl", default=[]))
+    pool_name = check.string(global_vars, "sendhost_pool_name", "sendhost_pool_name", default=DEFAULT_POOL_NAME,
+                             pattern=POOL_NAME_PATTERN,
+                             expected="a pool name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric")
     return Inventory(
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
-        redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl,
+        redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,
     )
 
 

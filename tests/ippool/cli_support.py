@@ -31,10 +31,12 @@ def unique_host() -> str:
     return f"sender-{uuid.uuid4().hex[:8]}"
 
 
-def write_inventory(path: Path, host: str, instance_id: str, slots: int = 2, park_minutes: int = 15) -> Path:
+def write_inventory(path: Path, host: str, instance_id: str, slots: int = 2, park_minutes: int = 15,
+                    pool_name: str | None = None) -> Path:
+    pool_vars = f"  vars:\n    sendhost_pool_name: {pool_name}\n" if pool_name else ""
     path.write_text(f"""\
 all:
-  children:
+{pool_vars}  children:
     senders:
       hosts:
         {host}:

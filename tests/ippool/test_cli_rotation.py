@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import boto3
 import redis
 
 from tests.conftest import run_cli
 from tests.ippool.cli_support import CLI_AWS_ENV, cli_env, server_instance, unique_host, write_inventory
+from tests.support.aws import FAKE_CREDENTIALS, REGION
 
 
 def test_pool_lifecycle_through_the_cli(moto_url: str, redis_url: str, tmp_path: Path) -> None:
@@ -97,3 +100,30 @@ def test_reconcile_reports_then_rebuilds_redis_after_it_lost_its_data(moto_url: 
     assert fixed.stdout.splitlines()[-1] == "2 difference(s), 2 fixed, 0 open"
     clean = run_cli("pool", "reconcile", host, env=env)
     assert (clean.returncode, clean.stdout.splitlines()[-1]) == (0, "AWS and Redis agree")
+
+
+def test_two_pools_in_one_aws_account_never_touch_each_other_s_addresses(moto_url: str, redis_url: str,
+                                                                         tmp_path: Path) -> None:
+    """Same host name, same instance, same account: only the pool name (the `sendhost:pool` tag) tells the two
+    deployments apart. Each has its own Redis database, as each deployment must."""
+    host, instance = unique_host(), server_instance(moto_url)
+    team_a = cli_env(moto_url, redis_url, write_inventory(tmp_path / "a.yml", host, instance, pool_name="team-a"))
+    team_b = cli_env(moto_url, urlsplit(redis_url)._replace(path="/7").geturl(),
+                     write_inventory(tmp_path / "b.yml", host, instance, pool_name="team-b"))
+    created = run_cli("pool", "create", host, "--format", "json", env=team_a)
+    assert created.returncode == 0, created.stderr
+    team_a_ips = sorted(slot["public_ip"] for slot in json.loads(created.stdout)["slots"])
+
+    seen_by_b = run_cli("pool", "reconcile", host, "--fix", env=team_b)
+    assert (seen_by_b.returncode, seen_by_b.stdout.splitlines()[-1]) == (0, "AWS and Redis agree"), seen_by_b.stderr
+    destroyed_by_b = run_cli("pool", "destroy", host, "--format", "json", env=team_b)
+    assert destroyed_by_b.returncode == 0, destroyed_by_b.stderr
+    assert json.loads(destroyed_by_b.stdout)["released"] == []
+
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url, **FAKE_CREDENTIALS)
+    tagged = ec2.describe_addresses(Filters=[{"Name": "tag:sendhost:pool", "Values": ["team-a"]},
+                                             {"Name": "tag:sendhost:host", "Values": [host]}])["Addresses"]
+    ec2.close()
+    assert sorted(a["PublicIp"] for a in tagged) == team_a_ips  # still allocated, still team-a's
+    seen_by_a = run_cli("pool", "reconcile", host, env=team_a)
+    assert (seen_by_a.returncode, seen_by_a.stdout.splitlines()[-1]) == (0, "AWS and Redis agree"), seen_by_a.stderr

@@ -62,6 +62,12 @@ def test_minimal_inventory_gets_defaults(tmp_path: Path) -> None:
     assert host.ansible_host == "10.0.0.5"
     assert host.pool.budget == (8, 15) and host.pool.park_minutes == 15 and host.pool.ptr is False
     assert inventory.mailboxes[0].group == "default" and inventory.mailboxes[0].timezone == "UTC"
+    assert inventory.pool_name == "sendhost"
+
+
+def test_pool_name_is_read_from_the_global_vars(tmp_path: Path) -> None:
+    text = MINIMAL.replace("  vars:\n", "  vars:\n    sendhost_pool_name: team-a\n")
+    assert load_inventory(write(tmp_path, text)).pool_name == "team-a"
 
 
 @pytest.mark.parametrize(
@@ -85,9 +91,11 @@ def test_minimal_inventory_gets_defaults(tmp_path: Path) -> None:
         ('start: "2026-11-30"', 'start: "30/11/2026"', r"inventory.yml:9: sendhost_mailboxes\[0\].start"),
         ("dkim_selectors: [s1]", "dkim_selectors: s1",
          r"inventory.yml:5: sendhost_domains\[0\].dkim_selectors: expected a list"),
+        ("  vars:\n", "  vars:\n    sendhost_pool_name: 'team a'\n",
+         r"inventory.yml:3: sendhost_pool_name: 'team a' is not a pool name: up to 63 letters"),
     ],
     ids=["yaml-syntax", "unknown-key", "wrong-type", "bad-ip", "duplicate-slot", "slot-is-primary",
-         "malformed-redis-url", "unknown-global", "bad-region", "bad-date", "selectors-not-list"],
+         "malformed-redis-url", "unknown-global", "bad-region", "bad-date", "selectors-not-list", "bad-pool-name"],
 )
 def test_schema_error_names_file_line_and_key(tmp_path: Path, old: str, new: str, expected: str) -> None:
     assert old in MINIMAL

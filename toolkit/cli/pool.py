@@ -203,9 +203,7 @@ def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
 
 def _reconciler(ctx: Any) -> Any:
     """The reconcile --fix the worker runs at start, over every inventory host."""
-    from ippool.reconcile import Reconciler
-
-    reconciler = Reconciler(ctx.pool, ctx.aws, ctx.specs, ctx.ledger, ctx.reaper(), ctx.clock)
+    reconciler = ctx.reconciler()
     return lambda: reconciler.run(fix=True)
 
 
@@ -219,11 +217,9 @@ def _reconciler(ctx: Any) -> Any:
 def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | None) -> None:
     """Compare AWS (tags, associations) with Redis for HOST (default: every inventory host); exit 1 when a
     difference remains (without --fix, every difference found)."""
-    from ippool.reconcile import Reconciler
-
     with pool_context(app) as ctx:
         hosts = [ctx.spec(host).name] if host else None
-        reconciler = Reconciler(ctx.pool, ctx.aws, ctx.specs, ctx.ledger, ctx.reaper(), ctx.clock, grace_s=grace_s)
+        reconciler = ctx.reconciler(grace_s)
         differences = reconciler.run(hosts, fix=fix)
     open_count = sum(1 for d in differences if not d.fixed)
     summary = (f"{len(differences)} difference(s), {len(differences) - open_count} fixed, {open_count} open"

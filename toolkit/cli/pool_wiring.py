@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ippool.ledger import Ledger
     from ippool.provisioner import Provisioner
     from ippool.reaper import Reaper
+    from ippool.reconcile import Reconciler
     from ippool.rotator import Rotator
     from ippool.spec import HostSpec
     from toolkit.inventory import SenderHost
@@ -52,6 +53,7 @@ class PoolContext:
     pool: Pool
     aws: Ec2Adapter
     specs: dict[str, HostSpec]
+    pool_name: str  # the `sendhost:pool` tag value of this inventory's EIPs
     clock: Any = time.time
 
     @property
@@ -74,17 +76,23 @@ class PoolContext:
         from ippool.rotator import Rotator
 
         return Rotator(self.pool, self.aws, self.specs, self.denylist, self.ledger, self.clock,
-                       owner or owner_id(), screen=self._screen())
+                       owner or owner_id(), screen=self._screen(), pool_name=self.pool_name)
 
     def reaper(self) -> Reaper:
         from ippool.reaper import Reaper
 
-        return Reaper(self.aws, self.denylist, self.ledger, self.clock)
+        return Reaper(self.aws, self.denylist, self.ledger, self.clock, pool_name=self.pool_name)
 
     def provisioner(self) -> Provisioner:
         from ippool.provisioner import Provisioner
 
-        return Provisioner(self.aws, self.pool, self.reaper())
+        return Provisioner(self.aws, self.pool, self.reaper(), pool_name=self.pool_name)
+
+    def reconciler(self, grace_s: float = 120.0) -> Reconciler:
+        from ippool.reconcile import Reconciler
+
+        return Reconciler(self.pool, self.aws, self.specs, self.ledger, self.reaper(), self.clock,
+                          pool_name=self.pool_name, grace_s=grace_s)
 
     def _screen(self) -> Any:
         from ippool.screen import DnsblScreen, no_screen
@@ -110,17 +118,20 @@ def make_adapter(app: App, region: str | None = None) -> Ec2Adapter:
 def pool_context(app: App, *, need_aws: bool = True, need_inventory: bool = True) -> Iterator[PoolContext]:
     """Open Redis (and the AWS adapter), yield the context, close both."""
     from ippool import Pool
+    from ippool.spec import DEFAULT_POOL_NAME
 
     specs: dict[str, HostSpec] = {}
     region = None
+    pool_name = DEFAULT_POOL_NAME
     if need_inventory:
         inventory = app.require_inventory()
         specs = {host.name: host_spec(host) for host in inventory.hosts}
         region = inventory.hosts[0].region if inventory.hosts else None
+        pool_name = inventory.pool_name
     client = app.redis(socket_timeout=ADMIN_SOCKET_TIMEOUT_S)
     aws = make_adapter(app, region)
     try:
-        yield PoolContext(app, client, Pool(client), aws, specs)
+        yield PoolContext(app, client, Pool(client), aws, specs, pool_name)
     finally:
         aws.close()
         client.close()
