@@ -73,15 +73,17 @@ def bare_loop(url: str) -> Callable[[], None]:
     return lambda: script()
 
 
-def pool_loop(url: str) -> Callable[[], None]:
-    pool = Pool.from_url(url)
-
+def lease_release_pairs(pool: Pool) -> Callable[[], None]:
     def pair() -> None:
         lease = pool.lease(HOST)
         assert not lease.fallback, lease
         lease.release()
 
     return pair
+
+
+def pool_loop(url: str) -> Callable[[], None]:
+    return lease_release_pairs(Pool.from_url(url))
 
 
 def floor_loop(url: str) -> Callable[[], None]:
@@ -90,13 +92,7 @@ def floor_loop(url: str) -> Callable[[], None]:
     pool = Pool.from_url(url)
     canned = f"return 'leased|10.0.0.10|{SLOTS}|0|10.0.1.1|203.0.113.1|1'"
     pool._scripts = dataclasses.replace(pool._scripts, lease=pool.client.register_script(canned))
-
-    def pair() -> None:
-        lease = pool.lease(HOST)
-        assert not lease.fallback, lease
-        lease.release()
-
-    return pair
+    return lease_release_pairs(pool)
 
 
 def naive_loop(url: str) -> Callable[[], None]:
