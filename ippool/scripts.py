@@ -1,7 +1,7 @@
 """The pool's Lua scripts: read from package files once, registered once per client.
 
-Scripts that read the time are prefixed with the `_clock.lua` prelude, and those that ask whether a slot still
-has live leases with `_live.lua` too, so each rule exists in one place.
+Scripts that read the time are prefixed with the clock prelude shared with warmup (`sendhost/lua/_clock.lua`),
+and those that ask whether a slot still has live leases with `_live.lua` too, so each rule exists in one place.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-CLOCK, LIVE = "_clock.lua", "_live.lua"
-PRELUDES = {"lease": (CLOCK,), "renew": (CLOCK,), "reap": (CLOCK, LIVE), "retire": (CLOCK, LIVE),
-            "set_used": (CLOCK, LIVE)}
+from sendhost.lua_prelude import clock_prelude
+
+PRELUDES = {"lease": ("clock",), "renew": ("clock",), "reap": ("clock", "live"), "retire": ("clock", "live"),
+            "set_used": ("clock", "live")}
 # A lease's release is no script: it is a plain ZREM of the lease's member (see lease.lua).
 NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "abort_rotation",
          "retire", "set_used", "force_ready")
@@ -22,9 +23,12 @@ NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "a
 @cache
 def script_text(name: str) -> str:
     """The source of script `name`, after the preludes it needs."""
-    folder = resources.files("ippool") / "lua"
-    files = (*PRELUDES.get(name, ()), f"{name}.lua")
-    return "".join((folder / file).read_text(encoding="utf-8") for file in files)
+    sources = {"clock": clock_prelude(), "live": _read("_live")}
+    return "".join(sources[prelude] for prelude in PRELUDES.get(name, ())) + _read(name)
+
+
+def _read(name: str) -> str:
+    return (resources.files("ippool") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from importlib import resources
 import redis
 from redis.commands.core import Script
 
+from sendhost.lua_prelude import clock_prelude
+
 SCRIPT_NAMES = ("reserve", "confirm", "cancel", "successes", "restore")
-# Scripts that read the clock get the `_clock.lua` prelude, so "ARGV[1] or Redis TIME" is written once.
-CLOCK_PRELUDE = "_clock"
+# Scripts that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once.
 WITH_CLOCK = frozenset({"reserve", "confirm", "cancel", "successes"})
 
 
@@ -21,7 +22,7 @@ def _read(name: str) -> str:
 def script_source(name: str) -> str:
     """The source of script `name`, with the clock prelude where it reads the time."""
     body = _read(name)
-    return _read(CLOCK_PRELUDE) + body if name in WITH_CLOCK else body
+    return clock_prelude() + body if name in WITH_CLOCK else body
 
 
 @dataclass(frozen=True)

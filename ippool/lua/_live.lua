@@ -1,4 +1,4 @@
--- Prelude of the scripts that ask whether a slot still has live leases (prepended after _clock.lua).
+-- Prelude of the scripts that ask whether a slot still has live leases (prepended after the clock prelude).
 -- KEYS: none of its own; the caller passes its leases sorted set. ARGV: none of its own.
 -- Defines live_leases(leases_key, now): slot index -> number of leases whose expiry is after `now`. The lease
 -- set is the only record of liveness (no per-slot counter that a lost release or a dead holder could skew).
