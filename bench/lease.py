@@ -96,18 +96,19 @@ def floor_loop(url: str) -> Callable[[], None]:
 
 
 def naive_loop(url: str) -> Callable[[], None]:
-    """Lease and release with optimistic transactions: read every slot under WATCH, then MULTI/EXEC; retry on
-    conflict. What one writes without Lua; correct, but every conflict costs a full retry."""
+    """The same lease with an optimistic transaction: read every slot under WATCH, then MULTI/EXEC; retry on
+    conflict. What one writes without Lua; correct, but every conflict costs a full retry. Its release is the same
+    plain ZREM as the pool's."""
     client = client_like_pool(url)
     keys = HostKeys(HOST)
     slot_keys = keys.slots(SLOTS)
     counter = iter(range(10**12))
 
-    def lease() -> tuple[int, str]:
+    def lease() -> str:
         while True:
             with client.pipeline() as pipe:
                 try:
-                    pipe.watch(keys.leases, *slot_keys)
+                    pipe.watch(*slot_keys)
                     states: list[Any] = [pipe.hmget(key, "state", "used", "budget") for key in slot_keys]
                     choices = [(int(used), i) for i, (state, used, budget) in enumerate(states)
                                if state == "active" and int(used) < int(budget)]
@@ -115,30 +116,14 @@ def naive_loop(url: str) -> Callable[[], None]:
                     member = f"{slot}:naive-{next(counter)}"
                     pipe.multi()
                     pipe.hincrby(slot_keys[slot], "used", 1)
-                    pipe.hincrby(slot_keys[slot], "live", 1)
                     pipe.zadd(keys.leases, {member: time.time() * 1000 + 30_000})
                     pipe.execute()
-                    return slot, member
-                except redis.WatchError:
-                    continue
-
-    def release(slot: int, member: str) -> None:
-        while True:
-            with client.pipeline() as pipe:
-                try:
-                    pipe.watch(keys.leases, slot_keys[slot])
-                    if pipe.zscore(keys.leases, member) is None:
-                        return
-                    pipe.multi()
-                    pipe.zrem(keys.leases, member)
-                    pipe.hincrby(slot_keys[slot], "live", -1)
-                    pipe.execute()
-                    return
+                    return member
                 except redis.WatchError:
                     continue
 
     def pair() -> None:
-        release(*lease())
+        client.zrem(keys.leases, lease())
 
     return pair
 
@@ -227,7 +212,7 @@ def run(url: str, processes: int, seconds: float, rounds: int) -> Ratios:
 
 def pin(redis_pid: int | None, own_core: bool) -> None:
     """Pin Redis to the first CPU and this process (so every client it forks) to the rest, or unpin both."""
-    cpus = sorted(os.sched_getaffinity(0) | ({0} if redis_pid is None else os.sched_getaffinity(redis_pid)))
+    cpus = sorted(os.sched_getaffinity(0) | (os.sched_getaffinity(redis_pid) if redis_pid is not None else set()))
     if own_core:
         if redis_pid is not None:
             os.sched_setaffinity(redis_pid, cpus[:1])
