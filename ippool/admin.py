@@ -75,9 +75,12 @@ class PoolAdmin:
             self._client.sadd(HOSTS_KEY, host)
 
     def put_address(self, host: str, slot: int, *, private_ip: str, public_ip: str | None = None,
-                    allocation_id: str | None = None) -> Placement:
+                    allocation_id: str | None = None, spent: bool = False) -> Placement:
         """Place an address in a slot, unfenced: active, used 0, a budget drawn uniformly from the host's range,
-        generation + 1. For first placement, tests and reconcile; a rotator uses `publish` instead."""
+        generation + 1. For first placement, tests and reconcile; a rotator uses `publish` instead.
+
+        `spent` places it with its whole budget used, in the same step (no new send until it rotates): for an
+        address whose past sends nobody can count, such as one reconcile rebuilds after Redis lost its data."""
         keys = self._checked_keys(host)
         _check_slot(slot)
         _check_ip(private_ip, "private_ip")
@@ -86,7 +89,8 @@ class PoolAdmin:
         with _redis_op(f"put an address in {host!r} slot {slot}"):
             reply = self._scripts.put_address(
                 keys=[keys.meta, keys.slot(slot)],
-                args=[slot, private_ip, public_ip or "", allocation_id or "", repr(self._rng.random())])
+                args=[slot, private_ip, public_ip or "", allocation_id or "", repr(self._rng.random()),
+                      "spent" if spent else ""])
         return Placement(int(reply[0]), int(reply[1]))
 
     # -- rotation ----------------------------------------------------------------------------------------------

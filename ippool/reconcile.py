@@ -261,10 +261,10 @@ class Reconciler:
         self._put(spec, slot, private_ip, live, conservative=True)
 
     def _put(self, spec: HostSpec, slot: int, private_ip: str, address: Address, *, conservative: bool) -> None:
-        placed = self.pool.put_address(spec.name, slot, private_ip=private_ip, public_ip=address.public_ip,
-                                       allocation_id=address.allocation_id)
-        if conservative:  # count the whole budget as spent: the address takes no new send until it rotates
-            self.pool.set_used(spec.name, slot, placed.budget)
+        # Conservative: count the whole budget as spent, in the placing call itself, so the address takes no new
+        # send until it rotates (a separate call after placing would leave senders a window on it).
+        self.pool.put_address(spec.name, slot, private_ip=private_ip, public_ip=address.public_ip,
+                              allocation_id=address.allocation_id, spent=conservative)
 
     def _retire(self, spec: HostSpec, slot: int) -> None:
         self.pool.retire(spec.name, slot)

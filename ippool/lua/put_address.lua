@@ -4,7 +4,10 @@
 -- ARGV[1] = slot index
 -- ARGV[2] = private IP, ARGV[3] = public IP ("" if none), ARGV[4] = allocation id ("" if none)
 -- ARGV[5] = a uniform draw in [0, 1): the budget is budget_min + floor(draw * (budget_max - budget_min + 1))
--- Returns {generation, budget}: the slot is active with used = 0 and generation + 1. Live leases still count.
+-- ARGV[6] = "spent" to place the address with its budget already used (reconcile rebuilding an address whose sends
+--           it cannot count: retiring at once, so no lease lands on it between placement and any later call)
+-- Returns {generation, budget}: the slot is active with used = 0 (or retiring with used = budget when spent) and
+-- generation + 1. Live leases still count.
 -- Errors when the host is not registered.
 
 local m = redis.call('HMGET', KEYS[1], 'primary_ip', 'budget_min', 'budget_max', 'slot_count')
@@ -16,8 +19,12 @@ local budget = math.min(high, low + math.floor(tonumber(ARGV[5]) * (high - low +
 -- The outgoing address's sends stay counted in leases_retired (metrics: leases = that + every used).
 redis.call('HINCRBY', KEYS[1], 'leases_retired', tonumber(redis.call('HGET', KEYS[2], 'used') or '0'))
 local generation = redis.call('HINCRBY', KEYS[2], 'generation', 1)
+local state, used = 'active', 0
+if ARGV[6] == 'spent' then
+  state, used = 'retiring', budget
+end
 redis.call('HSET', KEYS[2], 'private_ip', ARGV[2], 'public_ip', ARGV[3], 'allocation_id', ARGV[4],
-  'state', 'active', 'used', 0, 'budget', budget)
+  'state', state, 'used', used, 'budget', budget)
 if tonumber(ARGV[1]) + 1 > tonumber(m[4] or '0') then
   redis.call('HSET', KEYS[1], 'slot_count', tonumber(ARGV[1]) + 1)
 end

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 import random
 import signal
 import subprocess
@@ -10,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -26,6 +29,7 @@ from ippool.reconcile import Reconciler
 from ippool.rotator import ROTATED, Rotator
 from ippool.spec import HostSpec
 from tests.conftest import REPO_ROOT
+from tests.ippool import workers
 from tests.ippool.cli_support import CLI_AWS_ENV, server_instance, unique_host
 from tests.support.aws import FAKE_CREDENTIALS, REGION
 from tests.support.clock import FakeClock
@@ -148,3 +152,31 @@ def test_redis_loss_is_rebuilt_from_aws_tags_with_no_new_sends_on_old_addresses(
     rig.check()
     assert {r.outcome for r in rig.rotator().rotate_ready(rig.host)} == {ROTATED}
     rig.check()
+
+
+def test_no_send_goes_out_on_an_address_while_reconcile_rebuilds_it(rig: Rig, tmp_path: Path) -> None:
+    """Real sender processes lease non-stop while Redis loses everything and reconcile rebuilds the slots from AWS
+    tags, again and again: an address reconcile cannot vouch for is placed already spent, in one step, so not a
+    single lease lands on it (a placement followed by a separate "mark it spent" call left a window)."""
+    def lose_redis_and_rebuild() -> None:
+        rig.client.flushall()
+        rebuilt = rig.reconciler().run(fix=True)
+        assert [d.kind for d in rebuilt] == ["slot_missing"] * 2
+
+    lose_redis_and_rebuild()  # from here on no address may take a send: none is ever rotated
+    ctx = multiprocessing.get_context("fork")
+    stop = ctx.Event()
+    outs = [tmp_path / f"sender-{n}.json" for n in range(4)]
+    senders = [ctx.Process(target=workers.lease_until, args=(rig.url, rig.host, stop, str(out))) for out in outs]
+    for sender in senders:
+        sender.start()
+    try:
+        for _ in range(10):
+            lose_redis_and_rebuild()
+    finally:
+        stop.set()
+        for sender in senders:
+            sender.join(timeout=30)
+    reports = [json.loads(out.read_text()) for out in outs]
+    assert all(report["leases"] > 0 for report in reports)
+    assert [lease for report in reports for lease in report["on_slots"]] == []

@@ -85,3 +85,18 @@ def lease_for(url: str, host: str, seconds: float, out_path: str, socket_timeout
                 errors.append(repr(error))
             time.sleep(0.005)
     Path(out_path).write_text(json.dumps({"records": records, "errors": errors}))
+
+
+def lease_until(url: str, host: str, stop: Any, out_path: str) -> None:
+    """Lease and release as fast as possible until `stop` is set; write every lease that got a slot."""
+    pool = Pool.from_url(url)
+    on_slots: list[list[Any]] = []
+    count = 0
+    while not stop.is_set():
+        lease = pool.lease(host)
+        count += 1
+        if not lease.fallback:
+            on_slots.append([lease.slot, lease.public_ip])
+        lease.release()
+    pool.close()
+    Path(out_path).write_text(json.dumps({"leases": count, "on_slots": on_slots}))
