@@ -144,11 +144,10 @@ class Reconciler:
             self.aws.create_tags(new.allocation_id, {TAG_STATE: STATE_ACTIVE})
             held = slots.get(slot)
             private_ip = new.tags.get(TAG_PRIVATE_IP) or (held.private_ip if held else None)
-            if private_ip:
-                # The crashed rotator held the slot "rotating": no lease went out on the new address, used 0 is
-                # exact. Anything else (Redis lost the slot) is rebuilt conservatively.
-                exact = held is not None and held.state == ROTATING
-                self._put(spec, slot, private_ip, new, conservative=not exact)
+            if private_ip and held is not None and held.state == ROTATING:
+                self._finish_rotation(spec, slot, held, private_ip, new)
+            elif private_ip:  # Redis lost the slot: nobody can count the new address's sends
+                self._put_spent(spec, slot, private_ip, new)
             self.ledger.unclaim(spec.name, slot)
         return [self._diff(spec, "incoming", new, f"slot {slot}: associated, not published: finished", finish)]
 
@@ -198,7 +197,7 @@ class Reconciler:
         live = serving(ours, slot)
         if live is not None and live.allocation_id != held.allocation_id and held.private_ip:
             def publish() -> None:  # tagged and associated, killed before publishing: no lease went out on it
-                self._put(spec, slot, held.private_ip or "", live, conservative=False)
+                self._finish_rotation(spec, slot, held, held.private_ip or "", live)
                 self.ledger.unclaim(spec.name, slot)
             return [self._slot_diff(spec, "incoming", slot, f"rotated to {live.public_ip} in AWS, not published "
                                     f"(its rotator is gone): published", publish)]
@@ -258,13 +257,22 @@ class Reconciler:
             log.warning("%s slot %d: no private IP known for %s; run `pool create` again", spec.name, slot,
                         live.public_ip)
             return
-        self._put(spec, slot, private_ip, live, conservative=True)
+        self._put_spent(spec, slot, private_ip, live)
 
-    def _put(self, spec: HostSpec, slot: int, private_ip: str, address: Address, *, conservative: bool) -> None:
-        # Conservative: count the whole budget as spent, in the placing call itself, so the address takes no new
-        # send until it rotates (a separate call after placing would leave senders a window on it).
+    def _put_spent(self, spec: HostSpec, slot: int, private_ip: str, address: Address) -> None:
+        """Place an address whose sends nobody can count with its whole budget spent, in the placing call itself:
+        it takes no send until it rotates (a separate call after placing would leave senders a window on it)."""
         self.pool.put_address(spec.name, slot, private_ip=private_ip, public_ip=address.public_ip,
-                              allocation_id=address.allocation_id, spent=conservative)
+                              allocation_id=address.allocation_id, spent=True)
+
+    def _finish_rotation(self, spec: HostSpec, slot: int, held: SlotStatus, private_ip: str,
+                         address: Address) -> None:
+        """Publish the new address of a rotation whose rotator looks gone: no lease went out on it, so used 0 is
+        exact. Fenced like the rotator's own publish, at the generation this reconcile saw: a rotator that was
+        only slow and has published since (senders may already be using the address) is left as it is, where an
+        unfenced placement would reset the address's used count and let it exceed its budget."""
+        self.pool.publish(spec.name, slot, held.generation, private_ip=private_ip, public_ip=address.public_ip,
+                          allocation_id=address.allocation_id)
 
     def _retire(self, spec: HostSpec, slot: int) -> None:
         self.pool.retire(spec.name, slot)

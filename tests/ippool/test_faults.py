@@ -180,3 +180,33 @@ def test_no_send_goes_out_on_an_address_while_reconcile_rebuilds_it(rig: Rig, tm
     reports = [json.loads(out.read_text()) for out in outs]
     assert all(report["leases"] > 0 for report in reports)
     assert [lease for report in reports for lease in report["on_slots"]] == []
+
+
+def test_reconcile_never_resets_a_rotation_a_slow_rotator_published_meanwhile(rig: Rig,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rotator too slow to refresh its heartbeat looks gone. Reconcile reads the slot "rotating"; before it acts,
+    the rotator publishes and senders lease the new address. Finishing the "abandoned" rotation must then change
+    nothing: it is fenced on the generation reconcile saw, so the address keeps its used count and its budget."""
+    seen: list[Any] = []
+
+    def read_redis_mid_rotation(step: str) -> None:
+        if step == "park-tag":  # associated, tagged active, not yet published: what a reconcile could read
+            seen.append(rig.pool.status(rig.host)[0])
+            time.sleep(0.2)  # longer than the heartbeat: the rotator looks gone
+
+    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
+    slow = Rotator(rig.pool, rig.aws, {rig.host: rig.spec}, Denylist(rig.client, rig.clock),
+                   Ledger(rig.client, rig.clock), rig.clock, "slow", checkpoint=read_redis_mid_rotation,
+                   heartbeat_s=0.05)
+    [rotation] = slow.rotate_ready(rig.host)
+    assert rotation.outcome == ROTATED and seen[0].slots[0].state == "rotating"
+    rig.pool.retire(rig.host, 1)  # every lease now goes to slot 0's new address
+    for _ in range(2):
+        rig.pool.lease(rig.host).release()
+    published = rig.pool.slot_status(rig.host, 0)
+    assert (published.public_ip, published.used) == (rotation.new_ip, 2)
+
+    monkeypatch.setattr(Reconciler, "_slots", lambda self, spec: {s.slot: s for s in seen[0].slots})
+    rig.reconciler().run(fix=True)
+    after = rig.pool.slot_status(rig.host, 0)
+    assert (after.public_ip, after.used, after.generation) == (rotation.new_ip, 2, published.generation)
