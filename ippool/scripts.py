@@ -1,7 +1,8 @@
 """The pool's Lua scripts: read from package files once, registered once per client.
 
 Scripts that read the time are prefixed with the clock prelude shared with warmup (`sendhost/lua/_clock.lua`),
-and those that ask whether a slot still has live leases with `_live.lua` too, so each rule exists in one place.
+those that ask whether a slot still has live leases with `_live.lua` too, and the two that put an address into a
+slot with `_place.lua`, so each rule exists in one place.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from sendhost.lua_prelude import clock_prelude
 
 PRELUDES = {"lease": ("clock",), "renew": ("clock",), "reap": ("clock", "live"), "retire": ("clock", "live"),
-            "set_used": ("clock", "live")}
+            "set_used": ("clock", "live"), "put_address": ("place",), "publish": ("place",)}
 # A lease's release is no script: it is a plain ZREM of the lease's member (see lease.lua).
 NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "abort_rotation",
          "retire", "set_used", "force_ready")
@@ -23,7 +24,7 @@ NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "a
 @cache
 def script_text(name: str) -> str:
     """The source of script `name`, after the preludes it needs."""
-    sources = {"clock": clock_prelude(), "live": _read("_live")}
+    sources = {"clock": clock_prelude(), "live": _read("_live"), "place": _read("_place")}
     return "".join(sources[prelude] for prelude in PRELUDES.get(name, ())) + _read(name)
 
 

@@ -10,22 +10,12 @@
 -- generation + 1. Live leases still count.
 -- Errors when the host is not registered.
 
-local m = redis.call('HMGET', KEYS[1], 'primary_ip', 'budget_min', 'budget_max', 'slot_count')
+local m = redis.call('HMGET', KEYS[1], 'primary_ip', 'slot_count')
 if not m[1] then
   return redis.error_reply('ippool: unknown host')
 end
-local low, high = tonumber(m[2]), tonumber(m[3])
-local budget = math.min(high, low + math.floor(tonumber(ARGV[5]) * (high - low + 1)))
--- The outgoing address's sends stay counted in leases_retired (metrics: leases = that + every used).
-redis.call('HINCRBY', KEYS[1], 'leases_retired', tonumber(redis.call('HGET', KEYS[2], 'used') or '0'))
-local generation = redis.call('HINCRBY', KEYS[2], 'generation', 1)
-local state, used = 'active', 0
-if ARGV[6] == 'spent' then
-  state, used = 'retiring', budget
-end
-redis.call('HSET', KEYS[2], 'private_ip', ARGV[2], 'public_ip', ARGV[3], 'allocation_id', ARGV[4],
-  'state', state, 'used', used, 'budget', budget)
-if tonumber(ARGV[1]) + 1 > tonumber(m[4] or '0') then
+local placed = place(KEYS[1], KEYS[2], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6] == 'spent')
+if tonumber(ARGV[1]) + 1 > tonumber(m[2] or '0') then
   redis.call('HSET', KEYS[1], 'slot_count', tonumber(ARGV[1]) + 1)
 end
-return {generation, budget}
+return placed

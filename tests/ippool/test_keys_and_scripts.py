@@ -32,7 +32,7 @@ def test_a_host_name_that_cannot_be_a_hash_tag_is_refused(host: str) -> None:
 
 def test_every_lua_file_opens_with_a_keys_header() -> None:
     files = [f for f in (resources.files("ippool") / "lua").iterdir() if f.name.endswith(".lua")]
-    assert {f.name[:-4] for f in files} == {*NAMES, "_live"}
+    assert {f.name[:-4] for f in files} == {*NAMES, "_live", "_place"}
     for file in [*files, resources.files("sendhost") / "lua" / "_clock.lua"]:  # with the clock prelude they share
         header = []
         for line in file.read_text(encoding="utf-8").splitlines():
@@ -50,7 +50,7 @@ def test_scripts_carry_exactly_the_preludes_they_call() -> None:
     folder = resources.files("ippool") / "lua"
     for name in NAMES:
         own = (folder / f"{name}.lua").read_text(encoding="utf-8")
-        for prelude, function in (("clock", "now_ms"), ("live", "live_leases")):
+        for prelude, function in (("clock", "now_ms"), ("live", "live_leases"), ("place", "place")):
             calls = f"{function}(" in own
             assert calls == (prelude in PRELUDES.get(name, ())), (name, prelude)
             assert (f"local function {function}(" in script_text(name)) == calls, (name, prelude)
