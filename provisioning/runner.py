@@ -10,13 +10,15 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from provisioning.errors import ProvisionConfigError, ProvisionFailed
 
-# Shipped inside the package (package data), so a plain `pip install` provisions as an editable install does.
-DEFAULT_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "site.yml"
+# The checkout's top-level playbooks/, which the wheel ships inside this package (provisioning/playbooks links to it),
+# so a plain `pip install` provisions as a checkout does.
+DEFAULT_PLAYBOOK = Path(str(resources.files("provisioning") / "playbooks" / "site.yml"))
 # Ansible must refuse hosts whose key it does not know, exactly as `host verify` does; never auto-add.
 RUNNER_ENV = {
     "ANSIBLE_HOST_KEY_CHECKING": "True",

@@ -27,7 +27,7 @@ from toolkit.output import emit_json, emit_table, format_option
 @click.pass_obj
 def command(app: App, inventory_path: Path | None, limit: str | None, check: bool, tags: str | None,
             fmt: str | None) -> None:
-    """Provision sender hosts with provisioning/playbooks/site.yml (through ansible-runner).
+    """Provision sender hosts with playbooks/site.yml (through ansible-runner).
 
     Ends with a table per host (ok, changed, failed, unreachable); exits 1 when any host failed or was
     unreachable, 2 for bad input (a host without ansible_host or key, a slot outside its subnet,
