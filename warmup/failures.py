@@ -1,20 +1,13 @@
 """Send failures: seven classes, each with one response, classified from the SMTP stage and the server's reply.
 
-The order of the rules is the precedence documented in docs/failure-classes.md, and each rule carries its name so a
-caller (and a test) can see which one decided:
-
-1. no reply at all: the stage decides; after the end of DATA the message may have been accepted (`unknown`);
-2. text that names the sending account's quota (`account_quota`) or a rate limit (`rate_limited`) wins over any code;
-3. the sending account itself: authentication, or the account may not send as this sender (`account_auth`);
-4. text that says the recipient's domain does not exist (`recipient`);
-5. text that says the recipient does not exist (`recipient`, permanent replies only);
-6. RFC 3463 enhanced codes: addressing X.1.x is `recipient` and network or congestion X.4.x is `transient`,
-   whatever the reply code;
-7. content and policy codes and text (`content`), the recipient's mailbox status X.2.x;
-8. the reply code: 4xx `transient`, 5xx `content` (an unexplained permanent rejection is never retried blindly).
-
-The texts come from the providers' published replies (Gmail, Microsoft 365, Yahoo) and from real bounces of many
-MTAs, in English, French, German and Japanese; tests/warmup/test_failures_replies.py holds them.
+`RULES` below is the precedence, first match wins, and each rule is named so a caller (and a test) can see which
+one decided (`explain`). In short: no reply at all is decided by the stage (after the end of DATA the message may
+have been accepted: `unknown`); text naming the sending quota or a rate limit wins over any code; then the account
+itself (authentication, send-as); then a missing recipient domain or recipient; then RFC 3463 enhanced codes
+(addressing X.1.x is `recipient`, network/congestion X.4.x is `transient`, whatever the reply code); then content and
+policy; then the reply code. docs/failure-classes.md documents each step; the replies behind the texts (Gmail,
+Microsoft 365, Yahoo, real bounces of many MTAs, French, German and Japanese providers) are in
+tests/warmup/test_failures_replies.py.
 """
 
 from __future__ import annotations
