@@ -6,7 +6,7 @@ the file, the line, the key and what is expected.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ippool.spec import DEFAULT_POOL_NAME
@@ -117,6 +117,7 @@ class _Groups:
 
     nodes: dict[str, LineDict]
     parents: dict[str, str | None]
+    key_lines: dict[str, int] = field(default_factory=dict)  # the line of each group's own `name:` key
 
 
 def _collect_groups(check: Checker, data: LineDict) -> _Groups:
@@ -134,6 +135,7 @@ def _collect_groups(check: Checker, data: LineDict) -> _Groups:
                 check.fail(group, key, f"{name}.{key}", f"unknown group key; expected one of {expected}")
         groups.nodes[name] = group
         groups.parents[name] = parent
+        groups.key_lines[name] = holder.key_lines.get(name, group.line)
         children = check.mapping(group, "children", f"{name}.children", default=LineDict())
         for child_name, child in children.items():
             walk(child_name, child, children, name)
@@ -160,11 +162,14 @@ def _merged_vars(groups: _Groups, name: str) -> LineDict:
 def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tuple[SenderHost, ...]:
     group = groups.nodes.get(SENDER_GROUP)
     if group is None:
-        check.fail(global_vars, "", SENDER_GROUP, f"no group {SENDER_GROUP!r}; add `all.children.{SENDER_GROUP}.hosts`")
-    assert group is not None
+        # Point at the `all:` group, where the missing `children.senders` belongs (line 1 if there is no `all`).
+        line = groups.key_lines.get("all") or 1
+        raise ConfigError(f"{check.path}:{line}: {SENDER_GROUP}: no group {SENDER_GROUP!r}; "
+                          f"add `all.children.{SENDER_GROUP}.hosts` with at least one sender host")
     group_vars = _merged_vars(groups, SENDER_GROUP)
     hosts_node = check.mapping(group, "hosts", f"{SENDER_GROUP}.hosts", default=LineDict())
     hosts: list[SenderHost] = []
+    host_vars: list[LineDict] = []
     for name, own in hosts_node.items():
         if own is None:
             own = LineDict(line=hosts_node.key_lines[name])
@@ -173,7 +178,8 @@ def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tup
         merged = LineDict({**group_vars, **own}, line=own.line or hosts_node.key_lines[name],
                           key_lines={**group_vars.key_lines, **own.key_lines})
         hosts.append(_sender_host(check, name, merged))
-    _check_unique_addresses(check, hosts_node, hosts)
+        host_vars.append(merged)
+    _check_unique_addresses(check, hosts, host_vars)
     return tuple(hosts)
 
 
@@ -219,14 +225,20 @@ def _pool(check: Checker, host: str, hv: LineDict) -> PoolPolicy:
                       ptr_zone=ptr_zone, private_ips=private_ips)
 
 
-def _check_unique_addresses(check: Checker, hosts_node: LineDict, hosts: list[SenderHost]) -> None:
+def _check_unique_addresses(check: Checker, hosts: list[SenderHost], host_vars: list[LineDict]) -> None:
+    # Name the key that holds the second use (a primary IP or a slot address), at its own line.
     seen: dict[str, str] = {}
-    for host in hosts:
-        for address in (host.primary_ip, *host.pool.private_ips):
+    for host, hv in zip(hosts, host_vars, strict=True):
+        uses = [(host.primary_ip, "sendhost_primary_ip", f"{host.name}.sendhost_primary_ip", "primary IP")]
+        uses += [(address, "sendhost_pool", f"{host.name}.sendhost_pool.private_ips", "slot address")
+                 for address in host.pool.private_ips]
+        for address, key, where, role in uses:
             if address in seen:
-                check.fail(hosts_node, host.name, f"{host.name}.sendhost_pool.private_ips",
-                           f"address {address} is already used by {seen[address]}; every slot needs its own address")
-            seen[address] = host.name
+                node = hv[key] if key == "sendhost_pool" else hv
+                key = "private_ips" if key == "sendhost_pool" else key
+                check.fail(node, key, where, f"{role} {address} is already used by {seen[address]}; "
+                           "every host and slot needs its own address")
+            seen[address] = f"{host.name} ({role})"
 
 
 DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor"}
@@ -251,13 +263,29 @@ def _mailbox(check: Checker, index: int, node: object) -> Mailbox:
     where = f"sendhost_mailboxes[{index}]"
     entry = check.entry(node, where)
     check.known_keys(entry, MAILBOX_KEYS, where)
+    address = check.email(entry, "address", f"{where}.address")
+    domain = check.domain(entry, "domain", f"{where}.domain")
+    # The mailbox's `domain` picks the DNS audited for it and the warm-up group it sends in; a From address in
+    # another domain would be audited against the wrong records, so the two must agree.
+    address_domain = _ascii_domain(address.rpartition("@")[2])
+    if address_domain != domain:
+        check.fail(entry, "domain", f"{where}.domain",
+                   f"mailbox {address} is in domain {address_domain}, not {domain}; "
+                   f"set domain: {address_domain} or fix the address")
     return Mailbox(
-        address=check.email(entry, "address", f"{where}.address"),
-        domain=check.domain(entry, "domain", f"{where}.domain"),
+        address=address,
+        domain=domain,
         start=check.iso_date(entry, "start", f"{where}.start"),
         timezone=check.timezone(entry, "timezone", f"{where}.timezone", default="UTC"),
         group=check.string(entry, "group", f"{where}.group", default="default"),
     )
+
+
+def _ascii_domain(name: str) -> str:
+    try:
+        return name.rstrip(".").encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        return name.rstrip(".").lower()
 
 
 def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mailbox, ...],
