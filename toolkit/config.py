@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sendhost.errors import ConfigError
-from sendhost.redis_url import mask_url, validate_redis_url
+from sendhost.redis_url import insecure_tls_reason, mask_url, validate_redis_url
 from toolkit.inventory import Inventory
 
 DEFAULT_INVENTORY = Path("inventory.yml")
 DEFAULT_REGION = "us-east-1"
+log = logging.getLogger("sendhost.config")
 
 
 @dataclass(frozen=True)
@@ -101,4 +103,6 @@ def _redis_url(flag: str | None, env: Mapping[str, str], inventory: Inventory | 
         validate_redis_url(setting.value)
     except ValueError as exc:
         raise ConfigError(f"redis_url from {setting.source}: {exc}") from None
+    if reason := insecure_tls_reason(setting.value):
+        log.warning("redis_url from %s: %s", setting.source, reason)
     return setting
