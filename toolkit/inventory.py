@@ -6,6 +6,7 @@ the file, the line, the key and what is expected.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,13 @@ GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "
 # The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
 # each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
 POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+# A sender host's name becomes an EIP tag, a Redis hash tag, a DNS label (PTR) and a line in files on the host:
+# letters, digits, '.', '_' and '-' are safe in all four ('{', '}', '/', spaces and quotes are not).
+HOST_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+HOST_NAME_EXPECTED = "a host name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric"
+# Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':' or whitespace; kept to what udev and
+# netplan produce (eth0, ens5, enp0s3, veth-a1) so the name is safe in netplan YAML and ifupdown files.
+INTERFACE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,14}"
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,8 @@ def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tup
             own = LineDict(line=hosts_node.key_lines[name])
         if not isinstance(own, LineDict):
             check.fail(hosts_node, name, name, "host variables must be a mapping")
+        if not re.fullmatch(HOST_NAME_PATTERN, name):
+            check.fail(hosts_node, name, f"{SENDER_GROUP}.hosts", f"{name!r} is not {HOST_NAME_EXPECTED}")
         merged = LineDict({**group_vars, **own}, line=own.line or hosts_node.key_lines[name],
                           key_lines={**group_vars.key_lines, **own.key_lines})
         hosts.append(_sender_host(check, name, merged))
@@ -194,7 +204,10 @@ def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
                           expected="an AWS region like us-east-1")
     ansible_host = check.string(hv, "ansible_host", f"{name}.ansible_host", default=primary_ip)
     subnet = check.optional_network(hv, "sendhost_subnet", f"{name}.sendhost_subnet")
-    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0")
+    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0",
+                             pattern=INTERFACE_PATTERN,
+                             expected="a network interface name like eth0 or ens5 (up to 15 letters, digits, "
+                                      "'.', '_' or '-')")
     pool = _pool(check, name, hv)
     if subnet is not None:
         check.ips_in_network(hv, "sendhost_pool", f"{name}.sendhost_pool.private_ips", pool.private_ips, subnet)
@@ -221,6 +234,11 @@ def _pool(check: Checker, host: str, hv: LineDict) -> PoolPolicy:
         check.fail(pool, "private_ips", f"{where}.private_ips", f"lists {len(private_ips)} addresses for {slots} slots")
     if ptr and not ptr_zone:
         check.fail(pool, "ptr", f"{where}.ptr", "ptr: true needs ptr_zone (the Route 53 zone for forward A records)")
+    if ptr and "_" in host:
+        check.fail(pool, "ptr", f"{where}.ptr", f"the forward record {host}-N.{ptr_zone} would not be a valid host "
+                   "name ('_' is not allowed in one); rename the host without '_'")
+    if ptr_zone:
+        ptr_zone = check.domain(pool, "ptr_zone", f"{where}.ptr_zone")
     return PoolPolicy(slots=slots, budget=(budget[0], budget[1]), park_minutes=park_minutes, ptr=ptr,
                       ptr_zone=ptr_zone, private_ips=private_ips)
 

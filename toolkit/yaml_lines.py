@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,25 @@ def _checked_scalar(kind: str, construct: Any) -> Any:
     return construct_or_name_the_line
 
 
+# C0 controls, DEL, C1 controls and the Unicode line and paragraph separators. Inventory values are rendered into
+# files on the sender hosts (the agent's env file, systemd units, netplan), where a newline starts a new setting.
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _construct_text(loader: _LineLoader, node: yaml.ScalarNode) -> str:
+    value = yaml.SafeLoader.construct_yaml_str(loader, node)
+    if bad := _CONTROL_RE.search(value):
+        # The value itself is not quoted: it may be a password.
+        raise ConfigError(
+            f"{loader.name}:{node.start_mark.line + 1}: a value holds the control character {bad.group()!r} at "
+            f"character {bad.start() + 1}; remove it: inventory values are written into files on the sender hosts, "
+            "where a newline would start a new setting"
+        )
+    return value
+
+
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:str", _construct_text)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 for _tag, _kind in (("timestamp", "date or time"), ("int", "whole number"), ("float", "number"),
                     ("bool", "true or false"), ("null", "null")):

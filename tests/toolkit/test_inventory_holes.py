@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from sendhost.errors import ConfigError
 from tests.conftest import REPO_ROOT, run_cli
+from tests.toolkit.test_inventory_host_values import strings_of
 from toolkit.inventory import load_inventory
 
 EXAMPLE = (REPO_ROOT / "inventory.example.yml").read_text()
@@ -140,8 +141,11 @@ def test_a_mutated_example_inventory_loads_or_names_its_mistake(tmp_path: Path, 
     path = tmp_path / "inventory.yml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
-        load_inventory(path)
+        inventory = load_inventory(path)
     except ConfigError as exc:
         message = str(exc)
         assert message.startswith(f"{path}"), message
         assert "\n" not in message, message
+    else:
+        # What loads is fit to be written into files on the sender hosts.
+        assert not [s for s in strings_of(inventory) if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in s)]
