@@ -19,6 +19,7 @@ GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
     "dns": "toolkit.cli.dns:group",
     "host": "toolkit.cli.host:group",
+    "iam": "toolkit.cli.iam:group",
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
     "provision": "toolkit.cli.provision:command",
