@@ -96,6 +96,11 @@ def _redis_url(flag: str | None, env: Mapping[str, str], inventory: Inventory | 
     elif inventory and inventory.redis_url:
         source = f"inventory {inventory.path}:{inventory.redis_url_line}"
         setting = Setting("redis_url", inventory.redis_url, source, secret=True)
+    elif inventory and inventory.redis_url_vaulted:
+        # Falling back to the embedded Redis here would split state between two servers without a word.
+        raise ConfigError(f"{inventory.path}:{inventory.redis_url_line}: sendhost_redis_url is encrypted with "
+                          "ansible-vault, which sendhost does not decrypt; give sendhost the URL in "
+                          "SENDHOST_REDIS_URL (or --redis-url)")
     else:
         return Setting("redis_url", None, "default (embedded Redis under the state dir)")
     assert setting.value is not None

@@ -13,7 +13,7 @@ from pathlib import Path
 from ippool.spec import DEFAULT_POOL_NAME
 from sendhost.errors import ConfigError
 from toolkit.inventory_schema import Checker
-from toolkit.yaml_lines import LineDict, load_yaml_with_lines
+from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
 SENDER_GROUP = "senders"
 GROUP_KEYS = {"hosts", "vars", "children"}
@@ -80,6 +80,7 @@ class Inventory:
     mailboxes: tuple[Mailbox, ...]
     redis_url: str | None
     redis_url_line: int
+    redis_url_vaulted: bool = False  # encrypted with ansible-vault: sendhost needs the URL from the environment
     dnsbl: tuple[str, ...] = ()
     pool_name: str = DEFAULT_POOL_NAME
 
@@ -116,6 +117,7 @@ def load_inventory(path: Path) -> Inventory:
     return Inventory(
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
         redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,
+        redis_url_vaulted=isinstance(global_vars.get("sendhost_redis_url"), Vaulted),
     )
 
 

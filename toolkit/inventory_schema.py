@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sendhost.errors import ConfigError
 from sendhost.redis_url import validate_redis_url
-from toolkit.yaml_lines import LineDict, LineList
+from toolkit.yaml_lines import LineDict, LineList, Vaulted
 
 _MISSING: Any = object()
 DOMAIN_RE = re.compile(r"(?=.{1,253}$)(?!-)([a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$")
@@ -32,6 +32,9 @@ class Checker:
         raise ConfigError(f"{self.path}:{self.line_of(node, key)}: {where}: {problem}")
 
     def _get(self, node: LineDict, key: str, where: str, default: Any) -> Any:
+        if isinstance(node.get(key), Vaulted) and key != "sendhost_redis_url":
+            self.fail(node, key, where, "is encrypted with ansible-vault, which sendhost does not decrypt; "
+                      "keep it in clear (only sendhost_redis_url may be vaulted)")
         if key in node and node[key] is not None:
             return node[key]
         if default is _MISSING:
@@ -178,8 +181,8 @@ class Checker:
 
     def optional_redis_url(self, node: LineDict, key: str) -> str | None:
         value = self._get(node, key, key, None)
-        if value in (None, ""):
-            return None
+        if value in (None, "") or isinstance(value, Vaulted):
+            return None  # a vaulted URL is Ansible's; sendhost takes its own from the environment
         if not isinstance(value, str):
             self.fail(node, key, key, f"expected a Redis URL, got {value!r}")
         try:

@@ -29,6 +29,16 @@ class LineList(list[Any]):
         self.item_lines: list[int] = list(item_lines or [])
 
 
+class Vaulted:
+    """A value encrypted with ansible-vault (`!vault |`): Ansible's to decrypt; sendhost never sees the clear text."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+    def __repr__(self) -> str:
+        return "<ansible-vault encrypted value>"
+
+
 class _LineLoader(yaml.SafeLoader):
     pass
 
@@ -89,6 +99,7 @@ def _construct_text(loader: _LineLoader, node: yaml.ScalarNode) -> str:
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _LineLoader.add_constructor("tag:yaml.org,2002:str", _construct_text)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_LineLoader.add_constructor("!vault", lambda loader, node: Vaulted(node.start_mark.line + 1))
 for _tag, _kind in (("timestamp", "date or time"), ("int", "whole number"), ("float", "number"),
                     ("bool", "true or false"), ("null", "null")):
     _LineLoader.add_constructor(f"tag:yaml.org,2002:{_tag}",

@@ -142,3 +142,44 @@ def test_own_loggers_reach_debug_and_libraries_stay_at_warning() -> None:
         configure_logging(0, stream=io.StringIO())
     assert stream.getvalue() == ("DEBUG ippool.rotator: rotating slot 0\n"
                                  "WARNING sendhost.config: using redis://u:***@host:6379/0 now\n")
+
+
+VAULTED = ("!vault |\n          $ANSIBLE_VAULT;1.1;AES256\n"
+           "          6231336539666234306139346433616338376437376461363365\n")
+
+
+def _vaulted_inventory(tmp_path: Path, key_line: str) -> Path:
+    path = tmp_path / "inventory.yml"
+    path.write_text((REPO_ROOT / "inventory.example.yml").read_text().replace(
+        "  vars:\n", f"  vars:\n    {key_line} {VAULTED}", 1))
+    return path
+
+
+def test_an_ansible_vault_value_in_the_inventory_does_not_stop_sendhost(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.yml"
+    path.write_text((REPO_ROOT / "inventory.example.yml").read_text().replace(
+        "        ansible_become: true\n",
+        f"        ansible_become: true\n        ansible_become_password: {VAULTED}", 1))
+    result = run_cli("inventory", "check", "--offline", str(path))
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_vaulted_redis_url_needs_the_url_from_the_environment(tmp_path: Path) -> None:
+    path = _vaulted_inventory(tmp_path, "sendhost_redis_url:")
+    missing = run_cli("--inventory", str(path), "config", "show")
+    assert missing.returncode == 2
+    assert missing.stderr == (f"error: {path}:10: sendhost_redis_url is encrypted with ansible-vault, which sendhost "
+                              "does not decrypt; give sendhost the URL in SENDHOST_REDIS_URL (or --redis-url)\n")
+    given = run_cli("--inventory", str(path), "config", "show", "--format", "json",
+                    env={"SENDHOST_REDIS_URL": "redis://:s3cret@10.9.9.9:6379/0"})
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout)["redis_url"] == {"value": "redis://:***@10.9.9.9:6379/0",
+                                                     "source": "env SENDHOST_REDIS_URL"}
+
+
+def test_other_sendhost_keys_cannot_be_vaulted(tmp_path: Path) -> None:
+    path = _vaulted_inventory(tmp_path, "sendhost_pool_name:")
+    result = run_cli("inventory", "check", "--offline", str(path))
+    assert result.returncode == 2
+    assert result.stderr == (f"error: {path}:10: sendhost_pool_name: is encrypted with ansible-vault, which "
+                             "sendhost does not decrypt; keep it in clear (only sendhost_redis_url may be vaulted)\n")
