@@ -104,3 +104,15 @@ def test_every_string_of_the_example_inventory_is_free_of_control_characters() -
     strings = strings_of(load_inventory(REPO_ROOT / "inventory.example.yml"))
     assert len(strings) > 20
     assert not [s for s in strings if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in s)]
+
+
+def test_provision_refuses_an_injected_env_line_before_ansible_runs(tmp_path: Path) -> None:
+    text = EXAMPLE.replace("  vars:\n", '  vars:\n    sendhost_redis_url: "redis://r.internal:6379/0\\nHTTPS_PROXY=http://e:1"\n',
+                           1)
+    path = write(tmp_path, text)
+    result = run_cli("provision", "--inventory", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (f"error: {path}:10: a value holds the control character '\\n' at character 26; remove "
+                             "it: inventory values are written into files on the sender hosts, where a newline would "
+                             "start a new setting\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inventory.yml"], "nothing written, Ansible never ran"
