@@ -104,9 +104,9 @@ def load_inventory(path: Path) -> Inventory:
         if key.startswith("sendhost_") and key not in GLOBAL_KEYS | HOST_KEYS:
             check.fail(global_vars, key, key, f"unknown key; expected one of {', '.join(sorted(GLOBAL_KEYS))}")
     hosts = _sender_hosts(check, groups, global_vars)
-    domains = tuple(_domain(check, i, d) for i, d in check.items(global_vars, "sendhost_domains", "sendhost_domains"))
+    domains = tuple(_domain(check, i, d) for i, d in check.entries(global_vars, "sendhost_domains", "sendhost_domains"))
     mailboxes = tuple(
-        _mailbox(check, i, m) for i, m in check.items(global_vars, "sendhost_mailboxes", "sendhost_mailboxes")
+        _mailbox(check, i, m) for i, m in check.entries(global_vars, "sendhost_mailboxes", "sendhost_mailboxes")
     )
     _check_mailboxes(check, global_vars, mailboxes, domains)
     redis_url = check.optional_redis_url(global_vars, "sendhost_redis_url")
@@ -143,6 +143,7 @@ def _collect_groups(check: Checker, data: LineDict) -> _Groups:
             if key not in GROUP_KEYS:
                 expected = ", ".join(sorted(GROUP_KEYS))
                 check.fail(group, key, f"{name}.{key}", f"unknown group key; expected one of {expected}")
+        check.mapping(group, "vars", f"{name}.vars", default=LineDict())  # fails at its line if not a mapping
         groups.nodes[name] = group
         groups.parents[name] = parent
         groups.key_lines[name] = holder.key_lines.get(name, group.line)

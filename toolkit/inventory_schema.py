@@ -19,6 +19,23 @@ DOMAIN_RE = re.compile(r"(?=.{1,253}$)(?!-)([a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}
 EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+$")
 
 
+def yaml_kind(value: object) -> str:
+    """What a YAML value is, in the inventory author's words (not Python's class names)."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, Vaulted):
+        return "an ansible-vault value"
+    return f"a YAML {type(value).__name__}"
+
+
 class Checker:
     """Reads fields out of LineDicts, raising ConfigError with `file:line: key: problem` on the first bad one."""
 
@@ -54,20 +71,31 @@ class Checker:
     def mapping(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> LineDict:
         value = self._get(node, key, where, default)
         if not isinstance(value, LineDict):
-            self.fail(node, key, where, f"expected a mapping, got {type(value).__name__}")
+            self.fail(node, key, where, f"expected a mapping, got {yaml_kind(value)}")
         return value
 
     def items(self, node: LineDict, key: str, where: str) -> Iterator[tuple[int, object]]:
         value = self._get(node, key, where, LineList())
         if not isinstance(value, list):
-            self.fail(node, key, where, f"expected a list, got {type(value).__name__}")
+            self.fail(node, key, where, f"expected a list, got {yaml_kind(value)}")
         yield from enumerate(value)
+
+    def entries(self, node: LineDict, key: str, where: str) -> Iterator[tuple[int, LineDict]]:
+        """The items of a list of mappings (domains, mailboxes); an item that is not a mapping fails at its line."""
+        items = self._get(node, key, where, LineList())
+        for index, item in self.items(node, key, where):
+            if not isinstance(item, LineDict):
+                lines = getattr(items, "item_lines", [])
+                line = lines[index] if index < len(lines) else self.line_of(node, key)
+                raise ConfigError(f"{self.path}:{line}: {where}[{index}]: expected a mapping of keys "
+                                  f"(like `- name: ...`), got {yaml_kind(item)} {item!r}")
+            yield index, item
 
     def string(self, node: LineDict, key: str, where: str, default: Any = _MISSING, pattern: str | None = None,
                expected: str = "a string") -> str:
         value = self._get(node, key, where, default)
         if not isinstance(value, str):
-            self.fail(node, key, where, f"expected {expected}, got {type(value).__name__} {value!r}")
+            self.fail(node, key, where, f"expected {expected}, got {yaml_kind(value)} {value!r}")
         if pattern and not re.fullmatch(pattern, value):
             self.fail(node, key, where, f"{value!r} is not {expected}")
         return value
@@ -82,7 +110,7 @@ class Checker:
                 maximum: int | None = None) -> int:
         value = self._get(node, key, where, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(node, key, where, f"expected a whole number, got {type(value).__name__} {value!r}")
+            self.fail(node, key, where, f"expected a whole number, got {yaml_kind(value)} {value!r}")
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             self.fail(node, key, where, f"{value} is out of range {minimum}..{maximum}")
         return value
@@ -96,7 +124,7 @@ class Checker:
     def _list(self, node: LineDict, key: str, where: str, default: Any) -> list[Any]:
         value = self._get(node, key, where, default)
         if not isinstance(value, list):
-            self.fail(node, key, where, f"expected a list, got {type(value).__name__} {value!r}")
+            self.fail(node, key, where, f"expected a list, got {yaml_kind(value)} {value!r}")
         return value
 
     def str_list(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> list[str]:

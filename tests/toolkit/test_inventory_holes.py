@@ -7,6 +7,7 @@ would report as "internal error" with exit 1.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,23 @@ def test_unquoted_real_date_still_loads(tmp_path: Path) -> None:
     assert load_inventory(write(tmp_path, text)).mailboxes[0].start == "2026-11-16"
 
 
+def test_a_list_item_that_is_not_a_mapping_names_its_line(tmp_path: Path) -> None:
+    text = EXAMPLE.replace("      - address: alice@example.com\n",
+                           "      - alice@example.com\n      - address: a@example.com\n", 1)
+    with pytest.raises(ConfigError) as caught:
+        load_inventory(write(tmp_path, text))
+    assert str(caught.value) == (
+        f"{tmp_path / 'inventory.yml'}:{line_of(text, '- alice@example.com')}: sendhost_mailboxes[0]: expected a "
+        "mapping of keys (like `- name: ...`), got text 'alice@example.com'"
+    )
+
+
+def test_vars_that_are_not_a_mapping_name_their_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_inventory(write(tmp_path, "all:\n  vars: [1]\n"))
+    assert str(caught.value) == f"{tmp_path / 'inventory.yml'}:2: all.vars: expected a mapping, got a list"
+
+
 HOSTILE_VALUES = [
     "2026-02-30", "2026-13-01", "2026-02-30 25:61:00", "0000-00-00", "", "~", "null", "[]", "{}", "[a, b]",
     "{a: 1}", "-1", "0", "99999999999999999999999", "1e999", ".nan", "yes", "'\\x00'", '"\\u0000"', '"a\\nb"',
@@ -121,6 +139,8 @@ def _mutate(text: str, line_index: int, kind: str, value: str) -> str:
         del lines[index]
     elif kind == "double":
         lines.insert(index, line)
+    elif kind == "whole":
+        lines[index] = line[: len(line) - len(line.lstrip())] + value
     elif ": " in line:
         key, _ = line.split(": ", 1)
         lines[index] = f"{key}: {value}"
@@ -131,9 +151,9 @@ def _mutate(text: str, line_index: int, kind: str, value: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=500, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(line_index=st.integers(min_value=0, max_value=10_000),
-       kind=st.sampled_from(["replace", "replace", "replace", "drop", "double"]),
+       kind=st.sampled_from(["replace", "replace", "replace", "whole", "drop", "double"]),
        value=st.sampled_from(HOSTILE_VALUES) | st.text(max_size=12))
 def test_a_mutated_example_inventory_loads_or_names_its_mistake(tmp_path: Path, line_index: int, kind: str,
                                                                value: str) -> None:
@@ -144,7 +164,7 @@ def test_a_mutated_example_inventory_loads_or_names_its_mistake(tmp_path: Path, 
         inventory = load_inventory(path)
     except ConfigError as exc:
         message = str(exc)
-        assert message.startswith(f"{path}"), message
+        assert re.match(rf"{re.escape(str(path))}:[1-9]\d*: ", message), f"no file:line in {message!r}"
         assert "\n" not in message, message
     else:
         # What loads is fit to be written into files on the sender hosts.
