@@ -32,7 +32,7 @@ def validate_redis_url(url: str) -> str:
     if at and any(char in userinfo for char in _USERINFO_BREAKERS):
         raise ValueError(
             f"malformed Redis URL {shown!r}: the user or password holds '/', '?' or '#'; percent-encode them "
-            "(%2F, %3F, %23) or set the URL without them"
+            "(%2F, %3F, %23), and any '@' after the host (%40)"
         )
     try:
         parts = urlsplit(url)

@@ -52,8 +52,15 @@ def test_an_unencoded_hash_is_named_with_the_fix() -> None:
         validate_redis_url("redis://:s3cr#et@host:6379/0")
     assert str(caught.value) == (
         "malformed Redis URL 'redis://***@host:6379/0': the user or password holds '/', '?' or '#'; "
-        "percent-encode them (%2F, %3F, %23) or set the URL without them"
+        "percent-encode them (%2F, %3F, %23), and any '@' after the host (%40)"
     )
+
+
+def test_an_at_sign_after_the_host_is_read_as_a_broken_password_unless_encoded() -> None:
+    # Ambiguous by nature: `redis://ab#cd@host` parses as host "ab". Refusing (and masking) is the safe reading.
+    with pytest.raises(ValueError, match="percent-encode"):
+        validate_redis_url("redis://host:6379/0?client_name=me@team")
+    assert validate_redis_url("redis://host:6379/0?client_name=me%40team")
 
 
 def test_the_percent_encoded_form_is_valid_and_the_client_reads_the_real_password() -> None:
