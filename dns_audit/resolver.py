@@ -71,6 +71,14 @@ class Resolver(Protocol):
 
     async def query(self, name: str, rdtype: str) -> Answer: ...
 
+    def covers(self, domain: str) -> bool:
+        """False when this resolver has no data at all for `domain` (a domain without a zone file, offline)."""
+        ...
+
+    def describe(self) -> str:
+        """Where answers come from, for messages ("the zone files in zones", "nameserver 127.0.0.1:53")."""
+        ...
+
 
 def normalize(name: str) -> str:
     return name.rstrip(".").lower()
@@ -130,6 +138,12 @@ class LiveResolver:
     @property
     def distinct_names(self) -> int:
         return len(self._cache)
+
+    def covers(self, domain: str) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return "nameserver " + ", ".join(f"{host}:{port}" for host, port in self.nameservers)
 
     async def query(self, name: str, rdtype: str) -> Answer:
         answer = await self._query_once(name, rdtype)

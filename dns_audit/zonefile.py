@@ -112,6 +112,7 @@ class ZoneResolver:
         if not files:
             raise ZoneFileError(f"--zone-dir {zone_dir}: no zone files (name them <origin>.zone)")
         self.fallback = fallback
+        self.zone_dir = zone_dir
         self.origins: list[str] = []
         self._records: dict[tuple[str, str], list[ZoneRecord]] = defaultdict(list)
         self._names: set[str] = set()
@@ -124,6 +125,24 @@ class ZoneResolver:
     def _in_zone(self, name: str) -> bool:
         return any(name == origin or name.endswith("." + origin) for origin in self.origins)
 
+    def _wildcard(self, key: str, rdtype: str) -> list[ZoneRecord]:
+        """RFC 4592 in short: a name that does not exist takes the records of `*.<closest existing parent>`."""
+        if key in self._names:
+            return []
+        labels = key.split(".")
+        for cut in range(1, len(labels)):
+            parent = ".".join(labels[cut:])
+            found = self._records.get((f"*.{parent}", rdtype))
+            if found or parent in self._names:
+                return found or []
+        return []
+
+    def covers(self, domain: str) -> bool:
+        return self._in_zone(normalize(domain)) or self.fallback is not None
+
+    def describe(self) -> str:
+        return f"the zone files in {self.zone_dir}"
+
     async def query(self, name: str, rdtype: str) -> Answer:
         key, rdtype = normalize(name), rdtype.upper()
         if not self._in_zone(key):
@@ -132,7 +151,7 @@ class ZoneResolver:
             return Answer(name, rdtype, "unknown", error="not in the zone files (add --nameserver to look it up)")
         first_cname: str | None = None
         for _ in range(8):
-            found = self._records.get((key, rdtype))
+            found = self._records.get((key, rdtype)) or self._wildcard(key, rdtype)
             if found:
                 records = tuple(Record(r.text, r.location) for r in found)
                 return Answer(name, rdtype, "ok", records, cname=first_cname)

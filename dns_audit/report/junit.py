@@ -19,7 +19,7 @@ def render_junit(reports: list[DomainReport], fail_on: str = "error") -> str:
                                                                              and f.area == "audit")]
             failing = [f for f in found if at_or_above(f, fail_on)]
             if check.status == "skip":
-                ET.SubElement(case, "skipped", message="not run for this audit (profile or offline mode)")
+                ET.SubElement(case, "skipped", message=check.note or "not run for this audit")
                 skipped += 1
             elif failing:
                 failures += 1

@@ -69,16 +69,20 @@ Audit = Callable[..., DomainReport]
 
 @pytest.fixture
 def audit(nsd: NsdServer, mail: Mail) -> Audit:
-    """Audit one domain against the fixture servers through the Python API; returns its report."""
+    """Audit one domain against the fixture servers through the Python API; returns its report. The sending
+    mode defaults to `direct` when IPs are given (every check on them applies), else `submission`."""
 
     def run(domain: str, *, ips: tuple[str, ...] = (), selectors: tuple[str, ...] = (z.SELECTOR,),
             envelope: str | None = None, nameserver: str | None = None, timeout: float = 1.0,
             dnsbl: tuple[str, ...] = (z.DNSBL_ZONE,), profile: str = "gmail-bulk",
-            deadline: float = 30) -> DomainReport:
+            deadline: float = 30, mode: str | None = None, spf_includes: tuple[str, ...] = (),
+            dmarc_floor: str | None = None) -> DomainReport:
         resolver = LiveResolver([parse_nameserver(nameserver or nsd.address)], timeout=timeout, retries=1)
         options = AuditOptions(profile=profile, ip_zones=dnsbl, domain_zones=dnsbl,
                                tls=TlsProbe(port=mail.port, ca_file=mail.ca_file, timeout=5), deadline=deadline)
-        [report] = run_audit(resolver, [DomainTarget(domain, selectors, ips, envelope)], options)
+        target = DomainTarget(domain, selectors, ips, envelope, mode or ("direct" if ips else "submission"),
+                              spf_includes, dmarc_floor)
+        [report] = run_audit(resolver, [target], options)
         return report
 
     return run
@@ -93,9 +97,9 @@ def sendhost_dns(nsd: NsdServer, mail: Mail) -> Callable[..., object]:
     """Run `sendhost dns audit ...` in a subprocess against the fixture servers."""
     from tests.conftest import run_cli
 
-    def run(*args: str, nameserver: str | None = None) -> object:
+    def run(*args: str, nameserver: str | None = None, env: dict[str, str] | None = None) -> object:
         return run_cli("dns", "audit", "--nameserver", nameserver or nsd.address, "--smtp-port", str(mail.port),
-                       "--ca-file", mail.ca_file, "--timeout", "1", "--retries", "1", *args)
+                       "--ca-file", mail.ca_file, "--timeout", "1", "--retries", "1", *args, env=env)
 
     return run
 
