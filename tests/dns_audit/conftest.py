@@ -15,6 +15,8 @@ from dns_audit.findings import DomainReport
 from dns_audit.resolver import LiveResolver, parse_nameserver
 from dns_audit.tls import TlsProbe
 from tests.dns_audit import zones as z
+from tests.dns_audit.certs import weak_leaf, weak_server_context
+from tests.support.hostile_smtp import oversized_line_smtp
 from tests.support.net import free_port, on_ci
 from tests.support.nsd import NsdServer, nsd_available, nsd_server
 from tests.support.smtp_tls import server_context, smtp_servers
@@ -45,7 +47,8 @@ class Mail:
 
 @pytest.fixture(scope="session")
 def mail(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mail]:
-    """STARTTLS servers on 127.0.0.21-26 (valid, expired, wrong name, TLS 1.0 only, no STARTTLS, expiring)."""
+    """STARTTLS servers on 127.0.0.21-26 (valid, expired, wrong name, TLS 1.0 only, no STARTTLS, expiring), a
+    hostile one on .28 (a line over 64 KiB after STARTTLS) and an RSA-1024 certificate on .29."""
     ca = trustme.CA()
     now = dt.datetime.now(dt.UTC)
     ca_file = tmp_path_factory.mktemp("ca") / "ca.pem"
@@ -59,8 +62,11 @@ def mail(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mail]:
         z.MX_NO_STARTTLS: None,
         z.MX_EXPIRING: server_context(ca.issue_cert("mx.tls-expiring.test", not_after=now + dt.timedelta(days=5))),
     }
+    weak = weak_leaf(tmp_path_factory.mktemp("weak"), "mx.tls-weakkey.test")
+    contexts[z.MX_WEAK_KEY] = weak_server_context(weak)
+    ca_file.write_bytes(ca_file.read_bytes() + weak.ca_pem)  # both CAs are trusted: only the key size fails
     port = free_port()
-    with smtp_servers(port, contexts):
+    with smtp_servers(port, contexts), oversized_line_smtp(z.MX_HOSTILE, port):
         yield Mail(port, str(ca_file))
 
 
