@@ -264,6 +264,18 @@ CATALOG: dict[str, Rule] = {
         "error",
         "Add `List-Unsubscribe-Post: List-Unsubscribe=One-Click`.",
         "RFC 8058 §3.1"),
+    "message.unsubscribe_no_brackets": Rule(
+        "warning",
+        "Write each List-Unsubscribe URI in angle brackets: `List-Unsubscribe: <https://...>`.",
+        "RFC 2369 §2; RFC 8058 §3.1"),
+    "message.unsubscribe_link_missing": Rule(
+        "error",
+        "Put a clearly visible unsubscribe link in every text and HTML body part.",
+        f"{GMAIL} (a clearly visible unsubscribe link in the body)"),
+    "message.dkim_key_missing": Rule(
+        "error",
+        "Publish the signing selector's key at `<s>._domainkey.<d>`, or sign with a selector that has one.",
+        f"{RFC6376} §6.1.2"),
     "message.dkim_missing": Rule("error", "Sign the message with DKIM (d= the From domain).", f"{RFC6376}; {GMAIL}"),
     "message.dkim_invalid": Rule(
         "error",
