@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 
 from dns_audit.findings import CheckSkipped, Finding, Location, clip, finding
 from dns_audit.resolver import Answer, Resolver, normalize
-from dns_audit.spf_syntax import SpfRecord, SpfSyntaxError, Term, expand_macros, is_spf, parse_spf
+from dns_audit.spf_eval import LOOKUP_LIMIT, VOID_LIMIT, check_host, check_host_for, evaluate
+from dns_audit.spf_syntax import SpfRecord, SpfSyntaxError, Term, is_spf, parse_spf
 
-LOOKUP_LIMIT = 10
-VOID_LIMIT = 2
+__all__ = ["LOOKUP_LIMIT", "VOID_LIMIT", "audit_spf", "authorize_ips", "check_host", "check_host_for", "evaluate"]
+
 MAX_RECORD_BYTES = 450  # keeps the TXT answer under 512 bytes with headers (RFC 7208 §3.4)
 
 
@@ -150,162 +150,6 @@ async def audit_spf(resolver: Resolver, domain: str, expected_includes: tuple[st
     return walk.findings
 
 
-class _Budget:
-    def __init__(self) -> None:
-        self.lookups = 0
-        self.voids = 0
-
-
-class _PermError(Exception):
-    pass
-
-
-class _TempError(Exception):
-    pass
-
-
-class _OutsideData(Exception):
-    """A lookup left the zone files of an offline audit: the result cannot be known."""
-
-
-class _Known:
-    """The resolver as check_host sees it: an `unknown` answer (outside the zone files) stops the evaluation."""
-
-    def __init__(self, resolver: Resolver) -> None:
-        self.resolver = resolver
-
-    async def query(self, name: str, rdtype: str) -> Answer:
-        answer = await self.resolver.query(name, rdtype)
-        if answer.unknown:
-            raise _OutsideData(f"{rdtype} {name}: {answer.error or 'unknown'}")
-        return answer
-
-    def covers(self, domain: str) -> bool:
-        return self.resolver.covers(domain)
-
-    def describe(self) -> str:
-        return self.resolver.describe()
-
-
-async def check_host(resolver: Resolver, ip: str, domain: str, sender: str | None = None) -> str:
-    """RFC 7208 §4 evaluation: pass, fail, softfail, neutral, none, permerror or temperror."""
-    result = await evaluate(resolver, ip, domain, sender)
-    return "temperror" if result == "unknown" else result
-
-
-async def evaluate(resolver: Resolver, ip: str, domain: str, sender: str | None = None) -> str:
-    """check_host, plus `unknown` when a lookup left the zone files of an offline audit."""
-    budget = _Budget()
-    try:
-        return await _check(_Known(resolver), ipaddress.ip_address(ip), domain, sender or f"postmaster@{domain}",
-                            budget)
-    except _PermError:
-        return "permerror"
-    except _TempError:
-        return "temperror"
-    except _OutsideData:
-        return "unknown"
-
-
-_RESULTS = {"+": "pass", "-": "fail", "~": "softfail", "?": "neutral"}
-
-
-async def _check(resolver: Resolver, ip: ipaddress.IPv4Address | ipaddress.IPv6Address, domain: str,
-                 sender: str, budget: _Budget) -> str:
-    answer = await resolver.query(domain, "TXT")
-    if answer.failed:
-        raise _TempError
-    records = [t for t in answer.texts() if is_spf(t)]
-    if not records:
-        return "none"
-    if len(records) > 1:
-        raise _PermError
-    try:
-        record = parse_spf(records[0])
-    except SpfSyntaxError:
-        raise _PermError from None
-    for term in record.mechanisms:
-        if term.queries_dns:
-            budget.lookups += 1
-            if budget.lookups > LOOKUP_LIMIT:
-                raise _PermError
-        if await _matches(resolver, ip, domain, sender, term, budget):
-            return _RESULTS[term.qualifier]
-    redirect = record.modifier("redirect")
-    if redirect:
-        budget.lookups += 1
-        if budget.lookups > LOOKUP_LIMIT:
-            raise _PermError
-        result = await _check(resolver, ip, _expand(redirect, ip, domain, sender), sender, budget)
-        if result == "none":
-            raise _PermError
-        return result
-    return "neutral"
-
-
-def _expand(spec: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address, domain: str, sender: str) -> str:
-    return expand_macros(spec, ip=str(ip), domain=domain, sender=sender) if "%" in spec else spec
-
-
-async def _addresses(resolver: Resolver, name: str, version: int, budget: _Budget) -> list[str]:
-    answer = await resolver.query(name, "A" if version == 4 else "AAAA")
-    if answer.failed:
-        raise _TempError
-    if answer.absent:
-        budget.voids += 1
-        if budget.voids > VOID_LIMIT:
-            raise _PermError
-    return answer.texts()
-
-
-def _in_network(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, address: str, term: Term) -> bool:
-    prefix = term.cidr4 if ip.version == 4 else term.cidr6
-    try:
-        network = ipaddress.ip_network(f"{address}/{prefix if prefix is not None else ip.max_prefixlen}", strict=False)
-    except ValueError:
-        return False
-    return ip in network
-
-
-async def _matches(resolver: Resolver, ip: ipaddress.IPv4Address | ipaddress.IPv6Address, domain: str, sender: str,
-                   term: Term, budget: _Budget) -> bool:
-    target = _expand(term.value, ip, domain, sender) if term.value else domain
-    if term.name == "all":
-        return True
-    if term.name in ("ip4", "ip6"):
-        return ip in ipaddress.ip_network(term.value or "", strict=False)
-    if term.name == "include":
-        result = await _check(resolver, ip, target, sender, budget)
-        if result == "none":
-            raise _PermError
-        return result == "pass"
-    if term.name == "a":
-        return any(_in_network(ip, a, term) for a in await _addresses(resolver, target, ip.version, budget))
-    if term.name == "mx":
-        answer = await resolver.query(target, "MX")
-        if answer.failed:
-            raise _TempError
-        for mx in answer.texts()[:10]:
-            host = mx.split()[-1].rstrip(".")
-            if any(_in_network(ip, a, term) for a in await _addresses(resolver, host, ip.version, budget)):
-                return True
-        return False
-    if term.name == "exists":
-        answer = await resolver.query(target, "A")
-        if answer.failed:
-            raise _TempError
-        return answer.status == "ok"
-    if term.name == "ptr":
-        reverse = await resolver.query(ipaddress.ip_address(ip).reverse_pointer, "PTR")
-        for name in reverse.texts()[:10]:
-            if name == target or name.endswith("." + target):
-                forward = await resolver.query(name, "A" if ip.version == 4 else "AAAA")
-                if str(ip) in forward.texts():
-                    return True
-        return False
-    return False
-
-
 async def authorize_ips(resolver: Resolver, domain: str, ips: list[str]) -> list[Finding]:
     """`spf.ip_not_authorized` for each sending IP that does not evaluate to pass for `domain`."""
     findings = []
@@ -321,3 +165,4 @@ async def authorize_ips(resolver: Resolver, domain: str, ips: list[str]) -> list
             findings.append(finding("spf.ip_not_authorized", f"{ip} is not authorized by the SPF of {domain}",
                                     f"check_host({ip}, {domain}) = {result}", subject=ip))
     return findings
+

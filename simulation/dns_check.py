@@ -31,7 +31,3 @@ def audit_zones(zone_dir: Path, domains: tuple[SimDomain, ...],
     options = AuditOptions(ip_zones=(), domain_zones=(), tls=None)
     return run_audit(resolver, targets, options)
 
-
-def audit_command(zone_dir: Path, inventory: Path | str = "PATH") -> str:
-    """The `sendhost dns audit` command that reports what `audit_zones` reports, for the user to run."""
-    return f"sendhost dns audit --zone-dir {zone_dir} --inventory {inventory}"
