@@ -122,10 +122,11 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
     if not inventory.domains:
         raise AuditError(f"{inventory.path}: no sendhost_domains to audit; add them, or name domains without "
                          "--inventory")
-    if selectors:
+    declared = {normalize_domain(d.name): d for d in inventory.domains}
+    from_inventory = [n for n in names or list(declared) if n in declared]
+    if selectors and from_inventory:
         raise AuditError(f"--selector names the DKIM selectors of domains given without an inventory; the domains "
                          f"of {inventory.path} use their dkim_selectors: edit them there")
-    declared = {normalize_domain(d.name): d for d in inventory.domains}
     host_ips: tuple[str, ...] = ip_list
     if not ip_list:
         public, private = _sending_ips(app, inventory)
@@ -144,7 +145,8 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
             normalize_domain(d.envelope_domain) if d.envelope_domain else envelope_domain,
             mode or d.sending_mode, tuple(d.spf_includes), d.dmarc_floor,
             Location(str(inventory.path), d.line) if d.line else None))
-    click.echo(f"note: auditing {len(targets)} domain(s) from the inventory {inventory.path}", err=True)
+    if from_inventory:
+        click.echo(f"note: auditing {len(from_inventory)} domain(s) from the inventory {inventory.path}", err=True)
     return targets, inventory.dnsbl
 
 
