@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dns_audit.findings import DomainReport
+from dns_audit.findings import DomainReport, at_or_above
 from dns_audit.report.json import summary
 from dns_audit.report.text import printable
 
@@ -11,6 +11,8 @@ def render_table(reports: list[DomainReport], fail_on: str = "error") -> str:
     lines = []
     for report in reports:
         failing = [c.name for c in report.checks if c.status == "fail"]
+        # a required check that was skipped (its `<check>.skipped` error) fails the domain too
+        failing += sorted({f.area for f in report.findings if at_or_above(f, "error") and f.area not in failing})
         state = "FAIL " + ",".join(failing) if failing else "ok"
         lines.append(f"{report.domain}  [{state}]")
         if not report.findings:

@@ -202,3 +202,17 @@ def test_inventory_pool_addresses_by_sending_mode(nsd: NsdServer, mail: Any, tmp
         assert [f["code"] for f in domain["findings"]] == expected, (mode, result.stderr)
         assert {c["name"]: c["status"] for c in domain["checks"]}["dnsbl"] == "pass"  # the EIP was screened
         assert "10.0.1.10" not in result.stdout  # the private primary is never audited as a sending IP
+
+
+def test_junit_and_table_show_a_skipped_required_check_as_failing(nsd: NsdServer, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    zones = zone_dir_from(nsd, tmp_path, ["clean.test", "shared.test"])
+    args = ("dns", "audit", "clean.test", "nothere.test", "--zone-dir", str(zones), "--selector", z.SELECTOR,
+            "--ip", z.CLEAN_IP, "--sending-mode", "direct")
+    table = run_cli(*args)
+    assert "clean.test  [FAIL ptr]" in table.stdout and "nothere.test  [FAIL audit]" in table.stdout
+    root = ET.fromstring(run_cli(*args, "--format", "junit").stdout)
+    failed = {(s.get("name"), c.get("name")) for s in root.findall("testsuite") for c in s.findall("testcase")
+              if c.find("failure") is not None}
+    assert failed == {("clean.test", "ptr"), ("nothere.test", "audit")}
