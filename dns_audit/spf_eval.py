@@ -11,13 +11,14 @@ import ipaddress
 from dataclasses import dataclass, field
 
 from dns_audit.resolver import Answer, Resolver, normalize
-from dns_audit.spf_syntax import SpfSyntaxError, Term, expand_macros, is_spf, parse_spf
+from dns_audit.spf_syntax import SpfRecord, SpfSyntaxError, Term, check_macro_string, expand_macros, is_spf, parse_spf
 
 LOOKUP_LIMIT = 10
 VOID_LIMIT = 2
 MX_LIMIT = 10
 PTR_LIMIT = 10
 _RESULTS = {"+": "pass", "-": "fail", "~": "softfail", "?": "neutral"}
+DEFAULT_EXPLANATION = "See your mail administrator's SPF policy"
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -45,6 +46,8 @@ class _Evaluation:
     lookups: int = 0
     voids: int = 0
     validated_names: dict[str, str] = field(default_factory=dict)  # %{p} per domain
+    explanation: str | None = None  # set when a `-` mechanism matched in a record whose exp= applies
+    default_explanation: str = DEFAULT_EXPLANATION
 
     async def query(self, name: str, rdtype: str) -> Answer:
         answer = await self.resolver.query(name, rdtype)
@@ -142,13 +145,54 @@ async def evaluate(resolver: Resolver, ip: str, domain: str, sender: str | None 
 
 async def check_host_for(resolver: Resolver, ip: str, mail_from: str, helo: str) -> str:
     """check_host for one SMTP transaction: the MAIL FROM domain, or `postmaster@<helo>` for an empty one."""
+    result, _ = await explain_host_for(resolver, ip, mail_from, helo)
+    return result
+
+
+async def explain_host_for(resolver: Resolver, ip: str, mail_from: str, helo: str,
+                           default_explanation: str = DEFAULT_EXPLANATION) -> tuple[str, str | None]:
+    """check_host for one SMTP transaction, with the explanation of a `fail` (§6.2; None for other results)."""
     local, at, domain = mail_from.rpartition("@")
     if not mail_from or not at:
-        return await check_host(resolver, ip, helo, f"postmaster@{helo}", helo)
-    return await check_host(resolver, ip, domain, f"{local or 'postmaster'}@{domain}", helo)
+        domain, sender = helo, f"postmaster@{helo}"
+    else:
+        sender = f"{local or 'postmaster'}@{domain}"
+    if not well_formed(domain):
+        return "none", None
+    run = _Evaluation(resolver, client_address(ip), sender, helo, default_explanation=default_explanation)
+    try:
+        result = await _check(run, domain)
+    except _PermError:
+        return "permerror", None
+    except (_TempError, _OutsideData):
+        return "temperror", None
+    return result, (run.explanation or default_explanation) if result == "fail" else None
 
 
-async def _check(run: _Evaluation, domain: str) -> str:
+async def _explain(run: _Evaluation, domain: str, record: SpfRecord) -> str:
+    """§6.2: the TXT record named by exp=, its macros expanded; the default on any problem with it."""
+    spec = record.modifier("exp")
+    if not spec:
+        return run.default_explanation
+    try:
+        target = await run.expand(spec, domain)
+        answer = await run.query(target, "TXT") if well_formed(target) else None
+    except (_TempError, _OutsideData, ValueError):
+        return run.default_explanation
+    if answer is None or answer.status != "ok" or len(answer.records) != 1:
+        return run.default_explanation
+    text = answer.records[0].text
+    try:
+        for word in text.split(" "):
+            check_macro_string(word, "exp", explanation=True)
+    except SpfSyntaxError:
+        return run.default_explanation
+    validated = await run.validated_name(domain) if "%{p" in text.lower() else "unknown"
+    return expand_macros(text, ip=str(run.ip), domain=domain, sender=run.sender, helo=run.helo,
+                         validated=validated)
+
+
+async def _check(run: _Evaluation, domain: str, explain: bool = True) -> str:
     answer = await run.query(domain, "TXT")
     if answer.failed:
         raise _TempError
@@ -165,6 +209,8 @@ async def _check(run: _Evaluation, domain: str) -> str:
         if term.queries_dns:
             run.count_lookup()
         if await _matches(run, domain, term):
+            if term.qualifier == "-" and explain:
+                run.explanation = await _explain(run, domain, record)
             return _RESULTS[term.qualifier]
     redirect = record.modifier("redirect")
     if redirect and record.all_term is None:
@@ -172,7 +218,7 @@ async def _check(run: _Evaluation, domain: str) -> str:
         target = await run.expand(redirect, domain)
         if not well_formed(target):
             raise _PermError
-        result = await _check(run, target)
+        result = await _check(run, target, explain)  # the target's exp= applies, not this record's
         if result == "none":
             raise _PermError
         return result
@@ -212,7 +258,7 @@ async def _matches(run: _Evaluation, domain: str, term: Term) -> bool:
     if term.name == "include":
         if not well_formed(target):
             raise _PermError
-        result = await _check(run, target)
+        result = await _check(run, target, explain=False)  # an included record's exp= is never used
         if result == "none":
             raise _PermError
         return result == "pass"

@@ -58,6 +58,7 @@ class Scenario:
     mailfrom: str
     helo: str
     results: tuple[str, ...]
+    explanation: str | None
     zone: dict[str, list[Any]]
 
 
@@ -69,7 +70,8 @@ def load_scenarios(path: Path) -> list[Scenario]:
             for name, test in document["tests"].items():
                 results = test["result"] if isinstance(test["result"], list) else [test["result"]]
                 scenarios.append(Scenario(name, str(test["host"]), str(test.get("mailfrom", "")),
-                                          str(test.get("helo", "")), tuple(results), zone))
+                                          str(test.get("helo", "")), tuple(results), test.get("explanation"),
+                                          zone))
     return scenarios
 
 
