@@ -19,7 +19,7 @@ from dns_audit.findings import Check, CheckSkipped, DomainReport, Finding, Locat
 from dns_audit.mta_sts import audit_mta_sts
 from dns_audit.mx import audit_mx
 from dns_audit.ptr import audit_ptrs
-from dns_audit.resolver import LiveResolver, Resolver
+from dns_audit.resolver import LiveResolver, Resolver, covers, describe
 from dns_audit.spf import audit_spf, authorize_ips
 from dns_audit.tls import MAX_PROBES, TlsProbe, audit_mx_tls
 from dns_audit.tlsrpt import audit_tlsrpt
@@ -241,7 +241,7 @@ def _unique(found: list[Finding]) -> list[Finding]:
 
 async def audit_domain(resolver: Resolver, target: DomainTarget, options: AuditOptions) -> DomainReport:
     """Every check for one domain, cut off at `options.deadline` (what finished is still reported)."""
-    if not resolver.covers(target.domain):
+    if not covers(resolver, target.domain):
         return _no_data(resolver, target)
     run = _DomainRun(resolver, target, options)
     try:
@@ -255,7 +255,7 @@ async def audit_domain(resolver: Resolver, target: DomainTarget, options: AuditO
 
 def _no_data(resolver: Resolver, target: DomainTarget) -> DomainReport:
     """A domain the resolver has no data for: every check skipped, saying so, and one error for the gate."""
-    where = resolver.describe()
+    where = describe(resolver)
     note = f"no data for {target.domain} in {where}"
     missing = finding("audit.no_data", f"nothing of {target.domain} was checked: {note}", note,
                       target.declared_at)

@@ -71,13 +71,18 @@ class Resolver(Protocol):
 
     async def query(self, name: str, rdtype: str) -> Answer: ...
 
-    def covers(self, domain: str) -> bool:
-        """False when this resolver has no data at all for `domain` (a domain without a zone file, offline)."""
-        ...
 
-    def describe(self) -> str:
-        """Where answers come from, for messages ("the zone files in zones", "nameserver 127.0.0.1:53")."""
-        ...
+def covers(resolver: Resolver, domain: str) -> bool:
+    """False when `resolver` has no data at all for `domain` (offline, a domain without a zone file). Resolvers
+    may say so with a `covers(domain)` method; one without it answers for every name."""
+    method = getattr(resolver, "covers", None)
+    return bool(method(domain)) if callable(method) else True
+
+
+def describe(resolver: Resolver) -> str:
+    """Where `resolver`'s answers come from, for messages ("the zone files in zones", "nameserver …")."""
+    method = getattr(resolver, "describe", None)
+    return str(method()) if callable(method) else type(resolver).__name__
 
 
 def normalize(name: str) -> str:

@@ -195,6 +195,7 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
     from dns_audit.errors import AuditError
     from dns_audit.findings import CATALOG, at_or_above, waive
     from dns_audit.report import render
+    from dns_audit.resolver import covers, describe
     from dns_audit.tls import TlsProbe
 
     unknown = [code for code in waivers if code not in CATALOG]
@@ -204,8 +205,8 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
     origins = list(getattr(resolver, "origins", []))
     targets, inventory_dnsbl = _targets(app, domains, inventory_path, origins, selectors, ips, envelope_domain,
                                         sending_mode)
-    if not any(resolver.covers(t.domain) for t in targets):
-        raise AuditError(f"no data for {', '.join(t.domain for t in targets)} in {resolver.describe()}: add "
+    if not any(covers(resolver, t.domain) for t in targets):
+        raise AuditError(f"no data for {', '.join(t.domain for t in targets)} in {describe(resolver)}: add "
                          "<domain>.zone there, or pass --nameserver to audit live")
     zones = tuple(dnsbl_zones) or tuple(inventory_dnsbl)
     network = live is not None  # offline zone-file audits probe no MX host and ask no blocklist
