@@ -243,3 +243,14 @@ def test_an_unreachable_pool_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: cannot read the IP pools from {url}")
     assert "--ip" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sarif_of_a_zone_file_audit_points_at_the_zone_file_for_an_absent_record(nsd: NsdServer,
+                                                                                 tmp_path: Path) -> None:
+    zones = zone_dir_from(nsd, tmp_path, ["dmarc-missing.test"])
+    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "sarif",
+                     env={"GITHUB_WORKSPACE": str(tmp_path)})
+    [found] = [r for r in json.loads(result.stdout)["runs"][0]["results"] if r["ruleId"] == "dmarc.missing"]
+    location = found["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "zones/dmarc-missing.test.zone"
+    assert "SOA" in (zones / "dmarc-missing.test.zone").read_text().splitlines()[location["region"]["startLine"] - 1]

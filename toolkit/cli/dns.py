@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -197,6 +198,7 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
     from dns_audit.report import render
     from dns_audit.resolver import covers, describe
     from dns_audit.tls import TlsProbe
+    from dns_audit.zonefile import ZoneResolver
 
     unknown = [code for code in waivers if code not in CATALOG]
     if unknown:
@@ -205,6 +207,9 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
     origins = list(getattr(resolver, "origins", []))
     targets, inventory_dnsbl = _targets(app, domains, inventory_path, origins, selectors, ips, envelope_domain,
                                         sending_mode)
+    if isinstance(resolver, ZoneResolver):
+        # a finding about a record that is absent points at the domain's zone file when no inventory line does
+        targets = [t if t.declared_at else replace(t, declared_at=resolver.zone_location(t.domain)) for t in targets]
     if not any(covers(resolver, t.domain) for t in targets):
         raise AuditError(f"no data for {', '.join(t.domain for t in targets)} in {describe(resolver)}: add "
                          "<domain>.zone there, or pass --nameserver to audit live")
