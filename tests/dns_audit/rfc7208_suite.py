@@ -31,9 +31,12 @@ def fetch_suite(cache: Path = CACHE) -> Path:
     if cache.exists():
         return cache
     with tempfile.TemporaryDirectory() as scratch:
-        result = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-                                 ":all:", PYSPF, "-d", scratch], capture_output=True, text=True, timeout=300,
-                                check=False)
+        try:
+            result = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+                                     ":all:", PYSPF, "-d", scratch], capture_output=True, text=True, timeout=300,
+                                    check=False)
+        except subprocess.TimeoutExpired:
+            raise SuiteUnavailable(f"pip download {PYSPF} did not finish in 300 s") from None
         archives = list(Path(scratch).glob("pyspf-*.tar.gz"))
         if result.returncode != 0 or not archives:
             raise SuiteUnavailable(f"pip download {PYSPF} failed: {result.stderr.strip()[-300:]}")
