@@ -6,6 +6,7 @@ import asyncio
 import ipaddress
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 import dns.exception
 import dns.name
@@ -54,7 +55,13 @@ def normalize_ip(text: str) -> str:
         raise AuditError(f"--ip {text!r} is not an IP address") from None
 
 
-SENDING_MODES = ("submission", "direct")
+class SendingMode(StrEnum):
+    """How a domain's mail leaves: through the mailbox provider (the sender agent's model) or from its own MTA."""
+
+    SUBMISSION = "submission"
+    DIRECT = "direct"
+
+
 # Checks whose skip fails the gate (`<check>.skipped`, an error) unless waived: what the profile requires.
 REQUIRED = {"gmail-bulk": ("spf", "dkim", "dmarc", "alignment"), "baseline": ("spf", "dkim")}
 
@@ -71,14 +78,14 @@ class DomainTarget:
     selectors: tuple[str, ...] = ()
     ips: tuple[str, ...] = ()
     envelope_domain: str | None = None
-    sending_mode: str = "submission"
+    sending_mode: str = SendingMode.SUBMISSION
     spf_includes: tuple[str, ...] = ()
     dmarc_floor: str | None = None
     declared_at: Location | None = None  # the inventory line declaring the domain (for report locations)
 
     @property
     def direct(self) -> bool:
-        return self.sending_mode == "direct"
+        return self.sending_mode == SendingMode.DIRECT
 
 
 @dataclass(frozen=True)

@@ -179,7 +179,7 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
               help="Output format (default: the global --format, else table).")
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
               help="Exit 1 when a finding is at or above this severity.")
-@click.option("--sending-mode", type=click.Choice(["submission", "direct"]), default=None,
+@click.option("--sending-mode", type=click.Choice(["submission", "direct"]), default=None,  # dns_audit SendingMode
               help="submission (default; the inventory's sending_mode per domain): --ip addresses submit through "
                    "the mailbox provider; direct: they deliver to MX and must pass SPF and PTR.")
 @click.option("--waive", "waivers", multiple=True, metavar="CODE",
