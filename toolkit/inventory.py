@@ -61,6 +61,8 @@ class Domain:
     envelope_domain: str | None = None
     spf_includes: tuple[str, ...] = ()
     dmarc_floor: str = "none"
+    sending_mode: str = "submission"  # submission: through the mailbox provider; direct: own MTA to MX
+    line: int = 0  # the inventory line declaring the domain (audit reports point at it)
 
 
 @dataclass(frozen=True)
@@ -262,7 +264,7 @@ def _check_unique_addresses(check: Checker, hosts: list[SenderHost], host_vars: 
             seen[address] = f"{host.name} ({role})"
 
 
-DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor"}
+DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor", "sending_mode"}
 MAILBOX_KEYS = {"address", "domain", "start", "timezone", "group"}
 
 
@@ -277,6 +279,9 @@ def _domain(check: Checker, index: int, node: object) -> Domain:
         spf_includes=tuple(check.str_list(entry, "spf_includes", f"{where}.spf_includes", default=[])),
         dmarc_floor=check.choice(entry, "dmarc_floor", f"{where}.dmarc_floor", ("none", "quarantine", "reject"),
                                  default="none"),
+        sending_mode=check.choice(entry, "sending_mode", f"{where}.sending_mode", ("submission", "direct"),
+                                  default="submission"),
+        line=check.line_of(entry, "name"),
     )
 
 
