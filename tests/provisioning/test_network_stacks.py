@@ -148,6 +148,20 @@ def test_ifupdown_file_adds_each_slot_when_the_interface_comes_up(fresh_host: Ss
     commands = [line for line in planned.stderr.splitlines() if line.startswith("ip addr")]
     assert commands == [f"ip addr replace {slot}/24 dev {interface} label {label}" for slot in slots]
 
+    # Beside the stanza cloud-init writes (interfaces.d/50-cloud-init, DHCP), ifupdown merges both and binds the
+    # slots after the DHCP address, which so stays the interface's primary one (the kernel's default source).
+    etc = tmp_path / "etc-network"
+    (etc / "interfaces.d").mkdir(parents=True)
+    (etc / "interfaces.d" / "50-cloud-init").write_text(f"auto {interface}\niface {interface} inet dhcp\n")
+    shutil.copy(written, etc / "interfaces.d" / "60-sendhost-slots")
+    (etc / "interfaces").write_text(f"source {etc}/interfaces.d/*\n")
+    planned = subprocess.run([ifup, "--no-act", "--no-scripts", "--state-dir", str(state), "-i",
+                              str(etc / "interfaces"), interface], check=True, capture_output=True, text=True)
+    lines = planned.stderr.splitlines()
+    dhcp_at = next(i for i, line in enumerate(lines) if "dhclient" in line)
+    slots_at = [i for i, line in enumerate(lines) if line.startswith("ip addr replace")]
+    assert len(slots_at) == 2 and dhcp_at < min(slots_at)
+
 
 def test_a_file_its_validator_rejects_is_not_written(fresh_host: SshHost, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
