@@ -175,3 +175,19 @@ def test_a_new_host_provisions_then_reruns_with_no_change_and_check_mode_is_clea
     assert checked["hosts"][0]["changed"] > 0
     assert host.bound_addresses() == {host.address}
     assert [p for p in fresh.rglob("*") if p.is_file()] == []
+
+
+def test_a_check_run_before_the_time_service_is_installed_previews_it(fresh_host: SshHost, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a new host the check run has not installed chrony: its service is reported as a change, not a failure
+    (ignored or not). The service manager is named systemd here; no service is touched in check mode."""
+    lines: list[str] = []
+    variables = host_vars(fresh_host, tmp_path / "files", [], sender_base__service_mgr="systemd",
+                          sender_base__time_service="sendhost-test-no-such-time-service")
+
+    result = play(tmp_path, variables, monkeypatch, tags=["timesync"], check=True, lines=lines)
+
+    assert not result.failed, result
+    assert [line for line in lines if ": failed: " in line] == []
+    assert "sender-t: skipped: Keep time synchronised" in lines
+    assert "sender-t: changed: Preview the time service a real run would start" in lines
