@@ -223,6 +223,12 @@ class Ledger:
         requeued, unconfirmed = self._one("sweep", {"older_than_s": older_than_s}, "sweep")
         return int(requeued), int(unconfirmed)
 
+    def next_due_s(self, groups: Sequence[str] | None = None) -> float | None:
+        """Seconds until the next waiting row of `groups` is due (<= 0: due now); None when nothing waits."""
+        with self._calling("next due") as conn:
+            row = conn.execute(query("next_due"), {"groups": list(groups) if groups else None}).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def sends_since(self, since: datetime, mailboxes: Iterable[str]) -> list[tuple[str, datetime]]:
         """(mailbox, when) of every accepted or possibly-accepted send since `since`: what the guard counts."""
         with self._calling("read sends") as conn:

@@ -57,3 +57,8 @@ SELECT sender_unsubscribe_key(%(new)s);
 
 -- name: schema_version
 SELECT coalesce(max(version), 0) FROM sender_schema_versions;
+
+-- name: next_due
+-- Seconds until the next queued or retry row of these groups is due (negative: overdue); NULL when none is waiting.
+SELECT extract(epoch FROM min(not_before) - now())::double precision FROM sender_emails
+WHERE status IN ('queued', 'retry') AND (%(groups)s::text[] IS NULL OR mailbox_group = ANY (%(groups)s::text[]));

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from sender import Ledger
+from tests.sender.world import World, make_world
 from tests.support.postgres_server import fresh_database, postgres_admin_url
+from tests.support.submission import SubmissionServer, submission_server
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +31,14 @@ def ledger(database_url: str) -> Iterator[Ledger]:
     with Ledger.from_url(database_url) as opened:
         opened.migrate()
         yield opened
+
+
+@pytest.fixture
+def submission(tmp_path: Path) -> Iterator[SubmissionServer]:
+    with submission_server(tmp_path, {}) as server:
+        yield server
+
+
+@pytest.fixture
+def world(tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> World:
+    return make_world(tmp_path, database_url, redis_url, submission)

@@ -1,0 +1,57 @@
+"""The send path against a real PostgreSQL, a real Redis and a real submission server (STARTTLS, AUTH)."""
+
+from __future__ import annotations
+
+import threading
+from email.message import Message
+
+from sender.tokens import verify_token
+from tests.sender.world import PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World
+
+
+def _run_once(world: World, workers: int = 1) -> None:
+    agent, factory = world.agent()
+    agent.run(factory, workers, once=True, stop=threading.Event())
+
+
+def test_a_row_goes_out_once_with_its_headers_from_a_slot_address(world: World) -> None:
+    world.enqueue(1)
+    _run_once(world)
+    (received,) = world.server.recorder.received
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+        key = ledger.unsubscribe_key()
+    assert shown is not None and shown.row["status"] == "sent"
+    assert shown.send_log is not None and shown.send_log["message_id"] == received.message_id
+    assert received.peer in SLOTS and received.peer == shown.row["source_ip"]
+    message: Message = received.message
+    assert message["Message-ID"] == shown.row["message_id"] == f"<{shown.row['idempotency_key']}@sender.example>"
+    https, mailto = (part.strip().strip("<>") for part in message["List-Unsubscribe"].split(","))
+    assert https.startswith(f"{UNSUBSCRIBE_BASE}/u/")
+    assert verify_token(key, https.rsplit("/", 1)[1]) == shown.row["id"]
+    assert mailto == f"mailto:{received.mail_from}?subject=unsubscribe"
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert https in message.get_payload(decode=True).decode()
+
+
+def test_suppressed_after_queueing_receives_nothing(world: World) -> None:
+    world.enqueue(3)
+    with world.ledger() as ledger:
+        ledger.suppress("lead1@rcpt.example", "unsubscribed")
+    _run_once(world)
+    assert sorted(r.rcpt for r in world.server.recorder.received) == ["lead0@rcpt.example", "lead2@rcpt.example"]
+    with world.ledger() as ledger:
+        assert ledger.counts()["suppressed"] == 1
+
+
+def test_no_slot_address_beyond_its_budget_then_the_primary(world: World) -> None:
+    budgets = world.budgets()
+    total = sum(budgets.values()) + 5
+    world.enqueue(total)
+    _run_once(world, workers=4)
+    peers = world.server.recorder.peers()
+    for address, count in peers.items():
+        if address != PRIMARY:
+            assert count <= budgets[address], (address, count, budgets[address])
+    assert peers.get(PRIMARY, 0) >= 5
+    assert len(world.server.recorder.received) == total
