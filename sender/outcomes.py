@@ -10,7 +10,7 @@ from sender.submit import Kind, Result
 from warmup import FailureClass, classify
 
 REROUTE_DELAY_S = 0.0  # another mailbox of the group can take it at once
-THROTTLED_DELAY_S = 60.0  # quota / rate limit: the row waits a little; the guard parks the mailbox
+THROTTLED_DELAY_S = 0.0  # quota / rate limit: the guard parks the mailbox; the next pick says how long
 
 
 @dataclass(frozen=True)
