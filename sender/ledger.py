@@ -194,6 +194,7 @@ class Ledger:
     # --- the agent's calls -------------------------------------------------------------------------------------
 
     def claim(self, worker: str, limit: int = 1, groups: Sequence[str] | None = None) -> list[Claimed]:
+        """Claim up to `limit` due rows (one statement, FOR UPDATE SKIP LOCKED)."""
         with self._calling("claim") as conn:
             rows = conn.execute(query("claim"), {"worker": worker, "limit": limit,
                                                  "groups": list(groups) if groups else None}).fetchall()

@@ -129,8 +129,14 @@ END
 $$;
 
 -- One statement: due rows, oldest first, each claimed by exactly one agent.
+-- Its commit does not wait for the disk (synchronous_commit off for this transaction only): a claim lost in a
+-- database crash only puts the row back in the queue, and the attempt's start, which must survive, is a durable
+-- commit that flushes the claim's WAL with it. PL/pgSQL keeps the statement's plan between calls.
 CREATE FUNCTION sender_claim(p_worker text, p_limit integer, p_groups text[]) RETURNS SETOF sender_emails
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN QUERY
     UPDATE sender_emails SET status = 'sending', claimed_at = now(), claimed_by = p_worker, updated_at = now()
     WHERE id IN (
         SELECT id FROM sender_emails
@@ -140,15 +146,18 @@ LANGUAGE sql AS $$
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     )
-    RETURNING *
+    RETURNING *;
+END
 $$;
 
--- Give back a claim whose attempt never started (no mailbox free, no lease, agent stopping).
+-- Give back a claim whose attempt never started (no mailbox free, no lease, agent stopping). Not waiting for the
+-- disk, as the claim: if it is lost, the row stays `sending` without an attempt and the sweep requeues it.
 CREATE FUNCTION sender_unclaim(p_email bigint, p_delay_s double precision, p_why text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     r sender_emails;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
     UPDATE sender_emails
     SET status = CASE WHEN sender_is_suppressed(recipient) THEN 'suppressed'::sender_status
                       WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
@@ -196,11 +205,16 @@ END
 $$;
 
 -- The server accepted the message: the send-log entry and `sent`, once. True when this call recorded it.
+-- The one durable commit of a send is the attempt's start (sender_begin_attempt): it is what keeps a row from
+-- ever being sent twice. This commit does not wait for the disk: if a database crash loses it, the row is left
+-- `sending` with its attempt started, and the sweep settles it as unconfirmed, never resent, still counted
+-- against the mailbox's cap (sends_since counts started attempts): the under-sending side of not knowing.
 CREATE FUNCTION sender_record_sent(p_email bigint, p_reply text) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
     r sender_emails;
     logged bigint;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
     SELECT * INTO r FROM sender_emails WHERE id = p_email FOR UPDATE;
     IF r.attempt_id IS NULL OR r.message_id IS NULL THEN
         RAISE EXCEPTION 'sender_record_sent: row % has no attempt', p_email;
