@@ -1,7 +1,9 @@
 """The sender agent: claim a due row, reserve a mailbox, lease a source IP, check suppression, submit, record.
 
 Each step that takes something is undone in reverse when a later one fails. No transaction or lock is held across
-the SMTP conversation: every ledger call is one database function. `checkpoint(name)` is called after each step
+the SMTP conversation: every ledger call is one database function. The attempt's durable start (with the last
+suppression check) and the opening of the SMTP session (connect, TLS, AUTH) run side by side; nothing is handed
+over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT. `checkpoint(name)` is called after each step
 (fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started, submitted, recorded.
 """
 
@@ -15,7 +17,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from email.message import EmailMessage
 
 from ippool import Lease, Pool
 from sender.counters import rebuild
@@ -24,7 +28,7 @@ from sender.ledger import Claimed, Ledger, Settle
 from sender.message import build_message, message_id_for, unsubscribe_url
 from sender.outcomes import decide
 from sender.settings import AgentSettings, MailboxSettings
-from sender.submit import submit
+from sender.submit import Result, Session, open_session
 from sender.tokens import make_token
 from warmup import FailureClass, Guard, Reservation
 from warmup.errors import WarmupConfigError
@@ -51,6 +55,13 @@ class Report:
     source_ip: str | None = None
 
 
+def _close(opening: Future[Session | Result]) -> None:
+    """Wait for a session being opened and end it without handing anything over."""
+    session = opening.result()
+    if isinstance(session, Session):
+        session.close()
+
+
 class Agent:
     """The send path for one host. Share one Agent between worker threads; give each its own Ledger."""
 
@@ -69,6 +80,7 @@ class Agent:
         self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
         self._mailboxes = {m.address.lower(): m for m in settings.mailboxes}
         self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}"
+        self._opener = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-smtp")
 
     @property
     def groups(self) -> list[str]:
@@ -113,16 +125,27 @@ class Agent:
                 reservation = None
                 ledger.unclaim(row.id, 0.0, f"mailbox {mailbox.address}: {exc}")
                 return Report(row.id, "rerouted", str(exc), mailbox.address)
-            outcome, message_id = ledger.begin_attempt(
-                row.id, uuid.uuid4(), mailbox.address, lease.source_ip,
-                message_id_for(row.idempotency_key, mailbox.address))
+            # The durable start of the attempt (with the last suppression check) and the opening of the SMTP
+            # session (connect, TLS, AUTH: nothing handed over yet) run side by side; MAIL FROM waits for both.
+            opening = self._opener.submit(open_session, mailbox.submission, secret, source_ip=lease.source_ip,
+                                          timeout_s=self.settings.smtp_timeout_s)
+            try:
+                outcome, message_id = ledger.begin_attempt(
+                    row.id, uuid.uuid4(), mailbox.address, lease.source_ip,
+                    message_id_for(row.idempotency_key, mailbox.address))
+            except BaseException:
+                _close(opening)
+                raise
             if outcome != "ok" or message_id is None:
+                _close(opening)
                 self.guard.cancel(reserved)
                 reservation = None
                 return Report(row.id, "suppressed" if outcome == "suppressed" else "lost", outcome, mailbox.address)
             attempt_started = True
             self._checkpoint("attempt_started")
-            result = self._submit(row, mailbox, message_id, secret, lease)
+            session = opening.result()
+            result = session if isinstance(session, Result) else session.hand_over(self._message(row, mailbox,
+                                                                                                  message_id))
             self._checkpoint("submitted")
             return self._settle(ledger, row, reserved, mailbox, lease, result)
         except BaseException:
@@ -163,18 +186,13 @@ class Agent:
         ledger.unclaim(row.id, delay, "")
         return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s")
 
-    def _submit(self, row: Claimed, mailbox: MailboxSettings, message_id: str, secret: str, lease: Lease):  # type: ignore[no-untyped-def]
+    def _message(self, row: Claimed, mailbox: MailboxSettings, message_id: str) -> EmailMessage:
         url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.id))
-        message = build_message(mailbox=mailbox.address, to=row.recipient, subject=row.subject, text=row.body,
-                                message_id=message_id, unsubscribe=url)
-        return submit(mailbox.submission, secret, message, source_ip=lease.source_ip,
-                      timeout_s=self.settings.smtp_timeout_s)
+        return build_message(mailbox=mailbox.address, to=row.recipient, subject=row.subject, text=row.body,
+                             message_id=message_id, unsubscribe=url)
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: MailboxSettings,
-                lease: Lease, result: object) -> Report:
-        from sender.submit import Result
-
-        assert isinstance(result, Result)
+                lease: Lease, result: Result) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))

@@ -66,9 +66,65 @@ def _text(reply: bytes | str) -> str:
     return (reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)).replace("\n", " ")
 
 
-def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip: str | None,
-           timeout_s: float, context: ssl.SSLContext | None = None) -> Result:
-    """Submit `message` to `server` from `source_ip` (None: the OS's default); never raises for SMTP trouble."""
+class Session:
+    """An open, authenticated submission session: nothing handed over yet. `hand_over` once, or `close`."""
+
+    def __init__(self, client: smtplib.SMTP) -> None:
+        self._client: smtplib.SMTP | None = client
+
+    def hand_over(self, message: EmailMessage) -> Result:
+        """MAIL, RCPT, DATA and the end of data; never raises for SMTP trouble. Closes the session."""
+        client = self._client
+        assert client is not None, "a session hands over one message"
+        stage = Stage.MAIL
+        try:
+            code, reply = client.mail(str(message["From"]))
+            if code != 250:
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            stage = Stage.RCPT
+            code, reply = client.rcpt(str(message["To"]))
+            if code not in (250, 251):
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            stage = Stage.DATA
+            code, reply = client.docmd("DATA")
+            if code != 354:
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SMTP))
+            if not payload.endswith(b"\r\n"):
+                payload += b"\r\n"
+            # One write with the end-of-data dot: two small writes would stall on Nagle and delayed ACK (~40 ms).
+            # If it raises, the dot did not reach the kernel whole: the server cannot have accepted the message.
+            client.send(payload + b".\r\n")
+            stage = Stage.AFTER_DATA
+            code, reply = client.getreply()
+            if code == -1:  # smtplib's "connection closed" marker, not a server reply
+                return Result(Kind.NO_REPLY, stage, None, _text(reply))
+            if code != 250:
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            with contextlib.suppress(smtplib.SMTPException, OSError):  # accepted is accepted; the goodbye is not
+                client.quit()
+            return Result(Kind.ACCEPTED, Stage.DONE, code, _text(reply))
+        except smtplib.SMTPResponseException as exc:  # 421 anywhere
+            return Result(Kind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
+        except (smtplib.SMTPException, OSError) as exc:  # timed out, dropped
+            return Result(Kind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End the session without handing anything over (QUIT, quietly)."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(smtplib.SMTPException, OSError):
+                client.quit()
+            with contextlib.suppress(OSError):
+                client.close()
+
+
+def open_session(server: Submission, secret: str, *, source_ip: str | None, timeout_s: float,
+                 context: ssl.SSLContext | None = None) -> Session | Result:
+    """Connect from `source_ip` (None: the OS's default), secure the connection (certificate verified) and
+    authenticate; a Session, or the Result of the stage that failed. Never raises for SMTP trouble."""
     stage = Stage.CONNECT
     source = (source_ip, 0) if source_ip else None
     context = context or tls_context(server.ca_file)
@@ -87,39 +143,12 @@ def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip:
                 client.ehlo()
         stage = Stage.AUTH
         _authenticate(client, server, secret)
-        stage = Stage.MAIL
-        code, reply = client.mail(str(message["From"]))
-        if code != 250:
-            return Result(Kind.REJECTED, stage, code, _text(reply))
-        stage = Stage.RCPT
-        code, reply = client.rcpt(str(message["To"]))
-        if code not in (250, 251):
-            return Result(Kind.REJECTED, stage, code, _text(reply))
-        stage = Stage.DATA
-        code, reply = client.docmd("DATA")
-        if code != 354:
-            return Result(Kind.REJECTED, stage, code, _text(reply))
-        payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SMTP))
-        if not payload.endswith(b"\r\n"):
-            payload += b"\r\n"
-        # One write with the end-of-data dot: two small writes would stall on Nagle and delayed ACK (~40 ms).
-        # If it raises, the dot did not reach the kernel whole: the server cannot have accepted the message.
-        client.send(payload + b".\r\n")
-        stage = Stage.AFTER_DATA
-        code, reply = client.getreply()
-        if code != 250:
-            if code == -1:  # smtplib's "connection closed" marker, not a server reply
-                return Result(Kind.NO_REPLY, stage, None, _text(reply))
-            return Result(Kind.REJECTED, stage, code, _text(reply))
-        result = Result(Kind.ACCEPTED, Stage.DONE, code, _text(reply))
-        with contextlib.suppress(smtplib.SMTPException, OSError):  # accepted is accepted; the goodbye does not matter
-            client.quit()
-        client = None
-        return result
+        session, client = Session(client), None
+        return session
     except ssl.SSLCertVerificationError as exc:
         return Result(Kind.CERTIFICATE, stage, None, f"certificate of {server.host} does not verify: "
                       f"{exc.verify_message}; set smtp.ca_file for a private CA")
-    except smtplib.SMTPResponseException as exc:  # AUTH and STARTTLS failures, 421 anywhere
+    except smtplib.SMTPResponseException as exc:  # AUTH and STARTTLS refusals, 421 anywhere
         return Result(Kind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
     except (smtplib.SMTPException, OSError) as exc:  # refused, timed out, dropped, TLS failures
         return Result(Kind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
@@ -127,6 +156,15 @@ def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip:
         if client is not None:
             with contextlib.suppress(OSError):
                 client.close()
+
+
+def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip: str | None,
+           timeout_s: float, context: ssl.SSLContext | None = None) -> Result:
+    """Open a session and hand `message` over in it: one authenticated TLS session per message."""
+    session = open_session(server, secret, source_ip=source_ip, timeout_s=timeout_s, context=context)
+    if isinstance(session, Result):
+        return session
+    return session.hand_over(message)
 
 
 def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None:
