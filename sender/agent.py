@@ -3,8 +3,9 @@
 Each step that takes something is undone in reverse when a later one fails. No transaction or lock is held across
 the SMTP conversation: every ledger call is one database function. The attempt's durable start (with the last
 suppression check) and the opening of the SMTP session (connect, TLS, AUTH) run side by side; nothing is handed
-over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT. `checkpoint(name)` is called after each step
-(fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started, submitted, recorded.
+over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT. `checkpoint(name)` is called
+after each step (fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started,
+submitted, recorded.
 """
 
 from __future__ import annotations
