@@ -55,3 +55,17 @@ def test_no_slot_address_beyond_its_budget_then_the_primary(world: World) -> Non
             assert count <= budgets[address], (address, count, budgets[address])
     assert peers.get(PRIMARY, 0) >= 5
     assert len(world.server.recorder.received) == total
+
+
+def test_a_redelivered_row_with_an_attempt_takes_the_crash_path(world: World) -> None:
+    import psycopg
+
+    world.enqueue(1)
+    with psycopg.connect(world.database_url, autocommit=True) as conn:
+        # as if a past attempt had started and the row had come back to the queue by hand
+        conn.execute("UPDATE sender_emails SET attempt_id = gen_random_uuid(), message_id = '<old@sender.example>'")
+    _run_once(world)
+    assert world.server.recorder.received == []
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+    assert shown is not None and shown.row["status"] == "unconfirmed"
