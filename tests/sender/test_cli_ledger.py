@@ -118,7 +118,7 @@ def test_sweep_settles_what_a_dead_agent_left(sender_cli: Cli, tmp_path: Path, d
 
     sender_cli("enqueue", str(_csv(tmp_path, "L1,1,a@example.com,sales,Hi,x,\nL2,1,b@example.com,sales,Hi,x,\n")))
     with Ledger.from_url(database_url) as ledger:
-        first, second = ledger.claim("dead", 2)
+        _first, second = ledger.claim("dead", 2)
         ledger.begin_attempt(second.id, uuid.uuid4(), "m@example.com", None, "<x@example.com>")
     assert json.loads(sender_cli("sweep", "--format", "json").stdout) == {"requeued": 0, "unconfirmed": 0}
     result = sender_cli("sweep", "--older-than", "0s")
