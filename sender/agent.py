@@ -32,7 +32,7 @@ from sender.settings import AgentSettings, MailboxSettings
 from sender.submit import Result, Session, open_session
 from sender.tokens import make_token
 from warmup import FailureClass, Guard, Reservation
-from warmup.errors import WarmupConfigError
+from warmup.errors import WarmupConfigError, WarmupUnavailable
 
 log = logging.getLogger("sendhost.sender")
 
@@ -174,7 +174,14 @@ class Agent:
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(exc))
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
-            rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])  # type: ignore[arg-type]
+            try:
+                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])  # type: ignore[arg-type]
+            except WarmupUnavailable as unavailable:
+                ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
+                return Report(row.id, "blocked", str(unavailable))
+            except WarmupConfigError as wrong:  # e.g. a start date in the future
+                ledger.unclaim(row.id, PAUSED_DELAY_S, str(wrong))
+                return Report(row.id, "blocked", str(wrong))
             decision = self.guard.pick(addresses)
         if decision.reserved and decision.reservation is not None:
             return decision.reservation
@@ -247,6 +254,11 @@ class Agent:
                 report = self.send_one(ledger, worker)
                 due = None if report is not None else ledger.next_due_s(self.groups)
                 backoff = 0.2
+            except (WarmupUnavailable, WarmupConfigError) as exc:  # Redis down, or a mailbox set up wrong
+                log.error("sender: %s; trying again in %.1fs", exc, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
             except LedgerUnavailable as exc:
                 log.warning("sender: %s; reconnecting in %.1fs", exc, backoff)
                 if ledger is not None:
