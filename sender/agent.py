@@ -268,6 +268,13 @@ class Agent:
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
+            except Exception:
+                # A bug must not silently end a worker: the row it held stays `sending` (an attempt that started
+                # is settled as unconfirmed by the sweep, one that did not goes back to the queue).
+                log.exception("sender: unexpected error in worker %s; going on in %.1fs", worker, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
             if report is not None:
                 if reports is not None:
                     reports.append(report)
