@@ -81,7 +81,8 @@ class Agent:
         self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
         self._mailboxes = {m.address.lower(): m for m in settings.mailboxes}
         self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}"
-        self._opener = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-smtp")
+        # Threads for work beside a send: opening its SMTP session, settling its lease and reservation.
+        self._side_tasks = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
 
     @property
     def groups(self) -> list[str]:
@@ -128,7 +129,7 @@ class Agent:
                 return Report(row.id, "rerouted", str(exc), mailbox.address)
             # The durable start of the attempt (with the last suppression check) and the opening of the SMTP
             # session (connect, TLS, AUTH: nothing handed over yet) run side by side; MAIL FROM waits for both.
-            opening = self._opener.submit(open_session, mailbox.submission, secret, source_ip=lease.source_ip,
+            opening = self._side_tasks.submit(open_session, mailbox.submission, secret, source_ip=lease.source_ip,
                                           timeout_s=self.settings.smtp_timeout_s)
             try:
                 outcome, message_id = ledger.begin_attempt(
@@ -160,7 +161,9 @@ class Agent:
             raise
         finally:
             if lease is not None:
-                lease.release()
+                # Off the hot path: a release never fails the send (a lost one expires by its TTL), and it must
+                # not delay the next claim.
+                self._side_tasks.submit(lease.release)
 
     def _reserve(self, ledger: Ledger, row: Claimed) -> Reservation | Report:
         addresses = self._addresses.get(row.group)
@@ -205,7 +208,8 @@ class Agent:
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")
-            self.guard.confirm(reservation)
+            # Off the hot path too: confirm only settles a reservation that already counts against the cap.
+            self._side_tasks.submit(self.guard.confirm, reservation)
             return Report(row.id, "sent", result.text, mailbox.address, lease.source_ip)
         settle = outcome.settle
         status = self._persist(ledger, lambda: ledger.settle(row.id, settle, outcome.detail, outcome.delay_s))
