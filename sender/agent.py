@@ -22,6 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import EmailMessage
 
+import redis
+
 from ippool import Lease, Pool
 from sender.counters import rebuild
 from sender.errors import LedgerUnavailable, SenderConfigError
@@ -66,7 +68,7 @@ def _close(opening: Future[Session | Result]) -> None:
 class Agent:
     """The send path for one host. Share one Agent between worker threads; give each its own Ledger."""
 
-    def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: object, *,
+    def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: redis.Redis, *,
                  unsubscribe_key: bytes, checkpoint: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self.settings = settings
@@ -91,7 +93,7 @@ class Agent:
     def prepare(self, ledger: Ledger) -> None:
         """Rebuild every group's warm-up counters from the ledger (at start: Redis may have lost them)."""
         for group, mailboxes in self._groups.items():
-            rebuild(self.guard, self._redis, ledger, group, mailboxes)  # type: ignore[arg-type]
+            rebuild(self.guard, self._redis, ledger, group, mailboxes)
 
     # --- one row ------------------------------------------------------------------------------------------------
 
@@ -178,7 +180,7 @@ class Agent:
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
             try:
-                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])  # type: ignore[arg-type]
+                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])
             except WarmupUnavailable as unavailable:
                 ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
                 return Report(row.id, "blocked", str(unavailable))
