@@ -31,7 +31,7 @@ from sender.ledger import Claimed, Ledger, Settle
 from sender.message import build_message, message_id_for, unsubscribe_url
 from sender.outcomes import decide
 from sender.settings import AgentSettings, MailboxSettings
-from sender.submit import Result, Session, open_session
+from sender.submit import Kind, Result, Session, Stage, open_session
 from sender.tokens import make_token
 from warmup import FailureClass, Guard, Reservation
 from warmup.errors import WarmupConfigError, WarmupUnavailable
@@ -56,6 +56,7 @@ class Report:
     detail: str = ""
     mailbox: str | None = None
     source_ip: str | None = None
+    unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
 
 
 def _close(opening: Future[Session | Result]) -> None:
@@ -220,7 +221,9 @@ class Agent:
         if outcome.failure is not None and outcome.failure is not FailureClass.RECIPIENT:
             log.warning("sender: %s via %s: %s", row.recipient, mailbox.address, outcome.detail)
         kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
-        return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip)
+        unreachable = result.kind is Kind.CERTIFICATE or (result.kind is Kind.NO_REPLY
+                                                          and result.stage in (Stage.CONNECT, Stage.TLS))
+        return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip, unreachable)
 
     def _persist(self, ledger: Ledger, write: Callable[[], object]) -> object:
         """Write what already happened, through a database restart: reconnect and retry for a while."""
