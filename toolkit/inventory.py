@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ippool.spec import DEFAULT_POOL_NAME
 from sendhost.errors import ConfigError
@@ -20,6 +21,8 @@ GROUP_KEYS = {"hosts", "vars", "children"}
 HOST_KEYS = {"sendhost_instance_id", "sendhost_region", "sendhost_primary_ip", "sendhost_pool", "sendhost_subnet",
              "sendhost_interface"}
 GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl", "sendhost_pool_name"}
+# The sender agent's settings (see docs/sender.md).
+GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_key_file"}
 # The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
 # each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
 POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
@@ -66,12 +69,31 @@ class Domain:
 
 
 @dataclass(frozen=True)
+class SmtpSettings:
+    """Where and how a mailbox submits: its provider's submission server, authenticated as the mailbox.
+    Secrets are never in the inventory: a 0600 file or an environment variable names them."""
+
+    host: str
+    port: int
+    security: str  # starttls | tls | none (none: loopback hosts only)
+    username: str
+    password_file: str | None = None
+    password_env: str | None = None
+    ca_file: str | None = None
+
+
+@dataclass(frozen=True)
 class Mailbox:
     address: str
     domain: str
     start: str  # ISO date; kept as text so the inventory stays JSON-clean for Ansible
     timezone: str = "UTC"
     group: str = "default"
+    min_gap_s: float = 420.0
+    jitter_s: tuple[float, float] = (0.0, 90.0)
+    smtp: SmtpSettings | None = None
+    auth: str = "password"  # password | xoauth2
+    token_file: str | None = None  # xoauth2: an access token, re-read at each connection
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,10 @@ class Inventory:
     redis_url_vaulted: bool = False  # encrypted with ansible-vault: sendhost needs the URL from the environment
     dnsbl: tuple[str, ...] = ()
     pool_name: str = DEFAULT_POOL_NAME
+    database_url: str | None = None
+    database_url_line: int = 0
+    unsubscribe_base_url: str | None = None
+    unsubscribe_key_file: str | None = None
 
     def host(self, name: str) -> SenderHost:
         for host in self.hosts:
@@ -116,10 +142,11 @@ def load_inventory(path: Path) -> Inventory:
     pool_name = check.string(global_vars, "sendhost_pool_name", "sendhost_pool_name", default=DEFAULT_POOL_NAME,
                              pattern=POOL_NAME_PATTERN,
                              expected="a pool name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric")
+    sender_settings = _sender_settings(check, global_vars)
     return Inventory(
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
         redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,
-        redis_url_vaulted=isinstance(global_vars.get("sendhost_redis_url"), Vaulted),
+        redis_url_vaulted=isinstance(global_vars.get("sendhost_redis_url"), Vaulted), **sender_settings,
     )
 
 
@@ -266,6 +293,7 @@ def _check_unique_addresses(check: Checker, hosts: list[SenderHost], host_vars: 
 
 DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor", "sending_mode"}
 MAILBOX_KEYS = {"address", "domain", "start", "timezone", "group"}
+MAILBOX_KEYS |= {"min_gap_s", "jitter_s", "smtp", "auth", "token_file"}  # the sender agent's
 
 
 def _domain(check: Checker, index: int, node: object) -> Domain:
@@ -304,6 +332,7 @@ def _mailbox(check: Checker, index: int, node: object) -> Mailbox:
         start=check.iso_date(entry, "start", f"{where}.start"),
         timezone=check.timezone(entry, "timezone", f"{where}.timezone", default="UTC"),
         group=check.string(entry, "group", f"{where}.group", default="default"),
+        **_mailbox_sending(check, where, entry),
     )
 
 
@@ -326,3 +355,58 @@ def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mai
         if names and mailbox.domain not in names:
             check.fail(global_vars, "sendhost_mailboxes", "sendhost_mailboxes",
                        f"mailbox {mailbox.address} names domain {mailbox.domain}, which is not in sendhost_domains")
+
+
+SMTP_KEYS = {"host", "port", "security", "username", "password_file", "password_env", "ca_file"}
+LOOPBACK_HOSTS = ("localhost", "127.", "::1")
+
+
+def _mailbox_sending(check: Checker, where: str, entry: LineDict) -> dict[str, Any]:
+    """The sender agent's settings of one mailbox: gap, jitter, submission server and authentication."""
+    gap = check.number(entry, "min_gap_s", f"{where}.min_gap_s", default=420.0, minimum=0.0)
+    jitter = check.number_pair(entry, "jitter_s", f"{where}.jitter_s", default=(0.0, 90.0))
+    auth = check.choice(entry, "auth", f"{where}.auth", ("password", "xoauth2"), default="password")
+    token_file = check.string(entry, "token_file", f"{where}.token_file", default="") or None
+    if auth == "xoauth2" and token_file is None:
+        check.fail(entry, "auth", f"{where}.auth", "auth: xoauth2 needs token_file (a file holding the access token)")
+    smtp = None
+    if "smtp" in entry:
+        node = check.mapping(entry, "smtp", f"{where}.smtp")
+        if "password" in node:
+            check.fail(node, "password", f"{where}.smtp.password", "never put a password in the inventory; use "
+                       "password_file (a 0600 file) or password_env")
+        check.known_keys(node, SMTP_KEYS, f"{where}.smtp")
+        security = check.choice(node, "security", f"{where}.smtp.security", ("starttls", "tls", "none"),
+                                default="starttls")
+        host = check.string(node, "host", f"{where}.smtp.host")
+        if security == "none" and not host.startswith(LOOPBACK_HOSTS):
+            check.fail(node, "security", f"{where}.smtp.security",
+                       f"security: none sends the password in clear; allowed only for a loopback host, not {host!r}")
+        port = check.integer(node, "port", f"{where}.smtp.port", default=465 if security == "tls" else 587,
+                             minimum=1, maximum=65535)
+        password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
+        password_env = check.string(node, "password_env", f"{where}.smtp.password_env", default="") or None
+        if auth == "password" and (password_file is None) == (password_env is None):
+            check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
+        smtp = SmtpSettings(host=host, port=port, security=security,
+                            username=check.string(node, "username", f"{where}.smtp.username"),
+                            password_file=password_file, password_env=password_env,
+                            ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
+    return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "auth": auth, "token_file": token_file}
+
+
+def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:
+    """The sender agent's global settings: the ledger's database URL and the unsubscribe endpoint."""
+    database_url = check.string(global_vars, "sendhost_database_url", "sendhost_database_url", default="") or None
+    if database_url is not None and not database_url.lower().startswith(("postgresql://", "postgres://")):
+        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url",
+                   "expected a PostgreSQL URL like postgresql://sendhost@db.internal:5432/sendhost")
+    base_url = check.string(global_vars, "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_base_url",
+                            default="") or None
+    if base_url is not None and not base_url.startswith("https://"):
+        check.fail(global_vars, "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_base_url",
+                   "expected an https:// URL (RFC 8058 one-click needs https), e.g. https://u.example.com")
+    key_file = check.string(global_vars, "sendhost_unsubscribe_key_file", "sendhost_unsubscribe_key_file",
+                            default="") or None
+    return {"database_url": database_url, "database_url_line": check.line_of(global_vars, "sendhost_database_url"),
+            "unsubscribe_base_url": base_url.rstrip("/") if base_url else None, "unsubscribe_key_file": key_file}

@@ -217,3 +217,24 @@ class Checker:
             return validate_redis_url(value)
         except ValueError as exc:
             self.fail(node, key, key, str(exc))
+
+    # --- the sender agent's fields ------------------------------------------------------------------------------
+
+    def number(self, node: LineDict, key: str, where: str, default: Any = _MISSING,
+               minimum: float | None = None) -> float:
+        value = self._get(node, key, where, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(node, key, where, f"expected a number of seconds, got {value!r}")
+        if minimum is not None and value < minimum:
+            self.fail(node, key, where, f"{value} is below {minimum}")
+        return float(value)
+
+    def number_pair(self, node: LineDict, key: str, where: str,
+                    default: Any = _MISSING) -> tuple[float, float]:
+        value = self._get(node, key, where, default)
+        pair = list(value) if isinstance(value, list | tuple) else None
+        if (pair is None or len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int | float) for v in pair)
+                or not 0 <= pair[0] <= pair[1]):
+            self.fail(node, key, where, f"expected [low, high] seconds with 0 <= low <= high, e.g. [0, 90], "
+                      f"got {value!r}")
+        return float(pair[0]), float(pair[1])

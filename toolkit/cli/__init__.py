@@ -23,6 +23,7 @@ GROUPS: dict[str, str] = {
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
     "provision": "toolkit.cli.provision:command",
+    "sender": "toolkit.cli.sender:group",
     "simulate": "toolkit.cli.simulate:command",
     "warmup": "toolkit.cli.warmup:group",
 }
