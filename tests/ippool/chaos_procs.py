@@ -24,13 +24,10 @@ from pathlib import Path
 import boto3
 
 from ippool import Pool
-from ippool.denylist import Denylist
-from ippool.ledger import Ledger
-from ippool.reaper import Reaper
-from ippool.reconcile import Reconciler
-from ippool.rotator import ROTATED, Rotator
+from ippool.assembly import build_machinery
+from ippool.rotator import ROTATED
 from ippool.spec import HostSpec
-from ippool.worker import CycleReport, Worker
+from ippool.worker_loop import CycleReport, Worker
 from tests.support.ippool_fakes import MotoGaps
 
 SOCKET_TIMEOUT_S = 0.5
@@ -70,12 +67,10 @@ def worker(url: str, host: str, instance_id: str, out_file: str) -> None:
                    endpoint_url=os.environ["AWS_ENDPOINT_URL"])
     clock = time.time
     specs = {host: spec(host, instance_id)}
-    pool, ledger, denylist = Pool(client), Ledger(client, clock), Denylist(client, clock)
-    reaper = Reaper(aws, denylist, ledger, clock)
-    rotator = Rotator(pool, aws, specs, denylist, ledger, clock, f"chaos-{os.getpid()}", heartbeat_s=HEARTBEAT_S)
-    reconciler = Reconciler(pool, aws, specs, ledger, reaper, clock, grace_s=GRACE_S, stale_s=STALE_S)
-    runner = Worker(rotator, reaper, [host], interval_s=0.1, reconcile=lambda: reconciler.run(fix=True),
-                    reconcile_every_s=5.0)
+    machinery = build_machinery(client, aws, specs, clock)
+    reconciler = machinery.reconciler(grace_s=GRACE_S, stale_s=STALE_S)
+    runner = Worker(machinery.rotator(f"chaos-{os.getpid()}", heartbeat_s=HEARTBEAT_S), machinery.reaper(), [host],
+                    interval_s=0.1, reconcile=lambda: reconciler.run(fix=True), reconcile_every_s=5.0)
     signal.signal(signal.SIGTERM, lambda signum, frame: runner.stop())
 
     def record(report: CycleReport) -> None:

@@ -15,11 +15,7 @@ import sys
 import boto3
 import redis
 
-from ippool import Pool
-from ippool.denylist import Denylist
-from ippool.ledger import Ledger
-from ippool.reaper import Reaper
-from ippool.rotator import Rotator
+from ippool.assembly import build_machinery
 from ippool.spec import HostSpec
 from tests.support.ippool_fakes import MotoGaps
 
@@ -41,13 +37,11 @@ def main() -> None:
     aws = MotoGaps(lambda: boto3.Session(region_name="us-east-1"), "us-east-1",
                    endpoint_url=os.environ["AWS_ENDPOINT_URL"], sleep=lambda s: None, clock=clock)
     spec = HostSpec(host, instance_id, "10.30.1.250", 2, park_minutes=15, ptr_zone=ptr_zone)
-    ledger, denylist = Ledger(client, clock), Denylist(client, clock)
+    machinery = build_machinery(client, aws, {host: spec}, clock, store_clock=clock)
     if mode == "rotate":
-        rotator = Rotator(Pool(client, clock=clock), aws, {host: spec}, denylist, ledger, clock, f"child-{step}",
-                          checkpoint=checkpoint, heartbeat_s=HEARTBEAT_S)
-        rotator.rotate_ready(host)
+        machinery.rotator(f"child-{step}", checkpoint=checkpoint, heartbeat_s=HEARTBEAT_S).rotate_ready(host)
     else:
-        Reaper(aws, denylist, ledger, clock, checkpoint=checkpoint).reap(host)
+        machinery.reaper(checkpoint=checkpoint).reap(host)
     aws.close()
     client.close()
     sys.exit(3)  # the step never came: the test must notice

@@ -1,6 +1,5 @@
 """One test per AWS error branch the adapter maps, with AWS played by the named Stubber fake (`StubbedAws`) where
 moto never returns the code. moto-backed NotFound branches live in test_aws_moto.py."""
-# ruff: noqa: F811  (pytest fixtures are imported from tests.support.aws and requested by name)
 
 from __future__ import annotations
 
@@ -10,21 +9,12 @@ import pytest
 from botocore.stub import ANY
 
 from ippool import errors
-from ippool.aws_models import STATE_INCOMING, pool_tags
-from ippool.aws_pacing import Backoff
-from tests.support.aws import (  # noqa: F401  (fixtures)
-    AdapterFactory,
-    CallRecorder,
-    SleepRecorder,
-    StubbedAws,
-    aws_calls,
-    client_error,
-    make_adapter,
-    sleeper,
-    stubbed_aws,
-)
+from ippool.aws.models import pool_tags
+from ippool.aws.pacing import Backoff
+from ippool.states import EipState
+from tests.support.aws import AdapterFactory, CallRecorder, SleepRecorder, StubbedAws, client_error
 
-TAGS = pool_tags("pool-a", "sender-1", 3, STATE_INCOMING)
+TAGS = pool_tags("pool-a", "sender-1", 3, EipState.INCOMING)
 ALLOCATED = {"AllocationId": "eipalloc-0abc", "PublicIp": "198.18.0.9", "Domain": "vpc"}
 
 

@@ -1,5 +1,4 @@
 """The adapter against moto's in-process EC2 and Route 53: the calls moto implements, end to end."""
-# ruff: noqa: F811  (pytest fixtures are imported from tests.support.aws and requested by name)
 
 from __future__ import annotations
 
@@ -7,24 +6,13 @@ import boto3
 import pytest
 
 from ippool import errors
-from ippool.aws_models import (
-    STATE_ACTIVE,
-    STATE_INCOMING,
-    STATE_PARKED,
+from ippool.aws.models import (
     TAG_PARKED_UNTIL,
-    TAG_STATE,
+    format_parked_until,
     pool_tags,
 )
-from tests.support.aws import (  # noqa: F401  (fixtures)
-    REGION,
-    AdapterFactory,
-    CallRecorder,
-    aws_calls,
-    create_host,
-    make_adapter,
-    moto_aws,
-    sleeper,
-)
+from ippool.states import EipState
+from tests.support.aws import REGION, AdapterFactory, CallRecorder, create_host
 from tests.support.clock import FakeClock
 
 pytestmark = pytest.mark.usefixtures("moto_aws")
@@ -69,16 +57,16 @@ def test_assign_then_unassign_secondary_private_ips(make_adapter: AdapterFactory
 
 def test_allocate_tags_in_the_same_call_and_describe_filters_by_tag(make_adapter: AdapterFactory) -> None:
     adapter = make_adapter()
-    first = adapter.allocate_address(pool_tags("pool-a", "sender-1", 0, STATE_INCOMING))
-    second = adapter.allocate_address(pool_tags("pool-a", "sender-1", 1, STATE_ACTIVE))
-    adapter.allocate_address(pool_tags("pool-b", "sender-2", 0, STATE_ACTIVE))
+    first = adapter.allocate_address(pool_tags("pool-a", "sender-1", 0, EipState.INCOMING))
+    second = adapter.allocate_address(pool_tags("pool-a", "sender-1", 1, EipState.ACTIVE))
+    adapter.allocate_address(pool_tags("pool-b", "sender-2", 0, EipState.ACTIVE))
 
     found = adapter.describe_pool_addresses("pool-a")
     assert {a.allocation_id for a in found} == {first.allocation_id, second.allocation_id}
     assert adapter.describe_pool_addresses("pool-a", slot=1) == [second]
-    assert adapter.describe_pool_addresses("pool-a", states=[STATE_INCOMING]) == [first]
+    assert adapter.describe_pool_addresses("pool-a", states=[EipState.INCOMING]) == [first]
     (only,) = adapter.describe_pool_addresses("pool-a", host="sender-1", slot=0)
-    assert (only.pool, only.host, only.slot, only.state) == ("pool-a", "sender-1", 0, STATE_INCOMING)
+    assert (only.pool, only.host, only.slot, only.state) == ("pool-a", "sender-1", 0, EipState.INCOMING)
     assert adapter.count_region_addresses() == 3
 
 
@@ -90,23 +78,15 @@ def test_allocate_refuses_an_untagged_address(make_adapter: AdapterFactory, aws_
 
 def test_allocate_with_an_explicit_address_gets_that_address(make_adapter: AdapterFactory) -> None:
     # moto honours AllocateAddress's Address parameter: the EC2 stand-in relies on it.
-    address = make_adapter().allocate_address(pool_tags("p", "h", 0, STATE_INCOMING), address="198.18.7.7")
+    address = make_adapter().allocate_address(pool_tags("p", "h", 0, EipState.INCOMING), address="198.18.7.7")
     assert address.public_ip == "198.18.7.7"
-
-
-def test_find_address_by_public_ip(make_adapter: AdapterFactory) -> None:
-    adapter = make_adapter()
-    address = adapter.allocate_address(pool_tags("p", "h", 4, STATE_ACTIVE))
-    found = adapter.find_address(address.public_ip)
-    assert found is not None and (found.allocation_id, found.slot) == (address.allocation_id, 4)
-    assert adapter.find_address("198.51.100.77") is None  # InvalidAddress.NotFound: not ours, not anyone's
 
 
 def test_associate_attaches_to_the_interface(make_adapter: AdapterFactory) -> None:
     _, eni_id = create_host()
     adapter = make_adapter()
     interface = adapter.assign_secondary_private_ips(eni_id, 1)
-    address = adapter.allocate_address(pool_tags("p", "h", 0, STATE_INCOMING))
+    address = adapter.allocate_address(pool_tags("p", "h", 0, EipState.INCOMING))
     association_id = adapter.associate_address(address.allocation_id, eni_id, interface.secondary_private_ips[0])
     seen = adapter.get_address(address.allocation_id)
     assert seen is not None
@@ -121,30 +101,27 @@ def test_reassociation_moves_an_address_between_interfaces(make_adapter: Adapter
     adapter = make_adapter()
     ip_a = adapter.assign_secondary_private_ips(eni_a, 1).secondary_private_ips[0]
     ip_b = adapter.assign_secondary_private_ips(eni_b, 1).secondary_private_ips[0]
-    address = adapter.allocate_address(pool_tags("p", "h", 0, STATE_ACTIVE))
+    address = adapter.allocate_address(pool_tags("p", "h", 0, EipState.ACTIVE))
     adapter.associate_address(address.allocation_id, eni_a, ip_a)
     adapter.associate_address(address.allocation_id, eni_b, ip_b)  # AllowReassociation=True: no ResourceInUse
     seen = adapter.get_address(address.allocation_id)
     assert seen is not None and seen.network_interface_id == eni_b
 
 
-def test_park_tags_round_trip_and_delete(make_adapter: AdapterFactory, clock: FakeClock) -> None:
+def test_park_tags_round_trip(make_adapter: AdapterFactory, clock: FakeClock) -> None:
     adapter = make_adapter()
-    address = adapter.allocate_address(pool_tags("p", "h", 2, STATE_ACTIVE))
+    address = adapter.allocate_address(pool_tags("p", "h", 2, EipState.ACTIVE))
     parked_until = clock() + 900
-    adapter.create_tags(address.allocation_id, pool_tags("p", "h", 2, STATE_PARKED, parked_until=parked_until))
-    (parked,) = adapter.describe_pool_addresses("p", states=[STATE_PARKED])
+    adapter.create_tags(address.allocation_id, pool_tags("p", "h", 2, EipState.PARKED, parked_until=parked_until))
+    (parked,) = adapter.describe_pool_addresses("p", states=[EipState.PARKED])
     assert parked.parked_until == float(int(parked_until))
-    adapter.delete_tags(address.allocation_id, [TAG_PARKED_UNTIL])
-    adapter.create_tags(address.allocation_id, {TAG_STATE: STATE_ACTIVE})
-    (active,) = adapter.describe_pool_addresses("p", states=[STATE_ACTIVE])
-    assert active.parked_until is None and TAG_PARKED_UNTIL not in active.tags
+    assert parked.state == EipState.PARKED and parked.tags[TAG_PARKED_UNTIL] == format_parked_until(parked_until)
 
 
 def test_release_is_done_once_and_then_reports_already_gone(make_adapter: AdapterFactory) -> None:
     # InvalidAllocationID.NotFound from a real (moto) release: the second release is "already done".
     adapter = make_adapter()
-    address = adapter.allocate_address(pool_tags("p", "h", 0, STATE_PARKED))
+    address = adapter.allocate_address(pool_tags("p", "h", 0, EipState.PARKED))
     assert adapter.release_address(address.allocation_id) is True
     assert adapter.release_address(address.allocation_id) is False
     assert adapter.get_address(address.allocation_id) is None
@@ -154,7 +131,7 @@ def test_associating_a_released_address_raises_address_gone(make_adapter: Adapte
     _, eni_id = create_host()
     adapter = make_adapter()
     private_ip = adapter.assign_secondary_private_ips(eni_id, 1).secondary_private_ips[0]
-    address = adapter.allocate_address(pool_tags("p", "h", 0, STATE_INCOMING))
+    address = adapter.allocate_address(pool_tags("p", "h", 0, EipState.INCOMING))
     adapter.release_address(address.allocation_id)
     with pytest.raises(errors.AddressGone, match=r"InvalidAllocationID\.NotFound"):
         adapter.associate_address(address.allocation_id, eni_id, private_ip)
@@ -165,7 +142,7 @@ def test_disassociate_twice_reports_already_gone(make_adapter: AdapterFactory) -
     _, eni_id = create_host()
     adapter = make_adapter()
     private_ip = adapter.assign_secondary_private_ips(eni_id, 1).secondary_private_ips[0]
-    address = adapter.allocate_address(pool_tags("p", "h", 0, STATE_ACTIVE))
+    address = adapter.allocate_address(pool_tags("p", "h", 0, EipState.ACTIVE))
     association_id = adapter.associate_address(address.allocation_id, eni_id, private_ip)
     assert adapter.disassociate_address(association_id) is True
     assert adapter.disassociate_address(association_id) is False

@@ -1,5 +1,4 @@
 """The client-side token bucket and the jittered backoff, driven by a fake clock (nothing really sleeps)."""
-# ruff: noqa: F811  (pytest fixtures are imported from tests.support.aws and requested by name)
 
 from __future__ import annotations
 
@@ -7,16 +6,10 @@ import random
 
 import pytest
 
-from ippool.aws_models import STATE_ACTIVE, STATE_INCOMING, pool_tags
-from ippool.aws_pacing import EIP_BUCKET_CAPACITY, EIP_BUCKET_REFILL_PER_S, Backoff, TokenBucket
-from tests.support.aws import (  # noqa: F401  (fixtures)
-    AdapterFactory,
-    SleepRecorder,
-    aws_calls,
-    make_adapter,
-    moto_aws,
-    sleeper,
-)
+from ippool.aws.models import pool_tags
+from ippool.aws.pacing import EIP_BUCKET_CAPACITY, EIP_BUCKET_REFILL_PER_S, Backoff, TokenBucket
+from ippool.states import EipState
+from tests.support.aws import AdapterFactory, SleepRecorder
 from tests.support.clock import FakeClock
 
 
@@ -63,9 +56,9 @@ def test_adapter_paces_only_the_mutating_eip_calls(make_adapter: AdapterFactory,
                                                    clock: FakeClock) -> None:
     adapter = make_adapter()
     start = clock()
-    addresses = [adapter.allocate_address(pool_tags("p", "h", n, STATE_INCOMING)) for n in range(50)]
+    addresses = [adapter.allocate_address(pool_tags("p", "h", n, EipState.INCOMING)) for n in range(50)]
     for address in addresses:  # CreateTags and DescribeAddresses are not in AWS's EIP bucket: free
-        adapter.create_tags(address.allocation_id, {"sendhost:state": STATE_ACTIVE})
+        adapter.create_tags(address.allocation_id, {"sendhost:state": EipState.ACTIVE})
     adapter.describe_pool_addresses("p")
     assert sleeper.waits == []
     for address in addresses[:5]:  # five more bucket calls with the bucket empty: one second at 5/s

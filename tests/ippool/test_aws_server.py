@@ -1,5 +1,4 @@
 """The adapter against moto's server mode over HTTP (how the CLI reaches moto via AWS_ENDPOINT_URL)."""
-# ruff: noqa: F811  (pytest fixtures are imported from tests.support.aws and requested by name)
 
 from __future__ import annotations
 
@@ -8,9 +7,10 @@ import uuid
 
 import boto3
 
-from ippool.aws import Ec2Adapter
-from ippool.aws_models import STATE_INCOMING, pool_tags
-from tests.support.aws import REGION, CallRecorder, aws_calls  # noqa: F401  (fixtures)
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import pool_tags
+from ippool.states import EipState
+from tests.support.aws import REGION, CallRecorder
 
 
 def test_adapter_reaches_a_moto_server_through_endpoint_url(moto_url: str, aws_env: dict[str, str],
@@ -19,7 +19,7 @@ def test_adapter_reaches_a_moto_server_through_endpoint_url(moto_url: str, aws_e
     pool = f"server-pool-{uuid.uuid4().hex[:8]}"
     with Ec2Adapter(lambda: boto3.Session(region_name=REGION), REGION, endpoint_url=moto_url,
                     sleep=lambda s: None, rng=random.Random(1), on_call=aws_calls) as adapter:
-        address = adapter.allocate_address(pool_tags(pool, "h", 0, STATE_INCOMING))
+        address = adapter.allocate_address(pool_tags(pool, "h", 0, EipState.INCOMING))
         assert adapter.describe_pool_addresses(pool) == [address]
         assert adapter.release_address(address.allocation_id) is True
     assert aws_calls.calls == ["ec2:AllocateAddress", "ec2:DescribeAddresses", "ec2:ReleaseAddress"]

@@ -1,5 +1,4 @@
 """The EC2 stand-in (named fake) that hands released addresses straight back, running over moto's real EC2."""
-# ruff: noqa: F811  (pytest fixtures are imported from tests.support.aws and requested by name)
 
 from __future__ import annotations
 
@@ -11,22 +10,16 @@ from typing import Any
 import boto3
 import pytest
 
-from ippool.aws_models import STATE_ACTIVE, STATE_INCOMING, STATE_PARKED, pool_tags
-from ippool.standin import ReusingEc2StandIn
-from tests.support.aws import (  # noqa: F401  (fixtures)
-    REGION,
-    CallRecorder,
-    SleepRecorder,
-    aws_calls,
-    moto_aws,
-    sleeper,
-)
+from ippool.aws.models import pool_tags
+from ippool.states import EipState
+from simulation.reusing_ec2 import ReusingEc2StandIn
+from tests.support.aws import REGION, CallRecorder, SleepRecorder
 from tests.support.clock import FakeClock
 
 pytestmark = pytest.mark.usefixtures("moto_aws")
 
 StandInFactory = Callable[..., ReusingEc2StandIn]
-TAGS = pool_tags("pool-a", "sender-1", 0, STATE_INCOMING)
+TAGS = pool_tags("pool-a", "sender-1", 0, EipState.INCOMING)
 
 
 @pytest.fixture
@@ -114,11 +107,11 @@ def test_fresh_addresses_come_from_the_benchmarking_range(make_standin: StandInF
 
 def test_standin_addresses_are_real_moto_eips_with_tags(make_standin: StandInFactory) -> None:
     standin = make_standin()
-    active = standin.allocate_address(pool_tags("pool-a", "sender-1", 0, STATE_ACTIVE))
-    parked = standin.allocate_address(pool_tags("pool-a", "sender-1", 1, STATE_PARKED, parked_until=0))
+    active = standin.allocate_address(pool_tags("pool-a", "sender-1", 0, EipState.ACTIVE))
+    parked = standin.allocate_address(pool_tags("pool-a", "sender-1", 1, EipState.PARKED, parked_until=0))
     described = standin.describe_pool_addresses("pool-a", host="sender-1")
     assert {(a.public_ip, a.slot, a.state) for a in described} == {
-        (active.public_ip, 0, STATE_ACTIVE), (parked.public_ip, 1, STATE_PARKED)}
+        (active.public_ip, 0, EipState.ACTIVE), (parked.public_ip, 1, EipState.PARKED)}
 
 
 def test_releasing_an_already_released_address_changes_nothing(make_standin: StandInFactory) -> None:

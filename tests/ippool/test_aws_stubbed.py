@@ -4,20 +4,11 @@ the exact request the adapter sends is asserted (`expected_params`), and botocor
 moto 5 has no ModifyAddressAttribute/ResetAddressAttribute (NotImplementedError), no EC2 Service Quotas
 (NoSuchResourceException), and its AssociateAddress ignores `PrivateIpAddress` (it reports the ENI's primary IP).
 """
-# ruff: noqa: F811  (pytest fixtures are imported from tests.support.aws and requested by name)
 
 from __future__ import annotations
 
-from ippool.aws_models import EIP_QUOTA_CODE
-from tests.support.aws import (  # noqa: F401  (fixtures)
-    AdapterFactory,
-    CallRecorder,
-    StubbedAws,
-    aws_calls,
-    make_adapter,
-    sleeper,
-    stubbed_aws,
-)
+from ippool.aws.models import EIP_QUOTA_CODE
+from tests.support.aws import AdapterFactory, CallRecorder, StubbedAws
 
 
 def test_associate_sends_the_slot_private_ip_and_allows_reassociation(make_adapter: AdapterFactory,

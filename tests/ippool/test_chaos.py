@@ -18,12 +18,7 @@ from pathlib import Path
 import boto3
 import redis
 
-from ippool import Pool
-from ippool.denylist import Denylist
-from ippool.ledger import Ledger
-from ippool.provisioner import Provisioner
-from ippool.reaper import Reaper
-from ippool.reconcile import Reconciler
+from ippool.assembly import build_machinery
 from tests.conftest import REPO_ROOT
 from tests.ippool import chaos_procs
 from tests.ippool.cli_support import CLI_AWS_ENV, server_instance, unique_host
@@ -69,11 +64,9 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
         client = redis.Redis.from_url(server.url, decode_responses=True, socket_timeout=5)
         processes: list[subprocess.Popen[bytes]] = []
         try:
-            clock = time.time
-            ledger, denylist = Ledger(client, clock), Denylist(client, clock)
-            reaper = Reaper(aws, denylist, ledger, clock)
-            pool = Pool(client)
-            Provisioner(aws, pool, reaper).create(spec, spec.slots)
+            machinery = build_machinery(client, aws, {host: spec}, time.time)
+            pool = machinery.pool
+            machinery.lifecycle().create(spec, spec.slots)
 
             stop_file = tmp_path / "stop"
             sender_out = [tmp_path / f"sender-{n}.json" for n in range(SENDERS)]
@@ -109,9 +102,9 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
             # What the supervisor's next worker start does: reconcile whatever the killed worker left half-done.
             # Checked at one instant, so an address parked for a few seconds does not fall due in between.
             now = time.time()
-            frozen = Reaper(aws, denylist, ledger, lambda: now)
-            Reconciler(pool, aws, {host: spec}, ledger, frozen, lambda: now, grace_s=0).run(fix=True)
-            assert Reconciler(pool, aws, {host: spec}, ledger, frozen, lambda: now, grace_s=0).run() == []
+            frozen = build_machinery(client, aws, {host: spec}, lambda: now)
+            frozen.reconciler(grace_s=0).run(fix=True)
+            assert frozen.reconciler(grace_s=0).run() == []
 
             sends: Counter[str] = Counter()
             max_wait = 0.0
@@ -129,8 +122,7 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
                 if process.poll() is None:
                     process.kill()
                     process.wait()
-            Provisioner(aws, Pool(client), Reaper(aws, Denylist(client, time.time), Ledger(client, time.time),
-                                                  time.time)).destroy(spec)
+            build_machinery(client, aws, {host: spec}, time.time).lifecycle().destroy(spec)
             aws.close()
             client.close()
             if server.process is not None and server.process.poll() is None:

@@ -34,7 +34,7 @@ def populate(redis_url: str) -> list[int]:
                                 allocation_id=f"eipalloc-{i + 1:04d}").budget for i in range(3)]
     for _ in range(4):
         pool.lease("sender-1", ttl_s=300)
-    pool.retire("sender-1", 2)
+    pool.slots.retire("sender-1", 2)
     client.close()
     return budgets
 

@@ -14,6 +14,7 @@ from typing import Any
 from ippool import Pool
 from tests.ippool import workers
 from tests.ippool.conftest import Backend, register
+from tests.support.ippool_slots import set_used
 
 SENDERS = 16
 CTX = multiprocessing.get_context("fork")  # children open their own Redis clients after the fork
@@ -100,8 +101,8 @@ def test_when_every_slot_is_exhausted_every_lease_falls_back(backend: Backend, t
 def test_lease_of_a_sigkilled_holder_stops_counting_after_its_ttl(backend: Backend, backend_client: Any) -> None:
     pool = Pool(backend_client)
     register(pool, slots=1)
-    budget = pool.slot_status("sender-1", 0).budget
-    pool.set_used("sender-1", 0, budget - 1)  # the holder's lease will be the address's last
+    budget = pool.slots.slot_status("sender-1", 0).budget
+    set_used(pool, "sender-1", 0, budget - 1)  # the holder's lease will be the address's last
     parent_end, child_end = CTX.Pipe()
     holder = CTX.Process(target=workers.hold_until_killed, args=(backend, "sender-1", 20.0, child_end))
     holder.start()
@@ -116,9 +117,9 @@ def test_lease_of_a_sigkilled_holder_stops_counting_after_its_ttl(backend: Backe
         child_end.close()
     assert holder.exitcode == -signal.SIGKILL
     now = time.time()  # the Redis server runs on this machine: its TIME is this clock
-    assert pool.slot_status("sender-1", 0, now=now).live_leases == 1
-    assert pool.ready_slots("sender-1", now=now) == []
+    assert pool.slots.slot_status("sender-1", 0, now=now).live_leases == 1
+    assert pool.slots.ready_slots("sender-1", now=now) == []
     after_ttl = now + 20.5
-    assert pool.slot_status("sender-1", 0, now=after_ttl).live_leases == 0
-    assert [r.slot for r in pool.ready_slots("sender-1", now=after_ttl)] == [0]
-    assert pool.slot_status("sender-1", 0, now=after_ttl).state == "ready"
+    assert pool.slots.slot_status("sender-1", 0, now=after_ttl).live_leases == 0
+    assert [r.slot for r in pool.slots.ready_slots("sender-1", now=after_ttl)] == [0]
+    assert pool.slots.slot_status("sender-1", 0, now=after_ttl).state == "ready"

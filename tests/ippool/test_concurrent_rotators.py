@@ -10,17 +10,14 @@ from pathlib import Path
 import boto3
 import redis
 
-from ippool import Pool
-from ippool.aws import Ec2Adapter
-from ippool.denylist import Denylist
-from ippool.ledger import Ledger
-from ippool.provisioner import Provisioner
-from ippool.reaper import Reaper
-from ippool.rotator import ROTATED, Rotator
+from ippool.assembly import build_machinery
+from ippool.aws.adapter import Ec2Adapter
+from ippool.rotator import ROTATED
 from ippool.spec import HostSpec
 from tests.ippool.cli_support import server_instance, unique_host
 from tests.support.aws import FAKE_CREDENTIALS, REGION
 from tests.support.ippool_invariants import violations
+from tests.support.ippool_slots import set_used
 
 CTX = multiprocessing.get_context("spawn")
 SLOTS = 4
@@ -34,8 +31,7 @@ def adapter(moto_url: str) -> Ec2Adapter:
 def rotate_in_child(moto_url: str, redis_url: str, spec: HostSpec, start_at: float, out: str) -> None:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     aws = adapter(moto_url)
-    rotator = Rotator(Pool(client), aws, {spec.name: spec}, Denylist(client, time.time), Ledger(client, time.time),
-                      time.time, f"racer-{out[-5:]}")
+    rotator = build_machinery(client, aws, {spec.name: spec}, time.time).rotator(f"racer-{out[-5:]}")
     rotator.eni(spec)  # look the ENI up before the start line, so both race on the slots alone
     time.sleep(max(0.0, start_at - time.time()))
     results = rotator.rotate_ready(spec.name)
@@ -48,13 +44,12 @@ def test_two_rotator_processes_rotate_each_ready_slot_once(moto_url: str, redis_
     spec = HostSpec(unique_host(), server_instance(moto_url), "10.30.1.250", SLOTS)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     aws = adapter(moto_url)
-    pool = Pool(client, rng=random.Random(2))
-    provisioner = Provisioner(aws, pool, Reaper(aws, Denylist(client, time.time), Ledger(client, time.time),
-                                                time.time))
+    machinery = build_machinery(client, aws, {spec.name: spec}, time.time, rng=random.Random(2))
+    pool = machinery.pool
     try:
-        provisioner.create(spec, SLOTS)
+        machinery.lifecycle().create(spec, SLOTS)
         for slot in range(SLOTS):
-            pool.set_used(spec.name, slot, pool.slot_status(spec.name, slot).budget)
+            set_used(pool, spec.name, slot, pool.slots.slot_status(spec.name, slot).budget)
         outs = [str(tmp_path / f"racer{n}.txt") for n in range(2)]
         start_at = time.time() + 4
         racers = [CTX.Process(target=rotate_in_child, args=(moto_url, redis_url, spec, start_at, out)) for out in outs]
@@ -69,6 +64,6 @@ def test_two_rotator_processes_rotate_each_ready_slot_once(moto_url: str, redis_
         assert all(s.state == "active" and s.generation == 2 for s in pool.status(spec.name)[0].slots)
         assert violations(pool, aws, spec.name, time.time()) == []
     finally:
-        provisioner.destroy(spec)
+        machinery.lifecycle().destroy(spec)
         aws.close()
         client.close()

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +20,14 @@ import pytest
 import redis
 
 from ippool import Pool
-from ippool.aws_models import STATE_PARKED
+from ippool.assembly import PoolMachinery, build_machinery
 from ippool.denylist import Denylist
 from ippool.ledger import Ledger
-from ippool.provisioner import Provisioner
-from ippool.reaper import Reaper
+from ippool.parking import Reaper
 from ippool.reconcile import Reconciler
 from ippool.rotator import ROTATED, Rotator
 from ippool.spec import HostSpec
+from ippool.states import EipState
 from tests.conftest import REPO_ROOT
 from tests.ippool import workers
 from tests.ippool.cli_support import CLI_AWS_ENV, server_instance, unique_host
@@ -35,6 +35,7 @@ from tests.support.aws import FAKE_CREDENTIALS, REGION
 from tests.support.clock import FakeClock
 from tests.support.ippool_fakes import MotoGaps
 from tests.support.ippool_invariants import violations
+from tests.support.ippool_slots import set_used
 
 ROTATION_STEPS = ["allocate", "tag", "ptr", "associate", "park-tag", "publish"]
 REAP_STEPS = ["reset-ptr", "denylist", "release"]
@@ -44,23 +45,25 @@ REAP_STEPS = ["reset-ptr", "denylist", "release"]
 class Rig:
     host: str
     spec: HostSpec
-    client: Any
-    pool: Pool
+    machinery: PoolMachinery
     aws: MotoGaps
     clock: FakeClock
     url: str
     moto_url: str
+    client: Any = None
+    pool: Pool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client, self.pool = self.machinery.client, self.machinery.pool
 
     def reaper(self) -> Reaper:
-        return Reaper(self.aws, Denylist(self.client, self.clock), Ledger(self.client, self.clock), self.clock)
+        return self.machinery.reaper()
 
     def reconciler(self) -> Reconciler:
-        return Reconciler(self.pool, self.aws, {self.host: self.spec}, Ledger(self.client, self.clock),
-                          self.reaper(), self.clock, grace_s=0)
+        return self.machinery.reconciler(grace_s=0)
 
-    def rotator(self) -> Rotator:
-        return Rotator(self.pool, self.aws, {self.host: self.spec}, Denylist(self.client, self.clock),
-                       Ledger(self.client, self.clock), self.clock, "parent")
+    def rotator(self, owner: str = "parent", **options: Any) -> Rotator:
+        return self.machinery.rotator(owner, **options)
 
     def child(self, mode: str, step: str) -> int:
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **CLI_AWS_ENV,
@@ -87,10 +90,11 @@ def rig(moto_url: str, redis_url: str, clock: FakeClock) -> Iterator[Rig]:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     session = boto3.Session(region_name=REGION, **FAKE_CREDENTIALS)
     aws = MotoGaps(lambda: session, REGION, endpoint_url=moto_url, sleep=clock.sleep, clock=clock)
-    made = Rig(host, spec, client, Pool(client, clock=clock, rng=random.Random(5)), aws, clock, redis_url, moto_url)
-    Provisioner(aws, made.pool, made.reaper()).create(spec, 2)
+    machinery = build_machinery(client, aws, {host: spec}, clock, store_clock=clock, rng=random.Random(5))
+    made = Rig(host, spec, machinery, aws, clock, redis_url, moto_url)
+    machinery.lifecycle().create(spec, 2)
     yield made
-    Provisioner(aws, made.pool, made.reaper()).destroy(spec)
+    machinery.lifecycle().destroy(spec)
     assert aws.describe_pool_addresses("sendhost", host=host) == []
     aws.close()
     client.close()
@@ -98,8 +102,8 @@ def rig(moto_url: str, redis_url: str, clock: FakeClock) -> Iterator[Rig]:
 
 @pytest.mark.parametrize("step", ROTATION_STEPS)
 def test_rotation_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> None:
-    old = rig.pool.slot_status(rig.host, 0)
-    rig.pool.set_used(rig.host, 0, old.budget)
+    old = rig.pool.slots.slot_status(rig.host, 0)
+    set_used(rig.pool, rig.host, 0, old.budget)
     rig.child("rotate", step)
 
     differences = rig.reconciler().run(fix=True)
@@ -111,19 +115,19 @@ def test_rotation_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> N
     # The worker carries on: the slot serves (or, rolled back, rotates now), and the reaper empties the park.
     cycle = rig.rotator().rotate_ready(rig.host)
     assert all(r.outcome == ROTATED for r in cycle)
-    slot = rig.pool.slot_status(rig.host, 0)
+    slot = rig.pool.slots.slot_status(rig.host, 0)
     assert slot.state == "active" and slot.public_ip != old.public_ip
     rig.clock.advance(16 * 60)
     rig.reaper().reap(rig.host)
-    assert rig.aws.describe_pool_addresses("sendhost", host=rig.host, states=[STATE_PARKED]) == []
+    assert rig.aws.describe_pool_addresses("sendhost", host=rig.host, states=[EipState.PARKED]) == []
     rig.check()
 
 
 @pytest.mark.parametrize("step", REAP_STEPS)
 def test_reap_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> None:
-    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
+    set_used(rig.pool, rig.host, 0, rig.pool.slots.slot_status(rig.host, 0).budget)
     [rotation] = rig.rotator().rotate_ready(rig.host)  # slot 0's first address is parked, with PTR
-    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
+    set_used(rig.pool, rig.host, 0, rig.pool.slots.slot_status(rig.host, 0).budget)
     rig.rotator().rotate_ready(rig.host)  # the PTR'd address from the first rotation is parked too
     rig.clock.advance(16 * 60)
     rig.child("reap", step)
@@ -131,13 +135,13 @@ def test_reap_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> None:
     differences = rig.reconciler().run(fix=True)
     assert all(d.kind == "parked_overdue" and d.fixed for d in differences), differences
     assert rig.reconciler().run() == []
-    assert rig.aws.describe_pool_addresses("sendhost", host=rig.host, states=[STATE_PARKED]) == []
+    assert rig.aws.describe_pool_addresses("sendhost", host=rig.host, states=[EipState.PARKED]) == []
     assert Denylist(rig.client, rig.clock).listed(rotation.new_ip or "")
     rig.check()
 
 
 def test_redis_loss_is_rebuilt_from_aws_tags_with_no_new_sends_on_old_addresses(rig: Rig) -> None:
-    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
+    set_used(rig.pool, rig.host, 0, rig.pool.slots.slot_status(rig.host, 0).budget)
     rig.rotator().rotate_ready(rig.host)
     before = rig.pool.status(rig.host)[0].slots
     rig.client.flushall()
@@ -194,19 +198,17 @@ def test_reconcile_never_resets_a_rotation_a_slow_rotator_published_meanwhile(ri
             seen.append(rig.pool.status(rig.host)[0])
             time.sleep(0.2)  # longer than the heartbeat: the rotator looks gone
 
-    rig.pool.set_used(rig.host, 0, rig.pool.slot_status(rig.host, 0).budget)
-    slow = Rotator(rig.pool, rig.aws, {rig.host: rig.spec}, Denylist(rig.client, rig.clock),
-                   Ledger(rig.client, rig.clock), rig.clock, "slow", checkpoint=read_redis_mid_rotation,
-                   heartbeat_s=0.05)
+    set_used(rig.pool, rig.host, 0, rig.pool.slots.slot_status(rig.host, 0).budget)
+    slow = rig.rotator("slow", checkpoint=read_redis_mid_rotation, heartbeat_s=0.05)
     [rotation] = slow.rotate_ready(rig.host)
     assert rotation.outcome == ROTATED and seen[0].slots[0].state == "rotating"
-    rig.pool.retire(rig.host, 1)  # every lease now goes to slot 0's new address
+    rig.pool.slots.retire(rig.host, 1)  # every lease now goes to slot 0's new address
     for _ in range(2):
         rig.pool.lease(rig.host).release()
-    published = rig.pool.slot_status(rig.host, 0)
+    published = rig.pool.slots.slot_status(rig.host, 0)
     assert (published.public_ip, published.used) == (rotation.new_ip, 2)
 
     monkeypatch.setattr(Reconciler, "_slots", lambda self, spec: {s.slot: s for s in seen[0].slots})
     rig.reconciler().run(fix=True)
-    after = rig.pool.slot_status(rig.host, 0)
+    after = rig.pool.slots.slot_status(rig.host, 0)
     assert (after.public_ip, after.used, after.generation) == (rotation.new_ip, 2, published.generation)

@@ -13,6 +13,7 @@ from ippool import Pool
 from ippool.lease import NO_SLOT, UNKNOWN_HOST, FallbackMeter
 from tests.ippool.conftest import register
 from tests.support.clock import FakeClock
+from tests.support.ippool_slots import set_used
 
 
 def test_lease_takes_the_least_used_active_slot(pool: Pool) -> None:
@@ -28,32 +29,32 @@ def test_used_counts_at_lease_time_and_release_does_not_give_it_back(pool: Pool)
     for _ in range(3):
         with pool.lease("sender-1") as lease:
             assert lease.slot == 0
-    slot = pool.slot_status("sender-1", 0)
+    slot = pool.slots.slot_status("sender-1", 0)
     assert (slot.used, slot.live_leases, slot.state) == (3, 0, "active")
 
 
 def test_slot_at_budget_retires_and_gets_no_new_lease(pool: Pool) -> None:
     register(pool, slots=1)
-    budget = pool.slot_status("sender-1", 0).budget
+    budget = pool.slots.slot_status("sender-1", 0).budget
     leases = [pool.lease("sender-1") for _ in range(budget)]
     assert all(not lease.fallback for lease in leases)
-    assert pool.slot_status("sender-1", 0).state == "retiring"
+    assert pool.slots.slot_status("sender-1", 0).state == "retiring"
     extra = pool.lease("sender-1")
     assert (extra.fallback, extra.reason, extra.source_ip, extra.public_ip) == (True, NO_SLOT, "10.0.0.10", None)
-    assert pool.slot_status("sender-1", 0).used == budget
+    assert pool.slots.slot_status("sender-1", 0).used == budget
 
 
 def test_release_of_the_last_live_lease_of_a_retiring_slot_makes_it_ready(pool: Pool) -> None:
     register(pool, slots=1)
-    budget = pool.slot_status("sender-1", 0).budget
+    budget = pool.slots.slot_status("sender-1", 0).budget
     leases = [pool.lease("sender-1") for _ in range(budget)]
     for lease in leases[:-1]:
         lease.release()
-    assert pool.slot_status("sender-1", 0).state == "retiring"
-    assert pool.ready_slots("sender-1") == []
+    assert pool.slots.slot_status("sender-1", 0).state == "retiring"
+    assert pool.slots.ready_slots("sender-1") == []
     leases[-1].release()
-    assert pool.slot_status("sender-1", 0).state == "ready"
-    assert [tuple(r) for r in pool.ready_slots("sender-1")] == [(0, 1)]
+    assert pool.slots.slot_status("sender-1", 0).state == "ready"
+    assert [tuple(r) for r in pool.slots.ready_slots("sender-1")] == [(0, 1)]
 
 
 def test_release_twice_and_release_of_a_fallback_do_nothing(pool: Pool) -> None:
@@ -61,7 +62,7 @@ def test_release_twice_and_release_of_a_fallback_do_nothing(pool: Pool) -> None:
     lease = pool.lease("sender-1")
     lease.release()
     lease.release()
-    assert pool.slot_status("sender-1", 0).live_leases == 0
+    assert pool.slots.slot_status("sender-1", 0).live_leases == 0
     pool.lease("unknown-host").release()
 
 
@@ -92,23 +93,23 @@ def test_a_custom_budget_range_is_respected(pool: Pool) -> None:
 def test_expired_lease_stops_counting_after_its_ttl(pool: Pool, clock: FakeClock) -> None:
     register(pool, slots=1)
     pool.lease("sender-1", ttl_s=10)  # never released: its holder "died"
-    assert pool.slot_status("sender-1", 0).live_leases == 1
+    assert pool.slots.slot_status("sender-1", 0).live_leases == 1
     clock.advance(9.9)
-    assert pool.slot_status("sender-1", 0).live_leases == 1
+    assert pool.slots.slot_status("sender-1", 0).live_leases == 1
     clock.advance(0.2)
-    assert pool.slot_status("sender-1", 0).live_leases == 0
-    assert pool.reap("sender-1")[0] == 1
+    assert pool.slots.slot_status("sender-1", 0).live_leases == 0
+    assert pool.slots.reap("sender-1")[0] == 1
 
 
 def test_retiring_slot_whose_last_holder_died_becomes_ready_after_ttl(pool: Pool, clock: FakeClock) -> None:
     register(pool, slots=1)
-    budget = pool.slot_status("sender-1", 0).budget
-    pool.set_used("sender-1", 0, budget - 1)
+    budget = pool.slots.slot_status("sender-1", 0).budget
+    set_used(pool, "sender-1", 0, budget - 1)
     dead = pool.lease("sender-1", ttl_s=5)
     assert dead.slot == 0
-    assert pool.ready_slots("sender-1") == []
+    assert pool.slots.ready_slots("sender-1") == []
     clock.advance(5.001)
-    assert [r.slot for r in pool.ready_slots("sender-1")] == [0]
+    assert [r.slot for r in pool.slots.ready_slots("sender-1")] == [0]
 
 
 def test_renew_extends_a_live_lease_and_not_an_expired_one(pool: Pool, clock: FakeClock) -> None:
@@ -117,10 +118,10 @@ def test_renew_extends_a_live_lease_and_not_an_expired_one(pool: Pool, clock: Fa
     clock.advance(8)
     assert lease.renew() is True
     clock.advance(8)  # 16 s after the lease, 8 s after the renewal
-    assert pool.slot_status("sender-1", 0).live_leases == 1
+    assert pool.slots.slot_status("sender-1", 0).live_leases == 1
     clock.advance(3)
     assert lease.renew() is False
-    assert pool.slot_status("sender-1", 0).live_leases == 0
+    assert pool.slots.slot_status("sender-1", 0).live_leases == 0
 
 
 def test_unknown_host_falls_back_on_the_given_primary_ip(pool: Pool) -> None:
@@ -133,7 +134,7 @@ def test_unknown_host_falls_back_on_the_given_primary_ip(pool: Pool) -> None:
 def test_host_with_more_slots_than_the_first_guess_is_leased_over_all_of_them(pool: Pool) -> None:
     register(pool, slots=10)
     for slot in range(9):
-        pool.set_used("sender-1", slot, 5)
+        set_used(pool, "sender-1", slot, 5)
     lease = pool.lease("sender-1")
     assert (lease.slot, lease.source_ip) == (9, "10.0.1.10")
 
@@ -141,9 +142,9 @@ def test_host_with_more_slots_than_the_first_guess_is_leased_over_all_of_them(po
 def test_lease_without_with_block(pool: Pool) -> None:
     register(pool, slots=2)
     lease = pool.lease("sender-1", ttl_s=60)
-    assert pool.slot_status("sender-1", lease.slot or 0).live_leases == 1
+    assert pool.slots.slot_status("sender-1", lease.slot or 0).live_leases == 1
     lease.release()
-    assert pool.slot_status("sender-1", lease.slot or 0).live_leases == 0
+    assert pool.slots.slot_status("sender-1", lease.slot or 0).live_leases == 0
 
 
 def test_fallbacks_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:

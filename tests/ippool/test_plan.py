@@ -1,6 +1,5 @@
 """`pool plan` arithmetic against a hand calculation."""
 
-# ruff: noqa: F401, F811  (fixtures)
 from __future__ import annotations
 
 import json
@@ -10,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ippool.plan import PlanInput, make_plan
-from tests.support.aws import AdapterFactory, StubbedAws, aws_calls, make_adapter, sleeper, stubbed_aws
+from tests.support.aws import AdapterFactory, StubbedAws
 from toolkit.cli import cli
 
 

@@ -9,22 +9,23 @@ import pytest
 from ippool import Pool
 from ippool.errors import PoolConfigError
 from tests.ippool.conftest import register
+from tests.support.ippool_slots import set_used
 
 
 def exhaust(pool: Pool, host: str = "sender-1", slot: int = 0) -> None:
     """Spend a slot's whole budget and release every lease, so it is ready to rotate."""
-    budget = pool.slot_status(host, slot).budget
-    pool.set_used(host, slot, budget - 1)
+    budget = pool.slots.slot_status(host, slot).budget
+    set_used(pool, host, slot, budget - 1)
     pool.lease(host).release()
-    assert pool.slot_status(host, slot).state == "ready"
+    assert pool.slots.slot_status(host, slot).state == "ready"
 
 
 def test_only_one_rotator_claims_a_ready_slot(pool: Pool) -> None:
     register(pool, slots=1)
     exhaust(pool)
-    [ready] = pool.ready_slots("sender-1")
-    first = pool.mark_rotating("sender-1", ready.slot, ready.generation)
-    second = pool.mark_rotating("sender-1", ready.slot, ready.generation)
+    [ready] = pool.slots.ready_slots("sender-1")
+    first = pool.slots.mark_rotating("sender-1", ready.slot, ready.generation)
+    second = pool.slots.mark_rotating("sender-1", ready.slot, ready.generation)
     assert first is not None and second is None
     assert (first.state, first.public_ip, first.used, first.used == first.budget) == (
         "rotating", "203.0.113.1", first.budget, True)
@@ -33,19 +34,19 @@ def test_only_one_rotator_claims_a_ready_slot(pool: Pool) -> None:
 def test_claim_with_a_stale_generation_is_refused(pool: Pool) -> None:
     register(pool, slots=1)
     exhaust(pool)
-    assert pool.mark_rotating("sender-1", 0, generation=0) is None
-    assert pool.slot_status("sender-1", 0).state == "ready"
+    assert pool.slots.mark_rotating("sender-1", 0, generation=0) is None
+    assert pool.slots.slot_status("sender-1", 0).state == "ready"
 
 
 def test_publish_puts_a_fresh_address_with_used_zero_and_generation_plus_one(pool: Pool) -> None:
     register(pool, slots=1)
     exhaust(pool)
-    [ready] = pool.ready_slots("sender-1")
-    assert pool.mark_rotating("sender-1", 0, ready.generation) is not None
-    placed = pool.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="198.51.100.7",
+    [ready] = pool.slots.ready_slots("sender-1")
+    assert pool.slots.mark_rotating("sender-1", 0, ready.generation) is not None
+    placed = pool.slots.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="198.51.100.7",
                           allocation_id="eipalloc-new")
     assert placed is not None and placed.generation == ready.generation + 1 and 8 <= placed.budget <= 15
-    slot = pool.slot_status("sender-1", 0)
+    slot = pool.slots.slot_status("sender-1", 0)
     assert (slot.state, slot.used, slot.public_ip, slot.allocation_id, slot.generation) == (
         "active", 0, "198.51.100.7", "eipalloc-new", ready.generation + 1)
     lease = pool.lease("sender-1")
@@ -55,62 +56,62 @@ def test_publish_puts_a_fresh_address_with_used_zero_and_generation_plus_one(poo
 def test_stale_rotator_publish_is_refused(pool: Pool) -> None:
     register(pool, slots=1)
     exhaust(pool)
-    [ready] = pool.ready_slots("sender-1")
-    assert pool.mark_rotating("sender-1", 0, ready.generation) is not None
+    [ready] = pool.slots.ready_slots("sender-1")
+    assert pool.slots.mark_rotating("sender-1", 0, ready.generation) is not None
     # the rotator stalls; reconcile re-places the slot from AWS tags meanwhile (generation + 1)
     pool.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="198.51.100.8", allocation_id="eipalloc-rc")
-    refused = pool.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="198.51.100.9",
+    refused = pool.slots.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="198.51.100.9",
                            allocation_id="eipalloc-stale")
     assert refused is None
-    assert pool.slot_status("sender-1", 0).public_ip == "198.51.100.8"
+    assert pool.slots.slot_status("sender-1", 0).public_ip == "198.51.100.8"
 
 
 def test_publish_without_a_claim_is_refused(pool: Pool) -> None:
     register(pool, slots=1)
     exhaust(pool)
-    [ready] = pool.ready_slots("sender-1")
-    assert pool.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="198.51.100.9",
+    [ready] = pool.slots.ready_slots("sender-1")
+    assert pool.slots.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="198.51.100.9",
                         allocation_id="eipalloc-x") is None
-    assert pool.slot_status("sender-1", 0).state == "ready"
+    assert pool.slots.slot_status("sender-1", 0).state == "ready"
 
 
 def test_rotating_slot_gets_no_lease_even_with_budget_left(pool: Pool) -> None:
     register(pool, slots=1)
-    assert pool.retire("sender-1", 0) == "ready"  # used 0 < budget, retired by hand
-    [ready] = pool.ready_slots("sender-1")
-    assert pool.mark_rotating("sender-1", 0, ready.generation) is not None
+    assert pool.slots.retire("sender-1", 0) == "ready"  # used 0 < budget, retired by hand
+    [ready] = pool.slots.ready_slots("sender-1")
+    assert pool.slots.mark_rotating("sender-1", 0, ready.generation) is not None
     lease = pool.lease("sender-1")
     assert lease.fallback and lease.source_ip == "10.0.0.10"
-    assert pool.slot_status("sender-1", 0).used == 0
+    assert pool.slots.slot_status("sender-1", 0).used == 0
 
 
 def test_abort_rotation_makes_the_slot_ready_again(pool: Pool) -> None:
     register(pool, slots=1)
     exhaust(pool)
-    [ready] = pool.ready_slots("sender-1")
-    assert pool.mark_rotating("sender-1", 0, ready.generation) is not None
-    assert pool.abort_rotation("sender-1", 0, ready.generation + 5) is False
-    assert pool.abort_rotation("sender-1", 0, ready.generation) is True
-    assert pool.ready_slots("sender-1") == [ready]
+    [ready] = pool.slots.ready_slots("sender-1")
+    assert pool.slots.mark_rotating("sender-1", 0, ready.generation) is not None
+    assert pool.slots.abort_rotation("sender-1", 0, ready.generation + 5) is False
+    assert pool.slots.abort_rotation("sender-1", 0, ready.generation) is True
+    assert pool.slots.ready_slots("sender-1") == [ready]
 
 
 def test_retire_with_live_leases_waits_for_them(pool: Pool) -> None:
     register(pool, slots=1)
     lease = pool.lease("sender-1")
-    assert pool.retire("sender-1", 0) == "retiring"
+    assert pool.slots.retire("sender-1", 0) == "retiring"
     assert pool.lease("sender-1").fallback
     lease.release()
-    assert pool.slot_status("sender-1", 0).state == "ready"
-    assert pool.retire("sender-1", 0) == "ready"
-    assert pool.retire("sender-1", 5) == "empty"
+    assert pool.slots.slot_status("sender-1", 0).state == "ready"
+    assert pool.slots.retire("sender-1", 0) == "ready"
+    assert pool.slots.retire("sender-1", 5) == "empty"
 
 
 def test_set_used_never_lowers_and_retires_at_budget(pool: Pool) -> None:
     register(pool, slots=1)
-    assert pool.set_used("sender-1", 0, 3) == (3, "active")
-    assert pool.set_used("sender-1", 0, 1) == (3, "active")
-    budget = pool.slot_status("sender-1", 0).budget
-    assert pool.set_used("sender-1", 0, budget + 4) == (budget + 4, "ready")
+    assert set_used(pool, "sender-1", 0, 3) == (3, "active")
+    assert set_used(pool, "sender-1", 0, 1) == (3, "active")
+    budget = pool.slots.slot_status("sender-1", 0).budget
+    assert set_used(pool, "sender-1", 0, budget + 4) == (budget + 4, "ready")
     assert pool.lease("sender-1").fallback
 
 

@@ -1,5 +1,4 @@
 """The worker loop: a stop request lets the slot in hand finish and starts no other; SIGTERM ends the CLI worker."""
-# ruff: noqa: F401, F811  (fixtures)
 
 from __future__ import annotations
 
@@ -10,15 +9,15 @@ import time
 from pathlib import Path
 
 from ippool.rotator import ROTATED
-from ippool.worker import Worker
+from ippool.worker_loop import Worker
 from tests.conftest import REPO_ROOT
 from tests.ippool.cli_support import cli_env, server_instance, unique_host, write_inventory
-from tests.ippool.world import World, aws_calls, make_adapter, moto_aws, sleeper, world
+from tests.support.ippool_world import World
 
 
 def test_stop_mid_rotation_finishes_that_slot_and_starts_no_other(world: World) -> None:
     spec = world.add_host(slots=2)
-    world.provisioner().create(spec, 2)
+    world.lifecycle().create(spec, 2)
     world.exhaust("sender-1", 0)
     world.exhaust("sender-1", 1)
     runner: list[Worker] = []
@@ -33,7 +32,7 @@ def test_stop_mid_rotation_finishes_that_slot_and_starts_no_other(world: World) 
 
 def test_worker_cycles_sleep_between_and_rotate_what_became_ready(world: World) -> None:
     spec = world.add_host(slots=1)
-    world.provisioner().create(spec, 1)
+    world.lifecycle().create(spec, 1)
     runner = Worker(world.rotator(), world.reaper(), ["sender-1"], interval_s=0)
     assert runner.run_cycle().rotations == []
     world.exhaust("sender-1", 0)

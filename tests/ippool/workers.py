@@ -44,16 +44,17 @@ def rotator_loop(backend: Any, host: str, rotator_id: int, out_path: str, stop: 
     refused = 0
     counter = 0
     while not stop.is_set():
-        for ready in pool.ready_slots(host):
-            snapshot = pool.mark_rotating(host, ready.slot, ready.generation)
+        for ready in pool.slots.ready_slots(host):
+            snapshot = pool.slots.mark_rotating(host, ready.slot, ready.generation)
             if snapshot is None:
                 refused += 1
                 continue
             claimed.append([ready.slot, snapshot.generation, snapshot.public_ip, snapshot.used, snapshot.budget])
             counter += 1
             public_ip = f"100.{64 + rotator_id}.{counter // 256}.{counter % 256}"
-            placed = pool.publish(host, ready.slot, ready.generation, private_ip=snapshot.private_ip or "10.0.1.1",
-                                  public_ip=public_ip, allocation_id=f"eipalloc-{rotator_id}-{counter}")
+            placed = pool.slots.publish(host, ready.slot, ready.generation,
+                                        private_ip=snapshot.private_ip or "10.0.1.1", public_ip=public_ip,
+                                        allocation_id=f"eipalloc-{rotator_id}-{counter}")
             published.append([public_ip, None if placed is None else placed.generation,
                               None if placed is None else placed.budget])
         time.sleep(0.002)

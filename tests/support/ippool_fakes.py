@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ippool.aws import Ec2Adapter
-from ippool.aws_errors import map_aws_error
-from ippool.aws_models import Address
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.errors import map_aws_error
+from ippool.aws.models import Address
 from ippool.errors import AwsRequestFailed
 
 PTR_TAG = "fake:reverse-dns"
@@ -36,7 +36,9 @@ class MotoGaps(Ec2Adapter):
                    Tags=[{"Key": PTR_TAG, "Value": domain_name}])
 
     def reset_reverse_dns(self, allocation_id: str) -> None:
-        self._call("ec2", "DeleteTags", f"EIP {allocation_id}", Resources=[allocation_id], Tags=[{"Key": PTR_TAG}])
+        # Emptied rather than deleted: the pool never deletes tags, so its IAM policy has no ec2:DeleteTags.
+        self._call("ec2", "CreateTags", f"EIP {allocation_id}", Resources=[allocation_id],
+                   Tags=[{"Key": PTR_TAG, "Value": ""}])
 
     def release_address(self, allocation_id: str) -> bool:
         current = self.get_address(allocation_id)
@@ -70,4 +72,4 @@ class MotoGaps(Ec2Adapter):
     def reverse_dns(self, allocation_id: str) -> str | None:
         """The PTR the fake holds for an EIP (test helper)."""
         current = self.get_address(allocation_id)
-        return current.tags.get(PTR_TAG) if current is not None else None
+        return (current.tags.get(PTR_TAG) or None) if current is not None else None

@@ -6,7 +6,7 @@ No boto3 here: the adapter hands over the code and message of a refusal (botocor
 from __future__ import annotations
 
 from ippool import errors
-from ippool.aws_models import EIP_QUOTA_CODE, EIP_QUOTA_SERVICE
+from ippool.aws.models import EIP_QUOTA_NAME
 
 RETRYABLE_CODES = frozenset({
     "RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException",
@@ -32,7 +32,7 @@ def map_aws_error(code: str, message: str, *, operation: str, subject: str, regi
     if code == "AddressLimitExceeded":
         return errors.AddressQuotaExceeded(
             f"{region}: no Elastic IP left for {subject} (AddressLimitExceeded): request an increase of "
-            f"Service Quotas {EIP_QUOTA_SERVICE}/{EIP_QUOTA_CODE} (EC2-VPC Elastic IPs) in {region}")
+            f"{EIP_QUOTA_NAME} in {region}")
     if code in CREDENTIAL_CODES:
         return errors.AwsCredentialsError(
             f"AWS refused {operation} on {subject} ({code}): refresh the credentials if they expired, and make "

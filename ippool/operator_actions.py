@@ -1,4 +1,5 @@
-"""On-call operations: rotate a host's slots now, retire a burned address, read the pool's side records.
+"""What on-call does by hand (`sendhost pool rotate`, `retire`, `status`): rotate a host's slots now, retire a burned
+address, read the pool's side records.
 
 Each returns data for the CLI to render; waiting and time are injected (`sleep`, `clock`).
 """
@@ -12,9 +13,9 @@ from typing import Any
 from ippool.denylist import Denylist
 from ippool.errors import PoolConfigError, PoolOperationFailed
 from ippool.ledger import Ledger
-from ippool.pool import Pool
 from ippool.rotator import RotationResult, Rotator
-from ippool.status import EMPTY, READY, HostStatus
+from ippool.slot_store import SlotStore
+from ippool.states import SlotState
 
 POLL_S = 0.5
 
@@ -27,11 +28,11 @@ def rotate_now(rotator: Rotator, host: str, slots: list[int] | None, *, timeout_
     rotator's clock); then PoolOperationFailed says how many are still live (the slot stays retiring and the worker
     rotates it when they end). With `force`, the leases are dropped and the slot rotates at once.
     """
-    pool, clock = rotator.pool, rotator.clock
+    pool, clock = rotator.slots, rotator.clock
     state = pool.status(host, now=clock())[0]
-    wanted = slots if slots is not None else [s.slot for s in state.slots if s.state != EMPTY]
+    wanted = slots if slots is not None else [s.slot for s in state.slots if s.state != SlotState.EMPTY]
     for slot in wanted:
-        if slot >= len(state.slots) or state.slots[slot].state == EMPTY:
+        if slot >= len(state.slots) or state.slots[slot].state == SlotState.EMPTY:
             raise PoolConfigError(f"host {host} has no slot {slot} with an address (slots: 0..{len(state.slots) - 1})")
     results = []
     for slot in wanted:
@@ -59,7 +60,7 @@ class Retired:
     host: str | None
     slot: int | None
     public_ip: str
-    state: str  # the slot's state afterwards, or "parked" / "denied" for an address not in a slot
+    state: str  # the slot's state afterwards (a SlotState), or "parked" for an address not in a slot
     reason: str
 
     def to_json(self) -> dict[str, object]:
@@ -67,7 +68,7 @@ class Retired:
                 "reason": self.reason}
 
 
-def retire_address(pool: Pool, denylist: Denylist, ledger: Ledger, public_ip: str, reason: str) -> Retired:
+def retire_address(pool: SlotStore, denylist: Denylist, ledger: Ledger, public_ip: str, reason: str) -> Retired:
     """Take `public_ip` out of service now (no new lease) and deny it for 7 days, wherever it is.
 
     The slot rotates as soon as its live leases end (the worker, or `pool rotate`); a parked address only gets
@@ -75,7 +76,7 @@ def retire_address(pool: Pool, denylist: Denylist, ledger: Ledger, public_ip: st
     """
     for state in pool.status():
         for slot in state.slots:
-            if slot.public_ip == public_ip and slot.state != EMPTY:
+            if slot.public_ip == public_ip and slot.state != SlotState.EMPTY:
                 after = pool.retire(state.host, slot.slot)
                 denylist.add(state.host, public_ip)
                 ledger.count(state.host, "retired")
@@ -98,11 +99,9 @@ class HostExtras:
 
 
 def host_extras(ledger: Ledger, denylist: Denylist, host: str, now: float) -> HostExtras:
+    """The parked EIPs, denylist size and last rotation of `host`, read at `now` (epoch seconds)."""
     stats = ledger.stats(host)
     last = stats.get("last_rotation_ms")
     return HostExtras(parked=[entry.to_json(now) for entry in ledger.parked(host)],
                       denylist_size=denylist.size(host), last_rotation=last / 1000 if last else None)
 
-
-def ready_count(state: HostStatus) -> int:
-    return sum(1 for slot in state.slots if slot.state == READY)

@@ -1,4 +1,5 @@
-"""The pool worker: reconcile once at start, then rotate and reap in a loop that sleeps after each cycle.
+"""The pool worker's loop (`sendhost pool worker`): reconcile once at start, then rotate and reap in a loop that
+sleeps after each cycle.
 
 It reconciles again when a host it saw in Redis vanishes from it (Redis restarted empty), so the pool rebuilds from
 AWS tags without waiting for a person.
@@ -19,10 +20,11 @@ from functools import partial
 from typing import TypeVar
 
 from ippool.errors import AwsCredentialsError, HostedZoneNotFound, IppoolError, UnknownInstance
-from ippool.reaper import Reaper, ReapResult
+from ippool.parking import Reaper, ReapResult
 from ippool.rotator import RotationResult, Rotator
+from ippool.states import RotationOutcome
 
-log = logging.getLogger("ippool.worker")
+log = logging.getLogger("ippool.worker")  # the logger name operators filter on: kept
 T = TypeVar("T")
 
 
@@ -65,7 +67,7 @@ class Worker:
                  len(self.hosts), self.interval_s)
         if self.reconcile is not None:
             self.reconciled, _error = self._guard("reconcile", self.reconcile)
-            registered, _error = self._guard("list hosts", self.rotator.pool.hosts)
+            registered, _error = self._guard("list hosts", self.rotator.slots.hosts)
             self.rebuilt_hosts = set(registered or []) & set(self.hosts)
         cycles = 0
         last_reconcile = self.monotonic()
@@ -94,7 +96,7 @@ class Worker:
             errors.append(error)
         if self.reconcile is not None:
             # Redis lost its data (restarted empty): rebuild from AWS now rather than fall back until a restart.
-            registered, error = self._guard("list hosts", self.rotator.pool.hosts)
+            registered, error = self._guard("list hosts", self.rotator.slots.hosts)
             if registered is not None and self.rebuilt_hosts and not self.rebuilt_hosts <= set(registered):
                 log.warning("hosts %s vanished from Redis: reconciling from AWS",
                             ", ".join(sorted(self.rebuilt_hosts - set(registered))))
@@ -108,7 +110,8 @@ class Worker:
             if error:
                 errors.append(error)
             rotations += found or []
-            errors += [f"{r.host} slot {r.slot}: {r.detail}" for r in found or [] if r.outcome == "failed"]
+            errors += [f"{r.host} slot {r.slot}: {r.detail}" for r in found or []
+                       if r.outcome == RotationOutcome.FAILED]
         for host in self.hosts:
             if self.stopping():
                 break

@@ -1,7 +1,8 @@
 """An EC2 stand-in that hands recently released Elastic IPs straight back, for the simulator and `bench/reuse.py`.
 
-Named fake. AWS does not promise a fresh address on AllocateAddress: in staging, 498 redraws returned only 4
-distinct IPs. This stand-in models that, and nothing else: it is the real `Ec2Adapter` (run it against moto,
+Named fake, so it lives beside the simulation, not in `ippool`. AWS does not promise a fresh address on
+AllocateAddress: in staging, 498 redraws returned only 4 distinct IPs. This stand-in models that, and nothing
+else: it is the real `Ec2Adapter` (run it against moto,
 in-process under `moto.mock_aws()` or a moto server via `endpoint_url`), except that it chooses which address
 each allocation gets and asks for it through AllocateAddress's `Address` parameter, which moto honours.
 
@@ -26,8 +27,8 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from ippool.aws import Ec2Adapter, SessionFactory
-from ippool.aws_models import Address
+from ippool.aws.adapter import Ec2Adapter, SessionFactory
+from ippool.aws.models import Address
 
 
 class ReusingEc2StandIn(Ec2Adapter):

@@ -12,16 +12,17 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ippool.aws import Ec2Adapter
-from ippool.aws_models import STATE_ACTIVE, STATE_INCOMING, TAG_STATE, Address, pool_tags
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import Address
+from ippool.aws.quotas import quota_advice
+from ippool.eip_placement import place_new, serving
 from ippool.errors import AddressQuotaExceeded, SlotLimitExceeded
-from ippool.keys import HOSTS_KEY, HostKeys
-from ippool.pool import Pool
-from ippool.quota import quota_advice
-from ippool.reaper import Reaper
+from ippool.parking import Reaper
+from ippool.slot_store import SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_PRIVATE_IP, HostSpec
+from ippool.states import EipState
 
-log = logging.getLogger("ippool.provisioner")
+log = logging.getLogger("ippool.pool_lifecycle")
 
 
 @dataclass(frozen=True)
@@ -39,19 +40,12 @@ class SlotRecord:
                 "allocation_id": self.allocation_id, "action": self.action}
 
 
-def serving(addresses: list[Address], slot: int) -> Address | None:
-    """The EIP of ours that serves `slot`: tagged active for it and associated (moto ignores the private IP, so the
-    slot tag, not the reported private IP, says which slot)."""
-    for address in addresses:
-        if address.slot == slot and address.state == STATE_ACTIVE and address.associated:
-            return address
-    return None
-
-
 @dataclass
-class Provisioner:
+class PoolLifecycle:
+    """Creates and destroys the pools of hosts (`sendhost pool create` / `destroy`)."""
+
     aws: Ec2Adapter
-    pool: Pool
+    slots: SlotStore
     reaper: Reaper
     pool_name: str = DEFAULT_POOL_NAME
 
@@ -67,22 +61,22 @@ class Provisioner:
         eni = instance.primary_interface
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
         private_ips = self._slot_private_ips(spec, slots, eni.eni_id, list(eni.secondary_private_ips), ours)
-        self.pool.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
+        self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
         records = []
         for slot, private_ip in enumerate(private_ips):
             current = serving(ours, slot)
             action = "kept"
             if current is None:
                 try:
-                    current = self._place(spec, slot, eni.eni_id, private_ip)
+                    current = place_new(self.aws, self.pool_name, spec.name, slot, eni.eni_id, private_ip)
                 except AddressQuotaExceeded as exc:
                     raise AddressQuotaExceeded(
                         f"{exc}; slots 0..{slot - 1} of {spec.name} are in service, {slots - slot} still need an "
                         f"address; {quota_advice(self.aws, extra=slots - slot)}") from exc
                 action = "created"
-            held = self.pool.slot_status(spec.name, slot)
+            held = self.slots.slot_status(spec.name, slot)
             if held.allocation_id != current.allocation_id:
-                self.pool.put_address(spec.name, slot, private_ip=private_ip, public_ip=current.public_ip,
+                self.slots.put_address(spec.name, slot, private_ip=private_ip, public_ip=current.public_ip,
                                       allocation_id=current.allocation_id)
             progress(f"slot {slot}: {private_ip} -> {current.public_ip} ({action})")
             records.append(SlotRecord(slot, private_ip, current.public_ip, current.allocation_id, action))
@@ -94,9 +88,9 @@ class Provisioner:
         assigned on the ENI when there are too few."""
         known: dict[int, str] = {}
         for address in ours:
-            if address.slot is not None and address.tags.get(TAG_PRIVATE_IP) and address.state == STATE_ACTIVE:
+            if address.slot is not None and address.tags.get(TAG_PRIVATE_IP) and address.state == EipState.ACTIVE:
                 known.setdefault(address.slot, address.tags[TAG_PRIVATE_IP])
-        registered = self.pool.status(spec.name)[0].slots if spec.name in self.pool.hosts() else ()
+        registered = self.slots.status(spec.name)[0].slots if spec.name in self.slots.hosts() else ()
         for held in registered:
             if held.private_ip:
                 known[held.slot] = held.private_ip
@@ -110,35 +104,18 @@ class Provisioner:
             known[slot] = free.pop(0)
         return [known[slot] for slot in range(slots)]
 
-    def _place(self, spec: HostSpec, slot: int, eni_id: str, private_ip: str) -> Address:
-        tags = pool_tags(self.pool_name, spec.name, slot, STATE_INCOMING)
-        tags[TAG_PRIVATE_IP] = private_ip
-        address = self.aws.allocate_address(tags)
-        self.aws.associate_address(address.allocation_id, eni_id, private_ip)
-        self.aws.create_tags(address.allocation_id, {TAG_STATE: STATE_ACTIVE})
-        placed = self.aws.get_address(address.allocation_id)
-        return placed if placed is not None else address
-
     def destroy(self, spec: HostSpec) -> list[Address]:
         """Return every EIP of the host (PTR reset, detached, released, denied), unassign its slot IPs, forget it
         in Redis. Safe to run again after a failure: it starts from what AWS still holds."""
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
         for address in ours:
             self.reaper.release(spec.name, address, detach=True)
-        slot_ips = [s.private_ip for s in self.pool.status(spec.name)[0].slots if s.private_ip] \
-            if spec.name in self.pool.hosts() else []
+        slot_ips = [s.private_ip for s in self.slots.status(spec.name)[0].slots if s.private_ip] \
+            if spec.name in self.slots.hosts() else []
         slot_ips += [a.tags[TAG_PRIVATE_IP] for a in ours if a.tags.get(TAG_PRIVATE_IP)]
         eni = self.aws.describe_instance(spec.instance_id).primary_interface
         to_unassign = sorted(set(slot_ips) & set(eni.secondary_private_ips), key=ipaddress.ip_address)
         if to_unassign:
             self.aws.unassign_secondary_private_ips(eni.eni_id, to_unassign)
-        self._forget(spec.name)
+        self.slots.forget_host(spec.name)
         return ours
-
-    def _forget(self, host: str) -> None:
-        keys = HostKeys(host)
-        client = self.pool.client
-        count = int(client.hget(keys.meta, "slot_count") or 0)
-        for key in [keys.meta, keys.leases, keys.parked, keys.claims, keys.stats, *keys.slots(count)]:
-            client.delete(key)
-        client.srem(HOSTS_KEY, host)

@@ -1,4 +1,5 @@
-"""The reaper: release parked EIPs past their deadline, and deny their addresses for 7 days.
+"""Parking and reaping Elastic IPs: the parker takes an EIP out of service until a deadline, the reaper releases
+parked EIPs past their deadline and denies their addresses for 7 days.
 
 Order matters for crashes: reset reverse DNS (AWS refuses to release an EIP with a PTR), deny the address, release,
 forget the parked entry; each step is safe to repeat, so a reap killed anywhere is finished by the next one.
@@ -8,20 +9,22 @@ AWS tags are the record: the reaper reads parked EIPs from AWS, not from Redis.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ippool.aws import Ec2Adapter
-from ippool.aws_models import STATE_PARKED, Address
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import Address, pool_tags
 from ippool.denylist import Denylist
-from ippool.errors import IppoolError
+from ippool.errors import AddressGone, IppoolError
 from ippool.ledger import Ledger
 from ippool.spec import DEFAULT_POOL_NAME, TAG_PTR
+from ippool.states import EipState
 
 log = logging.getLogger("ippool.reaper")
 
 
-def _no_checkpoint(name: str) -> None:
+def no_checkpoint(name: str) -> None:
+    """The checkpoint of a run without fault injection: does nothing."""
     return None
 
 
@@ -39,6 +42,36 @@ class ReapResult:
 
 
 @dataclass
+class Parker:
+    """Parks EIPs: tags them `parked` with a deadline in AWS (the durable record), then indexes them in Redis."""
+
+    aws: Ec2Adapter
+    ledger: Ledger
+    pool_name: str = DEFAULT_POOL_NAME
+
+    def park(self, host: str, slot: int, address: Address, until: float, *, let_go: bool = False) -> bool:
+        """Park `address` until epoch `until`; False when AWS no longer has it (nothing to park).
+
+        `let_go`: the address was just replaced on its slot. AWS's reassociation already detached it; if it still
+        shows an association (an endpoint that does not model AllowReassociation, e.g. moto), detach it now, so a
+        parked EIP never holds a slot."""
+        try:
+            if let_go:
+                current = self.aws.get_address(address.allocation_id)
+                if current is None:
+                    raise AddressGone(f"EIP {address.allocation_id} is gone")
+                if current.association_id:
+                    self.aws.disassociate_address(current.association_id)
+            self.aws.create_tags(address.allocation_id,
+                                 pool_tags(self.pool_name, host, slot, EipState.PARKED, parked_until=until))
+        except AddressGone:
+            self.ledger.unpark(host, address.allocation_id)
+            return False
+        self.ledger.park(host, address.allocation_id, address.public_ip, slot, until)
+        return True
+
+
+@dataclass
 class Reaper:
     """Releases the due parked EIPs of a pool; `checkpoint(name)` is called after each step (fault injection)."""
 
@@ -47,12 +80,12 @@ class Reaper:
     ledger: Ledger
     clock: Callable[[], float]
     pool_name: str = DEFAULT_POOL_NAME
-    checkpoint: Callable[[str], None] = _no_checkpoint
+    checkpoint: Callable[[str], None] = no_checkpoint
 
     def due(self, host: str) -> list[Address]:
         """Parked EIPs of `host` whose deadline has passed (an unreadable deadline counts as due)."""
         now = self.clock()
-        parked = self.aws.describe_pool_addresses(self.pool_name, host=host, states=[STATE_PARKED])
+        parked = self.aws.describe_pool_addresses(self.pool_name, host=host, states=[EipState.PARKED])
         return [a for a in parked if a.parked_until is None or a.parked_until <= now]
 
     def reap(self, host: str, stop: Callable[[], bool] = lambda: False) -> list[ReapResult]:
@@ -88,6 +121,3 @@ class Reaper:
         log.info("%s: released %s (%s)", host, address.public_ip, address.allocation_id)
         return ReapResult(host, address.allocation_id, address.public_ip, True,
                           "" if released else "already released")
-
-    def reap_all(self, hosts: Iterable[str], stop: Callable[[], bool] = lambda: False) -> list[ReapResult]:
-        return [result for host in hosts for result in self.reap(host, stop)]

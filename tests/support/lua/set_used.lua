@@ -1,4 +1,4 @@
--- set_used: raise a slot's used count (reconcile's conservative rebuild); it never lowers it.
+-- set_used (tests only): raise a slot's used count, as if that many sends were made; it never lowers it.
 -- KEYS[1] = the slot's hash
 -- KEYS[2] = the host's leases sorted set
 -- ARGV[1] = the used count the caller knows to be at least true

@@ -1,6 +1,6 @@
 """What the AWS adapter returns: small frozen dataclasses, and the tag vocabulary that makes AWS the durable record.
 
-No boto3 here: callers (rotator, reaper, reconcile, the EC2 stand-in) import these without touching AWS.
+No boto3 here: callers (rotator, parking, reconcile, the EC2 stand-in) import these without touching AWS.
 """
 
 from __future__ import annotations
@@ -9,20 +9,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from ippool.states import EipState
+
 TAG_POOL = "sendhost:pool"
 TAG_HOST = "sendhost:host"
 TAG_SLOT = "sendhost:slot"
 TAG_STATE = "sendhost:state"
 TAG_PARKED_UNTIL = "sendhost:parked_until"
 
-STATE_INCOMING = "incoming"
-STATE_ACTIVE = "active"
-STATE_PARKED = "parked"
-STATES = (STATE_INCOMING, STATE_ACTIVE, STATE_PARKED)
-
-# Service Quotas code of "EC2-VPC Elastic IPs" (default 5 per region).
+# Service Quotas code of "EC2-VPC Elastic IPs" (default 5 per region): the one place it is written.
 EIP_QUOTA_SERVICE = "ec2"
 EIP_QUOTA_CODE = "L-0263D0A3"
+EIP_QUOTA_NAME = f"Service Quotas {EIP_QUOTA_SERVICE}/{EIP_QUOTA_CODE} (EC2-VPC Elastic IPs)"
 
 
 def format_parked_until(epoch_s: float) -> str:
@@ -38,11 +36,11 @@ def parse_parked_until(value: str) -> float | None:
         return None
 
 
-def pool_tags(pool: str, host: str, slot: int, state: str, parked_until: float | None = None) -> dict[str, str]:
+def pool_tags(pool: str, host: str, slot: int, state: EipState, parked_until: float | None = None) -> dict[str, str]:
     """The tags an EIP of ours carries; `parked_until` (epoch seconds) only while parked."""
-    if state not in STATES:
-        raise ValueError(f"EIP state must be one of {', '.join(STATES)}, not {state!r}")
-    tags = {TAG_POOL: pool, TAG_HOST: host, TAG_SLOT: str(slot), TAG_STATE: state}
+    if state not in tuple(EipState):
+        raise ValueError(f"EIP state must be one of {', '.join(EipState)}, not {state!r}")
+    tags = {TAG_POOL: pool, TAG_HOST: host, TAG_SLOT: str(slot), TAG_STATE: str(state)}
     if parked_until is not None:
         tags[TAG_PARKED_UNTIL] = format_parked_until(parked_until)
     return tags
@@ -73,8 +71,10 @@ class Address:
         return int(value) if value is not None and value.isdigit() else None
 
     @property
-    def state(self) -> str | None:
-        return self.tags.get(TAG_STATE)
+    def state(self) -> EipState | None:
+        """The `sendhost:state` tag; None when absent or not one of ours."""
+        value = self.tags.get(TAG_STATE)
+        return EipState(value) if value in tuple(EipState) else None
 
     @property
     def parked_until(self) -> float | None:

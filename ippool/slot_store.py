@@ -1,16 +1,18 @@
-"""Registration and the rotator's operations on a host's slots (the fenced side of the pool).
+"""The fenced slot store: host registration, placing addresses in slots, rotation fencing, retirement and reading
+a host's slots, over Redis. The sender's hot path (`ippool.pool.Pool`) composes one and delegates its documented
+registration calls to it.
 
 A rotator's cycle, built on these methods:
 
-    for ready in pool.ready_slots(host):                       # reaps expired leases first
-        claimed = pool.mark_rotating(host, ready.slot, ready.generation)   # CAS: None if another rotator won
+    for ready in slots.ready_slots(host):                       # reaps expired leases first
+        claimed = slots.mark_rotating(host, ready.slot, ready.generation)   # CAS: None if another rotator won
         if claimed is None:
             continue
         ... allocate and associate a new EIP (AWS) ...
-        placed = pool.publish(host, ready.slot, ready.generation, private_ip=..., public_ip=..., allocation_id=...)
+        placed = slots.publish(host, ready.slot, ready.generation, private_ip=..., public_ip=..., allocation_id=...)
         if placed is None:   # fenced out: this rotator is stale; park the EIP it allocated
             ...
-        # on an AWS failure instead: pool.abort_rotation(host, ready.slot, ready.generation)
+        # on an AWS failure instead: slots.abort_rotation(host, ready.slot, ready.generation)
 
 Inputs are checked here (PoolConfigError, exit 2); a Redis failure is a PoolOperationFailed (exit 1).
 """
@@ -19,16 +21,15 @@ from __future__ import annotations
 
 import ipaddress
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ippool.errors import PoolConfigError, PoolOperationFailed
 from ippool.keys import HOSTS_KEY, HostKeys
+from ippool.scripts import Scripts
+from ippool.states import SlotState
 from ippool.status import HostStatus, SlotStatus, read_host, text
-
-if TYPE_CHECKING:
-    from ippool.scripts import Scripts
 
 DEFAULT_BUDGET = (8, 15)
 
@@ -47,18 +48,34 @@ class ReadySlot(NamedTuple):
     generation: int
 
 
-class PoolAdmin:
-    """Host registration, slot placement, rotation fencing, retirement and state reading, over Redis."""
+def now_arg(now: float | None, clock: Callable[[], float] | None) -> str:
+    """`now` (or the injected clock) in ms for a script; "" makes the script use Redis TIME."""
+    if now is None and clock is not None:
+        now = clock()
+    return "" if now is None else str(int(now * 1000))
 
-    _client: Any
-    _scripts: Scripts
-    _rng: random.Random
 
-    def _keys(self, host: str) -> HostKeys:
-        raise NotImplementedError
+class SlotStore:
+    """Host registration, slot placement, rotation fencing, retirement and state reading, over Redis.
+
+    `clock` (seconds since the epoch) replaces Redis TIME, for tests and the simulator; `rng` draws budgets.
+    Inputs are checked (PoolConfigError); a Redis failure is a PoolOperationFailed naming the operation.
+    """
+
+    def __init__(self, client: Any, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
+                 scripts: Scripts | None = None) -> None:
+        self._client = client
+        self._scripts = scripts if scripts is not None else Scripts.register(client)
+        self._clock = clock
+        self._rng = rng or random.Random()
+
+    @property
+    def client(self) -> Any:
+        """The Redis client (a `redis.Redis` or `redis.RedisCluster`)."""
+        return self._client
 
     def _now_arg(self, now: float | None) -> str:
-        raise NotImplementedError
+        return now_arg(now, self._clock)
 
     # -- registration ------------------------------------------------------------------------------------------
 
@@ -160,7 +177,7 @@ class PoolAdmin:
         with _redis_op(f"abort rotation of {host!r} slot {slot}"):
             return bool(self._scripts.abort_rotation(keys=[keys.slot(slot)], args=[generation]))
 
-    def retire(self, host: str, slot: int) -> str:
+    def retire(self, host: str, slot: int) -> SlotState:
         """Stop new leases on a slot now, whatever its used count (on-call `pool retire`).
 
         Returns its state afterwards: "retiring" while leases are live, "ready" when none are, or the unchanged
@@ -168,7 +185,8 @@ class PoolAdmin:
         keys = self._checked_keys(host)
         _check_slot(slot)
         with _redis_op(f"retire {host!r} slot {slot}"):
-            return text(self._scripts.retire(keys=[keys.slot(slot), keys.leases], args=[slot, self._now_arg(None)]))
+            reply = self._scripts.retire(keys=[keys.slot(slot), keys.leases], args=[slot, self._now_arg(None)])
+        return SlotState(text(reply))
 
     def force_ready(self, host: str, slot: int) -> int:
         """Drop a slot's live leases and make it ready to rotate now (on-call `pool rotate --force`).
@@ -179,16 +197,14 @@ class PoolAdmin:
         with _redis_op(f"force {host!r} slot {slot} ready"):
             return int(self._scripts.force_ready(keys=[keys.leases, keys.slot(slot)], args=[slot]))
 
-    def set_used(self, host: str, slot: int, used: int) -> tuple[int, str]:
-        """Raise a slot's used count to at least `used` (reconcile, after a Redis restart: when unsure, count
-        sends as made). Never lowers it. Returns (used, state) afterwards; at the budget the slot retires."""
+    def forget_host(self, host: str) -> None:
+        """Delete every key of `host` and unregister it (`pool destroy`, after its EIPs went back to AWS)."""
         keys = self._checked_keys(host)
-        _check_slot(slot)
-        if used < 0:
-            raise PoolConfigError(f"used {used} for {host!r} slot {slot}: must be >= 0")
-        with _redis_op(f"set used of {host!r} slot {slot}"):
-            reply = self._scripts.set_used(keys=[keys.slot(slot), keys.leases], args=[used, slot, self._now_arg(None)])
-        return int(reply[0]), text(reply[1])
+        with _redis_op(f"forget host {host!r}"):
+            count = int(self._client.hget(keys.meta, "slot_count") or 0)
+            for key in [keys.meta, keys.leases, keys.parked, keys.claims, keys.stats, *keys.slots(count)]:
+                self._client.delete(key)
+            self._client.srem(HOSTS_KEY, host)
 
     # -- reading -----------------------------------------------------------------------------------------------
 
@@ -227,7 +243,7 @@ class PoolAdmin:
 
     def _checked_keys(self, host: str) -> HostKeys:
         try:
-            return self._keys(host)
+            return HostKeys(host)
         except ValueError as exc:
             raise PoolConfigError(str(exc)) from None
 
