@@ -42,6 +42,9 @@ class Pool:
     def __init__(self, client: Any, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
                  fallback_log_interval_s: float = 60.0, monotonic: Callable[[], float] = time.monotonic,
                  owns_client: bool = False) -> None:
+        from redis.exceptions import NoScriptError  # late: `sendhost --help` imports this module, not redis
+
+        self._no_script = NoScriptError
         self._client = client
         self._scripts = Scripts.register(client)
         self._clock = clock
@@ -102,10 +105,10 @@ class Pool:
         try:
             token = f"{self._token_prefix}.{os.getpid()}.{next(self._counter)}"
             args = (self._now_arg(None), int(ttl_s * 1000), token)
-            reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+            reply = text(self._run(self._scripts.lease, keys, args)).split("|")
             if reply[0] == "resize":  # the host has more slots than we passed keys for: once per growth
                 keys = self._lease_keys[host] = self._keys(host).with_slots(int(reply[1]))
-                reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+                reply = text(self._run(self._scripts.lease, keys, args)).split("|")
             return self._lease_from(host, keys, reply, token, ttl_s, primary_ip)
         # Any failure at all must cost the sender a fallback, never the send: hence the broad catch.
         except Exception as error:
@@ -136,10 +139,19 @@ class Pool:
         ttl_ms = int((lease.ttl_s if ttl_s is None else ttl_s) * 1000)
         try:
             keys = self._keys(lease.host)
-            return bool(self._scripts.renew(keys=[keys.leases], args=[lease.member, self._now_arg(None), ttl_ms]))
+            return bool(self._run(self._scripts.renew, [keys.leases], (lease.member, self._now_arg(None), ttl_ms)))
         except Exception as error:
             log.debug("ippool: renew of %r failed: %s", lease, error)
             return False
+
+    def _run(self, script: Any, keys: list[str], args: tuple[Any, ...]) -> Any:
+        """Call a registered script in one round trip, two when Redis lost it (a restart): EVALSHA, then EVAL.
+
+        redis-py's own fallback is SCRIPT LOAD then EVALSHA again, a third round trip on the hot path."""
+        try:
+            return self._client.evalsha(script.sha, len(keys), *keys, *args)
+        except self._no_script:
+            return self._client.eval(script.script, len(keys), *keys, *args)
 
     def _fall_back(self, host: str, primary_ip: str | None, reason: str, ttl_s: float,
                    error: BaseException | None = None) -> Lease:
