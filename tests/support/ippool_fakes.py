@@ -7,12 +7,14 @@
   allocation beyond `quota` EIPs in the region fails with AWS's error code, mapped by the real error mapping;
 - AllowReassociation (moto ignores `PrivateIpAddress` on associate, so it never detaches the EIP that held the
   private IP before): the fake records each association's private IP in a tag `fake:private-ip` and, like AWS,
-  detaches the EIP that held that private IP when another one is associated to it.
+  detaches the EIP that held that private IP when another one is associated to it, and reports that private IP
+  when asked which EIPs the interface holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ippool.aws.adapter import Ec2Adapter
@@ -63,6 +65,11 @@ class MotoGaps(Ec2Adapter):
         self._call("ec2", "CreateTags", f"EIP {allocation_id}", Resources=[allocation_id],
                    Tags=[{"Key": PRIVATE_IP_TAG, "Value": private_ip}])
         return association_id
+
+    def describe_interface_addresses(self, eni_id: str) -> list[Address]:
+        """As AWS reports them: each EIP with the private IP it was associated to (moto reports the primary)."""
+        return [replace(address, private_ip=address.tags.get(PRIVATE_IP_TAG) or address.private_ip)
+                for address in super().describe_interface_addresses(eni_id)]
 
     def eip_quota(self) -> int:
         if self.quota is None:

@@ -7,7 +7,6 @@ moto 5 has no ModifyAddressAttribute/ResetAddressAttribute (NotImplementedError)
 
 from __future__ import annotations
 
-from ippool.aws.models import EIP_QUOTA_CODE
 from tests.support.aws import AdapterFactory, CallRecorder, StubbedAws
 
 
@@ -39,14 +38,4 @@ def test_reset_reverse_dns_resets_the_domain_name_attribute(make_adapter: Adapte
         "reset_address_attribute", {"Address": {"AllocationId": "eipalloc-0abc", "PublicIp": "198.18.0.9"}},
         {"AllocationId": "eipalloc-0abc", "Attribute": "domain-name"})
     make_adapter(stubbed_aws).reset_reverse_dns("eipalloc-0abc")
-    stubbed_aws.assert_all_answered()
-
-
-def test_eip_quota_reads_l_0263d0a3(make_adapter: AdapterFactory, stubbed_aws: StubbedAws) -> None:
-    stubbed_aws.stub("service-quotas").add_response(
-        "get_service_quota",
-        {"Quota": {"ServiceCode": "ec2", "QuotaCode": EIP_QUOTA_CODE, "QuotaName": "EC2-VPC Elastic IPs",
-                   "Value": 25.0, "Adjustable": True}},
-        {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3"})
-    assert make_adapter(stubbed_aws).eip_quota() == 25
     stubbed_aws.assert_all_answered()

@@ -15,8 +15,8 @@ from redis.connection import Connection
 
 from ippool import Pool
 from ippool.lease import REDIS_ERROR
-from tests.ippool import workers
-from tests.ippool.conftest import register
+from tests.scenarios import workers
+from tests.support.ippool_backends import register
 from tests.support.redis_server import RedisServer, private_redis_server
 
 SOCKET_TIMEOUT_S = 0.2

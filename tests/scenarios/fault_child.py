@@ -1,6 +1,6 @@
 """A rotation or a reap in a process of its own, SIGKILLed by itself right after one named step (fault injection).
 
-    python -m tests.ippool.fault_child rotate|reap STEP HOST INSTANCE_ID NOW REDIS_URL [PTR_ZONE]
+    python -m tests.scenarios.fault_child rotate|reap STEP HOST INSTANCE_ID NOW REDIS_URL [PTR_ZONE]
 
 AWS is the moto server on AWS_ENDPOINT_URL (through the named fake `MotoGaps`, for reverse DNS); Redis is real.
 The clock is fixed at NOW (epoch seconds), the parent test's fake clock.

@@ -20,9 +20,9 @@ import redis
 
 from ippool.assembly import build_machinery
 from tests.conftest import REPO_ROOT
-from tests.ippool import chaos_procs
-from tests.ippool.cli_support import CLI_AWS_ENV, server_instance, unique_host
+from tests.scenarios import chaos_procs
 from tests.support.aws import FAKE_CREDENTIALS, REGION
+from tests.support.ippool_cli import CLI_AWS_ENV, server_instance, unique_host
 from tests.support.ippool_fakes import MotoGaps
 from tests.support.ippool_invariants import violations
 from tests.support.net import free_port
@@ -35,7 +35,7 @@ DEADLINE_S = 600  # a safety net for a wedged run: about two minutes here, so a 
 
 def spawn(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as err:  # the child keeps its own handle
-        return subprocess.Popen([sys.executable, "-m", "tests.ippool.chaos_procs", *args], env=env, cwd=REPO_ROOT,
+        return subprocess.Popen([sys.executable, "-m", "tests.scenarios.chaos_procs", *args], env=env, cwd=REPO_ROOT,
                                 stdout=subprocess.DEVNULL, stderr=err)
 
 

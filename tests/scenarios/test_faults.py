@@ -29,10 +29,10 @@ from ippool.rotator import ROTATED, Rotator
 from ippool.spec import HostSpec
 from ippool.states import EipState
 from tests.conftest import REPO_ROOT
-from tests.ippool import workers
-from tests.ippool.cli_support import CLI_AWS_ENV, server_instance, unique_host
+from tests.scenarios import workers
 from tests.support.aws import FAKE_CREDENTIALS, REGION
 from tests.support.clock import FakeClock
+from tests.support.ippool_cli import CLI_AWS_ENV, server_instance, unique_host
 from tests.support.ippool_fakes import MotoGaps
 from tests.support.ippool_invariants import violations
 from tests.support.ippool_slots import set_used
@@ -68,7 +68,7 @@ class Rig:
     def child(self, mode: str, step: str) -> int:
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **CLI_AWS_ENV,
                "AWS_ENDPOINT_URL": self.moto_url}
-        args = [sys.executable, "-m", "tests.ippool.fault_child", mode, step, self.host, self.spec.instance_id,
+        args = [sys.executable, "-m", "tests.scenarios.fault_child", mode, step, self.host, self.spec.instance_id,
                 repr(self.clock()), self.url, self.spec.ptr_zone or ""]
         done = subprocess.run(args, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == -signal.SIGKILL, done.stderr

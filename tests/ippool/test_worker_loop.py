@@ -11,7 +11,7 @@ from pathlib import Path
 from ippool.rotator import ROTATED
 from ippool.worker_loop import Worker
 from tests.conftest import REPO_ROOT
-from tests.ippool.cli_support import cli_env, server_instance, unique_host, write_inventory
+from tests.support.ippool_cli import cli_env, server_instance, unique_host, write_inventory
 from tests.support.ippool_world import World
 
 

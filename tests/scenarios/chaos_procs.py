@@ -1,7 +1,7 @@
 """The processes of the chaos test: senders leasing through `Pool`, and pool workers (the real `Worker`).
 
-    python -m tests.ippool.chaos_procs sender REDIS_URL HOST STOP_FILE OUT_FILE
-    python -m tests.ippool.chaos_procs worker REDIS_URL HOST INSTANCE_ID OUT_FILE
+    python -m tests.scenarios.chaos_procs sender REDIS_URL HOST STOP_FILE OUT_FILE
+    python -m tests.scenarios.chaos_procs worker REDIS_URL HOST INSTANCE_ID OUT_FILE
 
 A sender leases until STOP_FILE exists, then writes {public_ip: sends, "fallback": n, "max_wait_s": s} to OUT_FILE.
 A worker appends one line per finished rotation to OUT_FILE (so a SIGKILLed worker's count survives it) and runs

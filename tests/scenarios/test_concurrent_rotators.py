@@ -14,8 +14,8 @@ from ippool.assembly import build_machinery
 from ippool.aws.adapter import Ec2Adapter
 from ippool.rotator import ROTATED
 from ippool.spec import HostSpec
-from tests.ippool.cli_support import server_instance, unique_host
 from tests.support.aws import FAKE_CREDENTIALS, REGION
+from tests.support.ippool_cli import server_instance, unique_host
 from tests.support.ippool_invariants import violations
 from tests.support.ippool_slots import set_used
 

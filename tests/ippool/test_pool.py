@@ -11,8 +11,8 @@ import pytest
 
 from ippool import Pool
 from ippool.lease import NO_SLOT, UNKNOWN_HOST, FallbackMeter
-from tests.ippool.conftest import register
 from tests.support.clock import FakeClock
+from tests.support.ippool_backends import register
 from tests.support.ippool_slots import set_used
 
 

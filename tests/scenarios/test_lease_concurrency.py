@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ippool import Pool
-from tests.ippool import workers
-from tests.ippool.conftest import Backend, register
+from tests.scenarios import workers
+from tests.support.ippool_backends import Backend, register
 from tests.support.ippool_slots import set_used
 
 SENDERS = 16

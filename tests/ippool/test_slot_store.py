@@ -8,7 +8,7 @@ import pytest
 
 from ippool import Pool
 from ippool.errors import PoolConfigError
-from tests.ippool.conftest import register
+from tests.support.ippool_backends import register
 from tests.support.ippool_slots import set_used
 
 

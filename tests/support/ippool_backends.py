@@ -1,4 +1,5 @@
-"""Fixtures of the ippool tests: every pool test runs against a single Redis and a real 3-node Redis Cluster."""
+"""Redis backends of the pool tests (a pytest plugin, listed in tests/conftest.py): every test that asks for `pool`
+or `backend` runs against a single Redis and a real 3-node Redis Cluster."""
 
 from __future__ import annotations
 
