@@ -95,6 +95,10 @@ class Feedback(Ledger):
         assert row is not None
         return Applied(row[0])
 
+    def has_row(self, email_id: int) -> bool:
+        with self._calling(f"find row {email_id}") as conn:
+            return conn.execute("SELECT 1 FROM sender_emails WHERE id = %s", (email_id,)).fetchone() is not None
+
     def row_of(self, message_id: str) -> int | None:
         """The row sent with `message_id`, if any."""
         with self._calling("find a row by Message-ID") as conn:

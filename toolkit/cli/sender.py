@@ -268,3 +268,9 @@ def agent_main() -> None:
     from toolkit.cli import main
 
     main(["sender", "run", *sys.argv[1:]])
+
+
+# feedback commands (web, inbox) live in their own module; registered last, once everything above is defined
+from toolkit.cli.sender_feedback import register as _register_feedback  # noqa: E402
+
+_register_feedback(group)

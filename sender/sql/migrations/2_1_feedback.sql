@@ -76,6 +76,12 @@ DECLARE
     recorded bigint;
     after sender_status;
 BEGIN
+    -- A replay is answered from a read, without the row lock: a thousand clicks on one link cost no writes.
+    -- (The insert below stays the guard when two first arrivals race.)
+    IF EXISTS (SELECT 1 FROM sender_feedback WHERE email_id = p_email AND event = p_event
+               AND ref = coalesce(p_ref, '')) THEN
+        RETURN 'replay';
+    END IF;
     SELECT * INTO r FROM sender_emails WHERE id = p_email FOR UPDATE;
     IF r.id IS NULL THEN
         RETURN 'no_row';
