@@ -3,8 +3,9 @@
 Each step that takes something is undone in reverse when a later one fails. No transaction or lock is held across
 the SMTP conversation: every ledger call is one database function. The attempt's durable start (with the last
 suppression check) and the opening of the SMTP session (connect, TLS, AUTH) run side by side; nothing is handed
-over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT. `checkpoint(name)` is called after each step
-(fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started, submitted, recorded.
+over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT. `checkpoint(name)` is called
+after each step (fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started,
+submitted, recorded.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from sender.settings import AgentSettings, MailboxSettings
 from sender.submit import Result, Session, open_session
 from sender.tokens import make_token
 from warmup import FailureClass, Guard, Reservation
-from warmup.errors import WarmupConfigError
+from warmup.errors import WarmupConfigError, WarmupUnavailable
 
 log = logging.getLogger("sendhost.sender")
 
@@ -80,7 +81,8 @@ class Agent:
         self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
         self._mailboxes = {m.address.lower(): m for m in settings.mailboxes}
         self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}"
-        self._opener = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-smtp")
+        # Threads for work beside a send: opening its SMTP session, settling its lease and reservation.
+        self._side_tasks = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
 
     @property
     def groups(self) -> list[str]:
@@ -127,7 +129,7 @@ class Agent:
                 return Report(row.id, "rerouted", str(exc), mailbox.address)
             # The durable start of the attempt (with the last suppression check) and the opening of the SMTP
             # session (connect, TLS, AUTH: nothing handed over yet) run side by side; MAIL FROM waits for both.
-            opening = self._opener.submit(open_session, mailbox.submission, secret, source_ip=lease.source_ip,
+            opening = self._side_tasks.submit(open_session, mailbox.submission, secret, source_ip=lease.source_ip,
                                           timeout_s=self.settings.smtp_timeout_s)
             try:
                 outcome, message_id = ledger.begin_attempt(
@@ -159,7 +161,9 @@ class Agent:
             raise
         finally:
             if lease is not None:
-                lease.release()
+                # Off the hot path: a release never fails the send (a lost one expires by its TTL), and it must
+                # not delay the next claim.
+                self._side_tasks.submit(lease.release)
 
     def _reserve(self, ledger: Ledger, row: Claimed) -> Reservation | Report:
         addresses = self._addresses.get(row.group)
@@ -173,7 +177,14 @@ class Agent:
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(exc))
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
-            rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])  # type: ignore[arg-type]
+            try:
+                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])  # type: ignore[arg-type]
+            except WarmupUnavailable as unavailable:
+                ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
+                return Report(row.id, "blocked", str(unavailable))
+            except WarmupConfigError as wrong:  # e.g. a start date in the future
+                ledger.unclaim(row.id, PAUSED_DELAY_S, str(wrong))
+                return Report(row.id, "blocked", str(wrong))
             decision = self.guard.pick(addresses)
         if decision.reserved and decision.reservation is not None:
             return decision.reservation
@@ -197,7 +208,8 @@ class Agent:
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")
-            self.guard.confirm(reservation)
+            # Off the hot path too: confirm only settles a reservation that already counts against the cap.
+            self._side_tasks.submit(self.guard.confirm, reservation)
             return Report(row.id, "sent", result.text, mailbox.address, lease.source_ip)
         settle = outcome.settle
         status = self._persist(ledger, lambda: ledger.settle(row.id, settle, outcome.detail, outcome.delay_s))
@@ -246,12 +258,24 @@ class Agent:
                 report = self.send_one(ledger, worker)
                 due = None if report is not None else ledger.next_due_s(self.groups)
                 backoff = 0.2
+            except (WarmupUnavailable, WarmupConfigError) as exc:  # Redis down, or a mailbox set up wrong
+                log.error("sender: %s; trying again in %.1fs", exc, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
             except LedgerUnavailable as exc:
                 log.warning("sender: %s; reconnecting in %.1fs", exc, backoff)
                 if ledger is not None:
                     with contextlib.suppress(Exception):
                         ledger.close()
                 ledger = None
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            except Exception:
+                # A bug must not silently end a worker: the row it held stays `sending` (an attempt that started
+                # is settled as unconfirmed by the sweep, one that did not goes back to the queue).
+                log.exception("sender: unexpected error in worker %s; going on in %.1fs", worker, backoff)
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue

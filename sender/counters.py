@@ -19,6 +19,7 @@ from sender.ledger import Ledger
 from sender.settings import MailboxSettings
 from warmup import Guard
 from warmup import keys as warmup_keys
+from warmup.errors import WarmupUnavailable
 
 log = logging.getLogger("sendhost.sender")
 REBUILD_PAUSE_REASON = "rebuilding counters from the send ledger"
@@ -29,7 +30,16 @@ LOOKBACK = timedelta(days=2)  # covers "today" in every time zone
 def rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings],
             *, sleep: Callable[[float], None] = time.sleep) -> int:
     """Make every mailbox of `group` known to the guard with counters no lower than the ledger's; returns how
-    many had to be re-added."""
+    many had to be re-added. WarmupUnavailable when Redis cannot be reached."""
+    try:
+        return _rebuild(guard, client, ledger, group, mailboxes, sleep)
+    except redis.RedisError as exc:
+        raise WarmupUnavailable(f"Redis unreachable while rebuilding the warm-up counters of group {group}: {exc}; "
+                                "check --redis-url / SENDHOST_REDIS_URL") from None
+
+
+def _rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings],
+             sleep: Callable[[float], None]) -> int:
     lock_key = f"sendhost:sender:{{{group}}}:rebuild"
     token = uuid.uuid4().hex
     deadline = time.monotonic() + LOCK_TTL_MS / 1000

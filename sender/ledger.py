@@ -121,6 +121,8 @@ class Ledger:
         except psycopg.errors.UndefinedTable as exc:
             raise SenderConfigError(f"{what}: the ledger has no schema yet ({exc.diag.message_primary}); run "
                                     "`sendhost sender migrate`") from None
+        except (psycopg.IntegrityError, psycopg.DataError) as exc:  # a CHECK or a type the database refused
+            raise SenderConfigError(f"{what}: the ledger refused it: {exc.diag.message_primary}") from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise LedgerUnavailable(f"{what}: database {db.mask(self.url or '?')} failed: {first}") from None

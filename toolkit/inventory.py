@@ -319,6 +319,9 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict) -> dict[str, A
     smtp = None
     if "smtp" in entry:
         node = check.mapping(entry, "smtp", f"{where}.smtp")
+        if "password" in node:
+            check.fail(node, "password", f"{where}.smtp.password", "never put a password in the inventory; use "
+                       "password_file (a 0600 file) or password_env")
         check.known_keys(node, SMTP_KEYS, f"{where}.smtp")
         security = check.choice(node, "security", f"{where}.smtp.security", ("starttls", "tls", "none"),
                                 default="starttls")
@@ -330,8 +333,6 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict) -> dict[str, A
                              minimum=1, maximum=65535)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
         password_env = check.string(node, "password_env", f"{where}.smtp.password_env", default="") or None
-        if "password" in node:
-            check.fail(node, "password", f"{where}.smtp.password", "never put a password in the inventory")
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
         smtp = SmtpSettings(host=host, port=port, security=security,

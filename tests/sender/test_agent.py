@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from email.message import Message
+from pathlib import Path
 
 from sender.tokens import verify_token
-from tests.sender.world import PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World
+from tests.sender.world import PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World, make_world
+from tests.support.submission import SubmissionServer
 
 
 def _run_once(world: World, workers: int = 1) -> None:
@@ -55,3 +57,39 @@ def test_no_slot_address_beyond_its_budget_then_the_primary(world: World) -> Non
             assert count <= budgets[address], (address, count, budgets[address])
     assert peers.get(PRIMARY, 0) >= 5
     assert len(world.server.recorder.received) == total
+
+
+def test_a_redelivered_row_with_an_attempt_takes_the_crash_path(world: World) -> None:
+    import psycopg
+
+    world.enqueue(1)
+    with psycopg.connect(world.database_url, autocommit=True) as conn:
+        # as if a past attempt had started and the row had come back to the queue by hand
+        conn.execute("UPDATE sender_emails SET attempt_id = gen_random_uuid(), message_id = '<old@sender.example>'")
+    _run_once(world)
+    assert world.server.recorder.received == []
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+    assert shown is not None and shown.row["status"] == "unconfirmed"
+
+
+def test_once_waits_out_short_gaps_and_leaves_long_ones(tmp_path: Path, database_url: str, redis_url: str,
+                                                        submission: SubmissionServer) -> None:
+    import time
+
+    short = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, min_gap_s=1)
+    short.enqueue(3)
+    began = time.monotonic()
+    _run_once(short)
+    assert len(submission.recorder.received) == 3
+    assert time.monotonic() - began >= 2  # two gaps waited out
+
+
+def test_once_leaves_rows_behind_a_long_gap(tmp_path: Path, database_url: str, redis_url: str,
+                                            submission: SubmissionServer) -> None:
+    long = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, min_gap_s=600)
+    long.enqueue(3)
+    _run_once(long)
+    assert len(submission.recorder.received) == 1
+    with long.ledger() as ledger:
+        assert ledger.counts()["queued"] == 2

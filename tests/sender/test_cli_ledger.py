@@ -113,3 +113,28 @@ def test_bad_url_and_env_precedence(cli: Cli, database_url: str, tmp_path: Path)
     assert result.returncode == 0, result.stderr
     result = cli("sender", "status", cwd=tmp_path, env={"SENDHOST_DATABASE_URL": database_url})
     assert result.returncode == 0, result.stderr
+
+
+def test_sweep_settles_what_a_dead_agent_left(sender_cli: Cli, tmp_path: Path, database_url: str) -> None:
+    import uuid
+
+    sender_cli("enqueue", str(_csv(tmp_path, "L1,1,a@example.com,sales,Hi,x,\nL2,1,b@example.com,sales,Hi,x,\n")))
+    with Ledger.from_url(database_url) as ledger:
+        _first, second = ledger.claim("dead", 2)
+        ledger.begin_attempt(second.id, uuid.uuid4(), "m@example.com", None, "<x@example.com>")
+    assert json.loads(sender_cli("sweep", "--format", "json").stdout) == {"requeued": 0, "unconfirmed": 0}
+    result = sender_cli("sweep", "--older-than", "0s")
+    assert result.stdout.strip() == "1 requeued (attempt never started), 1 unconfirmed (check Sent Items)"
+    assert sender_cli("sweep", "--older-than", "soon").returncode == 2
+
+
+def test_run_without_an_unsubscribe_url_is_bad_input(sender_cli: Cli, tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(
+        "all:\n  vars:\n    sendhost_mailboxes:\n      - {address: a@ex.com, domain: ex.com, start: '2026-11-01', "
+        "smtp: {host: smtp.ex.com, username: a@ex.com, password_file: /nonexistent}}\n"
+        "  children:\n    senders:\n      hosts:\n        s1: {sendhost_instance_id: i-0123456789abcdef0, "
+        "sendhost_region: us-east-1, sendhost_primary_ip: 10.0.0.5, sendhost_pool: {slots: 1}}\n")
+    result = sender_cli("run", "--once", inventory=inventory)
+    assert result.returncode == 2
+    assert "set sendhost_unsubscribe_base_url" in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +26,9 @@ def _stop(pgdata: Path) -> None:
 
 
 def test_embedded_postgres_serves_every_process(cli: Cli, tmp_path: Path) -> None:
-    state = tmp_path / "state"
+    # Not under tmp_path: the server runs as another user (PostgreSQL refuses root) and must traverse the path,
+    # while every pytest session start (other checkouts' too) sets /tmp/pytest-of-<user> back to 0700.
+    state = Path(tempfile.mkdtemp(prefix="sendhost-embedded-")) / "state"
     env = {"SENDHOST_STATE_DIR": str(state)}
     csv = tmp_path / "leads.csv"
     csv.write_text("lead,step,to,group,subject,text\nL1,1,a@example.com,sales,Hi,x\n")
@@ -37,3 +41,4 @@ def test_embedded_postgres_serves_every_process(cli: Cli, tmp_path: Path) -> Non
         assert (state / "postgres" / "PG_VERSION").exists()
     finally:
         _stop(state / "postgres")
+        shutil.rmtree(state.parent, ignore_errors=True)

@@ -133,3 +133,13 @@ def test_suppression_right_before_the_handoff(ledger: Ledger) -> None:
     assert ledger.begin_attempt(row.id, uuid.uuid4(), "m@example.com", None, "<x@example.com>") == \
         ("suppressed", None)
     assert ledger.counts()["suppressed"] == 1
+
+
+def test_values_the_database_refuses_are_bad_input(ledger: Ledger) -> None:
+    from sender.errors import SenderConfigError
+
+    with pytest.raises(SenderConfigError, match="the ledger refused it"):
+        ledger.enqueue(lead="L1", step=0, to="a@example.com", group="sales", subject="s", text="t")
+    with pytest.raises(SenderConfigError, match="the ledger refused it"):
+        ledger.enqueue(lead="L1", step=1, to="nobody", group="sales", subject="s", text="t")
+    assert ledger.counts()["queued"] == 0

@@ -66,7 +66,8 @@ class World:
 
 
 def make_world(tmp: Path, database_url: str, redis_url: str, server: SubmissionServer, *, mailboxes: int = 4,
-               start: date | None = None, extra_yaml: str = "", passwords: dict[str, str] | None = None) -> World:
+               start: date | None = None, extra_yaml: str = "", passwords: dict[str, str] | None = None,
+               min_gap_s: float = 0) -> World:
     start = start or (datetime.now(UTC).date() - timedelta(days=90))
     addresses = [f"box{n}@sender.example" for n in range(mailboxes)]
     entries = []
@@ -77,7 +78,7 @@ def make_world(tmp: Path, database_url: str, redis_url: str, server: SubmissionS
         server.recorder.users[address] = f"pw-{address}"
         entries.append(
             f"      - address: {address}\n        domain: sender.example\n        start: '{start.isoformat()}'\n"
-            f"        group: sales\n        min_gap_s: 0\n        jitter_s: [0, 0]\n"
+            f"        group: sales\n        min_gap_s: {min_gap_s}\n        jitter_s: [0, 0]\n"
             f"        smtp: {{host: {server.host}, port: {server.port}, security: starttls, username: {address}, "
             f"password_file: '{secret}', ca_file: '{server.ca_file}'}}\n")
     inventory = tmp / "inventory.yml"

@@ -12,6 +12,7 @@ import email
 import socket
 import ssl
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,6 +54,18 @@ class Recorder:
         login, password = auth_data.login.decode(), auth_data.password.decode()
         return AuthResult(success=self.users.get(login) == password, handled=False)
 
+    async def auth_XOAUTH2(self, server: Any, args: list[str]) -> AuthResult:
+        """Google's and Microsoft's OAuth mechanism: `user=...^Aauth=Bearer TOKEN^A^A`, base64, in one line."""
+        import base64
+
+        try:
+            fields = base64.b64decode(args[1]).decode().split("\x01")
+            login = fields[0].removeprefix("user=")
+            token = fields[1].removeprefix("auth=Bearer ")
+        except (IndexError, ValueError):
+            return AuthResult(success=False, handled=False)
+        return AuthResult(success=self.users.get(login) == f"token:{token}", handled=False)
+
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
                           rcpt_options: list[str]) -> str:
         scripted = self.script.get(address.lower())
@@ -91,6 +104,14 @@ class SubmissionServer:
     recorder: Recorder
 
 
+class _Controller(Controller):
+    def factory(self) -> Any:
+        # aiosmtpd warns about AUTH without STARTTLS even on implicit TLS, where every byte is encrypted.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Requiring AUTH while not requiring TLS")
+            return super().factory()
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
@@ -98,7 +119,9 @@ def _free_port(host: str) -> int:
 
 
 @contextmanager
-def submission_server(tmp_path: Path, users: dict[str, str], host: str = "127.0.0.1") -> Iterator[SubmissionServer]:
+def submission_server(tmp_path: Path, users: dict[str, str], host: str = "127.0.0.1",
+                      implicit_tls: bool = False) -> Iterator[SubmissionServer]:
+    """STARTTLS on a free port (587's protocol), or TLS from the first byte with `implicit_tls` (465's)."""
     ca = trustme.CA()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert(host).configure_cert(context)
@@ -106,9 +129,11 @@ def submission_server(tmp_path: Path, users: dict[str, str], host: str = "127.0.
     ca.cert_pem.write_to_path(str(ca_file))
     recorder = Recorder(users)
     port = _free_port(host)
-    controller = Controller(recorder, hostname=host, port=port, tls_context=context, require_starttls=True,
-                            auth_required=True, auth_require_tls=True, authenticator=recorder.authenticate,
-                            ready_timeout=10)
+    # aiosmtpd's auth_require_tls only knows STARTTLS; on implicit TLS every byte is encrypted already.
+    tls: dict[str, Any] = ({"ssl_context": context, "auth_require_tls": False} if implicit_tls
+                           else {"tls_context": context, "require_starttls": True, "auth_require_tls": True})
+    controller = _Controller(recorder, hostname=host, port=port, auth_required=True,
+                             authenticator=recorder.authenticate, ready_timeout=10, **tls)
     controller.start()
     try:
         yield SubmissionServer(host, port, ca_file, recorder)

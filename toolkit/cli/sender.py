@@ -234,7 +234,8 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
 
 
 @group.command("run")
-@click.option("--host", "host_name", metavar="HOST", help="The inventory host this agent sends from.")
+@click.option("--host", "host_name", metavar="HOST", envvar="SENDHOST_HOST",
+              help="The inventory host this agent sends from (env SENDHOST_HOST, as the sender_agent role sets).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Parallel sends.")
 @click.option("--once", is_flag=True, help="Send every due row (waiting out gaps up to a minute), then exit.")
 @click.option("--smtp-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1, 600),
