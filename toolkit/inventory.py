@@ -6,14 +6,15 @@ the file, the line, the key and what is expected.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ippool.spec import DEFAULT_POOL_NAME
 from sendhost.errors import ConfigError
 from toolkit.inventory_schema import Checker
-from toolkit.yaml_lines import LineDict, load_yaml_with_lines
+from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
 SENDER_GROUP = "senders"
 GROUP_KEYS = {"hosts", "vars", "children"}
@@ -25,6 +26,13 @@ GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendh
 # The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
 # each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
 POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+# A sender host's name becomes an EIP tag, a Redis hash tag, a DNS label (PTR) and a line in files on the host:
+# letters, digits, '.', '_' and '-' are safe in all four ('{', '}', '/', spaces and quotes are not).
+HOST_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+HOST_NAME_EXPECTED = "a host name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric"
+# Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':' or whitespace; kept to what udev and
+# netplan produce (eth0, ens5, enp0s3, veth-a1) so the name is safe in netplan YAML and ifupdown files.
+INTERFACE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,14}"
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,7 @@ class Inventory:
     mailboxes: tuple[Mailbox, ...]
     redis_url: str | None
     redis_url_line: int
+    redis_url_vaulted: bool = False  # encrypted with ansible-vault: sendhost needs the URL from the environment
     dnsbl: tuple[str, ...] = ()
     pool_name: str = DEFAULT_POOL_NAME
     database_url: str | None = None
@@ -121,9 +130,9 @@ def load_inventory(path: Path) -> Inventory:
         if key.startswith("sendhost_") and key not in GLOBAL_KEYS | HOST_KEYS:
             check.fail(global_vars, key, key, f"unknown key; expected one of {', '.join(sorted(GLOBAL_KEYS))}")
     hosts = _sender_hosts(check, groups, global_vars)
-    domains = tuple(_domain(check, i, d) for i, d in check.items(global_vars, "sendhost_domains", "sendhost_domains"))
+    domains = tuple(_domain(check, i, d) for i, d in check.entries(global_vars, "sendhost_domains", "sendhost_domains"))
     mailboxes = tuple(
-        _mailbox(check, i, m) for i, m in check.items(global_vars, "sendhost_mailboxes", "sendhost_mailboxes")
+        _mailbox(check, i, m) for i, m in check.entries(global_vars, "sendhost_mailboxes", "sendhost_mailboxes")
     )
     _check_mailboxes(check, global_vars, mailboxes, domains)
     redis_url = check.optional_redis_url(global_vars, "sendhost_redis_url")
@@ -136,6 +145,7 @@ def load_inventory(path: Path) -> Inventory:
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
         redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,
         **sender_settings,
+        redis_url_vaulted=isinstance(global_vars.get("sendhost_redis_url"), Vaulted),
     )
 
 
@@ -145,6 +155,7 @@ class _Groups:
 
     nodes: dict[str, LineDict]
     parents: dict[str, str | None]
+    key_lines: dict[str, int] = field(default_factory=dict)  # the line of each group's own `name:` key
 
 
 def _collect_groups(check: Checker, data: LineDict) -> _Groups:
@@ -160,8 +171,10 @@ def _collect_groups(check: Checker, data: LineDict) -> _Groups:
             if key not in GROUP_KEYS:
                 expected = ", ".join(sorted(GROUP_KEYS))
                 check.fail(group, key, f"{name}.{key}", f"unknown group key; expected one of {expected}")
+        check.mapping(group, "vars", f"{name}.vars", default=LineDict())  # fails at its line if not a mapping
         groups.nodes[name] = group
         groups.parents[name] = parent
+        groups.key_lines[name] = holder.key_lines.get(name, group.line)
         children = check.mapping(group, "children", f"{name}.children", default=LineDict())
         for child_name, child in children.items():
             walk(child_name, child, children, name)
@@ -188,20 +201,26 @@ def _merged_vars(groups: _Groups, name: str) -> LineDict:
 def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tuple[SenderHost, ...]:
     group = groups.nodes.get(SENDER_GROUP)
     if group is None:
-        check.fail(global_vars, "", SENDER_GROUP, f"no group {SENDER_GROUP!r}; add `all.children.{SENDER_GROUP}.hosts`")
-    assert group is not None
+        # Point at the `all:` group, where the missing `children.senders` belongs (line 1 if there is no `all`).
+        line = groups.key_lines.get("all") or 1
+        raise ConfigError(f"{check.path}:{line}: {SENDER_GROUP}: no group {SENDER_GROUP!r}; "
+                          f"add `all.children.{SENDER_GROUP}.hosts` with at least one sender host")
     group_vars = _merged_vars(groups, SENDER_GROUP)
     hosts_node = check.mapping(group, "hosts", f"{SENDER_GROUP}.hosts", default=LineDict())
     hosts: list[SenderHost] = []
+    host_vars: list[LineDict] = []
     for name, own in hosts_node.items():
         if own is None:
             own = LineDict(line=hosts_node.key_lines[name])
         if not isinstance(own, LineDict):
             check.fail(hosts_node, name, name, "host variables must be a mapping")
+        if not re.fullmatch(HOST_NAME_PATTERN, name):
+            check.fail(hosts_node, name, f"{SENDER_GROUP}.hosts", f"{name!r} is not {HOST_NAME_EXPECTED}")
         merged = LineDict({**group_vars, **own}, line=own.line or hosts_node.key_lines[name],
                           key_lines={**group_vars.key_lines, **own.key_lines})
         hosts.append(_sender_host(check, name, merged))
-    _check_unique_addresses(check, hosts_node, hosts)
+        host_vars.append(merged)
+    _check_unique_addresses(check, hosts, host_vars)
     return tuple(hosts)
 
 
@@ -216,7 +235,10 @@ def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
                           expected="an AWS region like us-east-1")
     ansible_host = check.string(hv, "ansible_host", f"{name}.ansible_host", default=primary_ip)
     subnet = check.optional_network(hv, "sendhost_subnet", f"{name}.sendhost_subnet")
-    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0")
+    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0",
+                             pattern=INTERFACE_PATTERN,
+                             expected="a network interface name like eth0 or ens5 (up to 15 letters, digits, "
+                                      "'.', '_' or '-')")
     pool = _pool(check, name, hv)
     if subnet is not None:
         check.ips_in_network(hv, "sendhost_pool", f"{name}.sendhost_pool.private_ips", pool.private_ips, subnet)
@@ -243,18 +265,29 @@ def _pool(check: Checker, host: str, hv: LineDict) -> PoolPolicy:
         check.fail(pool, "private_ips", f"{where}.private_ips", f"lists {len(private_ips)} addresses for {slots} slots")
     if ptr and not ptr_zone:
         check.fail(pool, "ptr", f"{where}.ptr", "ptr: true needs ptr_zone (the Route 53 zone for forward A records)")
+    if ptr and "_" in host:
+        check.fail(pool, "ptr", f"{where}.ptr", f"the forward record {host}-N.{ptr_zone} would not be a valid host "
+                   "name ('_' is not allowed in one); rename the host without '_'")
+    if ptr_zone:
+        ptr_zone = check.domain(pool, "ptr_zone", f"{where}.ptr_zone")
     return PoolPolicy(slots=slots, budget=(budget[0], budget[1]), park_minutes=park_minutes, ptr=ptr,
                       ptr_zone=ptr_zone, private_ips=private_ips)
 
 
-def _check_unique_addresses(check: Checker, hosts_node: LineDict, hosts: list[SenderHost]) -> None:
+def _check_unique_addresses(check: Checker, hosts: list[SenderHost], host_vars: list[LineDict]) -> None:
+    # Name the key that holds the second use (a primary IP or a slot address), at its own line.
     seen: dict[str, str] = {}
-    for host in hosts:
-        for address in (host.primary_ip, *host.pool.private_ips):
+    for host, hv in zip(hosts, host_vars, strict=True):
+        uses = [(host.primary_ip, "sendhost_primary_ip", f"{host.name}.sendhost_primary_ip", "primary IP")]
+        uses += [(address, "sendhost_pool", f"{host.name}.sendhost_pool.private_ips", "slot address")
+                 for address in host.pool.private_ips]
+        for address, key, where, role in uses:
             if address in seen:
-                check.fail(hosts_node, host.name, f"{host.name}.sendhost_pool.private_ips",
-                           f"address {address} is already used by {seen[address]}; every slot needs its own address")
-            seen[address] = host.name
+                node = hv[key] if key == "sendhost_pool" else hv
+                key = "private_ips" if key == "sendhost_pool" else key
+                check.fail(node, key, where, f"{role} {address} is already used by {seen[address]}; "
+                           "every host and slot needs its own address")
+            seen[address] = f"{host.name} ({role})"
 
 
 DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor"}
@@ -280,14 +313,30 @@ def _mailbox(check: Checker, index: int, node: object) -> Mailbox:
     where = f"sendhost_mailboxes[{index}]"
     entry = check.entry(node, where)
     check.known_keys(entry, MAILBOX_KEYS, where)
+    address = check.email(entry, "address", f"{where}.address")
+    domain = check.domain(entry, "domain", f"{where}.domain")
+    # The mailbox's `domain` picks the DNS audited for it and the warm-up group it sends in; a From address in
+    # another domain would be audited against the wrong records, so the two must agree.
+    address_domain = _ascii_domain(address.rpartition("@")[2])
+    if address_domain != domain:
+        check.fail(entry, "domain", f"{where}.domain",
+                   f"mailbox {address} is in domain {address_domain}, not {domain}; "
+                   f"set domain: {address_domain} or fix the address")
     return Mailbox(
-        address=check.email(entry, "address", f"{where}.address"),
-        domain=check.domain(entry, "domain", f"{where}.domain"),
+        address=address,
+        domain=domain,
         start=check.iso_date(entry, "start", f"{where}.start"),
         timezone=check.timezone(entry, "timezone", f"{where}.timezone", default="UTC"),
         group=check.string(entry, "group", f"{where}.group", default="default"),
         **_mailbox_sending(check, where, entry),
     )
+
+
+def _ascii_domain(name: str) -> str:
+    try:
+        return name.rstrip(".").encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        return name.rstrip(".").lower()
 
 
 def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mailbox, ...],
