@@ -20,6 +20,10 @@ _APPLY = "SELECT sender_apply_event(%(id)s, %(event)s, %(at)s, %(source)s, %(ref
 _APPLY_BY_MESSAGE_ID = ("SELECT sender_apply_event_by_message_id(%(message_id)s, %(event)s, %(at)s, %(source)s, "
                         "%(ref)s, %(detail)s)")
 _ROW_OF_MESSAGE_ID = "SELECT id FROM sender_emails WHERE message_id = '<' || btrim(%(message_id)s, '<> ') || '>'"
+_LATEST_ROW_TO = """
+SELECT id FROM sender_emails WHERE recipient = lower(%(address)s) AND lower(mailbox) = lower(%(mailbox)s)
+  AND message_id IS NOT NULL
+ORDER BY attempt_started_at DESC NULLS LAST, id DESC LIMIT 1"""
 _INBOX_MARK = "SELECT uidvalidity, last_uid FROM sender_inbox_marks WHERE mailbox = %(mailbox)s"
 _SET_INBOX_MARK = """
 INSERT INTO sender_inbox_marks (mailbox, uidvalidity, last_uid) VALUES (%(mailbox)s, %(uidvalidity)s, %(last_uid)s)
@@ -103,6 +107,17 @@ class Feedback(Ledger):
         """The row sent with `message_id`, if any."""
         with self._calling("find a row by Message-ID") as conn:
             row = conn.execute(_ROW_OF_MESSAGE_ID, {"message_id": message_id}).fetchone()
+        return None if row is None else int(row[0])
+
+    def recipient_of(self, email_id: int) -> str | None:
+        with self._calling(f"find row {email_id}") as conn:
+            row = conn.execute("SELECT recipient FROM sender_emails WHERE id = %s", (email_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def latest_row_to(self, address: str, mailbox: str) -> int | None:
+        """The row this mailbox last handed over to `address` (a reply or an unsubscribe mail from it)."""
+        with self._calling("find a row by address") as conn:
+            row = conn.execute(_LATEST_ROW_TO, {"address": address, "mailbox": mailbox}).fetchone()
         return None if row is None else int(row[0])
 
     def inbox_mark(self, mailbox: str) -> tuple[int, int] | None:

@@ -8,6 +8,7 @@ import os
 import click
 
 from toolkit.cli.sender import SenderContext
+from toolkit.output import emit_json, format_option
 
 pass_sender = click.make_pass_decorator(SenderContext)
 
@@ -47,5 +48,53 @@ def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, e
     serve(url, WebKeys(tuple(keys), events_key), host, port)
 
 
+@click.command("inbox")
+@click.option("--once", is_flag=True, help="Read every mailbox once, then exit (1 if a mailbox could not be read).")
+@click.option("--interval", default=60.0, show_default=True, type=click.FloatRange(1, 86400),
+              help="Seconds between passes without --once.")
+@click.option("--mailbox", "only", multiple=True, metavar="ADDRESS", help="Read only these mailboxes.")
+@format_option()
+@pass_sender
+def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[str, ...], fmt: str | None) -> None:
+    """Read each mailbox's inbox over IMAP: bounces, complaints, replies, auto-replies and unsubscribe mails."""
+    import signal
+    import threading
+
+    from sender.events import Feedback
+    from sender.inbox import InboxAccount, read_all
+
+    inventory = sc.app.require_inventory()
+    accounts = [InboxAccount(mailbox=m.address, host=m.imap.host, port=m.imap.port, security=m.imap.security,
+                             username=m.imap.username, password_file=m.imap.password_file,
+                             password_env=m.imap.password_env, ca_file=m.imap.ca_file, folder=m.imap.folder)
+                for m in inventory.mailboxes if m.imap is not None
+                and (not only or m.address.lower() in {o.lower() for o in only})]
+    if not accounts:
+        sc.app.fail("no mailbox to read: add imap: {host: ...} to the mailboxes in sendhost_mailboxes"
+                    + (f" (or fix --mailbox {', '.join(only)})" if only else ""), 2)
+    url, _source = sc.database_url()
+    with sc.ledger():
+        pass  # the schema check
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    while True:
+        with Feedback.from_url(url) as feedback:
+            reports = read_all(feedback, accounts, env=sc.app.env)
+        if sc.app.output_format(fmt) == "json":
+            emit_json({"mailboxes": [r.as_dict() for r in reports]})
+        else:
+            for report in reports:
+                counts = ", ".join(f"{n} {k}" for k, n in sorted(report.outcomes.items())) or "nothing new"
+                click.echo(f"{report.mailbox}: {counts}" + (f"; FAILED: {report.error}" if report.error else ""))
+        if once:
+            if any(r.error for r in reports):
+                raise SystemExit(1)
+            return
+        if stop.wait(interval):
+            return
+
+
 def register(group: click.Group) -> None:
     group.add_command(web_command)
+    group.add_command(inbox_command)
