@@ -103,7 +103,7 @@ def _status(feedback: Feedback, lead: str, step: int = 1) -> str:
 def test_each_message_lands_on_its_row_and_a_second_read_changes_nothing(
         imap: Dovecot, feedback: Feedback, database_url: str, tmp_path: Path) -> None:
     leads = {}
-    for n, (name, (sample, _status_, _suppressed)) in enumerate(CASES.items()):
+    for n, (name, (sample, _expected, _suppressed)) in enumerate(CASES.items()):
         box = BOX0 if n % 2 == 0 else BOX1
         lead = f"lead{n}@rcpt.example"
         _row, message_id = sent_row(feedback, name, lead, mailbox=box)
