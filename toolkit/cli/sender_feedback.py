@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from toolkit.cli.sender import SenderContext
 from toolkit.output import emit_json, format_option
+
+if TYPE_CHECKING:
+    from sender.events import Feedback
 
 pass_sender = click.make_pass_decorator(SenderContext)
 
@@ -81,6 +85,7 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
     while True:
         with Feedback.from_url(url) as feedback:
             reports = read_all(feedback, accounts, env=sc.app.env)
+            _health(sc, feedback, [r.mailbox for r in reports if r.outcomes["bounced"] or r.outcomes["complained"]])
         if sc.app.output_format(fmt) == "json":
             emit_json({"mailboxes": [r.as_dict() for r in reports]})
         else:
@@ -93,6 +98,24 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
             return
         if stop.wait(interval):
             return
+
+
+def _health(sc: SenderContext, feedback: Feedback, mailboxes: list[str]) -> None:
+    """New bounces or complaints: judge those mailboxes and tell the warm-up guard (sender.health)."""
+    if not mailboxes:
+        return
+    from datetime import UTC, datetime
+
+    from redis.exceptions import RedisError
+
+    from sender.health import apply_health
+    from sendhost.errors import SendhostError
+    from warmup import Guard
+
+    try:
+        apply_health(feedback, Guard(sc.app.redis()), mailboxes, datetime.now(UTC))
+    except (SendhostError, OSError, RedisError) as exc:  # the reading is done; the next new bounce tries again
+        logging.getLogger("sendhost.sender.health").error("health: the warm-up guard was not told: %s", exc)
 
 
 def register(group: click.Group) -> None:
