@@ -22,6 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import EmailMessage
 
+import redis
+
 from ippool import Lease, Pool
 from sender.counters import rebuild
 from sender.errors import LedgerUnavailable, SenderConfigError
@@ -29,7 +31,7 @@ from sender.ledger import Claimed, Ledger, Settle
 from sender.message import build_message, message_id_for, unsubscribe_url
 from sender.outcomes import decide
 from sender.settings import AgentSettings, MailboxSettings
-from sender.submit import Result, Session, open_session
+from sender.submit import Kind, Result, Session, Stage, open_session
 from sender.tokens import make_token
 from warmup import FailureClass, Guard, Reservation
 from warmup.errors import WarmupConfigError, WarmupUnavailable
@@ -54,6 +56,7 @@ class Report:
     detail: str = ""
     mailbox: str | None = None
     source_ip: str | None = None
+    unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
 
 
 def _close(opening: Future[Session | Result]) -> None:
@@ -66,7 +69,7 @@ def _close(opening: Future[Session | Result]) -> None:
 class Agent:
     """The send path for one host. Share one Agent between worker threads; give each its own Ledger."""
 
-    def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: object, *,
+    def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: redis.Redis, *,
                  unsubscribe_key: bytes, checkpoint: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         self.settings = settings
@@ -91,7 +94,7 @@ class Agent:
     def prepare(self, ledger: Ledger) -> None:
         """Rebuild every group's warm-up counters from the ledger (at start: Redis may have lost them)."""
         for group, mailboxes in self._groups.items():
-            rebuild(self.guard, self._redis, ledger, group, mailboxes)  # type: ignore[arg-type]
+            rebuild(self.guard, self._redis, ledger, group, mailboxes)
 
     # --- one row ------------------------------------------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class Agent:
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
             try:
-                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])  # type: ignore[arg-type]
+                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])
             except WarmupUnavailable as unavailable:
                 ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
                 return Report(row.id, "blocked", str(unavailable))
@@ -218,7 +221,9 @@ class Agent:
         if outcome.failure is not None and outcome.failure is not FailureClass.RECIPIENT:
             log.warning("sender: %s via %s: %s", row.recipient, mailbox.address, outcome.detail)
         kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
-        return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip)
+        unreachable = result.kind is Kind.CERTIFICATE or (result.kind is Kind.NO_REPLY
+                                                          and result.stage in (Stage.CONNECT, Stage.TLS))
+        return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip, unreachable)
 
     def _persist(self, ledger: Ledger, write: Callable[[], object]) -> object:
         """Write what already happened, through a database restart: reconnect and retry for a while."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from email.message import Message
 from pathlib import Path
+from typing import Any
 
 from sender.tokens import verify_token
 from tests.sender.world import PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World, make_world
@@ -93,3 +94,17 @@ def test_once_leaves_rows_behind_a_long_gap(tmp_path: Path, database_url: str, r
     assert len(submission.recorder.received) == 1
     with long.ledger() as ledger:
         assert ledger.counts()["queued"] == 2
+
+
+def test_run_once_exits_1_when_the_certificate_does_not_verify(world: World, cli: Any) -> None:
+    import trustme
+
+    trustme.CA().cert_pem.write_to_path(str(world.server.ca_file))  # a CA that did not sign the server's certificate
+    world.enqueue(1)
+    result = cli(*world.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=world.tmp)
+    assert result.returncode == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    # each of the group's four mailboxes tried once and was disconnected; then the row waits
+    assert error.startswith("error: 4 send(s) could not reach their submission server; first, via box")
+    assert "certificate of 127.0.0.1 does not verify" in error and "set smtp.ca_file" in error
+    assert world.server.recorder.received == []

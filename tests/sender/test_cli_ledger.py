@@ -138,3 +138,17 @@ def test_run_without_an_unsubscribe_url_is_bad_input(sender_cli: Cli, tmp_path: 
     result = sender_cli("run", "--once", inventory=inventory)
     assert result.returncode == 2
     assert "set sendhost_unsubscribe_base_url" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_run_with_a_missing_secret_file_is_bad_input(sender_cli: Cli, tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(
+        "all:\n  vars:\n    sendhost_unsubscribe_base_url: https://u.ex.com\n"
+        "    sendhost_mailboxes:\n      - {address: a@ex.com, domain: ex.com, start: '2026-11-01', "
+        "smtp: {host: smtp.ex.com, username: a@ex.com, password_file: /nonexistent/a.pw}}\n"
+        "  children:\n    senders:\n      hosts:\n        s1: {sendhost_instance_id: i-0123456789abcdef0, "
+        "sendhost_region: us-east-1, sendhost_primary_ip: 10.0.0.5, sendhost_pool: {slots: 1}}\n")
+    result = sender_cli("run", "--once", inventory=inventory)
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("error: password_file /nonexistent/a.pw: No such file or directory; write the "
+                                     "secret there (mode 0600)")

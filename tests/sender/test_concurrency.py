@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.sender.world import PRIMARY, World, make_world
+from tests.sender.world import PRIMARY, World, clear_of_midnight, make_world
 from tests.support.submission import SubmissionServer
 from warmup import Guard
 
@@ -58,6 +58,7 @@ def test_four_agents_four_workers_send_each_row_exactly_once(world: World) -> No
 
 def test_a_week_one_mailbox_sends_at_most_ten_a_day(tmp_path: Path, database_url: str, redis_url: str,
                                                     submission: SubmissionServer) -> None:
+    clear_of_midnight()
     world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, start=datetime.now(UTC).date())
     world.enqueue(14)
     for result in _agents(world, 2, 2):
@@ -73,6 +74,7 @@ def test_redis_flushed_mid_run_counters_come_back_from_the_ledger(tmp_path: Path
                                                                   redis_url: str, submission: SubmissionServer) -> None:
     import redis
 
+    clear_of_midnight()
     world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, start=datetime.now(UTC).date())
     agent, factory = world.agent()
     world.enqueue(6, prefix="A")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sender.message import build_message, message_id_for
 from sender.tokens import make_token, verify_token
 
@@ -30,3 +32,20 @@ def test_placeholder_is_replaced_and_no_link_is_added_twice() -> None:
 
 def test_message_id_is_the_idempotency_key_at_the_mailbox_domain() -> None:
     assert message_id_for("0d3c", "box@Sender.example") == "<0d3c@Sender.example>"
+
+
+def test_key_file(tmp_path: Path) -> None:
+    import pytest
+
+    from sender.errors import SenderConfigError
+    from sender.tokens import read_key_file
+
+    hex_key = tmp_path / "hex.key"
+    hex_key.write_text("ab" * 32 + "\n")
+    assert read_key_file(str(hex_key)) == bytes.fromhex("ab" * 32)
+    short = tmp_path / "short.key"
+    short.write_text("abcd")
+    with pytest.raises(SenderConfigError, match="holds 2 bytes; write at least 32"):
+        read_key_file(str(short))
+    with pytest.raises(SenderConfigError, match="No such file"):
+        read_key_file(str(tmp_path / "missing.key"))

@@ -101,11 +101,12 @@ def test_auth_failure_disconnects_the_mailbox_and_reroutes(tmp_path: Path, datab
     assert any(e["kind"] == "reroute" for r in rows if r is not None for e in r.events)
 
 
-def test_missing_secret_file_disconnects_only_that_mailbox(tmp_path: Path, database_url: str, redis_url: str,
-                                                           submission: SubmissionServer) -> None:
+def test_secret_file_lost_mid_run_disconnects_only_that_mailbox(tmp_path: Path, database_url: str,
+                                                                 redis_url: str, submission: SubmissionServer) -> None:
     world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=2)
-    (tmp_path / "box0@sender.example.pw").unlink()
     world.enqueue(2)
-    _run_once(world)
+    agent, factory = world.agent(smtp_timeout_s=1.0)
+    (tmp_path / "box0@sender.example.pw").unlink()  # after start-up, which checks every secret
+    agent.run(factory, 1, once=True, stop=threading.Event())
     assert {r.mail_from for r in world.server.recorder.received} == {"box1@sender.example"}
     assert len(world.server.recorder.received) == 2

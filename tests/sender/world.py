@@ -100,3 +100,13 @@ def make_world(tmp: Path, database_url: str, redis_url: str, server: SubmissionS
     with Ledger.from_url(database_url) as ledger:
         ledger.migrate()
     return World(tmp, inventory, database_url, redis_url, server, addresses)
+
+
+def clear_of_midnight(margin_s: float = 180.0) -> None:
+    """Wait out the last minutes of a UTC day: a test counting one day's sends must not straddle two days."""
+    import time
+
+    now = datetime.now(UTC)
+    left = (datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), UTC) - now).total_seconds()
+    if left < margin_s:
+        time.sleep(left + 1)

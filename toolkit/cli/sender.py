@@ -215,6 +215,8 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
         for m in inventory.mailboxes if m.smtp is not None)
     settings = AgentSettings(host=host.name, primary_ip=host.primary_ip, mailboxes=mailboxes,
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
+    for mailbox in mailboxes:  # a missing secret is bad input now, not a failed send at 3 a.m.
+        mailbox.submission.secret(sc.app.env)
     url, source = sc.database_url()
     with Ledger.from_url(url) as ledger:
         if source == "embedded":
@@ -260,6 +262,10 @@ def run_command(sc: SenderContext, host_name: str | None, workers: int, once: bo
         emit_json({"outcomes": counts})
     else:
         click.echo(", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing was due")
+    unreachable = [r for r in reports if r.unreachable]
+    if once and unreachable:
+        sc.app.fail(f"{len(unreachable)} send(s) could not reach their submission server; first, via "
+                    f"{unreachable[0].mailbox}: {unreachable[0].detail}", 1)
 
 
 def agent_main() -> None:
