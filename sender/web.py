@@ -36,6 +36,7 @@ from starlette.routing import Mount, Route
 from sender import db
 from sender.errors import LedgerUnavailable
 from sender.events import Applied, Event, Feedback
+from sender.metrics import LedgerCollector
 from sender.tokens import verify_token
 
 log = logging.getLogger("sendhost.sender.web")
@@ -91,7 +92,9 @@ def _parse_at(value: object) -> datetime | None:
 
 def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = None) -> Starlette:
     """The ASGI app over a pool of autocommit ledger connections."""
-    metrics = metrics or Metrics()
+    if metrics is None:
+        metrics = Metrics()
+        metrics.registry.register(LedgerCollector(pool))
 
     def unsubscribe(email_id: int) -> Applied:
         with pool.connection() as conn:
