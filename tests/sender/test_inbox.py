@@ -177,3 +177,26 @@ def test_an_untrusted_certificate_is_refused_before_any_login(
                                  b"From: a\r\nContent-Type: message/delivery-status\r\n\r\nStatus: 9.9.9\r\n"])
 def test_garbage_never_raises(raw: bytes) -> None:
     assert parse(raw).kind in set(Kind)
+
+
+def test_the_agent_reads_the_inbox_on_an_interval(imap: Dovecot, feedback: Feedback, database_url: str,
+                                                  tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from toolkit.app import App
+    from toolkit.cli.sender import SenderContext
+    from toolkit.cli.sender_feedback import start_inbox_reader
+
+    _row, message_id = sent_row(feedback, "L1", "agent@rcpt.example", mailbox=BOX0)
+    context = SenderContext(App(inventory_flag=str(_inventory(tmp_path, imap)), env={}), database_url)
+    stop = threading.Event()
+    start_inbox_reader(context, stop, every_s=0.2)
+    try:
+        imap.append(BOX0, samples.reply(message_id, "agent@rcpt.example"))  # arrives while the agent runs
+        deadline = time.monotonic() + 30
+        while _status(feedback, "L1") != "replied" and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        stop.set()
+    assert _status(feedback, "L1") == "replied"

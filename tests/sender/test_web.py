@@ -185,3 +185,24 @@ def test_bad_events_change_nothing(web: WebServer, feedback: Feedback, database_
 def test_healthz(web: WebServer) -> None:
     response = httpx.get(f"{web.base}/healthz")
     assert (response.status_code, response.text) == (200, "ok\n")
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["web", "--listen", "nonsense"], "HOST:PORT"),
+    (["web", "--events-key-file", "/nonexistent/events.key"], "--events-key-file"),
+    (["web", "--previous-key-file", "/nonexistent/old.key"], "--previous-key-file"),
+])
+def test_bad_options_exit_2_naming_the_fix(database_url: str, feedback: Feedback, tmp_path: Path, args: list[str],
+                                          words: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    result = subprocess.run([sys.executable, "-c", "from toolkit.cli import main; main()", "sender",
+                             "--database-url", database_url, *args], capture_output=True, text=True, timeout=60,
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO_ROOT),
+                                               "SENDHOST_STATE_DIR": str(tmp_path / "state")})
+    assert result.returncode == 2, result.stderr
+    assert words in result.stderr and "Traceback" not in result.stderr

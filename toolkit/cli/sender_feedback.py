@@ -12,7 +12,10 @@ from toolkit.cli.sender import SenderContext
 from toolkit.output import emit_json, format_option
 
 if TYPE_CHECKING:
+    import threading
+
     from sender.events import Feedback
+    from sender.inbox import InboxAccount, MailboxReport
 
 pass_sender = click.make_pass_decorator(SenderContext)
 
@@ -22,6 +25,18 @@ def _listen(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
         raise click.BadParameter(f"{value!r} is not HOST:PORT, e.g. 127.0.0.1:8025")
     return host.strip("[]"), int(port)
+
+
+def _key_file(path: str, option: str) -> bytes:
+    from sender.errors import SenderConfigError
+    from sender.tokens import read_key_file
+
+    try:
+        return read_key_file(path)
+    except SenderConfigError as exc:
+        detail = str(exc).split(";")[0].replace("unsubscribe key file", "key file")
+        raise SenderConfigError(f"{option}: {detail}; write at least 32 bytes of key there as hex "
+                                "(`openssl rand -hex 32`)") from None
 
 
 @click.command("web")
@@ -44,12 +59,35 @@ def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, e
     with sc.ledger() as ledger:
         current = (read_key_file(inventory.unsubscribe_key_file) if inventory is not None
                    and inventory.unsubscribe_key_file else ledger.unsubscribe_key())
-    keys = [current, *([read_key_file(previous_key_file)] if previous_key_file else [])]
-    events_key = read_key_file(events_key_file) if events_key_file else None
+    keys = [current, *([_key_file(previous_key_file, "--previous-key-file")] if previous_key_file else [])]
+    events_key = _key_file(events_key_file, "--events-key-file") if events_key_file else None
     logging.basicConfig(level=os.environ.get("SENDHOST_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     click.echo(f"sender web: serving on http://{host}:{port}", err=True)
     serve(url, WebKeys(tuple(keys), events_key), host, port)
+
+
+def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[InboxAccount]:
+    from sender.inbox import InboxAccount
+
+    inventory = sc.app.inventory
+    if inventory is None:
+        return []
+    wanted = {o.lower() for o in only}
+    return [InboxAccount(mailbox=m.address, host=m.imap.host, port=m.imap.port, security=m.imap.security,
+                         username=m.imap.username, password_file=m.imap.password_file,
+                         password_env=m.imap.password_env, ca_file=m.imap.ca_file, folder=m.imap.folder)
+            for m in inventory.mailboxes if m.imap is not None and (not wanted or m.address.lower() in wanted)]
+
+
+def _one_pass(sc: SenderContext, url: str, accounts: list[InboxAccount]) -> list[MailboxReport]:
+    from sender.events import Feedback
+    from sender.inbox import read_all
+
+    with Feedback.from_url(url) as feedback:
+        reports = read_all(feedback, accounts, env=sc.app.env)
+        _health(sc, feedback, [r.mailbox for r in reports if r.outcomes["bounced"] or r.outcomes["complained"]])
+    return reports
 
 
 @click.command("inbox")
@@ -64,15 +102,8 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
     import signal
     import threading
 
-    from sender.events import Feedback
-    from sender.inbox import InboxAccount, read_all
-
-    inventory = sc.app.require_inventory()
-    accounts = [InboxAccount(mailbox=m.address, host=m.imap.host, port=m.imap.port, security=m.imap.security,
-                             username=m.imap.username, password_file=m.imap.password_file,
-                             password_env=m.imap.password_env, ca_file=m.imap.ca_file, folder=m.imap.folder)
-                for m in inventory.mailboxes if m.imap is not None
-                and (not only or m.address.lower() in {o.lower() for o in only})]
+    sc.app.require_inventory()
+    accounts = _accounts(sc, only)
     if not accounts:
         sc.app.fail("no mailbox to read: add imap: {host: ...} to the mailboxes in sendhost_mailboxes"
                     + (f" (or fix --mailbox {', '.join(only)})" if only else ""), 2)
@@ -83,9 +114,7 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     while True:
-        with Feedback.from_url(url) as feedback:
-            reports = read_all(feedback, accounts, env=sc.app.env)
-            _health(sc, feedback, [r.mailbox for r in reports if r.outcomes["bounced"] or r.outcomes["complained"]])
+        reports = _one_pass(sc, url, accounts)
         if sc.app.output_format(fmt) == "json":
             emit_json({"mailboxes": [r.as_dict() for r in reports]})
         else:
@@ -98,6 +127,33 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
             return
         if stop.wait(interval):
             return
+
+
+INBOX_EVERY_S = 60.0
+
+
+def start_inbox_reader(sc: SenderContext, stop: threading.Event, every_s: float = INBOX_EVERY_S) -> None:
+    """The agent's inbox reading: a daemon thread reading every mailbox with imap: settings every minute until
+    `stop` (nothing when none has them). A failure is logged and tried again at the next pass."""
+    import threading
+
+    from sender.errors import SenderError
+
+    accounts = _accounts(sc)
+    if not accounts:
+        return
+    url, _source = sc.database_url()
+    log = logging.getLogger("sendhost.sender.inbox")
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                _one_pass(sc, url, accounts)
+            except SenderError as exc:  # the ledger down: the next pass reads the same messages again
+                log.warning("inbox: pass failed: %s", exc)
+            stop.wait(every_s)
+
+    threading.Thread(target=loop, name="sender-inbox", daemon=True).start()
 
 
 def _health(sc: SenderContext, feedback: Feedback, mailboxes: list[str]) -> None:
