@@ -3,8 +3,13 @@ the spam-rate gate, a hard-bounce rate of 5% over a week pauses it, and few send
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -12,6 +17,7 @@ import redis
 
 from sender.events import Event, Feedback
 from sender.health import apply_health
+from tests.conftest import REPO_ROOT
 from tests.sender.web_server import sent_row
 from warmup import Guard
 
@@ -84,3 +90,15 @@ def test_a_complaint_rate_between_the_lines_holds_the_ramp(feedback: Feedback, g
 
 def test_a_mailbox_the_guard_does_not_know_is_skipped(feedback: Feedback, guard: Guard) -> None:
     assert apply_health(feedback, guard, ["stranger@sender.example"], datetime.now(UTC)) == []
+
+
+def test_sender_health_shows_each_mailbox(feedback: Feedback, database_url: str, tmp_path: Path) -> None:
+    _sends(feedback, 40, bounced=2, complained=1)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "SENDHOST_STATE_DIR": str(tmp_path / "state")}
+    result = subprocess.run([sys.executable, "-c", "from toolkit.cli import main; main()", "sender", "--database-url",
+                             database_url, "health", "--format", "json"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"mailboxes": [
+        {"mailbox": BOX, "sent_7d": 40, "hard_bounces_7d": 2, "hard_bounce_rate": 0.05, "complaints_7d": 1,
+         "complaint_rate": 0.025, "verdict": "pause"}]}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolkit.cli.sender import SenderContext
-from toolkit.output import emit_json, format_option
+from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
     import threading
@@ -174,6 +174,43 @@ def _health(sc: SenderContext, feedback: Feedback, mailboxes: list[str]) -> None
         logging.getLogger("sendhost.sender.health").error("health: the warm-up guard was not told: %s", exc)
 
 
+@click.command("health")
+@format_option()
+@pass_sender
+def health_command(sc: SenderContext, fmt: str | None) -> None:
+    """Each mailbox's last 7 days: sends, hard bounces, complaints, and what the warm-up gates make of them."""
+    from datetime import UTC, datetime
+
+    from sender.events import Feedback
+    from sender.health import BOUNCE_MIN_SENT, BOUNCE_PAUSE_AT, WINDOW
+    from warmup.health import format_rate, verdict
+
+    url, _source = sc.database_url()
+    with sc.ledger():
+        pass  # the schema check
+    with Feedback.from_url(url) as feedback:
+        seen = feedback.health_since(datetime.now(UTC) - WINDOW)
+    rows: list[dict[str, Any]] = []
+    for mailbox, counts in sorted(seen.items()):
+        sent, bounced, complained = counts["sent"], counts["bounced"], counts["complained"]
+        bounce_rate = bounced / sent if sent else 0.0
+        complaint_rate = complained / sent if sent else float(complained > 0)
+        judged = verdict(complaint_rate)
+        if sent >= BOUNCE_MIN_SENT and bounce_rate >= BOUNCE_PAUSE_AT:
+            judged = "pause"
+        rows.append({"mailbox": mailbox, "sent_7d": sent, "hard_bounces_7d": bounced,
+                     "hard_bounce_rate": round(bounce_rate, 6), "complaints_7d": complained,
+                     "complaint_rate": round(complaint_rate, 6), "verdict": judged})
+    if sc.app.output_format(fmt) == "json":
+        emit_json({"mailboxes": rows})
+    else:
+        emit_table("mailbox health, last 7 days", ["mailbox", "sent", "hard bounces", "complaints", "verdict"],
+                   [(r["mailbox"], r["sent_7d"], f"{r['hard_bounces_7d']} ({r['hard_bounce_rate']:.1%})",
+                     f"{r['complaints_7d']} ({format_rate(r['complaint_rate'])})", r["verdict"])
+                    for r in rows])
+
+
 def register(group: click.Group) -> None:
     group.add_command(web_command)
     group.add_command(inbox_command)
+    group.add_command(health_command)
