@@ -26,7 +26,6 @@ from sender.events import Applied, Event, Feedback
 
 log = logging.getLogger("sendhost.sender.inbox")
 
-FETCH_BATCH = 200  # messages per pass per mailbox; the mark lets the next pass go on
 EVENT_OF: dict[Kind, Event] = {
     Kind.HARD_BOUNCE: Event.BOUNCED, Kind.SOFT_BOUNCE: Event.DEFERRED, Kind.COMPLAINT: Event.COMPLAINED,
     Kind.AUTO_REPLY: Event.AUTO_REPLIED, Kind.UNSUBSCRIBE: Event.UNSUBSCRIBED, Kind.REPLY: Event.REPLIED,
@@ -142,7 +141,7 @@ class InboxReader:
         if status != "OK":
             raise imaplib.IMAP4.error(f"UID SEARCH answered {status}")
         # "n:*" always includes the newest message, even below n: keep only those after the mark.
-        uids = sorted(u for u in (int(x) for x in (data[0] or b"").split()) if u >= start)[:FETCH_BATCH]
+        uids = sorted(u for u in (int(x) for x in (data[0] or b"").split()) if u >= start)
         for uid in uids:
             status, fetched = imap.uid("FETCH", str(uid), "(BODY.PEEK[])")
             raw = next((item[1] for item in fetched if isinstance(item, tuple)), None) if status == "OK" else None
