@@ -151,6 +151,8 @@ def start_inbox_reader(sc: SenderContext, stop: threading.Event, every_s: float 
                 _one_pass(sc, url, accounts)
             except SenderError as exc:  # the ledger down: the next pass reads the same messages again
                 log.warning("inbox: pass failed: %s", exc)
+            except Exception:  # a bug must not end the agent's inbox reading for good: log it, try next pass
+                log.exception("inbox: pass failed")
             stop.wait(every_s)
 
     threading.Thread(target=loop, name="sender-inbox", daemon=True).start()
