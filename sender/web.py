@@ -153,6 +153,13 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
     async def events(request: Request) -> Response:
         if keys.events is None:
             return PlainTextResponse("events are not configured on this service\n", 404)
+        declared = request.headers.get("content-length", "")
+        if not declared.isdigit():
+            metrics.events.labels("bad_input").inc()
+            return PlainTextResponse("send the events with a Content-Length\n", 411)
+        if int(declared) > MAX_BODY:
+            metrics.events.labels("too_large").inc()
+            return PlainTextResponse(f"send at most {MAX_BODY} bytes\n", 413)
         body = await request.body()
         if len(body) > MAX_BODY:
             metrics.events.labels("too_large").inc()

@@ -32,9 +32,7 @@ $$;
 -- (rank >= sent), its status only moves up. Before the handoff the agent's own moves (sending -> retry) stand.
 CREATE FUNCTION sender_guarded_status(p_old sender_status, p_new sender_status) RETURNS sender_status
 LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN sender_rank(p_old) >= 4 AND sender_rank(p_new) < sender_rank(p_old) THEN p_old
-                WHEN sender_rank(p_old) >= 4 AND sender_rank(p_new) = sender_rank(p_old) THEN p_old
-                ELSE p_new END
+    SELECT CASE WHEN sender_rank(p_old) >= 4 AND sender_rank(p_new) < sender_rank(p_old) THEN p_old ELSE p_new END
 $$;
 
 CREATE FUNCTION sender_rank_guard() RETURNS trigger LANGUAGE plpgsql AS $$
