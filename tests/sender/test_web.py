@@ -206,3 +206,12 @@ def test_bad_options_exit_2_naming_the_fix(database_url: str, feedback: Feedback
                                                "SENDHOST_STATE_DIR": str(tmp_path / "state")})
     assert result.returncode == 2, result.stderr
     assert words in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_oversized_events_body_is_refused_before_it_is_read(web: WebServer, feedback: Feedback,
+                                                               database_url: str) -> None:
+    body = b"[" + b" " * (2 << 20) + b"]"
+    before = _changes(database_url)
+    response = httpx.post(f"{web.base}/events", content=body, headers=_signed(web.events_key, body))
+    assert response.status_code == 413
+    assert _changes(database_url) == before and web.process.poll() is None
