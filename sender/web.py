@@ -243,6 +243,8 @@ def serve(database_url: str, keys: WebKeys, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn handles both and finishes the requests in flight)."""
     with open_pool(database_url) as pool:
         # no access log: the path carries the token, and our own lines say what each request did
+        # An idle keep-alive connection outlives the proxy's (nginx keeps upstream ones 60 s): a server that closed
+        # first would race the proxy reusing it, and that request would fail.
         config = uvicorn.Config(create_app(pool, keys), host=host, port=port, access_log=False, log_config=None,
-                                server_header=False, timeout_graceful_shutdown=10)
+                                server_header=False, timeout_graceful_shutdown=10, timeout_keep_alive=75)
         uvicorn.Server(config).run()

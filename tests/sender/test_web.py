@@ -124,13 +124,15 @@ def test_a_thousand_concurrent_clicks_leave_one_suppression(web: WebServer, feed
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
     url = f"{web.base}/u/{make_token(feedback.unsubscribe_key(), row)}"
 
-    async def click_all() -> list[int]:
-        limits = httpx.Limits(max_connections=200)
+    async def click_all() -> list[object]:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
         async with httpx.AsyncClient(limits=limits, timeout=120) as client:
-            responses = await asyncio.gather(*(client.post(url, **ONE_CLICK) for _ in range(1000)))
-        return [r.status_code for r in responses]
+            responses = await asyncio.gather(*(client.post(url, **ONE_CLICK) for _ in range(1000)),
+                                             return_exceptions=True)
+        return [r.status_code if isinstance(r, httpx.Response) else repr(r) for r in responses]
 
-    assert asyncio.run(click_all()) == [200] * 1000
+    answers = asyncio.run(click_all())
+    assert answers == [200] * 1000, ({str(a) for a in answers}, web.log()[-3000:])
     with psycopg.connect(database_url) as conn:
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM sender_suppressions), "
