@@ -18,6 +18,7 @@ from toolkit.app import App
 GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
     "dns": "toolkit.cli.dns:group",
+    "embedded": "toolkit.cli.embedded:group",
     "host": "toolkit.cli.host:group",
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
