@@ -107,17 +107,49 @@ def test_schedule_past_its_written_horizon_is_extended_on_demand(guard: Guard) -
     assert decision.reservation.day == (TODAY + timedelta(days=200)).isoformat()
 
 
-def test_now_before_the_start_date_is_refused(guard: Guard) -> None:
+def test_now_before_the_start_date_reserves_nothing(guard: Guard) -> None:
     guard.add_mailbox("a@x.com", start=TODAY, now=NOW)
-    with pytest.raises(WarmupConfigError, match="before the mailbox's start date"):
-        guard.reserve("a@x.com", now=NOW - 3 * 86400)
+    decision = guard.reserve("a@x.com", now=NOW - 3 * 86400)
+    assert decision.status == "skipped-not-started" and decision.reason == f"first sending day is {TODAY}"
+    first_midnight = datetime(2026, 11, 30, tzinfo=UTC).timestamp()
+    assert decision.retry_after_s == first_midnight - (NOW - 3 * 86400)
+
+
+def test_a_mailbox_registered_ahead_of_its_first_day_waits_for_it(guard: Guard) -> None:
+    start = TODAY + timedelta(days=100)  # beyond the written horizon, too
+    assert guard.add_mailbox("a@x.com", start=start, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    skipped = guard.reserve("a@x.com", now=NOW)
+    assert skipped.status == "skipped-not-started" and skipped.reservation is None
+    [status] = guard.status(["a@x.com"], now=NOW)
+    assert (status.state, status.cap, status.day_number, status.sent) == ("not-started", 0, 0, 0)
+    assert status.next_eligible == datetime(start.year, start.month, start.day, tzinfo=ZoneInfo("UTC"))
+    first_day = NOW + 100 * 86400
+    decision = guard.reserve("a@x.com", now=first_day)
+    assert decision.reserved and decision.reservation is not None
+    assert (decision.reservation.day, decision.reservation.cap) == (start.isoformat(), 10)
+
+
+def test_moving_the_start_earlier_out_of_week_one_needs_force(guard: Guard, redis_client: redis.Redis) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=2), now=NOW)  # day 3: week one
+    before = redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com")
+    with pytest.raises(WarmupConfigError, match=r"would lift it out of week one today \(day 3 -> day 31, cap 10 "
+                                                r"-> \d+\); pass --force"):
+        guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=30), now=NOW)
+    assert redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com") == before
+    assert guard.reserve("a@x.com", now=NOW).reservation.cap == 10  # type: ignore[union-attr]
+    # Earlier but still within week one: no force needed.
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=5), now=NOW)
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=30), now=NOW, force=True)
+    moved = redis_client.hget("sendhost:warmup:{default}:mbx:a@x.com", "start_moved")
+    assert moved == f"{TODAY - timedelta(days=5)} -> {TODAY - timedelta(days=30)} at 2026-11-30T12:00:00+00:00 " \
+                    "(forced out of week one)"
+    [status] = guard.status(["a@x.com"], now=NOW)
+    assert status.day_number == 31 and status.cap > 10
 
 
 def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: redis.Redis) -> None:
     with pytest.raises(WarmupConfigError, match="not an email address"):
         guard.add_mailbox("not-an-address", start=TODAY, now=NOW)
-    with pytest.raises(WarmupConfigError, match="in the future"):
-        guard.add_mailbox("a@x.com", start=TODAY + timedelta(days=1), now=NOW)
     with pytest.raises(WarmupConfigError, match="IANA"):
         guard.add_mailbox("a@x.com", start=TODAY, timezone="Mars/Olympus", now=NOW)
     assert redis_client.keys("*") == []

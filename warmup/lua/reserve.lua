@@ -7,7 +7,8 @@
 -- Returns one tab-separated string (one bulk reply is the cheapest to send and parse on this hot path):
 --   reserved <TAB> i <TAB> token <TAB> count <TAB> cap <TAB> now
 --   <status> <TAB> i <TAB> retry_after_ms (-1 = until resumed) <TAB> now <TAB> reason
---       status: skipped-paused | skipped-cooldown | skipped-daily-limit (of the soonest-available mailbox)
+--       status: skipped-paused | skipped-cooldown | skipped-daily-limit | skipped-not-started (of the
+--       soonest-available mailbox; skipped-not-started: registered ahead of its first day)
 --   stale <TAB> i ...   these mailboxes' schedules must be extended; call again after
 --   unknown <TAB> i     no such mailbox
 -- Counters live in the state hash as (day, day_count) and (prev_day, prev_count): the current and the
@@ -23,6 +24,16 @@ local n = #KEYS / 2
 local best, best_count, best_last, best_day, best_cap, best_fields, best_address
 local skip_status, skip_retry, skip_reason, skip_index
 local stale = {}
+local not_started = false
+
+local function duration(ms)
+  -- Rounded up to the second, like warmup.days.format_duration: a wait shown is never shorter than the real one.
+  local s = math.ceil(ms / 1000)
+  if s < 60 then return s .. " s" end
+  if s < 3600 then return math.floor(s / 60) .. " min " .. s % 60 .. " s" end
+  local m = math.ceil(s / 60)
+  return math.floor(m / 60) .. " h " .. m % 60 .. " min"
+end
 
 local function consider_skip(i, status, retry, reason)
   -- Prefer the mailbox that frees up soonest; "until resumed" (-1) ranks last.
@@ -56,9 +67,19 @@ for i = 1, n do
       if current and (not f[6] or day >= f[6]) then
         redis.call("HSET", KEYS[2 * i - 1], "today", row[2] .. "|" .. row[1])
       end
+    else
+      -- No day at or before now: a mailbox registered ahead of its first day waits for it.
+      local first = redis.call("ZRANGEBYSCORE", KEYS[2 * i], "(" .. now, "+inf", "WITHSCORES", "LIMIT", 0, 1)
+      if first[1] and string.match(first[1], "^[^|]+|%d+|%d+|1|") then
+        not_started = true
+        consider_skip(i, "skipped-not-started", tonumber(first[2]) - now,
+          "first sending day is " .. string.match(first[1], "^([^|]+)|"))
+      end
     end
   end
-  if not current then
+  if not_started then
+    not_started = false
+  elseif not current then
     stale[#stale + 1] = i
   else
     cap = tonumber(cap)
@@ -91,7 +112,7 @@ for i = 1, n do
       consider_skip(i, "skipped-daily-limit", next_day - now, "sent " .. count .. " of " .. cap .. " today")
     elseif last >= 0 and now - last < gap + jitter then
       consider_skip(i, "skipped-cooldown", last + gap + jitter - now,
-        string.format("gap of %.1f s since the last send", (gap + jitter) / 1000))
+        "needs " .. duration(gap + jitter) .. " between sends; " .. duration(last + gap + jitter - now) .. " left")
     elseif best == nil or count < best_count or (count == best_count and last < best_last) then
       best, best_count, best_last, best_day, best_cap, best_fields, best_address = i, count, last, day, cap, f,
         address
