@@ -46,13 +46,15 @@ def _member(day: DayCap, timezone: str) -> str:
     return f"{day.day.isoformat()}|{day.cap}|{next_midnight}|{day.day_number}|{day.state}"
 
 
-def jitter_ms(seed: str, day: str, low_ms: int, high_ms: int) -> int:
-    """The mailbox's jitter for one day: stable all day, different across days and mailboxes.
+def jitter_ms(seed: str, send_number: int, low_ms: int, high_ms: int) -> int:
+    """The jitter added to the gap after a mailbox's `send_number`-th reservation: fresh for every send, and
+    predictable from the mailbox's seed.
 
-    Mirrors reserve.lua (sha1 of "seed|day", first 8 hex digits, modulo the span) so status can show it.
-    """
+    Mirrors reserve.lua (sha1 of "seed|n", first 8 hex digits, modulo the span)."""
+    if high_ms <= low_ms:
+        return low_ms
     span = high_ms - low_ms + 1
-    return low_ms + int(hashlib.sha1(f"{seed}|{day}".encode()).hexdigest()[:8], 16) % span
+    return low_ms + int(hashlib.sha1(f"{seed}|{send_number}".encode()).hexdigest()[:8], 16) % span
 
 
 def format_duration(ms: float) -> str:

@@ -18,7 +18,7 @@ import redis
 
 from sendhost.embedded import LOST_KEY
 from warmup import keys
-from warmup.days import format_duration, jitter_ms, local_day, midnight_ms, parse_member, schedule_rows
+from warmup.days import format_duration, local_day, midnight_ms, parse_member, schedule_rows
 from warmup.errors import WarmupConfigError
 from warmup.health import Verdict, format_rate, verdict
 from warmup.schedule import DayCap, Ramp, cap_on, plan
@@ -366,11 +366,12 @@ class Mailboxes:
         if sent >= today.cap:
             return "daily-limit", f"sent {sent} of {today.cap} today", next_day_ms
         last = int(fields.get("last_send_ms", -1))
-        gap = int(fields["min_gap_ms"]) + jitter_ms(fields["jitter_seed"], today.day.isoformat(),
-                                                    int(fields["jitter_lo_ms"]), int(fields["jitter_hi_ms"]))
-        if last >= 0 and now_ms - last < gap:
-            left = format_duration(last + gap - now_ms)
-            return "cooldown", f"needs {format_duration(gap)} between sends; {left} left", last + gap
+        gap = int(fields["min_gap_ms"])
+        stored = fields.get("next_send_ms")  # drawn by reserve.lua at the last send
+        eligible = max(last + gap, int(stored)) if stored else last + gap + int(fields["jitter_lo_ms"])
+        if last >= 0 and now_ms < eligible:
+            left = format_duration(eligible - now_ms)
+            return "cooldown", f"needs {format_duration(eligible - last)} between sends; {left} left", eligible
         return "ready", None, now_ms
 
     def import_sends(self, sends: Iterable[tuple[str, datetime]], now_ms: int) -> dict[str, tuple[int, int]]:

@@ -164,3 +164,17 @@ class TestTerminalText:
         assert status.returncode == 0, status.stderr
         [row] = [line for line in status.stdout.splitlines() if "a-very-long" in line]
         assert address in row and "ready" in row and "closed" in row
+
+
+class TestStartMovedEarlier:
+    def test_add_again_with_an_earlier_start_keeps_week_one_without_force(self, redis_url: str) -> None:
+        assert _warmup(redis_url, "add", "a@x.com", "--start", today().isoformat()).returncode == 0
+        earlier = (today() - timedelta(days=20)).isoformat()
+        refused = _warmup(redis_url, "add", "a@x.com", "--start", earlier)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "would lift it out of week one today (day 1 -> day 21" in refused.stderr
+        assert "pass --force" in refused.stderr
+        assert json.loads(_warmup(redis_url, "status", "--format", "json").stdout)[0]["cap"] == 10
+        forced = _warmup(redis_url, "add", "a@x.com", "--start", earlier, "--force", "--format", "json")
+        assert forced.returncode == 0, forced.stderr
+        assert json.loads(forced.stdout)[0]["day_number"] == 21

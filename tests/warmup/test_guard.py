@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -33,18 +34,61 @@ def test_reserve_counts_against_the_cap_and_confirm_keeps_it(guard: Guard) -> No
     assert decisions[-1].retry_after_s == pytest.approx(12 * 3600 - 10)
 
 
-def test_gap_plus_jitter_is_enforced_and_jitter_is_stable_per_day(guard: Guard, redis_client: redis.Redis) -> None:
+def test_gap_plus_jitter_is_enforced_and_the_wait_is_stored(guard: Guard, redis_client: redis.Redis) -> None:
     guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=420, jitter_s=(0, 90), now=NOW)
-    seed = str(redis_client.hget(GroupKeys("default").mailbox("a@x.com").state, "jitter_seed"))
-    gap_ms = 420_000 + jitter_ms(seed, "2026-11-30", 0, 90_000)
+    state = GroupKeys("default").mailbox("a@x.com").state
+    seed = str(redis_client.hget(state, "jitter_seed"))
+    gap_ms = 420_000 + jitter_ms(seed, 1, 0, 90_000)  # drawn at the first reservation, for the gap after it
     assert guard.reserve("a@x.com", now=NOW).reserved
+    assert redis_client.hget(state, "next_send_ms") == str(int(NOW * 1000) + gap_ms)
     just_before = guard.reserve("a@x.com", now=NOW + (gap_ms - 1) / 1000)
     assert just_before.status == "skipped-cooldown"
     assert just_before.retry_after_s == pytest.approx(0.001)
+    [status] = guard.status(["a@x.com"], now=NOW + 1)
+    assert status.next_eligible is not None and status.next_eligible.timestamp() * 1000 == int(NOW * 1000) + gap_ms
     assert guard.reserve("a@x.com", now=NOW + gap_ms / 1000).reserved
-    # Another mailbox or another day draws another jitter; the same day always the same one.
-    jitters = {jitter_ms(seed, f"2026-12-{d:02d}", 0, 90_000) for d in range(1, 11)}
-    assert len(jitters) > 1
+
+
+def test_jitter_is_drawn_per_send_and_spreads_over_its_range(guard: Guard, redis_client: redis.Redis) -> None:
+    """200 sends under steady demand (a caller ready the moment the guard allows): every gap is the minimum plus
+    the jitter predicted for that send, and the gaps spread across the whole jitter range."""
+    from warmup.schedule import Ramp
+
+    low_ms, high_ms = 10_000, 70_000
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=60), min_gap_s=60, jitter_s=(10, 70),
+                      ramp=Ramp(step=500, ceiling=1000), now=NOW)
+    seed = str(redis_client.hget(GroupKeys("default").mailbox("a@x.com").state, "jitter_seed"))
+    now_ms = int(NOW * 1000)
+    sent: list[int] = []
+    while len(sent) < 200:
+        decision = guard.reserve("a@x.com", now=now_ms / 1000)
+        if decision.reserved:
+            sent.append(now_ms)
+            continue
+        assert decision.status == "skipped-cooldown", decision
+        assert decision.retry_after_s is not None
+        now_ms += round(decision.retry_after_s * 1000)
+    jitters = [later - earlier - 60_000 for earlier, later in itertools.pairwise(sent)]
+    assert jitters == [jitter_ms(seed, n, low_ms, high_ms) for n in range(1, 200)]
+    assert all(low_ms <= j <= high_ms for j in jitters)
+    assert len(set(jitters)) >= 190  # one per send, not one per day
+    # Spread over the range: every sixth of it is hit, as 199 uniform draws all but surely do.
+    sixths = {min(5, (j - low_ms) * 6 // (high_ms - low_ms)) for j in jitters}
+    assert sixths == set(range(6))
+
+
+def test_a_reserve_whose_now_lags_keeps_the_later_last_send(guard: Guard, redis_client: redis.Redis) -> None:
+    """A caller whose clock lags another's never moves the last send (or the next eligible time) backwards: its
+    reserve is refused until the later caller's gap has passed, and the state stays max(now, last)."""
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    state = GroupKeys("default").mailbox("a@x.com").state
+    assert guard.reserve("a@x.com", now=NOW + 60).reserved  # one caller's clock
+    before = redis_client.hmget(state, "last_send_ms", "next_send_ms", "day_count")
+    lagging = guard.reserve("a@x.com", now=NOW)  # another's, a minute behind
+    assert lagging.status == "skipped-cooldown" and lagging.retry_after_s == 60
+    assert redis_client.hmget(state, "last_send_ms", "next_send_ms", "day_count") == before
+    assert before[:2] == [str(int((NOW + 60) * 1000))] * 2
+    assert guard.reserve("a@x.com", now=NOW + 60).reserved  # the later clock goes on
 
 
 def test_paused_mailbox_is_skipped_until_resumed(guard: Guard) -> None:
@@ -174,14 +218,14 @@ def test_redis_down_fails_closed_by_default_and_open_when_asked() -> None:
 
 
 def test_from_url_without_url_uses_the_embedded_redis(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with Guard.from_url(None, state_dir=tmp_path / "state") as guard:
-        guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0))
-        assert guard.reserve("a@x.com").reserved
-        pid = (tmp_path / "state" / "redis.pid").read_text().strip()
-    import os
-    import signal
+    from sendhost.embedded import stop_embedded
 
-    os.kill(int(pid), signal.SIGTERM)
+    try:
+        with Guard.from_url(None, state_dir=tmp_path / "state") as guard:
+            guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0))
+            assert guard.reserve("a@x.com").reserved
+    finally:
+        stop_embedded(tmp_path / "state")  # even when an assertion failed: no server outlives its test
 
 
 class TestCancel:
