@@ -80,7 +80,10 @@ def main(argv: list[str] | None = None) -> Any:
         cli.main(args=args, prog_name="sendhost", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort: it is still Ctrl-C
+            click.echo("interrupted", err=True)
+            sys.exit(130)
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
