@@ -58,7 +58,8 @@ def jitter_ms(seed: str, send_number: int, low_ms: int, high_ms: int) -> int:
 
 
 def format_duration(ms: float) -> str:
-    """A wait for people, rounded up (a wait shown is never shorter than the real one): 45 s, 7 min 3 s, 2 h 5 min.
+    """A wait for people, rounded up (a wait shown is never shorter than the real one): 45 s, 7 min 3 s, 2 h 5 min,
+    6 d 10 h.
 
     Mirrored by reserve.lua's `duration`, so the guard's reasons and the CLI's words agree."""
     seconds = max(0, math.ceil(ms / 1000))
@@ -67,4 +68,7 @@ def format_duration(ms: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60} s"
     minutes = math.ceil(seconds / 60)
-    return f"{minutes // 60} h {minutes % 60} min"
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h {minutes % 60} min"
+    hours = math.ceil(minutes / 60)
+    return f"{hours // 24} d {hours % 24} h"

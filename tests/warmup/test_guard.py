@@ -307,3 +307,15 @@ def test_import_sends_raises_todays_counters_never_lowers(guard: Guard) -> None:
     status = guard.status(["a@x.com"], now=NOW)[0]
     assert status.sent == 5 and status.state == "cooldown"
     assert guard.import_sends([("a@x.com", at - timedelta(hours=2))], now=NOW)["a@x.com"][0] == 5
+
+
+@pytest.mark.parametrize(("gap_s", "words"), [(45, "45 s"), (59.001, "1 min 0 s"), (472.7, "7 min 53 s"),
+                                              (3600, "1 h 0 min"), (3601, "1 h 1 min"), (200_000, "2 d 8 h")])
+def test_the_guard_and_the_cli_word_a_wait_alike_rounded_up(guard: Guard, gap_s: float, words: str) -> None:
+    from warmup.days import format_duration
+
+    assert format_duration(gap_s * 1000) == words
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=gap_s, jitter_s=(0, 0), now=NOW)
+    assert guard.reserve("a@x.com", now=NOW).reserved
+    skipped = guard.reserve("a@x.com", now=NOW)
+    assert skipped.reason == f"needs {words} between sends; {words} left"

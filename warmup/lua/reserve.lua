@@ -35,7 +35,9 @@ local function duration(ms)
   if s < 60 then return s .. " s" end
   if s < 3600 then return math.floor(s / 60) .. " min " .. s % 60 .. " s" end
   local m = math.ceil(s / 60)
-  return math.floor(m / 60) .. " h " .. m % 60 .. " min"
+  if m < 48 * 60 then return math.floor(m / 60) .. " h " .. m % 60 .. " min" end
+  local h = math.ceil(m / 60)
+  return math.floor(h / 24) .. " d " .. h % 24 .. " h"
 end
 
 local function consider_skip(i, status, retry, reason)
