@@ -178,3 +178,14 @@ class TestStartMovedEarlier:
         forced = _warmup(redis_url, "add", "a@x.com", "--start", earlier, "--force", "--format", "json")
         assert forced.returncode == 0, forced.stderr
         assert json.loads(forced.stdout)[0]["day_number"] == 21
+
+
+def test_status_of_a_named_inventory_mailbox_not_yet_added(redis_url: str, redis_client: redis.Redis,
+                                                           tmp_path: Path) -> None:
+    inventory = _inventory(tmp_path, today())
+    result = _warmup(redis_url, "status", "bob@example.com", inventory=inventory)
+    assert result.returncode == 0, result.stderr
+    assert "not in the Redis from flag --redis-url yet: bob@example.com (listed in the inventory" in result.stdout
+    assert redis_client.keys("*") == []
+    unknown = _warmup(redis_url, "status", "nobody@example.com", inventory=inventory)
+    assert unknown.returncode == 2 and "unknown mailbox 'nobody@example.com'" in unknown.stderr

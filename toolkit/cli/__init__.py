@@ -31,7 +31,8 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0  ok
   1  failed, or findings at or above --fail-on
-  2  usage or configuration error (the message names what to fix)"""
+  2  usage or configuration error (the message names what to fix)
+  130  interrupted (Ctrl-C)"""
 
 
 class LazyGroup(click.Group):

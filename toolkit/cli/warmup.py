@@ -185,7 +185,13 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
     guard = _guard(app)
     output = app.output_format(fmt)
     if mailboxes:
-        _render_status(guard.status(list(mailboxes)), output, None)
+        in_inventory = {m.address.lower() for m in app.inventory.mailboxes} if app.inventory else set()
+        pending = [a.lower() for a in mailboxes if a.lower() in in_inventory and not guard.knows(a)]
+        wanted = [a for a in mailboxes if a.lower() not in pending]  # anything else unknown: exit 2, named
+        rows = guard.status(wanted) if wanted else []
+        notes = [f"not in {_store(app)} yet: {', '.join(pending)} (listed in the inventory; the next "
+                 "`warmup reserve`, `pause` or `record` adds them)"] if pending else []
+        _render_status(rows, output, None, notes=notes if output != "json" else [])
         return
     rows = guard.status()
     known = {row.address for row in rows}
