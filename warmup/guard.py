@@ -290,11 +290,12 @@ class Guard:
         if reservation.unguarded:
             return False
         group_keys = keys.GroupKeys(reservation.group)
+        mailbox = group_keys.mailbox(reservation.mailbox)
         try:
             with self._client.pipeline(transaction=False) as pipe:
                 # Two scripts in one round trip: the success window is system-wide, so it lives on its own
                 # hash tag and cannot share a script with the group's keys on Redis Cluster.
-                self._scripts.confirm(keys=[group_keys.settled],
+                self._scripts.confirm(keys=[group_keys.settled, mailbox.state],
                                       args=[self._now_arg(now), reservation.token, SETTLED_KEEP_MS], client=pipe)
                 self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
                                         args=[self._now_arg(now), reservation.token, self.breaker.window_s * 1000],

@@ -73,13 +73,14 @@ class MailboxStatus:
     day: date
     day_number: int
     cap: int
-    sent: int
+    sent: int  # sends confirmed today (or shown by an imported send log)
     state: str  # ready | cooldown | daily-limit | paused | not-started
     reason: str | None
     next_eligible: datetime | None  # None: paused until resumed
     breaker: str  # closed | open | disconnected
     failures_in_window: int
     trips_today: int
+    reserved: int = 0  # reservations counted against today's cap: the sent ones and those still in flight
 
 
 @dataclass(frozen=True)
@@ -323,9 +324,10 @@ class Mailboxes:
             today, next_day_ms = parse_member(current[0])
         else:  # past the written schedule, or before the first day: computed here, not written back
             today, next_day_ms = self._day_at(MailboxConfig.from_fields(fields), now_ms)
-        sent = _count_on(fields, today.day.isoformat())
+        reserved = _count_on(fields, today.day.isoformat())
+        sent = int(fields.get("confirmed_count", 0)) if fields.get("confirmed_day") == today.day.isoformat() else 0
         trips = int(fields.get("trips", 0)) if fields.get("trip_day") == today.day.isoformat() else 0
-        state, reason, eligible_ms = self._availability(fields, today, sent, next_day_ms, now_ms)
+        state, reason, eligible_ms = self._availability(fields, today, reserved, next_day_ms, now_ms)
         breaker_until = int(fields.get("breaker_open_until_ms", 0))
         if fields.get("paused") == "1" and "breaker" in fields.get("pause_reason", ""):
             breaker = "disconnected"
@@ -336,7 +338,7 @@ class Mailboxes:
             address=address, group=fields["group"], day=today.day, day_number=today.day_number, cap=today.cap,
             sent=sent, state=state, reason=reason,
             next_eligible=None if eligible_ms is None else datetime.fromtimestamp(eligible_ms / 1000, tz),
-            breaker=breaker, failures_in_window=int(failures), trips_today=trips,
+            breaker=breaker, failures_in_window=int(failures), trips_today=trips, reserved=reserved,
         )
 
     def _day_at(self, config: MailboxConfig, now_ms: int) -> tuple[DayCap, int]:
@@ -349,7 +351,7 @@ class Mailboxes:
         return day, midnight_ms(today + timedelta(days=1), config.timezone)
 
     @staticmethod
-    def _availability(fields: Mapping[str, str], today: DayCap, sent: int, next_day_ms: int,
+    def _availability(fields: Mapping[str, str], today: DayCap, reserved: int, next_day_ms: int,
                       now_ms: int) -> tuple[str, str | None, int | None]:
         """Mirror of reserve.lua's checks, in the same order, for display."""
         if today.state == "not-started":
@@ -363,8 +365,8 @@ class Mailboxes:
         breaker_until = int(fields.get("breaker_open_until_ms", 0))
         if breaker_until > now_ms:
             return "cooldown", "circuit breaker open", breaker_until
-        if sent >= today.cap:
-            return "daily-limit", f"sent {sent} of {today.cap} today", next_day_ms
+        if reserved >= today.cap:
+            return "daily-limit", f"reserved {reserved} of {today.cap} today", next_day_ms
         last = int(fields.get("last_send_ms", -1))
         gap = int(fields["min_gap_ms"])
         stored = fields.get("next_send_ms")  # drawn by reserve.lua at the last send

@@ -125,17 +125,21 @@ class TestSettlingFromTheCli:
         token = re.search(r"reservation (\S+) \(counts against today's cap until settled\)", reserved.stdout)
         assert token, reserved.stdout
         assert f"`sendhost warmup cancel {token[1]}`" in reserved.stdout
+        [row] = json.loads(_warmup(redis_url, "status", "--format", "json").stdout)
+        assert (row["reserved"], row["sent"]) == (1, 0)  # counted against the cap, not as sent
         cancelled = _warmup(redis_url, "cancel", token[1])
         assert cancelled.returncode == 0, cancelled.stderr
         assert cancelled.stdout == f"cancelled {token[1]}: the slot is free again\n"
-        assert json.loads(_warmup(redis_url, "status", "--format", "json").stdout)[0]["sent"] == 0
+        [row] = json.loads(_warmup(redis_url, "status", "--format", "json").stdout)
+        assert (row["reserved"], row["sent"]) == (0, 0)
         again = _warmup(redis_url, "cancel", token[1])
         assert again.returncode == 1 and "already confirmed or cancelled" in again.stderr
 
         second = json.loads(_warmup(redis_url, "reserve", "a@x.com", "--format", "json").stdout)["reservation"]
         confirmed = _warmup(redis_url, "confirm", second)
         assert confirmed.returncode == 0 and confirmed.stdout.startswith(f"confirmed {second}: counted as sent")
-        assert json.loads(_warmup(redis_url, "status", "--format", "json").stdout)[0]["sent"] == 1
+        [row] = json.loads(_warmup(redis_url, "status", "--format", "json").stdout)
+        assert (row["reserved"], row["sent"]) == (1, 1)
         assert _warmup(redis_url, "cancel", second).returncode == 1  # a confirmed send is not given back
 
     def test_bad_tokens_and_failure_classes(self, redis_url: str) -> None:

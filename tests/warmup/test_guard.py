@@ -20,6 +20,22 @@ TODAY = date(2026, 11, 30)
 WEEK_TWO = TODAY - timedelta(days=7)  # day 8 today: cap 15
 
 
+def test_a_reservation_counts_as_sent_only_once_confirmed(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    first = guard.reserve("a@x.com", now=NOW).reservation
+    second = guard.reserve("a@x.com", now=NOW + 1).reservation
+    assert first is not None and second is not None
+    [status] = guard.status(["a@x.com"], now=NOW + 2)
+    assert (status.reserved, status.sent) == (2, 0)
+    assert guard.confirm(first, now=NOW + 3)
+    assert not guard.confirm(first, now=NOW + 4)  # settled once: not counted twice
+    guard.cancel(second, now=NOW + 5)
+    [status] = guard.status(["a@x.com"], now=NOW + 6)
+    assert (status.reserved, status.sent) == (1, 1)
+    tomorrow = guard.status(["a@x.com"], now=NOW + 86400)[0]
+    assert (tomorrow.reserved, tomorrow.sent) == (0, 0)
+
+
 def test_reserve_counts_against_the_cap_and_confirm_keeps_it(guard: Guard) -> None:
     guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
     decisions = [guard.reserve("a@x.com", now=NOW + i) for i in range(11)]
@@ -234,7 +250,7 @@ class TestCancel:
         guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
 
     def _count(self, guard: Guard) -> int:
-        return guard.status(["a@x.com"], now=NOW + 5)[0].sent
+        return guard.status(["a@x.com"], now=NOW + 5)[0].reserved
 
     @pytest.mark.parametrize("failure", [None, FailureClass.RECIPIENT, FailureClass.CONTENT,
                                          FailureClass.TRANSIENT, FailureClass.ACCOUNT_AUTH])
@@ -305,7 +321,7 @@ def test_import_sends_raises_todays_counters_never_lowers(guard: Guard) -> None:
     log.append(("a@x.com", at - timedelta(minutes=5)))
     assert guard.import_sends(log, now=NOW) == {"a@x.com": (5, int((NOW - 300) * 1000))}
     status = guard.status(["a@x.com"], now=NOW)[0]
-    assert status.sent == 5 and status.state == "cooldown"
+    assert status.sent == status.reserved == 5 and status.state == "cooldown"
     assert guard.import_sends([("a@x.com", at - timedelta(hours=2))], now=NOW)["a@x.com"][0] == 5
 
 

@@ -420,7 +420,8 @@ def _render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, not
     if fmt == "json":
         emit_json([{
             "mailbox": s.address, "group": s.group, "day": s.day.isoformat(), "day_number": s.day_number,
-            "cap": s.cap, "sent": s.sent, "next_eligible": s.next_eligible.isoformat() if s.next_eligible else None,
+            "cap": s.cap, "reserved": s.reserved, "sent": s.sent,
+            "next_eligible": s.next_eligible.isoformat() if s.next_eligible else None,
             "state": s.state, "reason": s.reason, "breaker": s.breaker, "failures_in_window": s.failures_in_window,
             "trips_today": s.trips_today,
         } for s in rows])
@@ -430,8 +431,9 @@ def _render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, not
     if summary:
         lines.append(f"{summary} {', '.join(s.address for s in rows)}")
     now = datetime.now(UTC)
-    emit_table("warm-up status", ["mailbox", "day", "#", "cap", "sent", "next eligible", "state", "breaker"],
-               [(s.address, s.day, s.day_number, s.cap, s.sent,
+    emit_table("warm-up status", ["mailbox", "day", "#", "cap", "reserved", "sent", "next eligible", "state",
+                                  "breaker"],
+               [(s.address, s.day, s.day_number, s.cap, s.reserved, s.sent,
                  _when_words(s.next_eligible, now) if s.next_eligible else "until resumed",
                  s.state, s.breaker) for s in rows],
                summary="\n".join(lines) or None)

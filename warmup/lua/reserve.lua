@@ -114,7 +114,7 @@ for i = 1, n do
     elseif count == nil then
       consider_skip(i, "skipped-daily-limit", next_day - now, "now is before the days this mailbox counts")
     elseif count >= cap then
-      consider_skip(i, "skipped-daily-limit", next_day - now, "sent " .. count .. " of " .. cap .. " today")
+      consider_skip(i, "skipped-daily-limit", next_day - now, "reserved " .. count .. " of " .. cap .. " today")
     elseif last >= 0 and now < eligible then
       consider_skip(i, "skipped-cooldown", eligible - now,
         "needs " .. duration(eligible - last) .. " between sends; " .. duration(eligible - now) .. " left")
