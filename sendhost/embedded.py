@@ -169,8 +169,14 @@ def _start_server(state_dir: Path, sock: Path) -> None:
     for name in ("redis.pid", "redis.log"):  # created here, so the server never follows a planted link
         with _private_file(state_dir / name):
             pass
+    args = server_args(state_dir, sock)
+    # State written before persistence was append-only lives in the snapshot alone; a server started with
+    # appendonly yes would ignore it. Load it, then turn the append-only file on (Redis writes it from memory).
+    from_snapshot = not (state_dir / AOF_NAME).exists() and (state_dir / "sendhost.rdb").exists()
+    if from_snapshot:
+        args[args.index("--appendonly") + 1] = "no"
     # umask 077: the append-only and snapshot files the server writes are readable by us alone.
-    result = subprocess.run(server_args(state_dir, sock), capture_output=True, text=True, check=False, umask=0o077)
+    result = subprocess.run(args, capture_output=True, text=True, check=False, umask=0o077)
     if result.returncode != 0:
         raise ConfigError(
             f"embedded Redis failed to start in {state_dir}: {result.stderr.strip() or result.stdout.strip()}; "
@@ -179,9 +185,25 @@ def _start_server(state_dir: Path, sock: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if _answers(sock):
+            if from_snapshot:
+                client = redis.Redis(unix_socket_path=str(sock), socket_timeout=START_TIMEOUT_S)
+                try:
+                    client.config_set("appendonly", "yes")
+                    _wait_for_aof(client, deadline + START_TIMEOUT_S)
+                finally:
+                    client.close()
             return
         time.sleep(0.02)
     raise ConfigError(f"embedded Redis did not answer on {sock}; see {state_dir / 'redis.log'} or set REDIS_URL")
+
+
+def _wait_for_aof(client: redis.Redis, deadline: float) -> None:
+    """Until the first append-only file is written (the server refuses to stop while it writes it)."""
+    while time.monotonic() < deadline:
+        info = client.info("persistence")
+        if not int(info.get("aof_rewrite_in_progress", 0)) and not int(info.get("aof_rewrite_scheduled", 0)):
+            return
+        time.sleep(0.02)
 
 
 def _check_instance(state_dir: Path, sock: Path) -> None:
@@ -254,13 +276,14 @@ def stop_embedded(state_dir: Path, timeout_s: float = STOP_TIMEOUT_S) -> int | N
     if not status.running or status.pid is None:
         return None
     client = redis.Redis(unix_socket_path=str(status.socket), socket_timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
     try:
+        _wait_for_aof(client, deadline)  # a server still writing its first append-only file refuses to stop
         # SHUTDOWN fsyncs the append-only file (and saves) before exiting; the server drops the connection.
         with contextlib.suppress(redis.ConnectionError):
             client.shutdown()
     finally:
         client.close()
-    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             os.kill(status.pid, 0)

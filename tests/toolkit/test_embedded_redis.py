@@ -210,3 +210,22 @@ def test_a_deep_state_dir_gets_its_socket_in_a_private_directory(tmp_path: Path)
         assert os.stat(sock.parent).st_uid == os.geteuid()
     finally:
         _stop(state_dir)
+
+
+def test_state_kept_only_in_a_snapshot_is_loaded_and_then_kept_append_only(tmp_path: Path) -> None:
+    """What an older sendhost left (a snapshot, no append-only file) is not dropped by the first start."""
+    state_dir = tmp_path / ".sendhost"
+    try:
+        client = connect(None, state_dir=state_dir)
+        client.set("paused-by-hand", "a@x.com")
+        client.config_set("appendonly", "no")
+        client.save()
+        client.close()
+        stop_embedded(state_dir)
+        (state_dir / "sendhost.aof").unlink(missing_ok=True)
+        client = connect(None, state_dir=state_dir)
+        assert client.get("paused-by-hand") == "a@x.com"
+        assert client.config_get("appendonly")["appendonly"] == "yes"
+        client.close()
+    finally:
+        _stop(state_dir)
