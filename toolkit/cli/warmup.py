@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import csv
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from sendhost.errors import ConfigError
 from toolkit.app import App
+from toolkit.cli.warmup_sendlog import read_send_log
+from toolkit.cli.warmup_views import decision_data, render_plan, render_status, wait_words
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
     from toolkit.inventory import Mailbox
-    from warmup import Decision, Guard
-    from warmup.mailboxes import MailboxStatus
+    from warmup import Guard
     from warmup.schedule import DayCap, Ramp
 
 EXIT_HELP = "Exit 0 ok; 1 reserve skipped or Redis unreachable; 2 bad input (the message names it)."
@@ -121,7 +120,7 @@ def add(app: App, address: str, start: str, timezone: str, group_name: str, doma
     guard = _guard(app)
     created = guard.add_mailbox(address, start=start_day, min_gap_s=min_gap, jitter_s=jitter_s, group=group_name,
                                 timezone=timezone, domain=domain, ramp=ramp, force=force)
-    _render_status(guard.status([address]), app.output_format(fmt), "added" if created else "updated")
+    render_status(guard.status([address]), app.output_format(fmt), "added" if created else "updated")
 
 
 @group.command("plan")
@@ -157,7 +156,7 @@ def plan_command(app: App, mailbox: str | None, start: str | None, days: int, ce
         first = _date(start, "--start")
         caps = plan(first, first + timedelta(days=days - 1), _ramp(step, ceiling))
         title = f"warm-up plan from {first}"
-    _render_plan(_waiting_days(today, first) + caps, app.output_format(fmt), title)
+    render_plan(_waiting_days(today, first) + caps, app.output_format(fmt), title)
 
 
 def _waiting_days(today: date, first: date) -> list[DayCap]:
@@ -191,7 +190,7 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
         rows = guard.status(wanted) if wanted else []
         notes = [f"not in {_store(app)} yet: {', '.join(pending)} (listed in the inventory; the next "
                  "`warmup reserve`, `pause` or `record` adds them)"] if pending else []
-        _render_status(rows, output, None, notes=notes if output != "json" else [])
+        render_status(rows, output, None, notes=notes if output != "json" else [])
         return
     rows = guard.status()
     known = {row.address for row in rows}
@@ -204,7 +203,7 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
     elif not rows:
         notes.append("no mailbox is under warm-up; add one with `sendhost warmup add ADDRESS --start DATE` or list "
                      "it under sendhost_mailboxes in the inventory")
-    _render_status(rows, output, None, notes=notes if output != "json" else [])
+    render_status(rows, output, None, notes=notes if output != "json" else [])
     if rows:
         return
     lost = guard.mailboxes.lost_note()
@@ -228,7 +227,7 @@ def pause(app: App, mailbox: str, reason: str, fmt: str | None) -> None:
     guard = _synced_guard(app)
     guard.status([mailbox])  # unknown mailbox: exit 2 before anything is written
     guard.pause(mailbox, reason)
-    _render_status(guard.status([mailbox]), app.output_format(fmt), "paused")
+    render_status(guard.status([mailbox]), app.output_format(fmt), "paused")
 
 
 @group.command("resume")
@@ -240,7 +239,7 @@ def resume(app: App, mailbox: str, fmt: str | None) -> None:
     guard = _synced_guard(app)
     guard.status([mailbox])
     guard.resume(mailbox)
-    _render_status(guard.status([mailbox]), app.output_format(fmt), "resumed")
+    render_status(guard.status([mailbox]), app.output_format(fmt), "resumed")
 
 
 @group.command("record")
@@ -298,8 +297,8 @@ def reserve(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
     The reservation counts against the day's cap until it is settled: after sending, `sendhost warmup confirm
     TOKEN`; if nothing was sent, `sendhost warmup cancel TOKEN` gives the slot back."""
     decision = _synced_guard(app).pick(list(mailboxes))
-    data = _decision_data(decision)
-    wait = _wait_words(decision.retry_after_s)
+    data = decision_data(decision)
+    wait = wait_words(decision.retry_after_s)
     if app.output_format(fmt) == "json":
         emit_json(data)
     else:
@@ -362,7 +361,7 @@ def import_sends(app: App, path: Path, fmt: str | None) -> None:
 
     Counters are only ever raised. Rows whose `status` is `cancelled` or `rejected` freed their slot and
     do not count."""
-    sends = _read_send_log(path)
+    sends = read_send_log(path)
     restored = _synced_guard(app).import_sends(sends)
     rows = [(address, count, datetime.fromtimestamp(last / 1000, UTC).isoformat() if last >= 0 else None)
             for address, (count, last) in sorted(restored.items())]
@@ -370,97 +369,3 @@ def import_sends(app: App, path: Path, fmt: str | None) -> None:
         emit_json([{"mailbox": a, "sent_today": c, "last_send": last} for a, c, last in rows])
         return
     emit_table(f"counters rebuilt from {path}", ["mailbox", "sent today", "last send"], rows)
-
-
-def _read_send_log(path: Path) -> list[tuple[str, datetime]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror}; pass a CSV or JSON send log") from None
-    if path.suffix.lower() == ".json":
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ConfigError(f"{path}: expected a JSON list of objects with mailbox and sent_at")
-        numbered: list[tuple[str, dict[str, Any]]] = [(f"item {i}", r) for i, r in enumerate(rows)]
-    else:
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames or not {"mailbox", "sent_at"} <= set(reader.fieldnames):
-            raise ConfigError(f"{path}:1: the CSV header needs columns mailbox and sent_at")
-        numbered = [(f"line {i + 2}", dict(r)) for i, r in enumerate(reader)]
-    sends = []
-    for where, row in numbered:
-        if str(row.get("status") or "").lower() in ("cancelled", "rejected"):
-            continue
-        try:
-            sent_at = datetime.fromisoformat(str(row.get("sent_at")))
-        except ValueError:
-            raise ConfigError(f"{path} {where}: sent_at {row.get('sent_at')!r} is not an ISO time like "
-                              "2026-11-30T09:15:00+00:00") from None
-        if sent_at.tzinfo is None:
-            raise ConfigError(f"{path} {where}: sent_at {row.get('sent_at')!r} has no UTC offset; add one "
-                              "like +00:00")
-        sends.append((str(row.get("mailbox") or ""), sent_at))
-    return sends
-
-
-def _decision_data(decision: Decision) -> dict[str, Any]:
-    r = decision.reservation
-    return {
-        "status": decision.status, "mailbox": decision.mailbox,
-        "reservation": r.token if r else None, "day": r.day if r else None,
-        "count_cap": f"{r.count}/{r.cap}" if r else None,
-        "retry_after_s": decision.retry_after_s, "reason": decision.reason,
-    }
-
-
-def _render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, notes: Sequence[str] = ()) -> None:
-    if fmt == "json":
-        emit_json([{
-            "mailbox": s.address, "group": s.group, "day": s.day.isoformat(), "day_number": s.day_number,
-            "cap": s.cap, "reserved": s.reserved, "sent": s.sent,
-            "next_eligible": s.next_eligible.isoformat() if s.next_eligible else None,
-            "state": s.state, "reason": s.reason, "breaker": s.breaker, "failures_in_window": s.failures_in_window,
-            "trips_today": s.trips_today,
-        } for s in rows])
-        return
-    lines = [f"{s.address}: {s.state}: {s.reason}" for s in rows if s.reason]
-    lines += notes
-    if summary:
-        lines.append(f"{summary} {', '.join(s.address for s in rows)}")
-    now = datetime.now(UTC)
-    emit_table("warm-up status", ["mailbox", "day", "#", "cap", "reserved", "sent", "next eligible", "state",
-                                  "breaker"],
-               [(s.address, s.day, s.day_number, s.cap, s.reserved, s.sent,
-                 _when_words(s.next_eligible, now) if s.next_eligible else "until resumed",
-                 s.state, s.breaker) for s in rows],
-               summary="\n".join(lines) or None)
-
-
-def _when_words(at: datetime, now: datetime) -> str:
-    """An instant as a person reads it: local clock time and how long from now, both rounded up."""
-    from warmup.days import format_duration
-
-    wait_ms = (at - now).total_seconds() * 1000
-    if wait_ms <= 0:
-        return "now"
-    local = (at + timedelta(microseconds=999_999 - at.microsecond)).replace(microsecond=0).astimezone()
-    clock = local.strftime("%H:%M:%S %Z") if local.date() == now.astimezone().date() else \
-        local.strftime("%Y-%m-%d %H:%M:%S %Z")
-    return f"{clock} (in {format_duration(wait_ms)})"
-
-
-def _wait_words(retry_after_s: float | None) -> str:
-    if retry_after_s is None:
-        return "until resumed"
-    now = datetime.now(UTC)
-    return "at " + _when_words(now + timedelta(seconds=retry_after_s), now)
-
-
-def _render_plan(caps: list[DayCap], fmt: str, title: str) -> None:
-    if fmt == "json":
-        emit_json([{"date": d.day.isoformat(), "day": d.day_number, "cap": d.cap, "state": d.state} for d in caps])
-        return
-    emit_table(title, ["date", "day", "cap", "state"], [(d.day, d.day_number, d.cap, d.state) for d in caps])
