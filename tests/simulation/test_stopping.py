@@ -44,6 +44,7 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], int, Path]:
     """A simulation long enough to interrupt, and its Redis server once it runs: (process, redis pid, its dir)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SENDHOST_", "AWS_")) and k != "REDIS_URL"}
     env["PYTHONPATH"] = str(REPO_ROOT)
+    env["PYTHONFAULTHANDLER"] = "1"  # a hang is reported with every thread's stack (see _finish)
     process = subprocess.Popen([sys.executable, "-m", "toolkit", "simulate", "--days", "30", "--report",
                                 str(tmp_path / "report.html")], cwd=tmp_path, env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -64,6 +65,17 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], int, Path]:
     raise AssertionError("simulate started no redis-server child within 60 s")
 
 
+def _finish(process: subprocess.Popen[str], timeout_s: float = 60) -> tuple[str, str]:
+    """Its output once it ends; if it hangs instead, fail with every thread's stack (SIGABRT -> faulthandler)."""
+    try:
+        return process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        _, stderr = process.communicate(timeout=30)
+        raise AssertionError(f"simulate hung {timeout_s:.0f} s after the signal; its stacks:\n"
+                             f"{stderr[-6000:]}") from None
+
+
 def _gone(pid: int, timeout_s: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -79,7 +91,7 @@ def test_ctrl_c_exits_130_and_leaves_nothing_behind(tmp_path: Path, after_s: flo
     try:
         time.sleep(after_s)
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
+        stdout, stderr = _finish(process)
         assert process.returncode == 130, stderr
         assert stderr.strip() == "interrupted" and stdout == ""
         assert not (tmp_path / "report.html").exists()
@@ -96,7 +108,7 @@ def test_sigterm_cleans_up_too(tmp_path: Path) -> None:
     try:
         time.sleep(0.5)
         process.terminate()
-        process.communicate(timeout=60)
+        _finish(process)
         assert process.returncode == 128 + signal.SIGTERM
         assert not (tmp_path / "report.html").exists()
         assert _gone(redis_pid) and not directory.exists()
