@@ -91,8 +91,8 @@ class PoolLifecycle:
             if address.slot is not None and address.tags.get(TAG_PRIVATE_IP) and address.state == EipState.ACTIVE:
                 known.setdefault(address.slot, address.tags[TAG_PRIVATE_IP])
         registered = self.slots.status(spec.name)[0].slots if spec.name in self.slots.hosts() else ()
-        for held in registered:
-            if held.private_ip:
+        for held in registered:  # Redis's private IP only when AWS says it is a secondary IP of this ENI
+            if held.private_ip and held.private_ip in secondary:
                 known[held.slot] = held.private_ip
         free = [ip for ip in secondary if ip not in known.values()]
         missing = [slot for slot in range(slots) if slot not in known]

@@ -1,4 +1,4 @@
-"""Reconcile against moto's EC2 and a real Redis: each of its nine kinds of difference, made on purpose, found by
+"""Reconcile against moto's EC2 and a real Redis: each of its ten kinds of difference, made on purpose, found by
 name, and (but for a stranger's EIP) fixed so a second run finds nothing."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ def kinds(reconciler: Reconciler, fix: bool = False) -> list[str]:
     return sorted(difference.kind for difference in reconciler.run(fix=fix))
 
 
-def test_there_are_nine_kinds() -> None:
-    assert len(KINDS) == 9 and set(KINDS) == set(DifferenceKind)
+def test_there_are_ten_kinds() -> None:
+    assert len(KINDS) == 10 and set(KINDS) == set(DifferenceKind)
 
 
 def test_nothing_to_report_after_create(world: World) -> None:
