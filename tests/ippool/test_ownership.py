@@ -139,3 +139,24 @@ def test_a_slot_private_ip_that_is_the_primary_is_refused(alpha_beta: tuple[Depl
     assert still is not None and still.associated and still.state == EipState.ACTIVE
     [difference] = alpha.machinery.reconciler(grace_s=0).run()
     assert difference.kind == DifferenceKind.SLOT_NOT_OURS and "primary private IP" in difference.detail
+
+
+def test_another_host_s_eip_of_the_same_pool_is_refused(moto_aws: None, redis_url: str, clock: FakeClock,
+                                                        make_adapter: AdapterFactory) -> None:
+    """One deployment, two hosts: a sender writing its neighbour's allocation id into its own slot is refused by the
+    host tag, though the pool tag matches."""
+    aws = make_adapter()
+    first = deploy(aws, redis_url, 0, "alpha", "sender-a", clock)
+    second = deploy(aws, redis_url, 2, "alpha", "sender-c", clock)
+    try:
+        theirs, their_ip = serving_address(second)
+        first.client.hset(first.slot_hash(0), mapping={"allocation_id": theirs, "public_ip": their_ip})
+        with pytest.raises(AddressNotOurs, match=r"sendhost:host=sender-c \(want sender-a\)"):
+            rotate_now(first.machinery.rotator("alpha-rotator"), first.host, [0], timeout_s=0, force=True,
+                       sleep=lambda _s: None)
+        address = aws.get_address(theirs)
+        assert address is not None and address.associated and address.host == "sender-c"
+        assert address.state == EipState.ACTIVE
+    finally:
+        first.client.close()
+        second.client.close()
