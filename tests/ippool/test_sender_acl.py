@@ -24,6 +24,7 @@ from ippool.sender_acl import (
     sender_acl_command,
     sender_user,
 )
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST, OTHER = "sender-1", "sender-2"
@@ -99,3 +100,29 @@ def test_a_script_run_by_the_sender_is_held_to_its_acl(sender_client: tuple[redi
     with pytest.raises(redis.exceptions.ResponseError, match="can't run this command"):
         sender.eval("return redis.call('DEL', KEYS[1])", 1, HostKeys(HOST).slot(0))
     assert admin.exists(HostKeys(HOST).slot(0))
+
+
+def test_the_cli_prints_and_applies_the_rule(redis_url: str) -> None:
+    printed = run_cli("pool", "sender-acl", HOST, env={"REDIS_URL": redis_url})
+    assert (printed.returncode, printed.stdout.strip()) == (0, sender_acl_command(HOST)), printed.stderr
+    bad = run_cli("pool", "sender-acl", "a{b}", env={"REDIS_URL": redis_url})
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "bad host name 'a{b}'" in bad.stderr
+    no_password = run_cli("pool", "sender-acl", HOST, "--apply", env={"REDIS_URL": redis_url})
+    assert no_password.returncode == 2 and "SENDHOST_SENDER_REDIS_PASSWORD" in no_password.stderr
+
+    applied = run_cli("pool", "sender-acl", HOST, "--apply",
+                      env={"REDIS_URL": redis_url, "SENDHOST_SENDER_REDIS_PASSWORD": PASSWORD})
+    assert applied.returncode == 0, applied.stderr
+    assert PASSWORD not in applied.stdout + applied.stderr
+    admin = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        parts = urlsplit(redis_url)
+        sender = redis.Redis(host=parts.hostname or "127.0.0.1", port=parts.port or 6379,
+                             username=sender_user(HOST), password=PASSWORD)
+        assert sender.ping()
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            sender.flushall()
+        sender.close()
+    finally:
+        admin.execute_command("ACL", "DELUSER", sender_user(HOST))
+        admin.close()
