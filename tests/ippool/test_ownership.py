@@ -14,6 +14,7 @@ import redis
 
 from ippool.assembly import PoolMachinery, build_machinery
 from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import pool_tags
 from ippool.errors import AddressNotOurs
 from ippool.keys import HostKeys
 from ippool.operator_actions import rotate_now
@@ -22,6 +23,7 @@ from ippool.spec import HostSpec
 from ippool.states import EipState, SlotState
 from tests.support.aws import AdapterFactory, create_host
 from tests.support.clock import FakeClock
+from tests.support.ippool_world import World
 
 
 @dataclass
@@ -160,3 +162,23 @@ def test_another_host_s_eip_of_the_same_pool_is_refused(moto_aws: None, redis_ur
     finally:
         first.client.close()
         second.client.close()
+
+
+def test_destroy_never_unassigns_a_private_ip_that_carries_another_pool_s_eip(world: World) -> None:
+    """Redis names the private IPs destroy unassigns: one planted there that holds beta's EIP stays assigned."""
+    aws = world.gaps()  # reports the private IP each EIP is associated to, as AWS does
+    spec = world.add_host("sender-a", slots=1)
+    world.lifecycle(aws=aws).create(spec, 1)
+    eni = aws.assign_secondary_private_ips(aws.describe_instance(spec.instance_id).primary_interface.eni_id, 1)
+    slot_ip = world.slots.slot_status("sender-a", 0).private_ip
+    beta_ip = next(ip for ip in eni.secondary_private_ips if ip != slot_ip)
+    beta = aws.allocate_address(pool_tags("beta", "sender-b", 0, EipState.ACTIVE))
+    aws.associate_address(beta.allocation_id, eni.eni_id, beta_ip)
+    world.slots.put_address("sender-a", 1, private_ip=beta_ip)  # planted: no address, just the IP
+
+    world.lifecycle(aws=aws).destroy(spec)
+
+    after = aws.describe_network_interface(eni.eni_id)
+    assert beta_ip in after.secondary_private_ips and slot_ip not in after.secondary_private_ips
+    address = aws.get_address(beta.allocation_id)
+    assert address is not None and address.associated and address.pool == "beta"
