@@ -83,6 +83,12 @@ class Inventory:
         raise ConfigError(f"{self.path}: no host {name!r} in group {SENDER_GROUP} (known: {known})")
 
 
+# Read by the sender_agent role on each host (the agent's settings), and the index a host installs sendhost from
+# instead of the wheel `sendhost provision` builds (provisioning/agent_package.py checks that one).
+GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_key_file",
+                "sendhost_package_index_url"}
+
+
 def load_inventory(path: Path) -> Inventory:
     """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem."""
     data = load_yaml_with_lines(path)
