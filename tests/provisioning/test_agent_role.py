@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from provisioning.agent_package import build_wheel, checkout_root, controller_version
+from provisioning.runner import find_ansible_playbook, run_playbook
 from tests.conftest import run_cli
 from tests.provisioning.conftest import CLI_ENV, UNUSED_REDIS_URL, host_vars, write_inventory
 from tests.support.net import on_ci
 from tests.support.sshhost import SshHost
+from toolkit.inventory import load_inventory
 
 pytestmark = pytest.mark.slow
 
@@ -117,6 +120,7 @@ def test_agent_is_installed_from_the_built_wheel_and_a_second_run_changes_nothin
         f"SENDHOST_DATABASE_URL={DATABASE_URL}\n"
         "SENDHOST_HOST=sender-t\n"
         "SENDHOST_INSTANCE_ID=i-0123456789abcdef0\n"
+        f"SENDHOST_INVENTORY={files}/sendhost/inventory.yml\n"
         f"SENDHOST_PRIMARY_IP={fresh_host.address}\n"
         f"SENDHOST_REDIS_URL={UNUSED_REDIS_URL}\n"
         "SENDHOST_REGION=us-east-1\n"
@@ -124,6 +128,12 @@ def test_agent_is_installed_from_the_built_wheel_and_a_second_run_changes_nothin
     )
     assert oct(env_file.stat().st_mode & 0o777) == "0o600"
     assert (env_file.stat().st_uid, env_file.stat().st_gid) == (0, 0)
+
+    # the agent's own inventory is one sendhost reads: this host, and no URL (those are in the 0600 env file)
+    agent_inventory = load_inventory(files / "sendhost" / "inventory.yml")
+    assert [(h.name, h.primary_ip, h.instance_id) for h in agent_inventory.hosts] == [
+        ("sender-t", fresh_host.address, "i-0123456789abcdef0")]
+    assert agent_inventory.redis_url is None
 
     unit = files / "systemd" / "sendhost-sender.service"
     assert unit.read_text() == expected_unit(files, venv)
@@ -236,3 +246,99 @@ def test_an_inventory_index_url_installs_the_same_version_from_that_index(
     rc, data, stderr = provision(inventory)
     assert rc == 0, stderr
     assert [(h["status"], h["changed"]) for h in data["hosts"]] == [("ok", 0)]
+
+
+def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHost, tmp_path: Path, agent_wheel: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    files = tmp_path / "files"
+    password_file = tmp_path / "secrets" / "alice.pw"
+    password_file.parent.mkdir()
+    password_file.write_text("alice-pw\n")
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "unsub.key").write_text("unsubscribe-signing-key\n")
+    smtp = {"host": "smtp.gmail.com", "port": 587, "security": "starttls"}
+    mailboxes = [
+        {"address": "alice@example.com", "domain": "example.com", "start": "2026-11-02",
+         "smtp": {**smtp, "username": "alice@example.com", "password_file": str(password_file)}},
+        {"address": "bob@example.com", "domain": "example.com", "start": "2026-11-02", "group": "b",
+         "smtp": {**smtp, "username": "bob@example.com", "password_env": "SENDHOST_TEST_BOB_PASSWORD"}},
+        {"address": "carol@example.com", "domain": "example.com", "start": "2026-11-02", "auth": "xoauth2",
+         "token_file": "/var/lib/sendhost-tokens/carol", "smtp": {**smtp, "username": "carol@example.com"}},
+    ]
+    inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": agent_vars(fresh_host, files)})
+    data = yaml.safe_load(inventory.read_text())
+    data["all"]["vars"] = {  # the sender's inventory keys; the playbook runs without sendhost's own schema check
+        "sendhost_domains": [{"name": "example.com", "dkim_selectors": ["s1"]}],
+        "sendhost_mailboxes": mailboxes,
+        "sendhost_unsubscribe_base_url": "https://u.example.com",
+        "sendhost_unsubscribe_key_file": "keys/unsub.key",  # relative: read beside the inventory
+    }
+    inventory.write_text(yaml.safe_dump(data, sort_keys=False))
+    for name, value in {**CLI_ENV, "SENDHOST_TEST_BOB_PASSWORD": "bob-s3cret"}.items():
+        monkeypatch.setenv(name, value)
+    lines: list[str] = []
+
+    def run() -> Any:
+        return run_playbook(inventory, binary=find_ansible_playbook({"PATH": ""}), tags=["sender_agent"],
+                            extravars={"sendhost_agent_wheel": str(agent_wheel)}, progress=lines.append)
+
+    first = run()
+
+    assert not first.failed, first
+    secrets = files / "sendhost" / "secrets"
+    daemon_uid = int(subprocess.run(["id", "-u", AGENT_USER], capture_output=True, text=True, check=True).stdout)
+    assert (secrets.stat().st_uid, oct(secrets.stat().st_mode & 0o777)) == (daemon_uid, "0o700")
+    copies = {path.name: (path.read_text(), oct(path.stat().st_mode & 0o777), path.stat().st_uid)
+              for path in secrets.iterdir()}
+    assert copies == {"alice@example.com.password": ("alice-pw\n", "0o600", daemon_uid),
+                      "unsubscribe.key": ("unsubscribe-signing-key\n", "0o600", daemon_uid)}
+    written = yaml.safe_load((files / "sendhost" / "inventory.yml").read_text())
+    alice, bob, carol = mailboxes
+    assert written == {"all": {
+        "vars": {
+            "sendhost_domains": [{"name": "example.com", "dkim_selectors": ["s1"]}],
+            "sendhost_mailboxes": [
+                {**alice, "smtp": {**alice["smtp"], "password_file": f"{secrets}/alice@example.com.password"}},
+                bob,
+                carol,  # a token file is the host's own: whatever refreshes it runs there
+            ],
+            "sendhost_unsubscribe_base_url": "https://u.example.com",
+            "sendhost_unsubscribe_key_file": f"{secrets}/unsubscribe.key",
+        },
+        "children": {"senders": {"hosts": {"sender-t": {
+            "sendhost_instance_id": "i-0123456789abcdef0", "sendhost_region": "us-east-1",
+            "sendhost_primary_ip": fresh_host.address, "sendhost_pool": {"slots": 1},
+            "sendhost_subnet": fresh_host.subnet, "sendhost_interface": fresh_host.interface,
+        }}}},
+    }}
+    env_lines = (files / "sendhost" / "agent.env").read_text().splitlines()
+    assert env_lines[-1] == "SENDHOST_TEST_BOB_PASSWORD=bob-s3cret"  # password_env reaches the agent's environment
+    assert not [line for line in lines if "bob-s3cret" in line or "alice-pw" in line or "signing-key" in line]
+
+    lines.clear()
+    second = run()
+    assert not second.failed, second
+    assert [(h.host, h.changed) for h in second.hosts] == [("sender-t", 0)], lines
+
+
+def test_a_password_variable_missing_where_provision_runs_is_refused(fresh_host: SshHost, tmp_path: Path,
+                                                                    agent_wheel: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    files = tmp_path / "files"
+    inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": agent_vars(fresh_host, files)})
+    data = yaml.safe_load(inventory.read_text())
+    data["all"]["vars"] = {"sendhost_mailboxes": [{
+        "address": "bob@example.com", "domain": "example.com", "start": "2026-11-02",
+        "smtp": {"host": "smtp.gmail.com", "username": "bob@example.com", "password_env": "SENDHOST_TEST_UNSET_PW"}}]}
+    inventory.write_text(yaml.safe_dump(data, sort_keys=False))
+    for name, value in CLI_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SENDHOST_TEST_UNSET_PW", raising=False)
+
+    result = run_playbook(inventory, binary=find_ansible_playbook({"PATH": ""}), tags=["sender_agent"],
+                          extravars={"sendhost_agent_wheel": str(agent_wheel)})
+
+    assert result.failed
+    assert ("smtp.password_env is not set where sendhost provision runs, for bob@example.com (SENDHOST_TEST_UNSET_PW)"
+            in (result.hosts[0].message or ""))
+    assert not files.exists()
