@@ -6,12 +6,34 @@ PY := $(VENV)/bin/python
 SENDHOST := $(VENV)/bin/sendhost
 
 .PHONY: demo test lint bench clean
+.PHONY: constraints check-constraints
+CONSTRAINTS := constraints.txt
 
-$(VENV)/.installed: pyproject.toml
+# Installs with the pins in constraints.txt, so a new release upstream cannot change what the tests run against.
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
 	touch $@
+
+# Refresh the pins deliberately, in a commit of their own: resolve pyproject.toml afresh in a throwaway venv and pin
+# what it installed (sendhost itself excluded); then `make clean test` before committing constraints.txt.
+constraints:
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PYTHON) -m venv "$$tmp/venv" && \
+	"$$tmp/venv/bin/python" -m pip install --quiet --upgrade pip && \
+	"$$tmp/venv/bin/python" -m pip install --quiet -e '.[dev]' && \
+	{ echo "# Pins for make and CI (pip install -c $(CONSTRAINTS)). Refreshed deliberately with 'make constraints',"; \
+	  echo "# in a commit of its own, after the tests pass on the new pins. Not a requirements file: pyproject.toml"; \
+	  echo "# says what sendhost needs; this says which versions CI has proven."; \
+	  "$$tmp/venv/bin/python" -m pip freeze --all --exclude pip --exclude-editable; } > $(CONSTRAINTS).new && \
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
+
+# CI: every installed package is pinned; a dependency added to pyproject.toml without `make constraints` fails here.
+check-constraints: $(VENV)/.installed
+	@$(PY) -m pip freeze --all --exclude pip --exclude-editable > $(VENV)/freeze.txt
+	@if grep -vxFf $(CONSTRAINTS) $(VENV)/freeze.txt; then \
+	  echo "^ installed but not pinned in $(CONSTRAINTS): run 'make constraints', test, and commit it" >&2; exit 1; fi
 
 # The main job on embedded defaults: two weeks of sending on the example inventory (also shipped in the package,
 # so `sendhost simulate` alone runs it too), simulated in seconds

@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import load_der_public_key
 
-from dns_audit.findings import Finding, clip, finding
+from dns_audit.findings import CheckSkipped, Finding, clip, finding
 from dns_audit.resolver import Resolver
 from dns_audit.tags import TagSyntaxError, parse_tags
 
@@ -79,7 +79,7 @@ async def audit_selector(resolver: Resolver, domain: str, selector: str) -> list
     if answer.failed:
         return [finding("dkim.lookup_failed", f"TXT lookup for {name} failed: {answer.error or answer.status}")]
     if answer.unknown:
-        return []
+        raise CheckSkipped(f"{name} is not in the zone files")
     records = [r for r in answer.records if "p=" in r.text or r.text.lower().startswith("v=dkim1")]
     if not records and answer.records:
         return [finding("dkim.syntax", f"{name} holds TXT data that is not a DKIM key",
@@ -112,7 +112,14 @@ async def audit_selector(resolver: Resolver, domain: str, selector: str) -> list
 
 
 async def audit_dkim(resolver: Resolver, domain: str, selectors: list[str]) -> list[Finding]:
+    """Each selector's key; CheckSkipped when none could be looked at."""
     found: list[Finding] = []
+    skipped: list[str] = []
     for selector in selectors:
-        found.extend(await audit_selector(resolver, domain, selector))
+        try:
+            found.extend(replace(f, subject=selector) for f in await audit_selector(resolver, domain, selector))
+        except CheckSkipped as exc:
+            skipped.append(str(exc))
+    if skipped and len(skipped) == len(selectors):
+        raise CheckSkipped("; ".join(skipped))
     return found

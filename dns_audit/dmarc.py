@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dns_audit.findings import Finding, Location, clip, finding
+from dns_audit.findings import CheckSkipped, Finding, Location, clip, finding
 from dns_audit.orgdomain import organizational_domain
 from dns_audit.resolver import Answer, Resolver
 from dns_audit.tags import TagSyntaxError, parse_tags
@@ -112,13 +112,23 @@ async def find_policy(resolver: Resolver, domain: str) -> DmarcLookup:
         "TXT " + ", ".join(names) + ": no v=DMARC1 record"),))
 
 
-async def audit_dmarc(resolver: Resolver, domain: str) -> tuple[list[Finding], DmarcRecord | None]:
-    """Findings for the DMARC policy of `domain`, and the record (for alignment checks)."""
+async def audit_dmarc(resolver: Resolver, domain: str,
+                      floor: str | None = None) -> tuple[list[Finding], DmarcRecord | None]:
+    """Findings for the DMARC policy of `domain` (no weaker than `floor`, when given), and the record (for
+    alignment checks). CheckSkipped when the record is outside the zone files."""
     lookup = await find_policy(resolver, domain)
     found = list(lookup.findings)
     record = lookup.record
     if record is None:
+        if not found:
+            raise CheckSkipped(f"{lookup.source} is not in the zone files")
         return found, None
+    applied = record.policy
+    if lookup.source != f"_dmarc.{domain.lower().rstrip('.')}" and record.subdomain_policy:
+        applied = record.subdomain_policy  # the organizational domain's sp= governs its subdomains
+    if floor is not None and POLICIES.index(applied) < POLICIES.index(floor):
+        found.append(finding("dmarc.below_floor", f"DMARC policy of {domain} is p={applied}, weaker than the "
+                             f"inventory's dmarc_floor {floor}", clip(record.text), lookup.location))
     if record.policy == "none":
         found.append(finding("dmarc.policy_none", f"DMARC policy of {domain} is p=none: failing mail is delivered",
                              clip(record.text), lookup.location))

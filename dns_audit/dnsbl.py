@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from dns_audit.findings import Finding, finding
+from dns_audit.findings import CheckSkipped, Finding, finding
 from dns_audit.resolver import Resolver
 
 DEFAULT_IP_ZONES = ("zen.spamhaus.org", "bl.spamcop.net", "b.barracudacentral.org")
@@ -23,29 +23,41 @@ def _is_refusal(address: str) -> bool:
 
 async def _lookup(resolver: Resolver, name: str, zone: str, subject: str, listed_code: str) -> list[Finding]:
     answer = await resolver.query(name, "A")
+    if answer.unknown:
+        raise CheckSkipped(f"{zone} is outside the zone files: not asked")
     if answer.status == "refused":
-        return [finding("dnsbl.refused", f"{zone} refused the query for {subject}", f"A {name}: REFUSED")]
+        return [finding("dnsbl.refused", f"{zone} refused the query for {subject}", f"A {name}: REFUSED",
+                        subject=f"{subject}@{zone}")]
     if answer.failed:
-        return [finding("dnsbl.lookup_failed", f"{zone} lookup for {subject} failed: {answer.error}")]
+        return [finding("dnsbl.lookup_failed", f"{zone} lookup for {subject} failed: {answer.error}",
+                        subject=f"{subject}@{zone}")]
     codes = answer.texts()
     if not codes:
         return []
     if all(_is_refusal(code) for code in codes):
         return [finding("dnsbl.refused", f"{zone} answered {', '.join(codes)} for {subject}: an error, not a listing",
-                        f"A {name} = {', '.join(codes)}")]
+                        f"A {name} = {', '.join(codes)}", subject=f"{subject}@{zone}")]
     reason = await resolver.query(name, "TXT")
     why = "; ".join(reason.texts())[:200]
     return [finding(listed_code, f"{subject} is listed on {zone}",
-                    f"A {name} = {', '.join(codes)}" + (f"; TXT {why}" if why else ""))]
+                    f"A {name} = {', '.join(codes)}" + (f"; TXT {why}" if why else ""), subject=f"{subject}@{zone}")]
 
 
 async def audit_dnsbl(resolver: Resolver, domain: str, ips: list[str], ip_zones: list[str],
                       domain_zones: list[str]) -> list[Finding]:
-    """Listings of each sending IP on `ip_zones` and of `domain` on `domain_zones`."""
+    """Listings of each sending IP on `ip_zones` and of `domain` on `domain_zones`; CheckSkipped when no list
+    was asked anything (offline, or none configured): a list never asked is not a clean listing."""
+    lookups = [(f"{reversed_ip(ip)}.{zone}", zone, ip, "dnsbl.ip_listed") for zone in ip_zones for ip in ips]
+    lookups += [(f"{domain}.{zone}", zone, domain, "dnsbl.domain_listed") for zone in domain_zones]
+    if not lookups:
+        raise CheckSkipped("no blocklist to ask (offline audits ask none; name them with --dnsbl)")
     found: list[Finding] = []
-    for zone in ip_zones:
-        for ip in ips:
-            found.extend(await _lookup(resolver, f"{reversed_ip(ip)}.{zone}", zone, ip, "dnsbl.ip_listed"))
-    for zone in domain_zones:
-        found.extend(await _lookup(resolver, f"{domain}.{zone}", zone, domain, "dnsbl.domain_listed"))
+    skipped: list[str] = []
+    for name, zone, subject, code in lookups:
+        try:
+            found.extend(await _lookup(resolver, name, zone, subject, code))
+        except CheckSkipped as exc:
+            skipped.append(str(exc))
+    if len(skipped) == len(lookups):
+        raise CheckSkipped(sorted(set(skipped))[0] if len(set(skipped)) == 1 else "; ".join(sorted(set(skipped))))
     return found

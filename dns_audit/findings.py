@@ -5,7 +5,7 @@ Severity, remediation and reference live in one catalog keyed by code, so a code
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
@@ -32,10 +32,16 @@ class Finding:
     remediation: str
     reference: str
     location: Location | None = None
+    subject: str = ""  # what the finding is about within its domain (an IP, a selector, a host): part of its identity
+    waived: bool = False  # named by --waive: reported, but not counted against the gate
 
     @property
     def area(self) -> str:
         return self.code.split(".", 1)[0]
+
+
+class CheckSkipped(Exception):
+    """Raised by a check that could not look at anything; the message says why (shown as the check's note)."""
 
 
 @dataclass(frozen=True)
@@ -65,10 +71,22 @@ CATALOG: dict[str, Rule] = {
         "error",
         "Remove terms pointing at names that do not exist (at most 2 void lookups).",
         f"{RFC7208} §4.6.4"),
-    "spf.include_missing": Rule(
+    "spf.include_void": Rule(
         "error",
         "Remove the include, or publish an SPF record at its target.",
         f"{RFC7208} §5.2"),
+    "spf.include_missing": Rule(
+        "error",
+        "Add the provider's `include:` that the inventory expects (spf_includes) to the domain's SPF record.",
+        f"{RFC7208} §5.2; {GMAIL}"),
+    "spf.not_followed": Rule(
+        "info",
+        "Add the zone file of the included domain, or pass --nameserver so names outside the files are looked up.",
+        f"{RFC7208} §4.6.4"),
+    "spf.skipped": Rule(
+        "error",
+        "Give the audit the domain's SPF data (its zone file or a nameserver), or --waive spf.skipped.",
+        f"{RFC7208} §2.3; {GMAIL}"),
     "spf.permissive_all": Rule("error", "End the record with `-all` or `~all`.", f"{RFC7208} §5.1; {GMAIL}"),
     "spf.ptr_mechanism": Rule("warning", "Replace `ptr` with `ip4`/`ip6`/`a` mechanisms.", f"{RFC7208} §5.5"),
     "spf.too_long": Rule(
@@ -101,6 +119,14 @@ CATALOG: dict[str, Rule] = {
         "warning",
         "Remove `t=y` once signing works: receivers may ignore test-mode signatures.",
         f"{RFC6376} §3.6.1"),
+    "dkim.no_selector": Rule(
+        "error",
+        "Name the DKIM selectors the domain signs with (dkim_selectors in the inventory, or --selector).",
+        f"{RFC6376} §3.1; {GMAIL}"),
+    "dkim.skipped": Rule(
+        "error",
+        "Give the audit the selector's key record (zone file or nameserver), or --waive dkim.skipped.",
+        f"{RFC6376} §3.6.2; {GMAIL}"),
     "dkim.lookup_failed": Rule(
         "error",
         "Check the domain's nameservers: the selector lookup timed out or failed.",
@@ -123,6 +149,18 @@ CATALOG: dict[str, Rule] = {
         "warning",
         "Have the report destination publish `<domain>._report._dmarc.<dest>` TXT `v=DMARC1`.",
         f"{RFC7489} §7.1"),
+    "dmarc.below_floor": Rule(
+        "error",
+        "Raise the DMARC policy (p=) to at least the inventory's dmarc_floor.",
+        f"{RFC7489} §6.3"),
+    "dmarc.skipped": Rule(
+        "error",
+        "Give the audit the `_dmarc` record (zone file or nameserver), or --waive dmarc.skipped.",
+        f"{RFC7489} §6.1; {GMAIL}"),
+    "alignment.skipped": Rule(
+        "error",
+        "Alignment needs the DMARC record: give the audit its data, or --waive alignment.skipped.",
+        f"{RFC7489} §3.1; {GMAIL}"),
     "dmarc.lookup_failed": Rule(
         "error",
         "Check the domain's nameservers: the DMARC lookup timed out or failed.",
@@ -143,6 +181,14 @@ CATALOG: dict[str, Rule] = {
         "warning",
         "Use a PTR name under your own domain instead of the provider's generic name.",
         GMAIL),
+    "ptr.submission": Rule(
+        "info",
+        "Nothing required: the provider's servers deliver; receivers read this address in the Received header.",
+        GMAIL),
+    "ptr.skipped": Rule(
+        "error",
+        "Give the audit the sending IPs and their reverse zone (or a nameserver), or --waive ptr.skipped.",
+        f"RFC 1912 §2.1; {GMAIL}"),
     "ptr.lookup_failed": Rule(
         "error",
         "Check the reverse zone's nameservers: the lookup timed out or failed.",
@@ -162,6 +208,10 @@ CATALOG: dict[str, Rule] = {
         "Renew the MX host's certificate: it expires within 14 days.",
         "RFC 5280 §4.1.2.5"),
     "tls.old_protocol": Rule("error", "Enable TLS 1.2 or 1.3 on the MX host.", "RFC 8996"),
+    "tls.probe_limit": Rule(
+        "info",
+        "Only the first MX host addresses were probed; check the rest by hand or reduce the MX set.",
+        "RFC 3207"),
     "tls.lookup_failed": Rule(
         "error",
         "The MX host did not answer in time: check it is up and reachable on its SMTP port.",
@@ -194,6 +244,10 @@ CATALOG: dict[str, Rule] = {
         "The list refused the query (rate limit or public resolver): query it from your own resolver.",
         "RFC 5782 §2.1"),
     "dnsbl.lookup_failed": Rule("error", "The list did not answer: retry, or check the list's zone name.", "RFC 5782"),
+    "audit.no_data": Rule(
+        "error",
+        "Add the domain's zone file (<domain>.zone) to --zone-dir, or pass --nameserver to audit it live.",
+        "sendhost"),
     "audit.deadline": Rule(
         "error",
         "The domain's audit ran past its deadline: raise --deadline or check slow nameservers/MX hosts.",
@@ -210,6 +264,18 @@ CATALOG: dict[str, Rule] = {
         "error",
         "Add `List-Unsubscribe-Post: List-Unsubscribe=One-Click`.",
         "RFC 8058 §3.1"),
+    "message.unsubscribe_no_brackets": Rule(
+        "warning",
+        "Write each List-Unsubscribe URI in angle brackets: `List-Unsubscribe: <https://...>`.",
+        "RFC 2369 §2; RFC 8058 §3.1"),
+    "message.unsubscribe_link_missing": Rule(
+        "error",
+        "Put a clearly visible unsubscribe link in every text and HTML body part.",
+        f"{GMAIL} (a clearly visible unsubscribe link in the body)"),
+    "message.dkim_key_missing": Rule(
+        "error",
+        "Publish the signing selector's key at `<s>._domainkey.<d>`, or sign with a selector that has one.",
+        f"{RFC6376} §6.1.2"),
     "message.dkim_missing": Rule("error", "Sign the message with DKIM (d= the From domain).", f"{RFC6376}; {GMAIL}"),
     "message.dkim_invalid": Rule(
         "error",
@@ -226,10 +292,11 @@ CATALOG: dict[str, Rule] = {
 }
 
 
-def finding(code: str, message: str, evidence: str = "", location: Location | None = None) -> Finding:
+def finding(code: str, message: str, evidence: str = "", location: Location | None = None,
+            subject: str = "") -> Finding:
     """Build a finding whose severity, remediation and reference come from the catalog."""
     rule = CATALOG[code]
-    return Finding(code, rule.severity, message, evidence, rule.remediation, rule.reference, location)
+    return Finding(code, rule.severity, message, evidence, rule.remediation, rule.reference, location, subject)
 
 
 def clip(text: str, limit: int = 300) -> str:
@@ -239,10 +306,13 @@ def clip(text: str, limit: int = 300) -> str:
 
 @dataclass(frozen=True)
 class Check:
-    """One check run on one domain: `pass`, `fail` (an error), `warn` (warnings/info only) or `skip`."""
+    """One check run on one domain: `pass`, `fail` (an error), `warn` (warnings/info only) or `skip`.
+
+    `note` says why a check was skipped (offline, no data, not in the profile): a skip is never a pass."""
 
     name: str
     status: str
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -253,13 +323,29 @@ class DomainReport:
 
 
 def check_status(findings: list[Finding] | tuple[Finding, ...]) -> str:
-    """The status of one check from its findings."""
-    if any(f.severity == "error" for f in findings):
+    """The status of one check from its findings (waived findings do not count)."""
+    counted = [f for f in findings if not f.waived]
+    if any(f.severity == "error" for f in counted):
         return "fail"
-    if any(f.severity == "warning" for f in findings):
+    if any(f.severity == "warning" for f in counted):
         return "warn"
     return "pass"
 
 
 def at_or_above(finding_: Finding, threshold: str) -> bool:
-    return SEVERITY_RANK[finding_.severity] >= SEVERITY_RANK[threshold]
+    """True when the finding counts against the gate at `threshold` (a waived finding never does)."""
+    return not finding_.waived and SEVERITY_RANK[finding_.severity] >= SEVERITY_RANK[threshold]
+
+
+def waive(reports: list[DomainReport], codes: set[str]) -> list[DomainReport]:
+    """Mark findings whose code is in `codes` as waived, and recompute each check's status without them."""
+    if not codes:
+        return reports
+    out = []
+    for report in reports:
+        findings = tuple(replace(f, waived=True) if f.code in codes else f for f in report.findings)
+        checks = tuple(c if c.status == "skip" else replace(c, status=check_status(
+            [f for f in findings if f.area == c.name or (c.name == "deadline" and f.area == "audit")]))
+            for c in report.checks)
+        out.append(DomainReport(report.domain, findings, checks))
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dns_audit.findings import Finding, clip, finding
+from dns_audit.findings import CheckSkipped, Finding, clip, finding
 from dns_audit.resolver import Resolver
 from dns_audit.tags import TagSyntaxError, parse_tags
 
@@ -30,7 +30,7 @@ async def audit_mta_sts(resolver: Resolver, domain: str) -> list[Finding]:
     if answer.failed:
         return [finding("mta_sts.lookup_failed", f"TXT lookup for {name} failed: {answer.error or answer.status}")]
     if answer.unknown:
-        return []
+        raise CheckSkipped(f"{name} is not in the zone files")
     records = [r for r in answer.records if r.text.lower().startswith("v=sts")]
     if not records:
         return [finding("mta_sts.missing", f"{domain} publishes no MTA-STS record", f"TXT {name}: {answer.status}")]

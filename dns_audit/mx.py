@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dns_audit.findings import Finding, finding
+from dns_audit.findings import CheckSkipped, Finding, finding
 from dns_audit.resolver import Resolver
 
 
@@ -21,7 +21,7 @@ async def audit_mx(resolver: Resolver, domain: str) -> tuple[list[Finding], list
     if answer.failed:
         return [finding("mx.lookup_failed", f"MX lookup for {domain} failed: {answer.error or answer.status}")], []
     if answer.unknown:
-        return [], []
+        raise CheckSkipped(f"MX of {domain} is not in the zone files")
     if not answer.records:
         return [finding("mx.missing", f"{domain} has no MX records", f"MX {domain}: {answer.status}")], []
     exchanges = []

@@ -72,6 +72,19 @@ class Resolver(Protocol):
     async def query(self, name: str, rdtype: str) -> Answer: ...
 
 
+def covers(resolver: Resolver, domain: str) -> bool:
+    """False when `resolver` has no data at all for `domain` (offline, a domain without a zone file). Resolvers
+    may say so with a `covers(domain)` method; one without it answers for every name."""
+    method = getattr(resolver, "covers", None)
+    return bool(method(domain)) if callable(method) else True
+
+
+def describe(resolver: Resolver) -> str:
+    """Where `resolver`'s answers come from, for messages ("the zone files in zones", "nameserver …")."""
+    method = getattr(resolver, "describe", None)
+    return str(method()) if callable(method) else type(resolver).__name__
+
+
 def normalize(name: str) -> str:
     return name.rstrip(".").lower()
 
@@ -130,6 +143,12 @@ class LiveResolver:
     @property
     def distinct_names(self) -> int:
         return len(self._cache)
+
+    def covers(self, domain: str) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return "nameserver " + ", ".join(f"{host}:{port}" for host, port in self.nameservers)
 
     async def query(self, name: str, rdtype: str) -> Answer:
         answer = await self._query_once(name, rdtype)

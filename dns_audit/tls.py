@@ -20,6 +20,9 @@ from dns_audit.findings import Finding, finding
 EXPIRING_DAYS = 14
 X509_V_ERR_CERT_HAS_EXPIRED = 10
 OLD_PROTOCOLS = ("TLSv1", "TLSv1.1", "SSLv3")
+MAX_REPLY_LINE = 4096  # RFC 5321 §4.5.3.1.5 allows 512 octets; a longer line is hostile or broken
+MAX_REPLY_LINES = 100
+MAX_PROBES = 8  # MX host x address pairs probed per domain: a hostile MX set cannot make the audit dial forever
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,20 @@ class _SmtpError(Exception):
     pass
 
 
+class _HandshakeFailed(Exception):
+    """The TLS handshake after an accepted STARTTLS failed other than on the certificate (protocol, reset)."""
+
+
 async def _reply(reader: asyncio.StreamReader) -> tuple[int, list[str]]:
-    lines = []
+    lines: list[str] = []
     while True:
-        line = (await reader.readline()).decode("utf-8", errors="replace").rstrip("\r\n")
+        if len(lines) >= MAX_REPLY_LINES:
+            raise _SmtpError(f"reply of more than {MAX_REPLY_LINES} lines")
+        try:
+            raw = await reader.readline()
+        except ValueError:  # asyncio's "chunk exceeds the limit": a line longer than MAX_REPLY_LINE
+            raise _SmtpError(f"reply line longer than {MAX_REPLY_LINE} bytes") from None
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         if len(line) < 3 or not line[:3].isdigit():
             raise _SmtpError(f"not an SMTP reply: {line[:80]!r}")
         lines.append(line[4:])
@@ -49,11 +62,13 @@ async def _reply(reader: asyncio.StreamReader) -> tuple[int, list[str]]:
 
 
 def _context(probe: TlsProbe, verify: bool) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=probe.ca_file) if verify else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    # Accept old protocols on our side so an old server is reported as old, not as a handshake failure.
+    """The verifying context keeps the default security level (a 1024-bit RSA certificate or an old protocol
+    fails it). The weakened one only detects which protocol an old server speaks; it judges no certificate."""
+    if verify:
+        return ssl.create_default_context(cafile=probe.ca_file)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         context.minimum_version = ssl.TLSVersion.TLSv1
@@ -63,7 +78,7 @@ def _context(probe: TlsProbe, verify: bool) -> ssl.SSLContext:
 
 async def _starttls(host: str, address: str, probe: TlsProbe, verify: bool) -> tuple[str | None, bytes | None]:
     """Connect, EHLO, STARTTLS, handshake. Returns (protocol, der certificate); (None, None) without STARTTLS."""
-    reader, writer = await asyncio.open_connection(address, probe.port)
+    reader, writer = await asyncio.open_connection(address, probe.port, limit=MAX_REPLY_LINE)
     try:
         code, _ = await _reply(reader)
         if code != 220:
@@ -76,7 +91,12 @@ async def _starttls(host: str, address: str, probe: TlsProbe, verify: bool) -> t
         code, lines = await _reply(reader)
         if code != 220:
             raise _SmtpError(f"STARTTLS answered {code} {' '.join(lines)[:80]}")
-        await writer.start_tls(_context(probe, verify), server_hostname=host)
+        try:
+            await writer.start_tls(_context(probe, verify), server_hostname=host)
+        except ssl.SSLCertVerificationError:
+            raise
+        except (ssl.SSLError, OSError, EOFError) as exc:
+            raise _HandshakeFailed(f"{type(exc).__name__}: {exc}") from None
         ssl_object = writer.get_extra_info("ssl_object")
         assert isinstance(ssl_object, ssl.SSLObject)
         writer.write(b"QUIT\r\n")
@@ -94,25 +114,29 @@ async def audit_mx_tls(host: str, address: str, probe: TlsProbe) -> list[Finding
         protocol, der = await asyncio.wait_for(_starttls(host, address, probe, verify=True), probe.timeout)
     except ssl.SSLCertVerificationError as exc:
         code = "tls.cert_expired" if exc.verify_code == X509_V_ERR_CERT_HAS_EXPIRED else "tls.cert_invalid"
-        found = [finding(code, f"certificate of {target} fails verification: {exc.verify_message}", str(exc)[:300])]
+        found = [finding(code, f"certificate of {target} fails verification: {exc.verify_message}", str(exc)[:300],
+                         subject=target)]
         return found + await _protocol_only(host, address, probe)
-    except ssl.SSLError as exc:
-        if "version" in str(exc).lower() or "protocol" in str(exc).lower():
-            return [finding("tls.old_protocol", f"{target}: TLS handshake failed on protocol version", str(exc)[:300])]
-        return [finding("tls.cert_invalid", f"{target}: TLS handshake failed", str(exc)[:300])]
+    except (ssl.SSLError, _HandshakeFailed) as exc:
+        old = await _protocol_only(host, address, probe)
+        return old or [finding("tls.cert_invalid", f"{target}: TLS handshake failed", str(exc)[:300],
+                               subject=target)]
     except (TimeoutError, OSError, _SmtpError, EOFError) as exc:
-        return [finding("tls.lookup_failed", f"could not talk SMTP to {target}: {type(exc).__name__} {exc}")]
+        return [finding("tls.lookup_failed", f"could not talk SMTP to {target}: {type(exc).__name__} {exc}",
+                        subject=target)]
     if protocol is None:
-        return [finding("tls.no_starttls", f"{target} does not offer STARTTLS", "EHLO reply without STARTTLS")]
+        return [finding("tls.no_starttls", f"{target} does not offer STARTTLS", "EHLO reply without STARTTLS",
+                        subject=target)]
     found = []
     if protocol in OLD_PROTOCOLS:
-        found.append(finding("tls.old_protocol", f"{target} negotiated {protocol}", f"negotiated {protocol}"))
+        found.append(finding("tls.old_protocol", f"{target} negotiated {protocol}", f"negotiated {protocol}",
+                             subject=target))
     if der is not None:
         not_after = x509.load_der_x509_certificate(der).not_valid_after_utc
         left = not_after - probe.now()
         if left < dt.timedelta(days=EXPIRING_DAYS):
             found.append(finding("tls.cert_expiring", f"certificate of {target} expires in {left.days} days",
-                                 f"notAfter {not_after.isoformat()}"))
+                                 f"notAfter {not_after.isoformat()}", subject=target))
     return found
 
 
@@ -120,8 +144,9 @@ async def _protocol_only(host: str, address: str, probe: TlsProbe) -> list[Findi
     """After a certificate failure, still report an old protocol (an unverified handshake tells us that)."""
     try:
         protocol, _ = await asyncio.wait_for(_starttls(host, address, probe, verify=False), probe.timeout)
-    except (ssl.SSLError, TimeoutError, OSError, _SmtpError, EOFError):
+    except (ssl.SSLError, TimeoutError, OSError, _SmtpError, EOFError, _HandshakeFailed):
         return []
     if protocol in OLD_PROTOCOLS:
-        return [finding("tls.old_protocol", f"{host} ({address}) negotiated {protocol}", f"negotiated {protocol}")]
+        return [finding("tls.old_protocol", f"{host} ({address}:{probe.port}) negotiated {protocol}",
+                        f"negotiated {protocol}", subject=f"{host} ({address}:{probe.port})")]
     return []

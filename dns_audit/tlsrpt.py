@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dns_audit.findings import Finding, clip, finding
+from dns_audit.findings import CheckSkipped, Finding, clip, finding
 from dns_audit.resolver import Resolver
 from dns_audit.tags import TagSyntaxError, parse_tags
 
@@ -30,7 +30,7 @@ async def audit_tlsrpt(resolver: Resolver, domain: str) -> list[Finding]:
     if answer.failed:
         return [finding("tlsrpt.lookup_failed", f"TXT lookup for {name} failed: {answer.error or answer.status}")]
     if answer.unknown:
-        return []
+        raise CheckSkipped(f"{name} is not in the zone files")
     records = [r for r in answer.records if r.text.lower().startswith("v=tlsrpt")]
     if not records:
         return [finding("tlsrpt.missing", f"{domain} publishes no TLS-RPT record", f"TXT {name}: {answer.status}")]

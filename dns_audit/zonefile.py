@@ -77,6 +77,10 @@ class _LineReader(dns.zonefile.Reader):
         collector.line = self.tok.where()[1]
         super()._rr_line()
 
+    def _generate_line(self) -> None:
+        # One $GENERATE line can expand to millions of records: a zone file under audit may be hostile.
+        raise dns.exception.SyntaxError("$GENERATE is not accepted in audited zone files: write the records out")
+
 
 def origin_for(path: Path) -> str:
     name = path.name
@@ -112,17 +116,44 @@ class ZoneResolver:
         if not files:
             raise ZoneFileError(f"--zone-dir {zone_dir}: no zone files (name them <origin>.zone)")
         self.fallback = fallback
+        self.zone_dir = zone_dir
         self.origins: list[str] = []
+        self.heads: dict[str, Location] = {}  # each origin's first record (its SOA): where a domain's file starts
         self._records: dict[tuple[str, str], list[ZoneRecord]] = defaultdict(list)
         self._names: set[str] = set()
         for path in files:
             self.origins.append(normalize(origin_for(path)))
             for record in read_zone_file(path, str(path)):
+                self.heads.setdefault(self.origins[-1], record.location)
                 self._records[(record.name, record.rdtype)].append(record)
                 self._names.add(record.name)
 
     def _in_zone(self, name: str) -> bool:
         return any(name == origin or name.endswith("." + origin) for origin in self.origins)
+
+    def _wildcard(self, key: str, rdtype: str) -> list[ZoneRecord]:
+        """RFC 4592 in short: a name that does not exist takes the records of `*.<closest existing parent>`."""
+        if key in self._names:
+            return []
+        labels = key.split(".")
+        for cut in range(1, len(labels)):
+            parent = ".".join(labels[cut:])
+            found = self._records.get((f"*.{parent}", rdtype))
+            if found or parent in self._names:
+                return found or []
+        return []
+
+    def zone_location(self, domain: str) -> Location | None:
+        """The start of the zone file holding `domain` (the closest origin), for findings about absent records."""
+        name = normalize(domain)
+        matching = [o for o in self.origins if name == o or name.endswith("." + o)]
+        return self.heads.get(max(matching, key=len)) if matching else None
+
+    def covers(self, domain: str) -> bool:
+        return self._in_zone(normalize(domain)) or self.fallback is not None
+
+    def describe(self) -> str:
+        return f"the zone files in {self.zone_dir}"
 
     async def query(self, name: str, rdtype: str) -> Answer:
         key, rdtype = normalize(name), rdtype.upper()
@@ -132,7 +163,7 @@ class ZoneResolver:
             return Answer(name, rdtype, "unknown", error="not in the zone files (add --nameserver to look it up)")
         first_cname: str | None = None
         for _ in range(8):
-            found = self._records.get((key, rdtype))
+            found = self._records.get((key, rdtype)) or self._wildcard(key, rdtype)
             if found:
                 records = tuple(Record(r.text, r.location) for r in found)
                 return Answer(name, rdtype, "ok", records, cname=first_cname)

@@ -1,5 +1,6 @@
 """The simulation's DNS audit: the inventory's sending domains audited offline from zone files (dns_audit's
-real checks over its `ZoneResolver`); TLS probes and blocklists need the network and are left out."""
+real checks over its `ZoneResolver`), exactly as `sendhost dns audit --zone-dir DIR --inventory PATH` audits
+them; TLS probes and blocklists need the network and are skipped, saying so."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ def audit_zones(zone_dir: Path, domains: tuple[SimDomain, ...],
     """Audit every domain (or, with none configured, every zone in `zone_dir`) against the zone files."""
     resolver = ZoneResolver(zone_dir)
     if domains:
-        targets = [DomainTarget(d.name.lower(), d.selectors, sending_ips, d.envelope_domain) for d in domains]
+        targets = [DomainTarget(d.name.lower(), d.selectors, sending_ips, d.envelope_domain, d.sending_mode,
+                                d.spf_includes, d.dmarc_floor) for d in domains]
     else:
-        targets = [DomainTarget(origin.rstrip("."), (), sending_ips) for origin in resolver.origins]
+        targets = [DomainTarget(origin.rstrip("."), (), sending_ips) for origin in resolver.origins
+                   if not origin.endswith(".arpa")]
     options = AuditOptions(ip_zones=(), domain_zones=(), tls=None)
     return run_audit(resolver, targets, options)
+

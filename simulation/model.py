@@ -48,6 +48,9 @@ class SimDomain:
     name: str
     selectors: tuple[str, ...] = ()
     envelope_domain: str | None = None
+    spf_includes: tuple[str, ...] = ()
+    dmarc_floor: str | None = None
+    sending_mode: str = "submission"
 
 
 @dataclass(frozen=True)

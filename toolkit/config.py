@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sendhost.errors import ConfigError
-from sendhost.redis_url import mask_url, validate_redis_url
+from sendhost.redis_url import insecure_tls_reason, mask_url, validate_redis_url
 from toolkit.inventory import Inventory
 
 DEFAULT_INVENTORY = Path("inventory.yml")
 DEFAULT_REGION = "us-east-1"
+log = logging.getLogger("sendhost.config")
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,11 @@ def _redis_url(flag: str | None, env: Mapping[str, str], inventory: Inventory | 
     elif inventory and inventory.redis_url:
         source = f"inventory {inventory.path}:{inventory.redis_url_line}"
         setting = Setting("redis_url", inventory.redis_url, source, secret=True)
+    elif inventory and inventory.redis_url_vaulted:
+        # Falling back to the embedded Redis here would split state between two servers without a word.
+        raise ConfigError(f"{inventory.path}:{inventory.redis_url_line}: sendhost_redis_url is encrypted with "
+                          "ansible-vault, which sendhost does not decrypt; give sendhost the URL in "
+                          "SENDHOST_REDIS_URL (or --redis-url)")
     else:
         return Setting("redis_url", None, "default (embedded Redis under the state dir)")
     assert setting.value is not None
@@ -101,4 +108,6 @@ def _redis_url(flag: str | None, env: Mapping[str, str], inventory: Inventory | 
         validate_redis_url(setting.value)
     except ValueError as exc:
         raise ConfigError(f"redis_url from {setting.source}: {exc}") from None
+    if reason := insecure_tls_reason(setting.value):
+        log.warning("redis_url from %s: %s", setting.source, reason)
     return setting

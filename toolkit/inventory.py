@@ -6,22 +6,33 @@ the file, the line, the key and what is expected.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ippool.spec import DEFAULT_POOL_NAME
 from sendhost.errors import ConfigError
 from toolkit.inventory_schema import Checker
-from toolkit.yaml_lines import LineDict, load_yaml_with_lines
+from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
 SENDER_GROUP = "senders"
 GROUP_KEYS = {"hosts", "vars", "children"}
 HOST_KEYS = {"sendhost_instance_id", "sendhost_region", "sendhost_primary_ip", "sendhost_pool", "sendhost_subnet",
              "sendhost_interface"}
 GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl", "sendhost_pool_name"}
+# The sender agent's settings (see docs/sender.md).
+GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_key_file"}
 # The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
 # each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
 POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+# A sender host's name becomes an EIP tag, a Redis hash tag, a DNS label (PTR) and a line in files on the host:
+# letters, digits, '.', '_' and '-' are safe in all four ('{', '}', '/', spaces and quotes are not).
+HOST_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+HOST_NAME_EXPECTED = "a host name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric"
+# Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':' or whitespace; kept to what udev and
+# netplan produce (eth0, ens5, enp0s3, veth-a1) so the name is safe in netplan YAML and ifupdown files.
+INTERFACE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,14}"
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,22 @@ class Domain:
     envelope_domain: str | None = None
     spf_includes: tuple[str, ...] = ()
     dmarc_floor: str = "none"
+    sending_mode: str = "submission"  # submission: through the mailbox provider; direct: own MTA to MX
+    line: int = 0  # the inventory line declaring the domain (audit reports point at it)
+
+
+@dataclass(frozen=True)
+class SmtpSettings:
+    """Where and how a mailbox submits: its provider's submission server, authenticated as the mailbox.
+    Secrets are never in the inventory: a 0600 file or an environment variable names them."""
+
+    host: str
+    port: int
+    security: str  # starttls | tls | none (none: loopback hosts only)
+    username: str
+    password_file: str | None = None
+    password_env: str | None = None
+    ca_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +89,11 @@ class Mailbox:
     start: str  # ISO date; kept as text so the inventory stays JSON-clean for Ansible
     timezone: str = "UTC"
     group: str = "default"
+    min_gap_s: float = 420.0
+    jitter_s: tuple[float, float] = (0.0, 90.0)
+    smtp: SmtpSettings | None = None
+    auth: str = "password"  # password | xoauth2
+    token_file: str | None = None  # xoauth2: an access token, re-read at each connection
 
 
 @dataclass(frozen=True)
@@ -72,8 +104,13 @@ class Inventory:
     mailboxes: tuple[Mailbox, ...]
     redis_url: str | None
     redis_url_line: int
+    redis_url_vaulted: bool = False  # encrypted with ansible-vault: sendhost needs the URL from the environment
     dnsbl: tuple[str, ...] = ()
     pool_name: str = DEFAULT_POOL_NAME
+    database_url: str | None = None
+    database_url_line: int = 0
+    unsubscribe_base_url: str | None = None
+    unsubscribe_key_file: str | None = None
 
     def host(self, name: str) -> SenderHost:
         for host in self.hosts:
@@ -83,10 +120,9 @@ class Inventory:
         raise ConfigError(f"{self.path}: no host {name!r} in group {SENDER_GROUP} (known: {known})")
 
 
-# Read by the sender_agent role on each host (the agent's settings), and the index a host installs sendhost from
-# instead of the wheel `sendhost provision` builds (provisioning/agent_package.py checks that one).
-GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_key_file",
-                "sendhost_package_index_url"}
+# Read by the sender_agent role: the index a host installs sendhost from instead of the wheel `sendhost provision`
+# builds (provisioning/agent_package.py checks it).
+GLOBAL_KEYS |= {"sendhost_package_index_url"}
 
 
 def load_inventory(path: Path) -> Inventory:
@@ -101,9 +137,9 @@ def load_inventory(path: Path) -> Inventory:
         if key.startswith("sendhost_") and key not in GLOBAL_KEYS | HOST_KEYS:
             check.fail(global_vars, key, key, f"unknown key; expected one of {', '.join(sorted(GLOBAL_KEYS))}")
     hosts = _sender_hosts(check, groups, global_vars)
-    domains = tuple(_domain(check, i, d) for i, d in check.items(global_vars, "sendhost_domains", "sendhost_domains"))
+    domains = tuple(_domain(check, i, d) for i, d in check.entries(global_vars, "sendhost_domains", "sendhost_domains"))
     mailboxes = tuple(
-        _mailbox(check, i, m) for i, m in check.items(global_vars, "sendhost_mailboxes", "sendhost_mailboxes")
+        _mailbox(check, i, m) for i, m in check.entries(global_vars, "sendhost_mailboxes", "sendhost_mailboxes")
     )
     _check_mailboxes(check, global_vars, mailboxes, domains)
     redis_url = check.optional_redis_url(global_vars, "sendhost_redis_url")
@@ -111,9 +147,11 @@ def load_inventory(path: Path) -> Inventory:
     pool_name = check.string(global_vars, "sendhost_pool_name", "sendhost_pool_name", default=DEFAULT_POOL_NAME,
                              pattern=POOL_NAME_PATTERN,
                              expected="a pool name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric")
+    sender_settings = _sender_settings(check, global_vars)
     return Inventory(
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
         redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,
+        redis_url_vaulted=isinstance(global_vars.get("sendhost_redis_url"), Vaulted), **sender_settings,
     )
 
 
@@ -123,6 +161,7 @@ class _Groups:
 
     nodes: dict[str, LineDict]
     parents: dict[str, str | None]
+    key_lines: dict[str, int] = field(default_factory=dict)  # the line of each group's own `name:` key
 
 
 def _collect_groups(check: Checker, data: LineDict) -> _Groups:
@@ -138,8 +177,10 @@ def _collect_groups(check: Checker, data: LineDict) -> _Groups:
             if key not in GROUP_KEYS:
                 expected = ", ".join(sorted(GROUP_KEYS))
                 check.fail(group, key, f"{name}.{key}", f"unknown group key; expected one of {expected}")
+        check.mapping(group, "vars", f"{name}.vars", default=LineDict())  # fails at its line if not a mapping
         groups.nodes[name] = group
         groups.parents[name] = parent
+        groups.key_lines[name] = holder.key_lines.get(name, group.line)
         children = check.mapping(group, "children", f"{name}.children", default=LineDict())
         for child_name, child in children.items():
             walk(child_name, child, children, name)
@@ -166,20 +207,26 @@ def _merged_vars(groups: _Groups, name: str) -> LineDict:
 def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tuple[SenderHost, ...]:
     group = groups.nodes.get(SENDER_GROUP)
     if group is None:
-        check.fail(global_vars, "", SENDER_GROUP, f"no group {SENDER_GROUP!r}; add `all.children.{SENDER_GROUP}.hosts`")
-    assert group is not None
+        # Point at the `all:` group, where the missing `children.senders` belongs (line 1 if there is no `all`).
+        line = groups.key_lines.get("all") or 1
+        raise ConfigError(f"{check.path}:{line}: {SENDER_GROUP}: no group {SENDER_GROUP!r}; "
+                          f"add `all.children.{SENDER_GROUP}.hosts` with at least one sender host")
     group_vars = _merged_vars(groups, SENDER_GROUP)
     hosts_node = check.mapping(group, "hosts", f"{SENDER_GROUP}.hosts", default=LineDict())
     hosts: list[SenderHost] = []
+    host_vars: list[LineDict] = []
     for name, own in hosts_node.items():
         if own is None:
             own = LineDict(line=hosts_node.key_lines[name])
         if not isinstance(own, LineDict):
             check.fail(hosts_node, name, name, "host variables must be a mapping")
+        if not re.fullmatch(HOST_NAME_PATTERN, name):
+            check.fail(hosts_node, name, f"{SENDER_GROUP}.hosts", f"{name!r} is not {HOST_NAME_EXPECTED}")
         merged = LineDict({**group_vars, **own}, line=own.line or hosts_node.key_lines[name],
                           key_lines={**group_vars.key_lines, **own.key_lines})
         hosts.append(_sender_host(check, name, merged))
-    _check_unique_addresses(check, hosts_node, hosts)
+        host_vars.append(merged)
+    _check_unique_addresses(check, hosts, host_vars)
     return tuple(hosts)
 
 
@@ -194,7 +241,10 @@ def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
                           expected="an AWS region like us-east-1")
     ansible_host = check.string(hv, "ansible_host", f"{name}.ansible_host", default=primary_ip)
     subnet = check.optional_network(hv, "sendhost_subnet", f"{name}.sendhost_subnet")
-    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0")
+    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0",
+                             pattern=INTERFACE_PATTERN,
+                             expected="a network interface name like eth0 or ens5 (up to 15 letters, digits, "
+                                      "'.', '_' or '-')")
     pool = _pool(check, name, hv)
     if subnet is not None:
         check.ips_in_network(hv, "sendhost_pool", f"{name}.sendhost_pool.private_ips", pool.private_ips, subnet)
@@ -221,22 +271,34 @@ def _pool(check: Checker, host: str, hv: LineDict) -> PoolPolicy:
         check.fail(pool, "private_ips", f"{where}.private_ips", f"lists {len(private_ips)} addresses for {slots} slots")
     if ptr and not ptr_zone:
         check.fail(pool, "ptr", f"{where}.ptr", "ptr: true needs ptr_zone (the Route 53 zone for forward A records)")
+    if ptr and "_" in host:
+        check.fail(pool, "ptr", f"{where}.ptr", f"the forward record {host}-N.{ptr_zone} would not be a valid host "
+                   "name ('_' is not allowed in one); rename the host without '_'")
+    if ptr_zone:
+        ptr_zone = check.domain(pool, "ptr_zone", f"{where}.ptr_zone")
     return PoolPolicy(slots=slots, budget=(budget[0], budget[1]), park_minutes=park_minutes, ptr=ptr,
                       ptr_zone=ptr_zone, private_ips=private_ips)
 
 
-def _check_unique_addresses(check: Checker, hosts_node: LineDict, hosts: list[SenderHost]) -> None:
+def _check_unique_addresses(check: Checker, hosts: list[SenderHost], host_vars: list[LineDict]) -> None:
+    # Name the key that holds the second use (a primary IP or a slot address), at its own line.
     seen: dict[str, str] = {}
-    for host in hosts:
-        for address in (host.primary_ip, *host.pool.private_ips):
+    for host, hv in zip(hosts, host_vars, strict=True):
+        uses = [(host.primary_ip, "sendhost_primary_ip", f"{host.name}.sendhost_primary_ip", "primary IP")]
+        uses += [(address, "sendhost_pool", f"{host.name}.sendhost_pool.private_ips", "slot address")
+                 for address in host.pool.private_ips]
+        for address, key, where, role in uses:
             if address in seen:
-                check.fail(hosts_node, host.name, f"{host.name}.sendhost_pool.private_ips",
-                           f"address {address} is already used by {seen[address]}; every slot needs its own address")
-            seen[address] = host.name
+                node = hv[key] if key == "sendhost_pool" else hv
+                key = "private_ips" if key == "sendhost_pool" else key
+                check.fail(node, key, where, f"{role} {address} is already used by {seen[address]}; "
+                           "every host and slot needs its own address")
+            seen[address] = f"{host.name} ({role})"
 
 
-DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor"}
+DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor", "sending_mode"}
 MAILBOX_KEYS = {"address", "domain", "start", "timezone", "group"}
+MAILBOX_KEYS |= {"min_gap_s", "jitter_s", "smtp", "auth", "token_file"}  # the sender agent's
 
 
 def _domain(check: Checker, index: int, node: object) -> Domain:
@@ -250,6 +312,9 @@ def _domain(check: Checker, index: int, node: object) -> Domain:
         spf_includes=tuple(check.str_list(entry, "spf_includes", f"{where}.spf_includes", default=[])),
         dmarc_floor=check.choice(entry, "dmarc_floor", f"{where}.dmarc_floor", ("none", "quarantine", "reject"),
                                  default="none"),
+        sending_mode=check.choice(entry, "sending_mode", f"{where}.sending_mode", ("submission", "direct"),
+                                  default="submission"),
+        line=check.line_of(entry, "name"),
     )
 
 
@@ -257,13 +322,30 @@ def _mailbox(check: Checker, index: int, node: object) -> Mailbox:
     where = f"sendhost_mailboxes[{index}]"
     entry = check.entry(node, where)
     check.known_keys(entry, MAILBOX_KEYS, where)
+    address = check.email(entry, "address", f"{where}.address")
+    domain = check.domain(entry, "domain", f"{where}.domain")
+    # The mailbox's `domain` picks the DNS audited for it and the warm-up group it sends in; a From address in
+    # another domain would be audited against the wrong records, so the two must agree.
+    address_domain = _ascii_domain(address.rpartition("@")[2])
+    if address_domain != domain:
+        check.fail(entry, "domain", f"{where}.domain",
+                   f"mailbox {address} is in domain {address_domain}, not {domain}; "
+                   f"set domain: {address_domain} or fix the address")
     return Mailbox(
-        address=check.email(entry, "address", f"{where}.address"),
-        domain=check.domain(entry, "domain", f"{where}.domain"),
+        address=address,
+        domain=domain,
         start=check.iso_date(entry, "start", f"{where}.start"),
         timezone=check.timezone(entry, "timezone", f"{where}.timezone", default="UTC"),
         group=check.string(entry, "group", f"{where}.group", default="default"),
+        **_mailbox_sending(check, where, entry),
     )
+
+
+def _ascii_domain(name: str) -> str:
+    try:
+        return name.rstrip(".").encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        return name.rstrip(".").lower()
 
 
 def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mailbox, ...],
@@ -278,3 +360,58 @@ def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mai
         if names and mailbox.domain not in names:
             check.fail(global_vars, "sendhost_mailboxes", "sendhost_mailboxes",
                        f"mailbox {mailbox.address} names domain {mailbox.domain}, which is not in sendhost_domains")
+
+
+SMTP_KEYS = {"host", "port", "security", "username", "password_file", "password_env", "ca_file"}
+LOOPBACK_HOSTS = ("localhost", "127.", "::1")
+
+
+def _mailbox_sending(check: Checker, where: str, entry: LineDict) -> dict[str, Any]:
+    """The sender agent's settings of one mailbox: gap, jitter, submission server and authentication."""
+    gap = check.number(entry, "min_gap_s", f"{where}.min_gap_s", default=420.0, minimum=0.0)
+    jitter = check.number_pair(entry, "jitter_s", f"{where}.jitter_s", default=(0.0, 90.0))
+    auth = check.choice(entry, "auth", f"{where}.auth", ("password", "xoauth2"), default="password")
+    token_file = check.string(entry, "token_file", f"{where}.token_file", default="") or None
+    if auth == "xoauth2" and token_file is None:
+        check.fail(entry, "auth", f"{where}.auth", "auth: xoauth2 needs token_file (a file holding the access token)")
+    smtp = None
+    if "smtp" in entry:
+        node = check.mapping(entry, "smtp", f"{where}.smtp")
+        if "password" in node:
+            check.fail(node, "password", f"{where}.smtp.password", "never put a password in the inventory; use "
+                       "password_file (a 0600 file) or password_env")
+        check.known_keys(node, SMTP_KEYS, f"{where}.smtp")
+        security = check.choice(node, "security", f"{where}.smtp.security", ("starttls", "tls", "none"),
+                                default="starttls")
+        host = check.string(node, "host", f"{where}.smtp.host")
+        if security == "none" and not host.startswith(LOOPBACK_HOSTS):
+            check.fail(node, "security", f"{where}.smtp.security",
+                       f"security: none sends the password in clear; allowed only for a loopback host, not {host!r}")
+        port = check.integer(node, "port", f"{where}.smtp.port", default=465 if security == "tls" else 587,
+                             minimum=1, maximum=65535)
+        password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
+        password_env = check.string(node, "password_env", f"{where}.smtp.password_env", default="") or None
+        if auth == "password" and (password_file is None) == (password_env is None):
+            check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
+        smtp = SmtpSettings(host=host, port=port, security=security,
+                            username=check.string(node, "username", f"{where}.smtp.username"),
+                            password_file=password_file, password_env=password_env,
+                            ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
+    return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "auth": auth, "token_file": token_file}
+
+
+def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:
+    """The sender agent's global settings: the ledger's database URL and the unsubscribe endpoint."""
+    database_url = check.string(global_vars, "sendhost_database_url", "sendhost_database_url", default="") or None
+    if database_url is not None and not database_url.lower().startswith(("postgresql://", "postgres://")):
+        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url",
+                   "expected a PostgreSQL URL like postgresql://sendhost@db.internal:5432/sendhost")
+    base_url = check.string(global_vars, "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_base_url",
+                            default="") or None
+    if base_url is not None and not base_url.startswith("https://"):
+        check.fail(global_vars, "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_base_url",
+                   "expected an https:// URL (RFC 8058 one-click needs https), e.g. https://u.example.com")
+    key_file = check.string(global_vars, "sendhost_unsubscribe_key_file", "sendhost_unsubscribe_key_file",
+                            default="") or None
+    return {"database_url": database_url, "database_url_line": check.line_of(global_vars, "sendhost_database_url"),
+            "unsubscribe_base_url": base_url.rstrip("/") if base_url else None, "unsubscribe_key_file": key_file}

@@ -12,11 +12,28 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sendhost.errors import ConfigError
 from sendhost.redis_url import validate_redis_url
-from toolkit.yaml_lines import LineDict, LineList
+from toolkit.yaml_lines import LineDict, LineList, Vaulted
 
 _MISSING: Any = object()
 DOMAIN_RE = re.compile(r"(?=.{1,253}$)(?!-)([a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$")
 EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+$")
+
+
+def yaml_kind(value: object) -> str:
+    """What a YAML value is, in the inventory author's words (not Python's class names)."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, Vaulted):
+        return "an ansible-vault value"
+    return f"a YAML {type(value).__name__}"
 
 
 class Checker:
@@ -32,6 +49,9 @@ class Checker:
         raise ConfigError(f"{self.path}:{self.line_of(node, key)}: {where}: {problem}")
 
     def _get(self, node: LineDict, key: str, where: str, default: Any) -> Any:
+        if isinstance(node.get(key), Vaulted) and key != "sendhost_redis_url":
+            self.fail(node, key, where, "is encrypted with ansible-vault, which sendhost does not decrypt; "
+                      "keep it in clear (only sendhost_redis_url may be vaulted)")
         if key in node and node[key] is not None:
             return node[key]
         if default is _MISSING:
@@ -51,20 +71,31 @@ class Checker:
     def mapping(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> LineDict:
         value = self._get(node, key, where, default)
         if not isinstance(value, LineDict):
-            self.fail(node, key, where, f"expected a mapping, got {type(value).__name__}")
+            self.fail(node, key, where, f"expected a mapping, got {yaml_kind(value)}")
         return value
 
     def items(self, node: LineDict, key: str, where: str) -> Iterator[tuple[int, object]]:
         value = self._get(node, key, where, LineList())
         if not isinstance(value, list):
-            self.fail(node, key, where, f"expected a list, got {type(value).__name__}")
+            self.fail(node, key, where, f"expected a list, got {yaml_kind(value)}")
         yield from enumerate(value)
+
+    def entries(self, node: LineDict, key: str, where: str) -> Iterator[tuple[int, LineDict]]:
+        """The items of a list of mappings (domains, mailboxes); an item that is not a mapping fails at its line."""
+        items = self._get(node, key, where, LineList())
+        for index, item in self.items(node, key, where):
+            if not isinstance(item, LineDict):
+                lines = getattr(items, "item_lines", [])
+                line = lines[index] if index < len(lines) else self.line_of(node, key)
+                raise ConfigError(f"{self.path}:{line}: {where}[{index}]: expected a mapping of keys "
+                                  f"(like `- name: ...`), got {yaml_kind(item)} {item!r}")
+            yield index, item
 
     def string(self, node: LineDict, key: str, where: str, default: Any = _MISSING, pattern: str | None = None,
                expected: str = "a string") -> str:
         value = self._get(node, key, where, default)
         if not isinstance(value, str):
-            self.fail(node, key, where, f"expected {expected}, got {type(value).__name__} {value!r}")
+            self.fail(node, key, where, f"expected {expected}, got {yaml_kind(value)} {value!r}")
         if pattern and not re.fullmatch(pattern, value):
             self.fail(node, key, where, f"{value!r} is not {expected}")
         return value
@@ -79,7 +110,7 @@ class Checker:
                 maximum: int | None = None) -> int:
         value = self._get(node, key, where, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(node, key, where, f"expected a whole number, got {type(value).__name__} {value!r}")
+            self.fail(node, key, where, f"expected a whole number, got {yaml_kind(value)} {value!r}")
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             self.fail(node, key, where, f"{value} is out of range {minimum}..{maximum}")
         return value
@@ -93,7 +124,7 @@ class Checker:
     def _list(self, node: LineDict, key: str, where: str, default: Any) -> list[Any]:
         value = self._get(node, key, where, default)
         if not isinstance(value, list):
-            self.fail(node, key, where, f"expected a list, got {type(value).__name__} {value!r}")
+            self.fail(node, key, where, f"expected a list, got {yaml_kind(value)} {value!r}")
         return value
 
     def str_list(self, node: LineDict, key: str, where: str, default: Any = _MISSING) -> list[str]:
@@ -178,11 +209,32 @@ class Checker:
 
     def optional_redis_url(self, node: LineDict, key: str) -> str | None:
         value = self._get(node, key, key, None)
-        if value in (None, ""):
-            return None
+        if value in (None, "") or isinstance(value, Vaulted):
+            return None  # a vaulted URL is Ansible's; sendhost takes its own from the environment
         if not isinstance(value, str):
             self.fail(node, key, key, f"expected a Redis URL, got {value!r}")
         try:
             return validate_redis_url(value)
         except ValueError as exc:
             self.fail(node, key, key, str(exc))
+
+    # --- the sender agent's fields ------------------------------------------------------------------------------
+
+    def number(self, node: LineDict, key: str, where: str, default: Any = _MISSING,
+               minimum: float | None = None) -> float:
+        value = self._get(node, key, where, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(node, key, where, f"expected a number of seconds, got {value!r}")
+        if minimum is not None and value < minimum:
+            self.fail(node, key, where, f"{value} is below {minimum}")
+        return float(value)
+
+    def number_pair(self, node: LineDict, key: str, where: str,
+                    default: Any = _MISSING) -> tuple[float, float]:
+        value = self._get(node, key, where, default)
+        pair = list(value) if isinstance(value, list | tuple) else None
+        if (pair is None or len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int | float) for v in pair)
+                or not 0 <= pair[0] <= pair[1]):
+            self.fail(node, key, where, f"expected [low, high] seconds with 0 <= low <= high, e.g. [0, 90], "
+                      f"got {value!r}")
+        return float(pair[0]), float(pair[1])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,16 @@ class LineList(list[Any]):
         super().__init__(*args)
         self.line = line
         self.item_lines: list[int] = list(item_lines or [])
+
+
+class Vaulted:
+    """A value encrypted with ansible-vault (`!vault |`): Ansible's to decrypt; sendhost never sees the clear text."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+    def __repr__(self) -> str:
+        return "<ansible-vault encrypted value>"
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -53,8 +64,46 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineLis
     )
 
 
+def _checked_scalar(kind: str, construct: Any) -> Any:
+    # YAML reads an unquoted 2026-02-30 as a timestamp (and `!!int x` as a number); PyYAML then raises a bare
+    # ValueError with no line. Every other mistake in the file names its line, so these do too.
+    def construct_or_name_the_line(loader: _LineLoader, node: yaml.ScalarNode) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ConfigError(
+                f"{loader.name}:{node.start_mark.line + 1}: {node.value!r} is not a real {kind} ({exc}); "
+                f'fix it, or quote it ("{node.value}") if it is meant as text'
+            ) from None
+
+    return construct_or_name_the_line
+
+
+# C0 controls, DEL, C1 controls and the Unicode line and paragraph separators. Inventory values are rendered into
+# files on the sender hosts (the agent's env file, systemd units, netplan), where a newline starts a new setting.
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _construct_text(loader: _LineLoader, node: yaml.ScalarNode) -> str:
+    value = yaml.SafeLoader.construct_yaml_str(loader, node)
+    if bad := _CONTROL_RE.search(value):
+        # The value itself is not quoted: it may be a password.
+        raise ConfigError(
+            f"{loader.name}:{node.start_mark.line + 1}: a value holds the control character {bad.group()!r} at "
+            f"character {bad.start() + 1}; remove it: inventory values are written into files on the sender hosts, "
+            "where a newline would start a new setting"
+        )
+    return value
+
+
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:str", _construct_text)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_LineLoader.add_constructor("!vault", lambda loader, node: Vaulted(node.start_mark.line + 1))
+for _tag, _kind in (("timestamp", "date or time"), ("int", "whole number"), ("float", "number"),
+                    ("bool", "true or false"), ("null", "null")):
+    _LineLoader.add_constructor(f"tag:yaml.org,2002:{_tag}",
+                                _checked_scalar(_kind, yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{_tag}"]))
 
 
 def load_yaml_with_lines(path: Path) -> Any:
@@ -65,7 +114,13 @@ def load_yaml_with_lines(path: Path) -> Any:
         raise ConfigError(f"{path}: no such file; pass --inventory PATH or copy inventory.example.yml") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
-    loader = _LineLoader(text)
+    try:
+        # The reader checks the whole text for characters YAML forbids (control characters) as it is built.
+        loader = _LineLoader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        raise ConfigError(f"{path}:{line}: character {exc.character:#x} is not allowed in YAML; "
+                          "remove it (a control character pasted in?)") from None
     loader.name = str(path)
     try:
         return loader.get_single_data()

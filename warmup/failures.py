@@ -1,14 +1,21 @@
-"""Send failures: six classes, each with one response, classified from the SMTP reply.
+"""Send failures: seven classes, each with one response, classified from the SMTP stage and the server's reply.
 
-The rules come from the providers' published replies (Gmail's SMTP error reference, Microsoft's Exchange Online
-NDR codes, Yahoo's sender error codes). Order matters: what the reply says about the *sending account* (quota,
-authentication, rate) wins over the generic enhanced code, because a reply like Gmail's
-`550 5.7.1 ... unusual rate of unsolicited mail` carries a content-looking code but asks us to slow down.
+`RULES` below is the precedence, first match wins, and each rule is named so a caller (and a test) can see which
+one decided (`explain`). In short: no reply at all is decided by the stage (after the end of DATA the message may
+have been accepted: `unknown`); text naming the sending quota or a rate limit wins over any code; then the account
+itself (authentication, send-as); then a missing recipient domain or recipient; then RFC 3463 enhanced codes
+(addressing X.1.x is `recipient`, network/congestion X.4.x is `transient`, whatever the reply code); then content and
+policy; then the reply code. docs/failure-classes.md documents each step; the replies behind the texts (Gmail,
+Microsoft 365, Yahoo, real bounces of many MTAs, French, German and Japanese providers) are in
+tests/warmup/test_failures_replies.py.
 """
 
 from __future__ import annotations
 
 import re
+import smtplib
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -22,10 +29,24 @@ class FailureClass(StrEnum):
     RECIPIENT = "recipient"
     CONTENT = "content"
     TRANSIENT = "transient"
+    # The connection timed out or dropped after the end of DATA: the server may have accepted the message.
+    UNKNOWN = "unknown"
 
     @property
     def response(self) -> Response:
         return RESPONSES[self]
+
+
+class SmtpStage(StrEnum):
+    """Where in the SMTP submission a failure happened. Only AFTER_DATA can hide an accepted message."""
+
+    CONNECT = "connect"  # TCP connect, the greeting, the TLS handshake of port 465
+    HELO = "helo"  # EHLO/HELO and STARTTLS
+    AUTH = "auth"
+    MAIL = "mail"
+    RCPT = "rcpt"
+    DATA = "data"  # the DATA command and the message body, before the end-of-data dot was sent
+    AFTER_DATA = "after_data"  # the end-of-data dot was sent; the server's final reply is pending or was read
 
 
 @dataclass(frozen=True)
@@ -54,97 +75,290 @@ RESPONSES: dict[FailureClass, Response] = {
                                    counts_for_breaker=True, consumes_attempt=True, retry=False),
     FailureClass.TRANSIENT: Response("retry later", frees_slot=True,
                                      counts_for_breaker=True, consumes_attempt=False, retry=True),
+    # The message may be in the recipient's inbox: it counts as sent (slot kept, attempt used), it is never sent
+    # again automatically (a person checks Sent Items), and it says nothing about the inbox's health.
+    FailureClass.UNKNOWN: Response("mark unconfirmed: check Sent Items, never resend automatically",
+                                   frees_slot=False, counts_for_breaker=False, consumes_attempt=True, retry=False),
 }
 
 
 @dataclass(frozen=True)
-class _Rule:
-    cls: FailureClass
-    codes: frozenset[int] = frozenset()  # basic reply codes; empty = any
-    enhanced: frozenset[str] = frozenset()  # enhanced status codes; empty = any
-    text: re.Pattern[str] | None = None
+class Reply:
+    """One failed step, normalized: `code` None when the server never answered."""
 
-    def matches(self, code: int | None, enhanced: str, text: str) -> bool:
-        if self.codes and code not in self.codes:
-            return False
-        if self.enhanced and enhanced not in self.enhanced:
-            return False
-        return self.text is None or bool(self.text.search(text))
+    code: int | None
+    enhanced: str  # "5.1.1", or "" when the reply carries none
+    text: str
+    stage: SmtpStage | None
+
+    @property
+    def permanent(self) -> bool:
+        return self.code is not None and 500 <= self.code < 600
+
+    @property
+    def enhanced_subject(self) -> str:
+        """The middle field of the enhanced code: "1" addressing, "2" mailbox, "4" network, "7" security..."""
+        parts = self.enhanced.split(".")
+        return parts[1] if len(parts) == 3 else ""
+
+    @property
+    def enhanced_detail(self) -> str:
+        parts = self.enhanced.split(".")
+        return parts[2] if len(parts) == 3 else ""
+
+    def says(self, pattern: re.Pattern[str]) -> bool:
+        return bool(pattern.search(self.text))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A class and the name of the rule that decided it (see RULES)."""
+
+    failure: FailureClass
+    rule: str
 
 
 def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-Q, R, A, P, C, T = (FailureClass.ACCOUNT_QUOTA, FailureClass.RATE_LIMITED, FailureClass.ACCOUNT_AUTH,
-                    FailureClass.RECIPIENT, FailureClass.CONTENT, FailureClass.TRANSIENT)
+# -- the texts ---------------------------------------------------------------------------------------------------
 
-RULES: tuple[_Rule, ...] = (
-    # Gmail: 550 5.4.5 Daily user sending limit exceeded / Daily SMTP relay sending limit exceeded.
-    _Rule(Q, enhanced=frozenset({"5.4.5"})),
-    # Microsoft: ...SubmissionQuotaExceededException / OutboundSpamException (the account hit its sending limit).
-    _Rule(Q, text=_re(r"submissionquotaexceeded|outboundspamexception|sending (?:limit|quota)|"
-                      r"(?:daily|hourly) (?:user )?(?:sending )?(?:limit|quota) exceeded")),
-    # Gmail: 454 4.7.0 Too many login attempts - a login throttle, not a bad password.
-    _Rule(R, text=_re(r"too many login attempts")),
-    # Gmail 530 5.7.0 Authentication Required, 534 5.7.9 Application-specific password required,
-    # 535 5.7.8 Username and Password not accepted; Microsoft 535 5.7.3 / 5.7.139 Authentication unsuccessful,
-    # 530 5.7.57 Client not authenticated; Yahoo 535 5.7.0 (#AUTH005) Too many bad auth attempts.
-    _Rule(A, codes=frozenset({530, 534, 535})),
-    _Rule(A, enhanced=frozenset({"5.7.8", "5.7.139", "5.7.57"})),
-    _Rule(A, text=_re(r"authentication (?:unsuccessful|failed|required)|username and password not accepted|"
-                      r"#auth\d+")),
-    # Gmail: 421 4.7.28 / 550 5.7.28 unusual rate of unsolicited mail; 421 4.7.0 try again later.
-    _Rule(R, enhanced=frozenset({"4.7.28", "5.7.28"})),
-    _Rule(R, text=_re(r"unusual rate|rate limit|temporarily rate limited|too many (?:messages|connections)|"
-                      r"\[TS[S0-9]\d*\]|deferred due to (?:unexpected volume|user complaints)")),
-    _Rule(R, codes=frozenset({421}), enhanced=frozenset({"4.7.0"})),
-    # Microsoft: 451 4.7.500-699 Server busy / access denied, please try again later (throttling of the sender).
-    _Rule(R, codes=frozenset({421, 450, 451, 452}), text=_re(r"server busy")),
-    # Recipient: Gmail 550 5.1.1 does not exist, 550 5.2.1 account disabled, 552 5.2.2 over quota;
-    # Microsoft 550 5.1.10 RecipientNotFound; Yahoo 554 delivery error: dd This user doesn't have a ... account.
-    _Rule(P, enhanced=frozenset({"5.1.1", "5.1.10", "5.1.0", "5.1.3", "5.1.6", "5.2.1", "5.2.2", "5.0.350"})),
-    _Rule(P, codes=frozenset(range(500, 600)),
-          text=_re(r"user unknown|no such user|does not exist|recipientnotfound|doesn't have a [\w.]+ account|"
-                   r"unknown recipient|recipient (?:address )?rejected")),
-    # Content and policy: Gmail 550 5.7.1 unsolicited/policy, 552 5.7.0 security issue, 550 5.7.26 unauthenticated
-    # sender (DMARC), 552 5.3.4 size; Microsoft 550 5.7.1 block list (S3150), 550 5.7.708; Yahoo 554 5.7.9 policy,
-    # 553 5.7.1 [BL21] Spamhaus.
-    _Rule(C, codes=frozenset(range(500, 600)),
-          enhanced=frozenset({"5.7.0", "5.7.1", "5.7.9", "5.7.25", "5.7.26", "5.7.27", "5.7.708", "5.3.4"})),
-    _Rule(C, codes=frozenset(range(500, 600)), text=_re(r"spam|policy|block ?list|blocked|spamhaus")),
+# The sending account's own quota, not a recipient's full mailbox ("over quota", "Quota exceeded (mailbox for user
+# is full)", "Quota limit exceeded (Speicherplatz ...)" are the recipient's storage and must not match).
+SENDING_QUOTA = _re(
+    r"submissionquotaexceeded|outboundspamexception|storedrv\.submission\.exception:quotaexceeded|"
+    r"sending (?:limit|quota)|(?:daily|hourly) (?:user )?(?:sending )?(?:limit|quota) exceeded|"
+    r"message count quota exceeded|mail limit has been reached|"
+    r"number (?:of )?(?:messages|recipients) per (?:hour|day) exceeded|"
+    r"(?:versand|sende)-?limit|送信(?:数|量)?の?(?:上限|制限)"
+)
+# A rate limit on the sender: Gmail, Microsoft, Yahoo's [TS..] codes, Tencent, IONOS, Orange (French), German hosts.
+RATE_LIMIT = _re(
+    r"unusual rate|rate[ -]?limit|too many (?:messages|connections|login attempts|concurrent)|"
+    r"\[TS[S0-9]\d*\]|deferred due to (?:unexpected volume|user complaints)|sender thread limit|"
+    r"concurrent connection limit|(?:connection|ip) frequency limit|trop de connexions|"
+    r"zu viele (?:verbindungen|nachrichten|e-?mails)"
+)
+AUTH_FAILED = _re(
+    r"authentication (?:unsuccessful|failed|credentials invalid)|username and password not accepted|"
+    r"#auth\d+|invalid credentials|client not authenticated"
+)
+# The account may not send as this From/envelope address: a setting to fix, not a recipient to suppress.
+SENDER_REFUSED = _re(
+    r"sender address rejected|sendasdenied|send as (?:this )?sender|not (?:allowed|permitted) to send as|"
+    r"not owned by|domain of sender address|unrout(?:e)?able sender"
+)
+# The recipient's domain does not exist (NXDOMAIN, a null MX), as opposed to a lookup that failed for now.
+DOMAIN_MISSING = _re(
+    r"host or domain name not found.*host not found(?!, try again)|nxdomain|domain name not found|"
+    r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|^host unknown|"
+    r"returned null mx|doesn't receive email according to the administrator|"
+    r"domaine inexistant|domain existiert nicht|ドメインが存在しません"
+)
+DOMAIN_LOOKUP_TEMPORARY = _re(r"try again|temporar|servfail|timed out|malformed")
+# The recipient does not exist or cannot receive: English, French (Orange, La Poste, SFR), German (Web.de, GMX),
+# Japanese.
+RECIPIENT_GONE = _re(
+    r"user unknown|unknown user|no such (?:user|mailbox|recipient|address)|does(?: not|n't) exist|"
+    r"recip(?:ient)?notfound|recipient not found|user not found|mailbox not found|mailbox unavailable|"
+    r"invalid recipient|unknown recipient|recipient (?:address )?rejected|(?<!sender )address rejected|"
+    r"unknown or illegal (?:user|alias)|doesn't have a [\w.]+ account|not our (?:user|customer)|"
+    r"no mailbox here|account (?:has been |is )?(?:disabled|inactive|discontinued)|disabled recipient|"
+    r"is (?:disabled|inactive)|no longer on server|unrouteable address|"
+    r"resolver\.rst\.(?:authrequired|notauthorized|restrictedtorecipients)|"
+    r"destinataire (?:invalide|inconnu)|utilisateur inconnu|adresse inconnue|compte du destinataire est bloqu|"
+    r"benutzer (?:nicht bekannt|unbekannt)|empf(?:ä|ae)nger (?:unbekannt|existiert nicht)|"
+    r"(?:postfach|adresse) existiert nicht|存在しません|ユーザー(?:が)?(?:不明|見つかりません)"
+)
+# The recipient's mailbox is full: permanent replies suppress the address (as X.2.2 does), temporary ones wait.
+MAILBOX_FULL = _re(
+    r"mailbox (?:is )?full|over quota|quota exceeded|out of storage space|exhausted allowed storage|"
+    r"speichervolumen|boîte (?:aux lettres )?pleine|メールボックスがいっぱい"
+)
+# The recipient's inbox is flooded (Gmail X.2.1 "receiving mail at a rate that prevents ..."): congestion.
+RECIPIENT_FLOODED = _re(r"receiving (?:mail|email) (?:at a rate|too quickly)")
+CONTENT_TEXT = _re(r"spam|policy|block ?list|blocked|blacklist|spamhaus|virus|dmarc|\bspf\b|content")
+SERVER_BUSY = _re(r"server busy")
+
+# Enhanced codes that name the provider's content or policy verdict (Gmail, Microsoft, Yahoo).
+CONTENT_CODES = frozenset({"5.7.0", "5.7.1", "5.7.9", "5.7.25", "5.7.26", "5.7.27", "5.7.509", "5.7.606",
+                           "5.7.708", "5.3.4", "5.2.3", "5.6.0"})
+AUTH_CODES = frozenset({"5.7.8", "5.7.139", "5.7.57", "5.7.11", "5.7.60"})
+AUTH_REPLY_CODES = frozenset({530, 534, 535, 538})
+# X.1.x details that name the *sender's* address (RFC 3463 X.1.7, X.1.8), or nothing in particular (X.1.0).
+SENDER_ADDRESS_DETAILS = frozenset({"7", "8"})
+NOT_RECIPIENT_DETAILS = frozenset({"0", "5"}) | SENDER_ADDRESS_DETAILS
+
+
+# -- the rules, in precedence order -----------------------------------------------------------------------------
+
+Predicate = Callable[[Reply], bool]
+
+
+def _no_reply_before_end_of_data(r: Reply) -> bool:
+    return r.code is None and r.stage is not None and r.stage is not SmtpStage.AFTER_DATA
+
+
+def _no_reply_after_end_of_data(r: Reply) -> bool:
+    # No stage given: the caller cannot rule out that the dot went out, so the safe answer is "maybe sent".
+    return r.code is None
+
+
+def _account_refused(r: Reply) -> bool:
+    if r.stage is SmtpStage.AUTH and r.permanent:
+        return True
+    if r.code in AUTH_REPLY_CODES or r.enhanced in AUTH_CODES or r.says(AUTH_FAILED):
+        return True
+    sender_code = r.enhanced_subject == "1" and r.enhanced_detail in SENDER_ADDRESS_DETAILS
+    return r.permanent and (sender_code or r.says(SENDER_REFUSED))
+
+
+def _sender_refused_for_now(r: Reply) -> bool:
+    sender_code = r.enhanced_subject == "1" and r.enhanced_detail in SENDER_ADDRESS_DETAILS
+    return not r.permanent and (sender_code or r.says(SENDER_REFUSED) or r.stage is SmtpStage.AUTH)
+
+
+def _domain_missing(r: Reply) -> bool:
+    return r.says(DOMAIN_MISSING) and not r.says(DOMAIN_LOOKUP_TEMPORARY)
+
+
+def _addressing_code(r: Reply) -> bool:
+    return r.enhanced_subject == "1" and r.enhanced_detail not in NOT_RECIPIENT_DETAILS
+
+
+def _recipient_text(r: Reply) -> bool:
+    return r.permanent and r.says(RECIPIENT_GONE)
+
+
+def _recipient_mailbox(r: Reply) -> bool:
+    # 5.2.1 disabled, 5.2.2 full (permanently: Gmail's "out of storage space and inactive"); 4.2.x waits.
+    return r.permanent and (r.enhanced in {"5.2.1", "5.2.2"} or r.says(MAILBOX_FULL))
+
+
+def _network_code(r: Reply) -> bool:
+    return r.enhanced_subject == "4"
+
+
+def _sender_throttled(r: Reply) -> bool:
+    # Gmail 421 4.7.0 "Try again later, closing connection"; Microsoft 451 4.7.500-699 "Server busy" throttles the
+    # sender (a security-class code), unlike a plain busy server (4.4.5, rule network_code).
+    if r.enhanced in {"4.7.28", "5.7.28"} or (r.code == 421 and r.enhanced == "4.7.0"):
+        return True
+    return r.enhanced.startswith("4.7.") and r.says(SERVER_BUSY)
+
+
+def _content(r: Reply) -> bool:
+    return r.permanent and (r.enhanced in CONTENT_CODES or r.enhanced.startswith("5.7.") or r.says(CONTENT_TEXT))
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    failure: FailureClass
+    applies: Predicate
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("no_reply_before_end_of_data", FailureClass.TRANSIENT, _no_reply_before_end_of_data),
+    Rule("no_reply_after_end_of_data", FailureClass.UNKNOWN, _no_reply_after_end_of_data),
+    Rule("sending_quota_text", FailureClass.ACCOUNT_QUOTA, lambda r: r.says(SENDING_QUOTA)),
+    Rule("rate_limit_text", FailureClass.RATE_LIMITED, lambda r: r.says(RATE_LIMIT)),
+    Rule("account_refused", FailureClass.ACCOUNT_AUTH, _account_refused),
+    Rule("sender_refused_for_now", FailureClass.TRANSIENT, _sender_refused_for_now),
+    Rule("recipient_flooded", FailureClass.TRANSIENT, lambda r: r.says(RECIPIENT_FLOODED)),
+    Rule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
+    Rule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
+    Rule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
+    Rule("network_code", FailureClass.TRANSIENT, _network_code),
+    Rule("sender_throttled", FailureClass.RATE_LIMITED, _sender_throttled),
+    Rule("recipient_mailbox", FailureClass.RECIPIENT, _recipient_mailbox),
+    Rule("content", FailureClass.CONTENT, _content),
+    Rule("temporary_reply", FailureClass.TRANSIENT, lambda r: r.code is not None and 400 <= r.code < 500),
+    Rule("permanent_reply", FailureClass.CONTENT, lambda r: r.permanent),
 )
 
-_ENHANCED_RE = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
+_ENHANCED = r"[245]\.\d{1,3}\.\d{1,3}"
+_ENHANCED_AT_START = re.compile(rf"^\s*#?({_ENHANCED})\b")
+_ENHANCED_QMAIL = re.compile(rf"\(#({_ENHANCED})\)")  # qmail: "... no mailbox here by that name. (#5.1.1)"
+_ENHANCED_ONLY = re.compile(rf"{_ENHANCED}")
 
 
-def classify(code: int | None, enhanced_code: str | None, text: str = "") -> FailureClass:
-    """The class of a failed send from its SMTP reply code, enhanced status code and text.
+def _enhanced_from_text(text: str) -> str:
+    found = _ENHANCED_AT_START.search(text) or _ENHANCED_QMAIL.search(text)
+    return found.group(1) if found else ""
 
-    `code` None means no reply at all (connection refused or timed out): transient. When `enhanced_code` is
-    None it is read from the start of `text` if present. An unknown 4xx is transient; an unknown 5xx is
-    `content` (the job fails) because retrying an unexplained permanent rejection blindly burns reputation.
-    """
+
+def explain(code: int | None, enhanced_code: str | None = None, text: str = "",
+            stage: SmtpStage | None = None) -> Verdict:
+    """The class of a failed send and the rule that decided it. See `classify`."""
     text = text or ""
     enhanced = (enhanced_code or "").strip()
+    if enhanced and not _ENHANCED_ONLY.fullmatch(enhanced):
+        # classify(550, "User unknown"): the second argument was the reply text, not an enhanced code.
+        text, enhanced = f"{enhanced} {text}".strip(), ""
     if not enhanced:
-        found = _ENHANCED_RE.search(text[:40])
-        enhanced = found.group(0) if found else ""
-    if code is None:
-        return FailureClass.TRANSIENT
+        enhanced = _enhanced_from_text(text)
+    if code is not None and not 400 <= code < 600:
+        raise ValueError(f"SMTP reply code {code} is not a failure (expected 4xx or 5xx)")
+    reply = Reply(code, enhanced, text, SmtpStage(stage) if stage is not None else None)
     for rule in RULES:
-        if rule.matches(code, enhanced, text):
-            return rule.cls
-    if 400 <= code < 500:
-        return FailureClass.TRANSIENT
-    if 500 <= code < 600:
-        return FailureClass.CONTENT
-    raise ValueError(f"SMTP reply code {code} is not a failure (expected 4xx or 5xx)")
+        if rule.applies(reply):
+            return Verdict(rule.failure, rule.name)
+    raise AssertionError("unreachable: the last rules cover every 4xx and 5xx reply")  # pragma: no cover
+
+
+def classify(code: int | None, enhanced_code: str | None = None, text: str = "",
+             stage: SmtpStage | None = None) -> FailureClass:
+    """The class of a failed send from its SMTP stage, reply code, enhanced status code and text.
+
+    `code` None means no reply at all (refused, timed out, dropped): `transient` before the end of DATA, `unknown`
+    after it, and `unknown` when `stage` is not given, because then the message may have been accepted. When
+    `enhanced_code` is None it is read from the start of `text` (or qmail's "(#5.1.1)"); a second argument that is
+    not an enhanced code is taken as the text, so `classify(550, "5.1.1 User unknown")` works too.
+    """
+    return explain(code, enhanced_code, text, stage).failure
+
+
+def classify_error(error: BaseException, stage: SmtpStage) -> FailureClass:
+    """The class of an exception raised by `smtplib` (or the socket under it) during `stage`."""
+    if isinstance(error, smtplib.SMTPRecipientsRefused) and error.recipients:
+        code, message = next(iter(error.recipients.values()))
+        return classify(code if 400 <= code < 600 else None, None, _decode(message), stage)
+    if isinstance(error, smtplib.SMTPResponseException) and 400 <= error.smtp_code < 600:
+        return classify(error.smtp_code, None, _decode(error.smtp_error), stage)
+    if isinstance(error, smtplib.SMTPNotSupportedError | ssl.SSLCertVerificationError):
+        # The provider cannot do what this mailbox's settings ask (AUTH, STARTTLS) or its certificate does not
+        # verify: retrying will not help; a person fixes the settings and resumes the inbox.
+        return FailureClass.ACCOUNT_AUTH
+    # Disconnected, timed out, reset, a TLS error, an answer that is not SMTP: no reply to read.
+    return classify(None, None, str(error), stage)
+
+
+def classify_bounce(status: str, diagnostic: str = "") -> FailureClass:
+    """The class of a bounce (RFC 3464 delivery status): its `Status` and `Diagnostic-Code` fields.
+
+    A diagnostic of type `smtp` quotes the remote server's reply, which is classified as such; any other
+    (`X-Postfix; Host or domain name not found ...`) has no reply, and the Status class stands for the reply class.
+    """
+    kind, _, detail = diagnostic.partition(";") if ";" in diagnostic else ("", "", diagnostic)
+    status = status.strip()
+    if not _ENHANCED_ONLY.fullmatch(status) or status[0] == "2":
+        raise ValueError(f"bounce status {status!r} is not a failure (expected 4.x.x or 5.x.x)")
+    if kind.strip().lower() == "smtp":
+        code, enhanced, text = split_reply(detail)
+        if code is not None and 400 <= code < 600:
+            return classify(code, enhanced or _enhanced_from_text(text) or status, text)
+    return classify(int(status[0]) * 100 + 50, status, detail.strip())
+
+
+def _decode(message: bytes | str) -> str:
+    return message.decode("utf-8", "replace") if isinstance(message, bytes) else message
 
 
 def split_reply(reply: str) -> tuple[int | None, str | None, str]:
     """`'550 5.1.1 The email account ...'` -> (550, '5.1.1', 'The email account ...'); for CLI input."""
-    match = re.match(r"\s*(\d{3})[ -]?(?:([245]\.\d{1,3}\.\d{1,3})\s*)?(.*)", reply, re.DOTALL)
+    match = re.match(r"\s*(\d{3})[ -]?(?:#?([245]\.\d{1,3}\.\d{1,3})\s*)?(.*)", reply, re.DOTALL)
     if not match:
         return None, None, reply.strip()
     return int(match.group(1)), match.group(2), match.group(3).strip()

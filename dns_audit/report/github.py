@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dns_audit.findings import DomainReport
 from dns_audit.report.json import summary
+from dns_audit.report.paths import repo_relative
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -20,9 +21,12 @@ def render_github(reports: list[DomainReport], fail_on: str = "error") -> str:
     lines = []
     for report in reports:
         for item in report.findings:
+            if item.waived:
+                continue
             props = [f"title={_property(f'{report.domain}: {item.code}')}"]
             if item.location:
-                props = [f"file={_property(item.location.file)}", f"line={item.location.line}", *props]
+                props = [f"file={_property(repo_relative(item.location.file))}", f"line={item.location.line}",
+                         *props]
             text = f"{item.message}. Fix: {item.remediation}"
             lines.append(f"::{COMMANDS[item.severity]} {','.join(props)}::{_data(text)}")
     totals = summary(reports)

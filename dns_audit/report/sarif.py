@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 from dns_audit.findings import CATALOG, DomainReport, Finding
+from dns_audit.report.paths import repo_relative
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
-def _uri(path: str) -> str:
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            return candidate.relative_to(Path.cwd()).as_posix()
-        except ValueError:
-            return candidate.as_uri()
-    return candidate.as_posix()
+def fingerprint(domain: str, item: Finding) -> str:
+    """An alert's identity: domain, code and subject only (no counts, no message text), so an alert stays the
+    same alert when a lookup count or a wording changes."""
+    return hashlib.sha256(f"{domain}/{item.code}/{item.subject}".encode()).hexdigest()[:32]
 
 
 def _result(domain: str, item: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
@@ -28,13 +25,17 @@ def _result(domain: str, item: Finding, rule_index: dict[str, int]) -> dict[str,
         "ruleIndex": rule_index[item.code],
         "level": LEVELS[item.severity],
         "message": {"text": f"{domain}: {item.message}" + (f" (evidence: {item.evidence})" if item.evidence else "")},
-        "partialFingerprints": {"domainCode": f"{domain}/{item.code}/{item.message}"},
+        "partialFingerprints": {"sendhostFinding/v1": fingerprint(domain, item)},
     }
+    logical = {"logicalLocations": [{"name": domain, "kind": "domain"}]}
     if item.location:
-        result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": _uri(item.location.file)},
-                                                     "region": {"startLine": item.location.line}}}]
+        result["locations"] = [{"physicalLocation": {
+            "artifactLocation": {"uri": repo_relative(item.location.file), "uriBaseId": "%SRCROOT%"},
+            "region": {"startLine": max(1, item.location.line)}}, **logical}]
     else:
-        result["locations"] = [{"logicalLocations": [{"name": domain, "kind": "domain"}]}]
+        result["locations"] = [logical]
+    if item.waived:
+        result["suppressions"] = [{"kind": "external", "justification": "waived with --waive"}]
     return result
 
 

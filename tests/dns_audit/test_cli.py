@@ -37,21 +37,25 @@ def test_warnings_exit_0_unless_fail_on_warning(sendhost_dns: Run) -> None:
     assert sendhost_dns("dkim-short.test", *COMMON, "--fail-on", "warning").returncode == 1
 
 
-def test_json_is_schema_1_with_every_field(sendhost_dns: Run) -> None:
+def test_json_is_schema_2_with_every_field(sendhost_dns: Run) -> None:
     result = sendhost_dns("clean.test", "dkim-weak.test", *COMMON, "--format", "json")
     assert result.returncode == 1
     data = json.loads(result.stdout)
     assert set(data) == {"schema", "domains", "summary"}
-    assert data["schema"] == 1
-    assert data["summary"] == {"domains": 2, "errors": 1, "warnings": 0}
+    assert data["schema"] == 2
+    assert data["summary"] == {"domains": 2, "errors": 1, "warnings": 0, "waived": 0}
     clean, weak = data["domains"]
     assert set(clean) == {"domain", "findings", "checks"}
     assert clean["domain"] == "clean.test" and clean["findings"] == []
-    assert {"name": "spf", "status": "pass"} in clean["checks"]
+    assert {"name": "spf", "status": "pass", "note": ""} in clean["checks"]
+    [ptr] = [c for c in clean["checks"] if c["name"] == "ptr"]
+    assert ptr["status"] == "skip" and "no sending IPs" in ptr["note"]  # nothing to look at is not a pass
     [item] = weak["findings"]
-    assert set(item) == {"code", "severity", "message", "evidence", "remediation", "reference", "location"}
+    assert set(item) == {"code", "severity", "message", "evidence", "remediation", "reference", "location",
+                         "subject", "waived"}
     assert (item["code"], item["severity"], item["location"]) == ("dkim.weak_key", "error", None)
-    assert {"name": "dkim", "status": "fail"} in weak["checks"]
+    assert (item["subject"], item["waived"]) == (z.SELECTOR, False)
+    assert {"name": "dkim", "status": "fail", "note": ""} in weak["checks"]
 
 
 def test_junit_has_one_testcase_per_domain_and_check(sendhost_dns: Run) -> None:
@@ -69,25 +73,57 @@ def test_junit_has_one_testcase_per_domain_and_check(sendhost_dns: Run) -> None:
 
 def test_sarif_points_at_the_zone_file_line(nsd: NsdServer, tmp_path: Path) -> None:
     zones = zone_dir_from(nsd, tmp_path, ["spf-plusall.test", "clean.test"])
-    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "sarif")
+    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "sarif",
+                     env={"GITHUB_WORKSPACE": str(tmp_path)})
     assert result.returncode == 1, result.stderr
     sarif = json.loads(result.stdout)
     assert sarif["version"] == "2.1.0"
-    [found] = sarif["runs"][0]["results"]
+    [found] = [r for r in sarif["runs"][0]["results"] if r["level"] == "error"]
     assert found["ruleId"] == "spf.permissive_all"
     location = found["locations"][0]["physicalLocation"]
-    path = Path(location["artifactLocation"]["uri"])
+    uri = location["artifactLocation"]["uri"]
     line = location["region"]["startLine"]
-    assert path.name == "spf-plusall.test.zone"
-    assert "+all" in (zones / path.name).read_text().splitlines()[line - 1]
+    assert uri == "zones/spf-plusall.test.zone"  # relative to the repository root, as code scanning shows it
+    assert "+all" in (tmp_path / uri).read_text().splitlines()[line - 1]
+
+
+def test_sarif_fingerprints_hold_no_counts_or_message_text(nsd: NsdServer, tmp_path: Path) -> None:
+    from dns_audit.findings import finding
+    from dns_audit.report.sarif import fingerprint
+
+    ten = finding("spf.lookup_limit", "SPF of a.test needs 11 DNS lookups")
+    twelve = finding("spf.lookup_limit", "SPF of a.test needs 13 DNS lookups")
+    assert fingerprint("a.test", ten) == fingerprint("a.test", twelve)
+    assert fingerprint("a.test", ten) != fingerprint("b.test", ten)
+    one_ip = finding("dnsbl.ip_listed", "listed", subject="192.0.2.1@bl.test")
+    other_ip = finding("dnsbl.ip_listed", "listed", subject="192.0.2.2@bl.test")
+    assert fingerprint("a.test", one_ip) != fingerprint("a.test", other_ip)
+
+
+def test_sarif_of_an_inventory_audit_points_at_the_line_declaring_the_domain(sendhost_dns: Run,
+                                                                            tmp_path: Path) -> None:
+    inventory = one_sender_inventory(tmp_path, """      - name: clean.test
+        dkim_selectors: [s1]
+      - name: spf-plusall.test
+        dkim_selectors: [s1]
+""", "10.0.1.10", dnsbl=z.DNSBL_ZONE)
+    result = sendhost_dns("--inventory", str(inventory), "--format", "sarif",
+                          env={"GITHUB_WORKSPACE": str(tmp_path)})
+    assert result.returncode == 1, result.stderr
+    [found] = [r for r in json.loads(result.stdout)["runs"][0]["results"] if r["level"] == "error"]
+    location = found["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "inventory.yml"
+    line = inventory.read_text().splitlines()[location["region"]["startLine"] - 1]
+    assert "name: spf-plusall.test" in line
 
 
 def test_github_annotations_carry_file_and_line(nsd: NsdServer, tmp_path: Path) -> None:
     zones = zone_dir_from(nsd, tmp_path, ["dkim-weak.test"])
-    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "github")
+    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "github",
+                     env={"GITHUB_WORKSPACE": str(tmp_path)})
     assert result.returncode == 1
-    [annotation] = [line for line in result.stdout.splitlines() if line.startswith("::")]
-    assert annotation.startswith(f"::error file={zones / 'dkim-weak.test.zone'},line=")
+    [annotation] = [line for line in result.stdout.splitlines() if line.startswith("::error")]
+    assert annotation.startswith("::error file=zones/dkim-weak.test.zone,line=")
     assert "title=dkim-weak.test%3A dkim.weak_key::" in annotation
 
 
@@ -153,14 +189,17 @@ def test_inventory_supplies_domains_selectors_and_ips(sendhost_dns: Run, tmp_pat
     inventory = one_sender_inventory(tmp_path, f"""      - name: clean.test
         dkim_selectors: [{z.SELECTOR}]
       - name: alignment-none.test
-        dkim_selectors: []
+        dkim_selectors: [nosuch]
         envelope_domain: bounce.shared.test
 """, z.CLEAN_IP, dnsbl=z.DNSBL_ZONE)
     result = sendhost_dns("--inventory", str(inventory), "--format", "json")
     assert result.returncode == 1, result.stderr
+    assert f"note: auditing 2 domain(s) from the inventory {inventory}" in result.stderr
     data = json.loads(result.stdout)
     by_domain = {d["domain"]: [f["code"] for f in d["findings"]] for d in data["domains"]}
-    assert by_domain == {"clean.test": [], "alignment-none.test": ["alignment.none"]}
+    # submission is the default model: the host's address is screened and its PTR reported as information
+    assert by_domain == {"clean.test": ["ptr.submission"],
+                         "alignment-none.test": ["dkim.missing", "alignment.none", "ptr.submission"]}
     statuses = {c["name"]: c["status"] for c in data["domains"][0]["checks"]}
     assert statuses["ptr"] == "pass" and statuses["dnsbl"] == "pass"  # the host's IP was checked
 
@@ -183,14 +222,14 @@ def test_inventory_hosts_with_a_pool_are_audited_on_their_pool_addresses(nsd: Ns
 """, z.NO_PTR_IP, dnsbl=z.DNSBL_ZONE)
     args = ("dns", "audit", "--inventory", str(inventory), "--nameserver", nsd.address, "--smtp-port",
             str(mail.port), "--ca-file", mail.ca_file, "--timeout", "1", "--retries", "1", "--format", "json")
-    without_pool = run_cli(*args, env={"REDIS_URL": redis_url})
+    without_pool = run_cli(*args, "--sending-mode", "direct", env={"REDIS_URL": redis_url})
     assert [f["code"] for f in json.loads(without_pool.stdout)["domains"][0]["findings"]] == ["ptr.missing"]
 
     pool = Pool.from_url(redis_url)
     pool.register_host("sender-1", z.NO_PTR_IP)
     pool.put_address("sender-1", 0, private_ip="10.0.1.11", public_ip=z.CLEAN_IP, allocation_id="eipalloc-1")
     pool.close()
-    with_pool = run_cli(*args, env={"REDIS_URL": redis_url})
+    with_pool = run_cli(*args, "--sending-mode", "direct", env={"REDIS_URL": redis_url})
     assert with_pool.returncode == 0, with_pool.stdout + with_pool.stderr
     assert json.loads(with_pool.stdout)["domains"][0]["findings"] == []
 
@@ -204,3 +243,14 @@ def test_an_unreachable_pool_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: cannot read the IP pools from {url}")
     assert "--ip" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sarif_of_a_zone_file_audit_points_at_the_zone_file_for_an_absent_record(nsd: NsdServer,
+                                                                                 tmp_path: Path) -> None:
+    zones = zone_dir_from(nsd, tmp_path, ["dmarc-missing.test"])
+    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "sarif",
+                     env={"GITHUB_WORKSPACE": str(tmp_path)})
+    [found] = [r for r in json.loads(result.stdout)["runs"][0]["results"] if r["ruleId"] == "dmarc.missing"]
+    location = found["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "zones/dmarc-missing.test.zone"
+    assert "SOA" in (zones / "dmarc-missing.test.zone").read_text().splitlines()[location["region"]["startLine"] - 1]

@@ -6,6 +6,7 @@ Sending IPs and MX hosts live on 127.0.0.x so that forward/reverse DNS and SMTP 
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
@@ -20,6 +21,9 @@ REFUSING_IP = "127.0.0.15"  # the DNSBL answers 127.255.255.254 for it
 FAULTY_IP = "127.0.0.16"  # its PTR and DNSBL lookups fail through the fault proxy
 MX_VALID, MX_EXPIRED, MX_WRONG_NAME, MX_TLS10, MX_NO_STARTTLS, MX_EXPIRING, MX_DOWN = (
     f"127.0.0.{n}" for n in range(21, 28))
+MX_HOSTILE = "127.0.0.28"  # answers STARTTLS with a line over 64 KiB
+MX_WEAK_KEY = "127.0.0.29"  # a valid chain to an RSA-1024 leaf: fails the default security level
+DEEP_INCLUDES = 500
 DNSBL_ZONE = "bl.test"
 SELECTOR = "s1"
 
@@ -32,6 +36,8 @@ class Keys:
     p_2048: str
     p_1024: str
     p_512: str
+    p_1023: str
+    p_768: str
 
 
 def _p(public_key: rsa.RSAPublicKey) -> str:
@@ -46,7 +52,10 @@ def make_keys() -> Keys:
     weak = rsa.RSAPublicNumbers(65537, (1 << 511) | 0x1F3B).public_key()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                             serialization.NoEncryption())
-    return Keys(pem, _p(key.public_key()), _p(short.public_key()), _p(weak))
+    # the thresholds: 1023 bits is under the 1024 minimum (weak), 768 is far under it
+    just_under = rsa.RSAPublicNumbers(65537, (1 << 1022) | 0x2D5F).public_key()
+    very_weak = rsa.RSAPublicNumbers(65537, (1 << 767) | 0x1A2B).public_key()
+    return Keys(pem, _p(key.public_key()), _p(short.public_key()), _p(weak), _p(just_under), _p(very_weak))
 
 
 def txt(value: str) -> str:
@@ -186,5 +195,38 @@ def fixture_zones(keys: Keys) -> dict[str, str]:
         "big.test": zone("big.test", mail_records(
             keys, spf=f"@ IN TXT {txt('v=spf1 ' + 'ip4:127.0.0.1 ' * 4300 + '-all')}")),
         "xn--bcher-kva.test": zone("xn--bcher-kva.test", mail_records(keys)),
+        **threshold_zones(keys, dkim),
+        **hostile_zones(keys),
     }
     return zones
+
+
+def threshold_zones(keys: Keys, dkim: Callable[[str], str]) -> dict[str, str]:
+    """Records exactly at each limit and one past it: 10/11 SPF lookups, 2/3 void lookups, 1023/1024/768 bits."""
+    def spf(text: str) -> str:
+        return f"@ IN TXT {txt(text)}"
+
+    ten = " ".join(f"include:_spf{i}.shared.test" for i in range(1, 11))
+    return {
+        "spf-ten.test": zone("spf-ten.test", mail_records(keys, spf=spf(f"v=spf1 ip4:127.0.0.0/24 {ten} -all"))),
+        "spf-void2.test": zone("spf-void2.test", mail_records(keys, spf=spf(
+            "v=spf1 a:nx1.spf-void2.test a:nx2.spf-void2.test ip4:127.0.0.0/24 -all"))),
+        "dkim-1024.test": zone("dkim-1024.test", mail_records(keys, dkim=dkim(f"v=DKIM1; k=rsa; p={keys.p_1024}"))),
+        "dkim-1023.test": zone("dkim-1023.test", mail_records(keys, dkim=dkim(f"v=DKIM1; k=rsa; p={keys.p_1023}"))),
+        "dkim-768.test": zone("dkim-768.test", mail_records(keys, dkim=dkim(f"v=DKIM1; k=rsa; p={keys.p_768}"))),
+    }
+
+
+def hostile_zones(keys: Keys) -> dict[str, str]:
+    """What an attacker who controls a zone (or an MX) can serve: each must cost one finding, not the audit."""
+    chain = [f"c{i} IN TXT {txt(f'v=spf1 include:c{i + 1}.spf-deep.test -all')}" for i in range(1, DEEP_INCLUDES)]
+    many = [f"mx IN A 127.0.1.{i}" for i in range(1, 13)]  # nothing listens there: each probe is refused fast
+    return {
+        "spf-deep.test": zone("spf-deep.test", mail_records(
+            keys, spf=f"@ IN TXT {txt('v=spf1 include:c1.spf-deep.test -all')}", extra="\n".join(chain))),
+        "tls-hostile.test": zone("tls-hostile.test", mail_records(
+            keys, mx="@ IN MX 10 mx", extra=f"mx IN A {MX_HOSTILE}")),
+        "tls-weakkey.test": zone("tls-weakkey.test", mail_records(
+            keys, mx="@ IN MX 10 mx", extra=f"mx IN A {MX_WEAK_KEY}")),
+        "tls-many.test": zone("tls-many.test", mail_records(keys, mx="@ IN MX 10 mx", extra="\n".join(many))),
+    }

@@ -19,7 +19,9 @@ import pytest
 
 import ippool.aws
 from ippool.aws import IAM_PREFIX, Ec2Adapter
-from ippool.aws_models import STATE_INCOMING, TAG_PARKED_UNTIL, pool_tags
+from ippool.aws_models import STATE_INCOMING, TAG_PARKED_UNTIL, TAG_POOL, pool_tags
+from ippool.spec import DEFAULT_POOL_NAME
+from tests.conftest import REPO_ROOT
 from tests.support.aws import (  # noqa: F401  (fixtures)
     POLICY_PATH,
     REGION,
@@ -34,6 +36,9 @@ from tests.support.aws import (  # noqa: F401  (fixtures)
     sleeper,
     stubbed_aws,
 )
+from toolkit import iam_policy
+from toolkit.iam_policy import Deployment
+from toolkit.inventory import load_inventory
 
 
 def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws) -> dict[str, Callable[[], object]]:
@@ -129,19 +134,30 @@ def test_policy_names_actions_exactly_without_wildcards() -> None:
         assert all("*" not in action for action in _as_list(statement["Action"])), statement["Sid"]
 
 
-def test_policy_touches_only_eips_tagged_ours() -> None:
-    # Every statement that can change an Elastic IP is conditioned on our pool tag (on the request when
-    # allocating, on the resource afterwards) or only tags an address in the same call that allocates it.
+def test_policy_touches_only_eips_tagged_with_this_pools_name() -> None:
+    # Every statement that can change an Elastic IP requires our pool tag to EQUAL the pool's name (on the request
+    # when allocating, on the resource afterwards): merely having a sendhost:pool tag let pool A release pool B's.
     for statement in _statements():
         resources = _as_list(statement["Resource"])
         actions = [a for a in _as_list(statement["Action"]) if a.startswith("ec2:") and "Describe" not in a]
         if not actions or not any(":elastic-ip/" in r or r == "*" for r in resources):
             continue
         assert resources == ["arn:aws:ec2:*:*:elastic-ip/*"], f"{statement['Sid']}: mutate only elastic-ip"
-        condition = json.dumps(statement.get("Condition", {}))
-        assert ('"aws:ResourceTag/sendhost:pool": "false"' in condition
-                or '"aws:RequestTag/sendhost:pool": "false"' in condition
-                or '"ec2:CreateAction": "AllocateAddress"' in condition), f"{statement['Sid']} is not tag-scoped"
+        equals = statement["Condition"]["StringEquals"]  # type: ignore[index]
+        assert (equals.get("aws:ResourceTag/sendhost:pool") == DEFAULT_POOL_NAME
+                or equals.get("aws:RequestTag/sendhost:pool") == DEFAULT_POOL_NAME), statement["Sid"]
+
+
+def test_docs_policy_is_the_rendering_for_the_example_inventory() -> None:
+    # README and docs/security.md show this file; `sendhost iam policy` renders the same for any inventory.
+    example = load_inventory(REPO_ROOT / "inventory.example.yml")
+    assert example.pool_name == DEFAULT_POOL_NAME
+    assert POLICY_PATH.read_text() == Deployment.of(example).policy_json()
+
+
+def test_policy_tag_keys_are_the_ones_ippool_writes() -> None:
+    assert iam_policy.TAG_POOL == TAG_POOL
+    assert set(iam_policy.REQUIRED_NEW_EIP_TAGS) == set(pool_tags("p", "h", 0, STATE_INCOMING))
 
 
 @pytest.mark.usefixtures("moto_aws")

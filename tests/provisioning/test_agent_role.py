@@ -311,6 +311,11 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
             "sendhost_subnet": fresh_host.subnet, "sendhost_interface": fresh_host.interface,
         }}}},
     }}
+    # and sendhost itself reads it so: the agent's mailboxes use the host copies
+    agent_inventory = load_inventory(files / "sendhost" / "inventory.yml")
+    assert [(m.address, m.smtp and m.smtp.password_file) for m in agent_inventory.mailboxes] == [
+        ("alice@example.com", f"{secrets}/alice@example.com.password"), ("bob@example.com", None),
+        ("carol@example.com", None)]
     env_lines = (files / "sendhost" / "agent.env").read_text().splitlines()
     assert env_lines[-1] == "SENDHOST_TEST_BOB_PASSWORD=bob-s3cret"  # password_env reaches the agent's environment
     assert not [line for line in lines if "bob-s3cret" in line or "alice-pw" in line or "signing-key" in line]

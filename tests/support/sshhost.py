@@ -76,6 +76,12 @@ class SshHost:
             "sender_addresses__netplan_file": str(files / "netplan" / "60-sendhost-slots.yaml"),
             "sender_addresses__networkd_file": str(files / "networkd" / "60-sendhost-slots.conf"),
             "sender_addresses__ifupdown_file": str(files / "interfaces.d" / "60-sendhost-slots"),
+            # the machine may have netplan.io and ifupdown installed (CI does, for their validators): auto-detection
+            # looks under `files`, where neither is, so the stack stays networkd unless a test picks one
+            "sender_addresses__netplan_dir": str(files / "netplan-not-installed"),
+            "sender_addresses__ifupdown_interfaces": str(files / "ifupdown-not-installed"),
+            "sender_addresses__cloud_init_dir": str(files / "cloud.cfg.d"),  # a test creates it to stand for cloud-init
+            "sender_base__chrony_sources_file": str(files / "chrony" / "sendhost-amazon-time-sync.sources"),
             "sender_agent__env_file": str(files / "sendhost" / "agent.env"),
             "sender_agent__unit_file": str(files / "systemd" / "sendhost-sender.service"),
             # sendhost's venv and wheel under `files`; the namespace has no network, so the venv takes the

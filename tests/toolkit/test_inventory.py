@@ -83,7 +83,7 @@ def test_pool_name_is_read_from_the_global_vars(tmp_path: Path) -> None:
         ("[10.0.0.6, 10.0.0.7]", "[10.0.0.6, 10.0.0.6]",
          r"inventory.yml:19: s1.sendhost_pool.private_ips: address 10.0.0.6 is listed twice"),
         ("[10.0.0.6, 10.0.0.7]", "[10.0.0.5, 10.0.0.7]",
-         r"s1.sendhost_pool.private_ips: address 10.0.0.5 is already used by s1"),
+         r"inventory.yml:19: s1.sendhost_pool.private_ips: slot address 10.0.0.5 is already used by s1 \(primary IP\)"),
         ("  vars:\n", "  vars:\n    sendhost_redis_url: 'http://nope'\n",
          r"inventory.yml:3: sendhost_redis_url: malformed Redis URL 'http://nope'"),
         ("  vars:\n", "  vars:\n    sendhost_colour: red\n", r"inventory.yml:3: sendhost_colour: unknown key"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 import traceback
 from typing import Any
@@ -13,15 +12,18 @@ import click
 from sendhost.errors import SendhostError
 from toolkit import __version__
 from toolkit.app import App
+from toolkit.logging_setup import configure_logging
 
 # group name -> "module:attribute". A group is listed here only once it works.
 GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
     "dns": "toolkit.cli.dns:group",
     "host": "toolkit.cli.host:group",
+    "iam": "toolkit.cli.iam:group",
     "inventory": "toolkit.cli.inventory:group",
     "pool": "toolkit.cli.pool:group",
     "provision": "toolkit.cli.provision:command",
+    "sender": "toolkit.cli.sender:group",
     "simulate": "toolkit.cli.simulate:command",
     "warmup": "toolkit.cli.warmup:group",
 }
@@ -63,11 +65,7 @@ def cli(ctx: click.Context, inventory: str | None, redis_url: str | None, fmt: s
     Elastic IP pools that rotate and park addresses, a warm-up send guard, DNS audits for CI, and Ansible
     provisioning, all configured from one Ansible inventory.
     """
-    logging.basicConfig(
-        level=logging.DEBUG if verbose >= 2 else logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(verbose)  # sendhost's own loggers only: botocore at DEBUG prints the AWS session token
     ctx.obj = App(inventory_flag=inventory, format_flag=fmt, verbose=verbose, redis_url_flag=redis_url)
 
 

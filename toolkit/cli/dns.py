@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,9 +46,21 @@ def _resolver(nameservers: tuple[str, ...], zone_dir: str | None, timeout: float
     return live, live
 
 
-def _sending_ips(app: App, inventory: Inventory) -> list[str]:
-    """Each sender host's pool addresses (the Elastic IPs recipients see) when it has a pool in the configured
-    Redis, else its primary IP. Without a configured Redis no pool can exist, so nothing is started to look."""
+# EC2 private (VPC) and carrier-grade NAT addresses: receivers never see them, so they are never audited as
+# sending IPs (a host's primary private IP is not the address its mail leaves from).
+_PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "fc00::/7", "fe80::/10"))
+
+
+def _is_private(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    return any(address in network for network in _PRIVATE_NETWORKS if network.version == address.version)
+
+
+def _sending_ips(app: App, inventory: Inventory) -> tuple[list[str], list[str]]:
+    """(addresses to audit, private addresses left out). Each sender host's pool addresses (the Elastic IPs
+    recipients see) when it has a pool in the configured Redis, else its primary IP when that is public. Without
+    a configured Redis no pool can exist, so nothing is started to look."""
     url = app.config.redis_url.value or inventory.redis_url
     pool_ips: dict[str, list[str]] = {}
     if url:
@@ -68,34 +82,73 @@ def _sending_ips(app: App, inventory: Inventory) -> list[str]:
                              "sending IPs with --ip") from None
         finally:
             pool.close()
-    return [ip for host in inventory.hosts for ip in (pool_ips.get(host.name) or [host.primary_ip])]
+    candidates = [ip for host in inventory.hosts for ip in (pool_ips.get(host.name) or [host.primary_ip])]
+    return [ip for ip in candidates if not _is_private(ip)], [ip for ip in candidates if _is_private(ip)]
+
+
+def _explicit_inventory(app: App, inventory_path: str | None) -> Inventory | None:
+    """The inventory only when asked for (`--inventory` here or globally, or SENDHOST_INVENTORY): a
+    ./inventory.yml lying in the working directory never replaces the domains the command line names."""
+    from toolkit.config import resolve_inventory_path
+    from toolkit.inventory import load_inventory
+
+    if inventory_path:
+        return load_inventory(Path(inventory_path))
+    setting = resolve_inventory_path(app.inventory_flag, app.env)
+    return app.inventory if setting.value and setting.source != "default" else None
 
 
 def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_origins: list[str],
-             selectors: tuple[str, ...], ips: tuple[str, ...],
-             envelope: str | None) -> tuple[list[DomainTarget], tuple[str, ...]]:
+             selectors: tuple[str, ...], ips: tuple[str, ...], envelope: str | None,
+             mode: str | None) -> tuple[list[DomainTarget], tuple[str, ...]]:
     from dns_audit.audit import DomainTarget, normalize_domain, normalize_ip
-    from toolkit.inventory import load_inventory
+    from dns_audit.errors import AuditError
+    from dns_audit.findings import Location
 
     ip_list = tuple(normalize_ip(ip) for ip in ips)
     envelope_domain = normalize_domain(envelope) if envelope else None
-    if domains:
-        names = [normalize_domain(d) for d in domains]
-        return [DomainTarget(n, selectors, ip_list, envelope_domain) for n in names], ()
-    inventory = load_inventory(Path(inventory_path)) if inventory_path else app.inventory
-    if inventory is not None and inventory.domains:
-        host_ips = ip_list or tuple(normalize_ip(ip) for ip in _sending_ips(app, inventory))
-        targets = [DomainTarget(normalize_domain(d.name), selectors or d.dkim_selectors, host_ips,
-                                normalize_domain(d.envelope_domain) if d.envelope_domain else envelope_domain)
-                   for d in inventory.domains]
-        return targets, inventory.dnsbl
-    if zone_origins:
-        names = [o for o in zone_origins if not o.endswith(".arpa")]
-        return [DomainTarget(normalize_domain(n), selectors, ip_list, envelope_domain) for n in names], ()
-    from dns_audit.errors import AuditError
+    names = [normalize_domain(d) for d in domains]
 
-    raise AuditError("no domains to audit: name them (sendhost dns audit example.com), pass --inventory PATH, "
-                     "or --zone-dir DIR")
+    def from_command_line(name: str) -> DomainTarget:
+        return DomainTarget(name, selectors, ip_list, envelope_domain, mode or "submission")
+
+    inventory = _explicit_inventory(app, inventory_path)
+    if inventory is None:
+        if names:
+            return [from_command_line(n) for n in names], ()
+        if zone_origins:
+            return [from_command_line(normalize_domain(o)) for o in zone_origins if not o.endswith(".arpa")], ()
+        raise AuditError("no domains to audit: name them (sendhost dns audit example.com), pass --inventory PATH, "
+                         "or --zone-dir DIR")
+    if not inventory.domains:
+        raise AuditError(f"{inventory.path}: no sendhost_domains to audit; add them, or name domains without "
+                         "--inventory")
+    declared = {normalize_domain(d.name): d for d in inventory.domains}
+    from_inventory = [n for n in names or list(declared) if n in declared]
+    if selectors and from_inventory:
+        raise AuditError(f"--selector names the DKIM selectors of domains given without an inventory; the domains "
+                         f"of {inventory.path} use their dkim_selectors: edit them there")
+    host_ips: tuple[str, ...] = ip_list
+    if not ip_list:
+        public, private = _sending_ips(app, inventory)
+        host_ips = tuple(normalize_ip(ip) for ip in public)
+        if private:
+            click.echo(f"note: not audited as sending IPs (private addresses receivers never see): "
+                       f"{', '.join(private)}", err=True)
+    targets = []
+    for name in names or list(declared):
+        d = declared.get(name)
+        if d is None:
+            targets.append(from_command_line(name))
+            continue
+        targets.append(DomainTarget(
+            name, d.dkim_selectors, host_ips,
+            normalize_domain(d.envelope_domain) if d.envelope_domain else envelope_domain,
+            mode or d.sending_mode, tuple(d.spf_includes), d.dmarc_floor,
+            Location(str(inventory.path), d.line) if d.line else None))
+    if from_inventory:
+        click.echo(f"note: auditing {len(from_inventory)} domain(s) from the inventory {inventory.path}", err=True)
+    return targets, inventory.dnsbl
 
 
 @group.command("audit", epilog=EXIT_HELP)
@@ -126,21 +179,40 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
               help="Output format (default: the global --format, else table).")
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
               help="Exit 1 when a finding is at or above this severity.")
+@click.option("--sending-mode", type=click.Choice(["submission", "direct"]), default=None,  # dns_audit SendingMode
+              help="submission (default; the inventory's sending_mode per domain): --ip addresses submit through "
+                   "the mailbox provider; direct: they deliver to MX and must pass SPF and PTR.")
+@click.option("--waive", "waivers", multiple=True, metavar="CODE",
+              help="Do not count findings with this code (e.g. ptr.skipped) against the gate; printed as waived.")
 @click.pass_obj
 def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_dir: str | None,
           nameservers: tuple[str, ...], selectors: tuple[str, ...], ips: tuple[str, ...], envelope_domain: str | None,
           profile: str, smtp_port: int, ca_file: str | None, dnsbl_zones: tuple[str, ...], concurrency: int,
-          timeout: float, retries: int, deadline: float, fmt: str | None, fail_on: str) -> None:
+          timeout: float, retries: int, deadline: float, fmt: str | None, fail_on: str, sending_mode: str | None,
+          waivers: tuple[str, ...]) -> None:
     """Audit each domain's mail DNS and MX TLS; findings have stable codes (spf.lookup_limit, dkim.weak_key, ...)."""
     from dns_audit.audit import AuditOptions, run_audit
     from dns_audit.dnsbl import DEFAULT_DOMAIN_ZONES, DEFAULT_IP_ZONES
-    from dns_audit.findings import at_or_above
+    from dns_audit.errors import AuditError
+    from dns_audit.findings import CATALOG, at_or_above, waive
     from dns_audit.report import render
+    from dns_audit.resolver import covers, describe
     from dns_audit.tls import TlsProbe
+    from dns_audit.zonefile import ZoneResolver
 
+    unknown = [code for code in waivers if code not in CATALOG]
+    if unknown:
+        raise AuditError(f"--waive {unknown[0]}: no such finding code (see docs/dns-audit.md for the codes)")
     resolver, live = _resolver(nameservers, zone_dir, timeout, retries)
     origins = list(getattr(resolver, "origins", []))
-    targets, inventory_dnsbl = _targets(app, domains, inventory_path, origins, selectors, ips, envelope_domain)
+    targets, inventory_dnsbl = _targets(app, domains, inventory_path, origins, selectors, ips, envelope_domain,
+                                        sending_mode)
+    if isinstance(resolver, ZoneResolver):
+        # a finding about a record that is absent points at the domain's zone file when no inventory line does
+        targets = [t if t.declared_at else replace(t, declared_at=resolver.zone_location(t.domain)) for t in targets]
+    if not any(covers(resolver, t.domain) for t in targets):
+        raise AuditError(f"no data for {', '.join(t.domain for t in targets)} in {describe(resolver)}: add "
+                         "<domain>.zone there, or pass --nameserver to audit live")
     zones = tuple(dnsbl_zones) or tuple(inventory_dnsbl)
     network = live is not None  # offline zone-file audits probe no MX host and ask no blocklist
     options = AuditOptions(
@@ -158,8 +230,11 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
         if sys.stderr.isatty():
             click.echo(f"\raudited {done[0]}/{len(targets)}", err=True, nl=done[0] == len(targets))
 
-    reports = run_audit(resolver, targets, options, progress)
+    reports = waive(run_audit(resolver, targets, options, progress), set(waivers))
     click.echo(render(reports, app.output_format(fmt), fail_on))
+    for code in dict.fromkeys(waivers):
+        count = sum(f.code == code for r in reports for f in r.findings)
+        click.echo(f"waived: {code} ({count} finding(s) not counted)", err=True)
     failing = sum(1 for r in reports for f in r.findings if at_or_above(f, fail_on))
     if failing:
         app.fail(f"{failing} finding(s) at or above {fail_on} in {len(reports)} domain(s)", 1)
@@ -168,28 +243,48 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
 @group.command("check-message", epilog=EXIT_HELP)
 @click.argument("message_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE.eml")
 @click.option("--nameserver", "nameservers", multiple=True, metavar="HOST[:PORT]",
-              help="Nameserver for DKIM keys and DMARC (default: /etc/resolv.conf).")
+              help="Nameserver for DKIM keys and DMARC (default: /etc/resolv.conf; with --zone-dir: names outside).")
+@click.option("--zone-dir", metavar="DIR", help="Resolve DKIM keys and DMARC from zone files, offline.")
 @click.option("--timeout", type=click.FloatRange(0.01, 60), default=2.0, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default=None)
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True)
 @click.pass_obj
-def check_message_command(app: App, message_file: str, nameservers: tuple[str, ...], timeout: float,
-                          fmt: str | None, fail_on: str) -> None:
-    """Check one message: RFC 8058 one-click unsubscribe, DKIM coverage of it, From alignment."""
+def check_message_command(app: App, message_file: str, nameservers: tuple[str, ...], zone_dir: str | None,
+                          timeout: float, fmt: str | None, fail_on: str) -> None:
+    """Check one message: RFC 8058 one-click unsubscribe, DKIM coverage of it, From alignment, a visible
+    unsubscribe link in each body part."""
+    from dns_audit.errors import AuditError, NoResolverAnswer
     from dns_audit.findings import at_or_above
-    from dns_audit.message import check_message
+    from dns_audit.message import NotAMessage, check_message
     from dns_audit.report.json import finding_dict
 
-    resolver, _ = _resolver(nameservers, None, timeout, 2)
+    resolver, live = _resolver(nameservers, zone_dir, timeout, 2)
     raw = Path(message_file).read_bytes()
-    findings = asyncio.run(check_message(raw, resolver))
+    try:
+        findings = asyncio.run(check_message(raw, resolver))
+    except NotAMessage as exc:
+        raise AuditError(f"{message_file} is not a message: {exc}; pass an .eml file") from None
+    if live is not None and live.queries_sent and live.responses_received == 0:
+        servers = ", ".join(f"{host}:{port}" for host, port in live.nameservers)
+        raise NoResolverAnswer(f"no answer from nameserver {servers} to {live.queries_sent} queries (timeout "
+                               f"{timeout:g}s): check --nameserver, or use --zone-dir offline")
     if app.output_format(fmt) == "json":
-        emit_json({"schema": 1, "message": message_file, "findings": [finding_dict(f) for f in findings]})
+        emit_json({"schema": 2, "message": message_file, "findings": [finding_dict(f) for f in findings]})
     else:
-        emit_table(f"sendhost dns check-message {message_file}", ["severity", "code", "message", "fix"],
-                   [(f.severity, f.code, f.message, f.remediation) for f in findings],
+        emit_table(f"sendhost dns check-message {_cell(message_file)}", ["severity", "code", "message", "fix"],
+                   [tuple(_cell(v) for v in (f.severity, f.code, f.message, f.remediation)) for f in findings],
                    summary=f"{len(findings)} finding(s)" if findings else "no findings: one-click unsubscribe "
                    "signed and aligned")
     failing = sum(1 for f in findings if at_or_above(f, fail_on))
     if failing:
         app.fail(f"{failing} finding(s) at or above {fail_on} in {message_file}", 1)
+
+
+def _cell(text: str) -> str:
+    """A table cell from message or DNS text: control characters made visible, rich markup escaped (a `[/]` in
+    a header must print as itself). Kept here until toolkit.output escapes every cell itself."""
+    from rich.markup import escape
+
+    from dns_audit.report.text import printable
+
+    return escape(printable(text))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
 
 from sendhost.errors import ConfigError
-from sendhost.redis_url import mask_url
+from sendhost.redis_url import insecure_tls_reason, mask_url
 from toolkit.app import App
 from toolkit.inventory import load_inventory
 from toolkit.output import emit_json, format_option
+
+log = logging.getLogger("sendhost.inventory")
 
 
 @click.group("inventory")
@@ -28,6 +31,8 @@ def check(app: App, path: Path | None, offline: bool, fmt: str | None) -> None:
     if path is None:
         path = app.require_inventory().path
     inventory = load_inventory(path)
+    if inventory.redis_url and (reason := insecure_tls_reason(inventory.redis_url)):
+        log.warning("%s:%d: sendhost_redis_url: %s", path, inventory.redis_url_line, reason)
     if inventory.redis_url and not offline:
         _ping(inventory.redis_url, f"{path}:{inventory.redis_url_line}")
     summary = {

@@ -93,7 +93,8 @@ def to_sim_inventory(inventory: Inventory) -> SimInventory:
                           subnet=h.subnet) for h in inventory.hosts)
     mailboxes = tuple(SimMailbox(m.address, m.domain, date.fromisoformat(m.start), m.timezone, m.group)
                       for m in inventory.mailboxes)
-    domains = tuple(SimDomain(d.name, d.dkim_selectors, d.envelope_domain) for d in inventory.domains)
+    domains = tuple(SimDomain(d.name, d.dkim_selectors, d.envelope_domain, d.spf_includes, d.dmarc_floor,
+                              d.sending_mode) for d in inventory.domains)
     region = inventory.hosts[0].region if inventory.hosts else "us-east-1"
     return SimInventory(hosts, mailboxes, domains, region)
 

@@ -1,0 +1,314 @@
+"""Throughput of the sender agent against a bare smtplib loop, measured in the same run, on the same servers.
+
+    python -m bench.send [--processes N] [--messages M] [--rounds R] [--database-url URL] [--redis-url URL]
+
+One local submission server (aiosmtpd in a process of its own: STARTTLS with a trustme certificate, AUTH required)
+takes every message. The same N processes run each phase, interleaved over R rounds:
+  bare    smtplib: connect from a slot address (rotating, as leases do), EHLO, STARTTLS, EHLO, AUTH, MAIL, RCPT,
+          DATA, QUIT: one authenticated TLS session per message, as the agent's must be;
+  agent   Agent.send_one over the same number of rows: claim (PostgreSQL), Guard.pick (Redis), Pool.lease (Redis),
+          last suppression check and attempt start (PostgreSQL), the same submission, record, confirm, release.
+The agent's own time is broken down by phase from its checkpoints, so the gap to the bare loop is explained.
+Then, in one process: claims/s (sender_claim of one row) against bare `SELECT 1` round trips.
+Ratios print last. Target: agent >= 0.75x bare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import secrets
+import smtplib
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+HOST = "bench-1"
+PRIMARY = "127.0.0.1"
+SLOTS = [f"127.0.0.{n}" for n in range(2, 10)]
+MAILBOXES = [f"box{n}@bench.example" for n in range(25)]  # 25 x 40 a day: room for every round
+PHASES = ("claim", "reserve", "lease", "check+begin", "submit", "record", "confirm+release")
+CHECKPOINT_PHASE = {"claimed": "claim", "reserved": "reserve", "leased": "lease", "attempt_started": "check+begin",
+                    "submitted": "submit", "recorded": "record"}
+
+
+# --- the submission server, in its own process -------------------------------------------------------------------
+
+def serve(port: int, cert_dir: str, ready: Any) -> None:
+    import trustme
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    ca = trustme.CA()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert(PRIMARY).configure_cert(context)
+    ca.cert_pem.write_to_path(str(Path(cert_dir) / "ca.pem"))
+
+    class Handler:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            return "250 2.0.0 OK"
+
+    def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        return AuthResult(success=isinstance(data, LoginPassword) and data.password == b"secret", handled=False)
+
+    import logging
+    logging.getLogger("mail.log").setLevel(logging.ERROR)
+    controller = Controller(Handler(), hostname=PRIMARY, port=port, tls_context=context, require_starttls=True,
+                            auth_required=True, authenticator=authenticate, ready_timeout=10)
+    controller.start()
+    ready.set()
+    threading.Event().wait()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((PRIMARY, 0))
+        return int(probe.getsockname()[1])
+
+
+# --- the two loops -----------------------------------------------------------------------------------------------
+
+def bare_worker(index: int, count: int, port: int, ca_file: str, start: Any, out: Any) -> None:
+    context = ssl.create_default_context(cafile=ca_file)
+    start.wait()
+    began = time.perf_counter()
+    for n in range(count):
+        message = EmailMessage()
+        message["From"], message["To"], message["Subject"] = MAILBOXES[n % len(MAILBOXES)], f"r{n}@x.example", "Hi"
+        message["Message-ID"] = f"<{secrets.token_hex(8)}@bench.example>"
+        message.set_content(f"Hello {n}\n\nUnsubscribe: https://u.bench.example/u/x\n")
+        with smtplib.SMTP(PRIMARY, port, timeout=30, source_address=(SLOTS[(index + n) % len(SLOTS)], 0)) as smtp:
+            smtp.ehlo()
+            smtp.starttls(context=context)
+            smtp.ehlo()
+            smtp.login(str(message["From"]), "secret")
+            smtp.send_message(message)
+    out.put(("bare", began, time.perf_counter(), {}))
+
+
+def agent_worker(index: int, count: int, port: int, ca_file: str, database_url: str, redis_url: str, start: Any,
+                 out: Any) -> None:
+    import redis
+
+    from ippool import Pool
+    from sender import Ledger
+    from sender.agent import Agent
+    from sender.settings import AgentSettings, MailboxSettings, Submission
+    from warmup import Guard
+
+    secret_file = Path(ca_file).parent / "password"
+    submission = Submission(PRIMARY, port, "starttls", "bench", password_file=str(secret_file), ca_file=ca_file)
+    start_day = datetime.now(UTC).date() - timedelta(days=120)
+    mailboxes = tuple(MailboxSettings(address=a, group="bench", start=start_day, submission=submission, min_gap_s=0,
+                                      jitter_s=(0, 0)) for a in MAILBOXES)
+    settings = AgentSettings(HOST, PRIMARY, mailboxes, "https://u.bench.example")
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    phases: dict[str, float] = defaultdict(float)
+    mark = [0.0]
+
+    def checkpoint(name: str) -> None:
+        now = time.perf_counter()
+        phases[CHECKPOINT_PHASE[name]] += now - mark[0]
+        mark[0] = now
+
+    agent = Agent(settings, Guard(client), Pool(client), client, unsubscribe_key=b"k" * 32, checkpoint=checkpoint)
+    ledger = Ledger.from_url(database_url)
+    agent.prepare(ledger)
+    start.wait()
+    began = time.perf_counter()
+    sent = 0
+    while sent < count:
+        mark[0] = time.perf_counter()
+        report = agent.send_one(ledger, f"bench-{index}")
+        if report is None:
+            break
+        phases["confirm+release"] += time.perf_counter() - mark[0]
+        sent += report.kind == "sent"
+    out.put(("agent", began, time.perf_counter(), dict(phases)))
+    ledger.close()
+
+
+def run_phase(kind: str, processes: int, per_process: int, args: tuple[Any, ...]) -> tuple[float, dict[str, float]]:
+    context = multiprocessing.get_context("spawn")
+    start, out = context.Event(), context.Queue()
+    target = bare_worker if kind == "bare" else agent_worker
+    procs = [context.Process(target=target, args=(i, per_process, *args, start, out)) for i in range(processes)]
+    for proc in procs:
+        proc.start()
+    time.sleep(1.5 if kind == "agent" else 0.5)  # let every process import and connect before the clock starts
+    start.set()
+    results = [out.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join()
+    elapsed = max(r[2] for r in results) - min(r[1] for r in results)
+    phases: dict[str, float] = defaultdict(float)
+    for _kind, _began, _ended, times in results:
+        for name, seconds in times.items():
+            phases[name] += seconds
+    return processes * per_process / elapsed, dict(phases)
+
+
+# --- claims against SELECT 1 ---------------------------------------------------------------------------------
+
+def claim_rates(database_url: str, count: int) -> tuple[float, float, float]:
+    from sender import Ledger
+
+    with Ledger.from_url(database_url) as ledger:
+        for n in range(count):
+            ledger.enqueue(lead=f"C{n}", step=1, to=f"c{n}@x.example", group="claims", subject="s", text="t")
+        conn = ledger._conn
+        began = time.perf_counter()
+        for _ in range(count):
+            conn.execute("SELECT 1").fetchone()
+        select_rate = count / (time.perf_counter() - began)
+        began = time.perf_counter()
+        for _ in range(count):
+            ledger.claim("bench", 1, ["claims"])
+        claim_rate = count / (time.perf_counter() - began)
+        # a one-row INSERT committed durably (WAL flushed): what the attempt's start pays for the disk
+        conn.execute("CREATE TABLE bench_commits (n integer)")
+        began = time.perf_counter()
+        for n in range(count // 4):
+            conn.execute("INSERT INTO bench_commits VALUES (%s)", (n,))
+        commit_ms = (time.perf_counter() - began) / (count // 4) * 1000
+    return claim_rate, select_rate, commit_ms
+
+
+# --- set-up ------------------------------------------------------------------------------------------------------
+
+def start_redis(workdir: str) -> tuple[subprocess.Popen[bytes], str]:
+    import redis
+
+    from sendhost.embedded import redis_server_executable
+
+    sock = Path(workdir) / "redis.sock"
+    process = subprocess.Popen([redis_server_executable(), "--port", "0", "--unixsocket", str(sock), "--save", "",
+                                "--appendonly", "no", "--dir", workdir],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"unix://{sock}"
+    for _ in range(500):
+        try:
+            redis.Redis.from_url(url).ping()
+            return process, url
+        except (redis.RedisError, OSError):
+            time.sleep(0.02)
+    raise SystemExit("bench: redis-server did not start")
+
+
+def database(admin_url: str | None) -> tuple[str, str]:
+    """(admin URL, URL of a fresh database for this run)."""
+    import psycopg
+
+    candidates = [admin_url] if admin_url else ["postgresql://postgres@127.0.0.1:5432/postgres"]
+    for url in candidates:
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+                name = f"sendhost_bench_{secrets.token_hex(4)}"
+                conn.execute(f'CREATE DATABASE "{name}"')
+                return url, url.rsplit("/", 1)[0] + f"/{name}"
+        except psycopg.Error:
+            continue
+    from sender import db
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        url = db.embedded_url(Path(tempfile.mkdtemp(prefix="sendhost-bench-")))
+    return url, url
+
+
+def prepare_round(database_url: str, redis_url: str, rows: int, round_no: int) -> None:
+    import redis
+
+    from ippool import Pool
+    from sender import Ledger
+
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    pool = Pool(client)
+    pool.register_host(HOST, PRIMARY, (8, 15))
+    for slot, address in enumerate(SLOTS):
+        pool.put_address(HOST, slot, private_ip=address)  # fresh budgets each round
+    client.close()
+    with Ledger.from_url(database_url) as ledger:
+        ledger.migrate()
+        for n in range(rows):
+            ledger.enqueue(lead=f"R{round_no}-{n}", step=1, to=f"lead{n}@x.example", group="bench",
+                           subject=f"Hello {n}", text=f"Hi {n}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--messages", type=int, default=150, help="per process and phase, each round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--database-url", help="an admin URL of a PostgreSQL that may create a database")
+    parser.add_argument("--redis-url")
+    args = parser.parse_args()
+
+    workdir = tempfile.mkdtemp(prefix="sendhost-bench-")
+    redis_proc = None
+    redis_url = args.redis_url
+    if redis_url is None:
+        redis_proc, redis_url = start_redis(workdir)
+    admin_url, database_url = database(args.database_url)
+    (Path(workdir) / "password").write_text("secret\n")
+    port = free_port()
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    server = context.Process(target=serve, args=(port, workdir, ready), daemon=True)
+    server.start()
+    ready.wait(30)
+    ca_file = str(Path(workdir) / "ca.pem")
+    rates: dict[str, list[float]] = defaultdict(list)
+    phases: dict[str, float] = defaultdict(float)
+    try:
+        for round_no in range(args.rounds):
+            prepare_round(database_url, redis_url, args.processes * args.messages, round_no)
+            rate, _ = run_phase("bare", args.processes, args.messages, (port, ca_file))
+            rates["bare"].append(rate)
+            rate, round_phases = run_phase("agent", args.processes, args.messages,
+                                           (port, ca_file, database_url, redis_url))
+            rates["agent"].append(rate)
+            for name, seconds in round_phases.items():
+                phases[name] += seconds
+            print(f"round {round_no + 1}: bare {rates['bare'][-1]:.1f} msg/s, agent {rates['agent'][-1]:.1f} msg/s",
+                  flush=True)
+        claim_rate, select_rate, commit_ms = claim_rates(database_url, 2000)
+    finally:
+        server.terminate()
+        if redis_proc is not None:
+            redis_proc.terminate()
+        if admin_url != database_url:
+            import psycopg
+
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{database_url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+    total = sum(phases.values()) or 1.0
+    messages = args.rounds * args.processes * args.messages
+    print(f"\nagent time per message, by phase ({args.processes} processes, {args.rounds} rounds):")
+    for name in PHASES:
+        print(f"  {name:16s} {phases.get(name, 0.0) / messages * 1000:7.2f} ms  {phases.get(name, 0.0) / total:6.1%}")
+    print(f"  (check+begin is one durable commit; a bare durable commit takes {commit_ms:.2f} ms here)")
+    print(f"\nclaims/s (one row per claim): {claim_rate:.0f}; bare SELECT 1 round trips/s: {select_rate:.0f}")
+    bare, agent = median(rates["bare"]), median(rates["agent"])
+    print(f"\nmessages/s: agent {agent:.1f}, bare smtplib {bare:.1f}")
+    print(f"ratio agent / bare smtplib: {agent / bare:.2f}x (target >= 0.75x)")
+    print(f"ratio claim / SELECT 1: {claim_rate / select_rate:.2f}x")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    main()

@@ -1,0 +1,9 @@
+"""The sender agent: a PostgreSQL send ledger, and submission through leased source IPs within warm-up caps.
+
+    from sender import Ledger
+    Ledger.from_url(url).enqueue(lead="L1", step=1, to="a@b.com", group="sales", subject="Hi", text="...")
+"""
+
+from sender.ledger import Claimed, Enqueued, Ledger, Settle, Status
+
+__all__ = ["Claimed", "Enqueued", "Ledger", "Settle", "Status"]

@@ -1,0 +1,312 @@
+"""The sender agent: claim a due row, reserve a mailbox, lease a source IP, check suppression, submit, record.
+
+Each step that takes something is undone in reverse when a later one fails. No transaction or lock is held across
+the SMTP conversation: every ledger call is one database function. The attempt's durable start (with the last
+suppression check) and the opening of the SMTP session (connect, TLS, AUTH) run side by side; nothing is handed
+over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT. `checkpoint(name)` is called
+after each step (fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started,
+submitted, recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from email.message import EmailMessage
+
+import redis
+
+from ippool import Lease, Pool
+from sender.counters import rebuild
+from sender.errors import LedgerUnavailable, SenderConfigError
+from sender.ledger import Claimed, Ledger, Settle
+from sender.message import build_message, message_id_for, unsubscribe_url
+from sender.outcomes import decide
+from sender.settings import AgentSettings, MailboxSettings
+from sender.submit import Kind, Result, Session, Stage, open_session
+from sender.tokens import make_token
+from warmup import FailureClass, Guard, Reservation
+from warmup.errors import WarmupConfigError, WarmupUnavailable
+
+log = logging.getLogger("sendhost.sender")
+
+CHECKPOINTS = ("claimed", "reserved", "leased", "attempt_started", "submitted", "recorded")
+ONCE_HORIZON_S = 60.0  # --once waits out blocks up to this long, then leaves the rest for a later run
+UNAVAILABLE_DELAY_S = 5.0
+PAUSED_DELAY_S = 300.0
+SWEEP_EVERY_S = 60.0
+PERSIST_FOR_S = 600.0  # how long a worker keeps trying to write a send it made before leaving it to sweep
+IDLE_POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one pass of the send path did to one row."""
+
+    row: int
+    kind: str  # sent | unconfirmed | retry | failed | suppressed | rerouted | blocked | lost | crash
+    detail: str = ""
+    mailbox: str | None = None
+    source_ip: str | None = None
+    unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
+
+
+def _close(opening: Future[Session | Result]) -> None:
+    """Wait for a session being opened and end it without handing anything over."""
+    session = opening.result()
+    if isinstance(session, Session):
+        session.close()
+
+
+class Agent:
+    """The send path for one host. Share one Agent between worker threads; give each its own Ledger."""
+
+    def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: redis.Redis, *,
+                 unsubscribe_key: bytes, checkpoint: Callable[[str], None] | None = None,
+                 env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.settings = settings
+        self.guard = guard
+        self.pool = pool
+        self._redis = redis_client
+        self._key = unsubscribe_key
+        self._checkpoint = checkpoint or (lambda name: None)
+        self._env = env
+        self._sleep = sleep
+        self._groups = settings.by_group()
+        self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
+        self._mailboxes = {m.address.lower(): m for m in settings.mailboxes}
+        self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}"
+        # Threads for work beside a send: opening its SMTP session, settling its lease and reservation.
+        self._side_tasks = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
+
+    @property
+    def groups(self) -> list[str]:
+        return sorted(self._groups)
+
+    def prepare(self, ledger: Ledger) -> None:
+        """Rebuild every group's warm-up counters from the ledger (at start: Redis may have lost them)."""
+        for group, mailboxes in self._groups.items():
+            rebuild(self.guard, self._redis, ledger, group, mailboxes)
+
+    # --- one row ------------------------------------------------------------------------------------------------
+
+    def send_one(self, ledger: Ledger, worker: str) -> Report | None:
+        """Claim one due row and take it through the send path; None when no row is due."""
+        claimed = ledger.claim(worker, 1, self.groups)
+        if not claimed:
+            return None
+        row = claimed[0]
+        self._checkpoint("claimed")
+        if row.attempt_id is not None:
+            # An earlier attempt started and nobody knows how it ended: finish the writes, never send.
+            status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.UNCONFIRMED,
+                                                                 "redelivered after an attempt had started"))
+            return Report(row.id, "crash", f"settled as {status}")
+        reserved = self._reserve(ledger, row)
+        if isinstance(reserved, Report):
+            return reserved
+        reservation: Reservation | None = reserved
+        self._checkpoint("reserved")
+        lease: Lease | None = None
+        attempt_started = False
+        try:
+            lease = self.pool.lease(self.settings.host, ttl_s=self.settings.lease_ttl,
+                                    primary_ip=self.settings.primary_ip)
+            self._checkpoint("leased")
+            mailbox = self._mailboxes[reserved.mailbox]
+            try:
+                secret = mailbox.submission.secret(self._env)
+            except SenderConfigError as exc:
+                log.error("sender: mailbox %s cannot authenticate: %s", mailbox.address, exc)
+                self.guard.cancel(reserved, FailureClass.ACCOUNT_AUTH)
+                reservation = None
+                ledger.unclaim(row.id, 0.0, f"mailbox {mailbox.address}: {exc}")
+                return Report(row.id, "rerouted", str(exc), mailbox.address)
+            # The durable start of the attempt (with the last suppression check) and the opening of the SMTP
+            # session (connect, TLS, AUTH: nothing handed over yet) run side by side; MAIL FROM waits for both.
+            opening = self._side_tasks.submit(open_session, mailbox.submission, secret, source_ip=lease.source_ip,
+                                          timeout_s=self.settings.smtp_timeout_s)
+            try:
+                outcome, message_id = ledger.begin_attempt(
+                    row.id, uuid.uuid4(), mailbox.address, lease.source_ip,
+                    message_id_for(row.idempotency_key, mailbox.address))
+            except BaseException:
+                _close(opening)
+                raise
+            if outcome != "ok" or message_id is None:
+                _close(opening)
+                self.guard.cancel(reserved)
+                reservation = None
+                return Report(row.id, "suppressed" if outcome == "suppressed" else "lost", outcome, mailbox.address)
+            attempt_started = True
+            self._checkpoint("attempt_started")
+            session = opening.result()
+            result = session if isinstance(session, Result) else session.hand_over(self._message(row, mailbox,
+                                                                                                  message_id))
+            self._checkpoint("submitted")
+            return self._settle(ledger, row, reserved, mailbox, lease, result)
+        except BaseException:
+            # Undo in reverse. A started attempt is never undone: the reservation stays used and the row stays
+            # `sending` for the sweep to settle as unconfirmed (the server may have the message).
+            if reservation is not None and not attempt_started:
+                self.guard.cancel(reservation)
+                # if the ledger is down too, the sweep requeues it: its attempt never started
+                with contextlib.suppress(LedgerUnavailable):
+                    ledger.unclaim(row.id, 0.0, "the send path failed before the attempt")
+            raise
+        finally:
+            if lease is not None:
+                # Off the hot path: a release never fails the send (a lost one expires by its TTL), and it must
+                # not delay the next claim.
+                self._side_tasks.submit(lease.release)
+
+    def _reserve(self, ledger: Ledger, row: Claimed) -> Reservation | Report:
+        addresses = self._addresses.get(row.group)
+        if not addresses:  # the claim filters on our groups: only a changed inventory gets here
+            ledger.unclaim(row.id, PAUSED_DELAY_S, f"no mailbox of group {row.group} on this agent")
+            return Report(row.id, "blocked", f"no mailbox in group {row.group}")
+        try:
+            decision = self.guard.pick(addresses)
+        except WarmupConfigError as exc:
+            if "unknown mailbox" not in str(exc):
+                ledger.unclaim(row.id, PAUSED_DELAY_S, str(exc))
+                return Report(row.id, "blocked", str(exc))
+            # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
+            try:
+                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])
+            except WarmupUnavailable as unavailable:
+                ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
+                return Report(row.id, "blocked", str(unavailable))
+            except WarmupConfigError as wrong:  # e.g. a start date in the future
+                ledger.unclaim(row.id, PAUSED_DELAY_S, str(wrong))
+                return Report(row.id, "blocked", str(wrong))
+            decision = self.guard.pick(addresses)
+        if decision.reserved and decision.reservation is not None:
+            return decision.reservation
+        if decision.status == "skipped-unavailable":
+            delay = UNAVAILABLE_DELAY_S
+        elif decision.retry_after_s is None:
+            delay = PAUSED_DELAY_S
+        else:
+            delay = max(decision.retry_after_s, 0.0)
+        ledger.unclaim(row.id, delay, "")
+        return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s")
+
+    def _message(self, row: Claimed, mailbox: MailboxSettings, message_id: str) -> EmailMessage:
+        url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.id))
+        return build_message(mailbox=mailbox.address, to=row.recipient, subject=row.subject, text=row.body,
+                             message_id=message_id, unsubscribe=url)
+
+    def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: MailboxSettings,
+                lease: Lease, result: Result) -> Report:
+        outcome = decide(result, self.settings.retry_delay_s)
+        if outcome.settle is None:
+            self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
+            self._checkpoint("recorded")
+            # Off the hot path too: confirm only settles a reservation that already counts against the cap.
+            self._side_tasks.submit(self.guard.confirm, reservation)
+            return Report(row.id, "sent", result.text, mailbox.address, lease.source_ip)
+        settle = outcome.settle
+        status = self._persist(ledger, lambda: ledger.settle(row.id, settle, outcome.detail, outcome.delay_s))
+        if not outcome.keep_reservation:
+            self.guard.cancel(reservation, outcome.failure)
+        if outcome.failure is not None and outcome.failure is not FailureClass.RECIPIENT:
+            log.warning("sender: %s via %s: %s", row.recipient, mailbox.address, outcome.detail)
+        kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
+        unreachable = result.kind is Kind.CERTIFICATE or (result.kind is Kind.NO_REPLY
+                                                          and result.stage in (Stage.CONNECT, Stage.TLS))
+        return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip, unreachable)
+
+    def _persist(self, ledger: Ledger, write: Callable[[], object]) -> object:
+        """Write what already happened, through a database restart: reconnect and retry for a while."""
+        deadline = time.monotonic() + PERSIST_FOR_S
+        delay = 0.1
+        while True:
+            try:
+                return write()
+            except LedgerUnavailable as exc:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("sender: ledger write failed, retrying: %s", exc)
+                self._sleep(delay)
+                delay = min(delay * 2, 5.0)
+                with contextlib.suppress(LedgerUnavailable):
+                    ledger.reconnect()
+
+    # --- the loop -----------------------------------------------------------------------------------------------
+
+    def work(self, ledger_factory: Callable[[], Ledger], index: int, *, once: bool, stop: threading.Event,
+             reports: list[Report] | None = None) -> None:
+        """One worker: send until `stop` (or, with `once`, until nothing is due within a minute)."""
+        worker = f"{self.worker_prefix}:{index}"
+        ledger: Ledger | None = None
+        last_sweep = 0.0
+        backoff = 0.2
+        while not stop.is_set():
+            try:
+                if ledger is None:
+                    ledger = ledger_factory()
+                if index == 0 and time.monotonic() - last_sweep >= SWEEP_EVERY_S:
+                    requeued, unconfirmed = ledger.sweep(self.settings.sweep_after_s)
+                    if requeued or unconfirmed:
+                        log.warning("sender: sweep requeued %d and settled %d as unconfirmed", requeued,
+                                    unconfirmed)
+                    last_sweep = time.monotonic()
+                report = self.send_one(ledger, worker)
+                due = None if report is not None else ledger.next_due_s(self.groups)
+                backoff = 0.2
+            except (WarmupUnavailable, WarmupConfigError) as exc:  # Redis down, or a mailbox set up wrong
+                log.error("sender: %s; trying again in %.1fs", exc, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            except LedgerUnavailable as exc:
+                log.warning("sender: %s; reconnecting in %.1fs", exc, backoff)
+                if ledger is not None:
+                    with contextlib.suppress(Exception):
+                        ledger.close()
+                ledger = None
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            except Exception:
+                # A bug must not silently end a worker: the row it held stays `sending` (an attempt that started
+                # is settled as unconfirmed by the sweep, one that did not goes back to the queue).
+                log.exception("sender: unexpected error in worker %s; going on in %.1fs", worker, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            if report is not None:
+                if reports is not None:
+                    reports.append(report)
+                continue
+            if once and (due is None or due > ONCE_HORIZON_S):
+                break
+            stop.wait(IDLE_POLL_S if due is None else min(max(due, 0.01), IDLE_POLL_S))
+        if ledger is not None:
+            ledger.close()
+
+    def run(self, ledger_factory: Callable[[], Ledger], workers: int = 1, *, once: bool = False,
+            stop: threading.Event | None = None) -> list[Report]:
+        """Run `workers` threads on this host until stopped (or, with `once`, until nothing is due soon)."""
+        stop = stop or threading.Event()
+        with ledger_factory() as ledger:
+            self.prepare(ledger)
+        reports: list[Report] = []
+        threads = [threading.Thread(target=self.work, args=(ledger_factory, i),
+                                    kwargs={"once": once, "stop": stop, "reports": reports},
+                                    name=f"sender-{i}", daemon=True) for i in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)
+        return reports

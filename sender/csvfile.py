@@ -1,0 +1,89 @@
+"""Reading an enqueue CSV (`lead,step,to,group,subject,text[,not_before]`): every row checked before any is written."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sender.errors import SenderConfigError
+
+REQUIRED = ("lead", "step", "to", "group", "subject", "text")
+OPTIONAL = ("not_before",)
+ADDRESS_RE = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
+
+
+@dataclass(frozen=True)
+class Row:
+    lead: str
+    step: int
+    to: str
+    group: str
+    subject: str
+    text: str
+    not_before: datetime | None
+
+    def params(self) -> dict[str, object]:
+        return {"lead": self.lead, "step": self.step, "to": self.to, "group": self.group, "subject": self.subject,
+                "text": self.text, "not_before": self.not_before}
+
+
+def read_rows(path: Path, known_groups: Collection[str] | None = None) -> list[Row]:
+    """All rows of `path`, or SenderConfigError naming file:line, the column and the fix (nothing is written)."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            missing = [c for c in REQUIRED if c not in header]
+            if missing:
+                raise SenderConfigError(f"{path}:1: missing column(s) {', '.join(missing)}; the header must be "
+                                        f"{','.join(REQUIRED)}[,not_before]")
+            unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
+            if unknown:
+                raise SenderConfigError(f"{path}:1: unknown column(s) {', '.join(unknown)}; allowed: "
+                                        f"{','.join(REQUIRED + OPTIONAL)}")
+            return [_row(path, reader.line_num, raw, known_groups) for raw in reader]
+    except FileNotFoundError:
+        raise SenderConfigError(f"{path}: no such file; pass the CSV to enqueue") from None
+    except UnicodeDecodeError:
+        raise SenderConfigError(f"{path}: not UTF-8 text; save the CSV as UTF-8") from None
+    except csv.Error as exc:
+        raise SenderConfigError(f"{path}: malformed CSV: {exc}") from None
+
+
+def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups: Collection[str] | None) -> Row:
+    def fail(column: str, problem: str) -> SenderConfigError:
+        return SenderConfigError(f"{path}:{line}: {column}: {problem}")
+
+    if None in raw:
+        raise fail("row", f"{len(raw) - 1 + len(raw[None] or [])} fields for {len(raw) - 1} columns; quote text "
+                   "that contains commas")
+    values = {k: (v or "") for k, v in raw.items() if k is not None}
+    for column in REQUIRED:
+        if column != "text" and not values[column].strip():
+            raise fail(column, "empty; every row needs lead, step, to, group and subject")
+    try:
+        step = int(values["step"])
+    except ValueError:
+        raise fail("step", f"{values['step']!r} is not a whole number like 1") from None
+    if step < 1:
+        raise fail("step", f"{step} must be 1 or more")
+    to = values["to"].strip()
+    if not ADDRESS_RE.match(to):
+        raise fail("to", f"{to!r} is not an email address like alice@example.com")
+    group = values["group"].strip()
+    if known_groups is not None and group not in known_groups:
+        raise fail("group", f"unknown group {group!r}; the inventory's mailbox groups are "
+                   f"{', '.join(sorted(known_groups)) or 'none'}")
+    not_before = None
+    if values.get("not_before", "").strip():
+        try:
+            not_before = datetime.fromisoformat(values["not_before"].strip())
+        except ValueError:
+            raise fail("not_before", f"{values['not_before']!r} is not a time like 2026-12-01T09:00:00+00:00") from None
+        if not_before.tzinfo is None:
+            not_before = not_before.replace(tzinfo=UTC)
+    return Row(values["lead"].strip(), step, to.lower(), group, values["subject"], values["text"], not_before)

@@ -1,0 +1,243 @@
+"""The send ledger's Python face: enqueue, suppress, status, show; the agent's claim and settle calls.
+
+    from sender import Ledger
+    ledger = Ledger.from_url("postgresql://...")
+    ledger.enqueue(lead="L1", step=1, to="a@b.com", group="sales", subject="Hi", text="...")  # -> "queued"
+
+Every state change is one database function (see sql/schema.sql), so a person at psql meets the same rules.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import psycopg
+
+from sender import db
+from sender.errors import LedgerUnavailable, SenderConfigError
+from sender.migrate import MigrateResult, current_version, latest_version, migrate
+from sender.queries import query
+
+MAX_ATTEMPTS = 3
+
+
+class Enqueued(StrEnum):
+    QUEUED = "queued"
+    DUPLICATE = "duplicate"
+    SUPPRESSED = "suppressed"
+
+
+class Status(StrEnum):
+    QUEUED = "queued"
+    SENDING = "sending"
+    SENT = "sent"
+    RETRY = "retry"
+    FAILED = "failed"
+    UNCONFIRMED = "unconfirmed"
+    SUPPRESSED = "suppressed"
+    CANCELLED = "cancelled"
+
+
+class Settle(StrEnum):
+    """What an attempt's outcome does to its row (sender_settle)."""
+
+    RETRY = "retry"  # clear retryable failure: back in 30 minutes, at most MAX_ATTEMPTS in all
+    REROUTE = "reroute"  # the mailbox's fault: back soon through another mailbox, the attempt refunded
+    FAILED = "failed"
+    SUPPRESS = "suppress"
+    UNCONFIRMED = "unconfirmed"
+
+
+@dataclass(frozen=True)
+class Claimed:
+    id: int
+    lead: str
+    step: int
+    recipient: str
+    group: str
+    subject: str
+    body: str
+    attempts: int
+    idempotency_key: uuid.UUID
+    message_id: str | None
+    attempt_id: uuid.UUID | None  # set only on a row whose earlier attempt started: never send it again
+
+
+@dataclass(frozen=True)
+class Shown:
+    row: dict[str, Any]
+    events: list[dict[str, Any]]
+    send_log: dict[str, Any] | None
+
+
+class Ledger:
+    """A connection to the send ledger. Not shared between threads: give each worker its own."""
+
+    def __init__(self, conn: psycopg.Connection, url: str | None = None) -> None:
+        self._conn = conn
+        self.url = url
+
+    @classmethod
+    def from_url(cls, url: str, *, connect_timeout: int = db.CONNECT_TIMEOUT_S) -> Ledger:
+        return cls(db.connect(url, connect_timeout=connect_timeout), url)
+
+    def reconnect(self) -> None:
+        """Open a fresh connection (after the server restarted); LedgerUnavailable while it is still down."""
+        if self.url is None:
+            raise LedgerUnavailable("the ledger's connection was lost and it has no URL to reconnect to")
+        with suppress(psycopg.Error):
+            self._conn.close()
+        self._conn = db.connect(self.url)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _calling(self, what: str) -> Iterator[psycopg.Connection]:
+        try:
+            yield self._conn
+        except psycopg.errors.UndefinedFunction as exc:
+            raise SenderConfigError(f"{what}: the ledger has no schema yet ({exc.diag.message_primary}); run "
+                                    "`sendhost sender migrate`") from None
+        except psycopg.errors.UndefinedTable as exc:
+            raise SenderConfigError(f"{what}: the ledger has no schema yet ({exc.diag.message_primary}); run "
+                                    "`sendhost sender migrate`") from None
+        except (psycopg.IntegrityError, psycopg.DataError) as exc:  # a CHECK or a type the database refused
+            raise SenderConfigError(f"{what}: the ledger refused it: {exc.diag.message_primary}") from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise LedgerUnavailable(f"{what}: database {db.mask(self.url or '?')} failed: {first}") from None
+
+    def _one(self, name: str, params: dict[str, Any], what: str) -> Any:
+        with self._calling(what) as conn:
+            row = conn.execute(query(name), params).fetchone()
+        assert row is not None
+        return row[0] if len(row) == 1 else row
+
+    # --- schema ------------------------------------------------------------------------------------------------
+
+    def migrate(self) -> MigrateResult:
+        with self._calling("migrate") as conn:
+            return migrate(conn)
+
+    def check_schema(self) -> None:
+        """SenderConfigError unless the schema is at the version this code expects."""
+        with self._calling("schema check") as conn:
+            version = current_version(conn)
+        if version < latest_version():
+            raise SenderConfigError(f"the ledger's schema is at version {version}, this sendhost needs "
+                                    f"{latest_version()}; run `sendhost sender migrate`")
+
+    # --- the application's API ---------------------------------------------------------------------------------
+
+    def enqueue(self, *, lead: str, step: int, to: str, group: str, subject: str, text: str,
+                not_before: datetime | None = None) -> Enqueued:
+        """Queue (lead, step) for `to`; queued, duplicate (already in the ledger) or suppressed (refused)."""
+        return Enqueued(self._one("enqueue", {"lead": lead, "step": step, "to": to, "group": group,
+                                              "subject": subject, "text": text, "not_before": not_before},
+                                  f"enqueue {lead} step {step}"))
+
+    def enqueue_many(self, rows: Sequence[dict[str, Any]]) -> list[Enqueued]:
+        """Enqueue every row in one transaction: all are written, or (on a failure) none."""
+        results: list[Enqueued] = []
+        with self._calling("enqueue") as conn, conn.transaction():
+            for row in rows:
+                found = conn.execute(query("enqueue"), row).fetchone()
+                assert found is not None
+                results.append(Enqueued(found[0]))
+        return results
+
+    def suppress(self, address: str, reason: str = "") -> int:
+        """Suppress `address` for good; returns how many queued rows it withdrew."""
+        return int(self._one("suppress", {"address": address, "reason": reason}, f"suppress {address}"))
+
+    def is_suppressed(self, address: str) -> bool:
+        return bool(self._one("is_suppressed", {"address": address}, f"suppression check of {address}"))
+
+    def counts(self) -> dict[str, int]:
+        """Rows per status, every status listed."""
+        counts = {status.value: 0 for status in Status}
+        with self._calling("status") as conn:
+            for status, count in conn.execute(query("status_counts")).fetchall():
+                counts[status] = int(count)
+        return counts
+
+    def show(self, lead: str, step: int) -> Shown | None:
+        with self._calling(f"show {lead} step {step}") as conn:
+            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step})
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            assert cursor.description is not None
+            record = dict(zip([c.name for c in cursor.description], row, strict=True))
+            events = [{"at": at, "kind": kind, "detail": detail}
+                      for at, kind, detail in conn.execute(query("show_events"), {"id": record["id"]}).fetchall()]
+            cursor = conn.execute(query("show_send_log"), {"id": record["id"]})
+            log_row = cursor.fetchone()
+            send_log = None
+            if log_row is not None:
+                assert cursor.description is not None
+                send_log = dict(zip([c.name for c in cursor.description], log_row, strict=True))
+        return Shown(record, events, send_log)
+
+    # --- the agent's calls -------------------------------------------------------------------------------------
+
+    def claim(self, worker: str, limit: int = 1, groups: Sequence[str] | None = None) -> list[Claimed]:
+        """Claim up to `limit` due rows (one statement, FOR UPDATE SKIP LOCKED)."""
+        with self._calling("claim") as conn:
+            rows = conn.execute(query("claim"), {"worker": worker, "limit": limit,
+                                                 "groups": list(groups) if groups else None}).fetchall()
+        return [Claimed(*row) for row in rows]
+
+    def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
+        return bool(self._one("unclaim", {"id": email_id, "delay_s": delay_s, "why": why}, "unclaim"))
+
+    def begin_attempt(self, email_id: int, attempt: uuid.UUID, mailbox: str, source_ip: str | None,
+                      message_id: str) -> tuple[str, str | None]:
+        """The last suppression check and the attempt's start: ("ok", the row's fixed Message-ID),
+        ("suppressed", None) or ("lost", None)."""
+        outcome, stored = self._one("begin_attempt", {"id": email_id, "attempt": attempt, "mailbox": mailbox,
+                                                      "source_ip": source_ip, "message_id": message_id},
+                                    "begin attempt")
+        return str(outcome), stored
+
+    def record_sent(self, email_id: int, reply: str) -> bool:
+        return bool(self._one("record_sent", {"id": email_id, "reply": reply}, "record the send"))
+
+    def settle(self, email_id: int, outcome: Settle, detail: str, delay_s: float = 0.0) -> Status:
+        return Status(self._one("settle", {"id": email_id, "outcome": outcome.value, "detail": detail[:500],
+                                           "delay_s": delay_s, "max_attempts": MAX_ATTEMPTS}, "settle"))
+
+    def sweep(self, older_than_s: float) -> tuple[int, int]:
+        """Settle rows left `sending` longer than `older_than_s`: (requeued, unconfirmed)."""
+        requeued, unconfirmed = self._one("sweep", {"older_than_s": older_than_s}, "sweep")
+        return int(requeued), int(unconfirmed)
+
+    def next_due_s(self, groups: Sequence[str] | None = None) -> float | None:
+        """Seconds until the next waiting row of `groups` is due (<= 0: due now); None when nothing waits."""
+        with self._calling("next due") as conn:
+            row = conn.execute(query("next_due"), {"groups": list(groups) if groups else None}).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def sends_since(self, since: datetime, mailboxes: Iterable[str]) -> list[tuple[str, datetime]]:
+        """(mailbox, when) of every accepted or possibly-accepted send since `since`: what the guard counts."""
+        with self._calling("read sends") as conn:
+            rows = conn.execute(query("sends_since"), {"since": since, "mailboxes": list(mailboxes)}).fetchall()
+        return [(str(mailbox), when) for mailbox, when in rows]
+
+    def unsubscribe_key(self) -> bytes:
+        """The HMAC key of unsubscribe tokens, created in the ledger on first use."""
+        return bytes.fromhex(str(self._one("unsubscribe_key", {"new": secrets.token_hex(32)}, "unsubscribe key")))

@@ -1,0 +1,52 @@
+"""What each submission result does: to the row (a `Settle`), to the mailbox's reservation (confirm, cancel with a
+failure class, or keep), and whether it costs the lead an attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sender.ledger import Settle
+from sender.submit import Kind, Result, Stage
+from warmup import FailureClass, SmtpStage, classify
+
+# The submission's stages as warmup.classify knows them (the TLS handshake belongs to the greeting's exchange).
+_CLASSIFY_STAGE = {
+    Stage.CONNECT: SmtpStage.CONNECT, Stage.TLS: SmtpStage.HELO, Stage.AUTH: SmtpStage.AUTH,
+    Stage.MAIL: SmtpStage.MAIL, Stage.RCPT: SmtpStage.RCPT, Stage.DATA: SmtpStage.DATA,
+    Stage.AFTER_DATA: SmtpStage.AFTER_DATA, Stage.DONE: SmtpStage.AFTER_DATA,
+}
+REROUTE_DELAY_S = 0.0  # another mailbox of the group can take it at once
+THROTTLED_DELAY_S = 0.0  # quota / rate limit: the guard parks the mailbox; the next pick says how long
+
+
+@dataclass(frozen=True)
+class Outcome:
+    settle: Settle | None  # None: accepted (record the send)
+    failure: FailureClass | None  # the guard's class; None with keep=True: an unknown outcome
+    keep_reservation: bool  # True: neither confirm nor cancel (unknown outcome: the slot stays used)
+    delay_s: float
+    detail: str
+
+
+def decide(result: Result, retry_delay_s: float) -> Outcome:
+    """The response to one submission result (DESIGN.md, "Outcomes")."""
+    detail = str(result)
+    if result.kind is Kind.ACCEPTED:
+        return Outcome(None, None, False, 0.0, detail)
+    if result.kind is Kind.CERTIFICATE:
+        # The mailbox's server setting is wrong, not the lead: disconnect the mailbox, reroute the row.
+        return Outcome(Settle.REROUTE, FailureClass.ACCOUNT_AUTH, False, REROUTE_DELAY_S, detail)
+    # No reply before the end of DATA is transient (nothing was handed over); after it, unknown.
+    failure = classify(result.code, None, result.text, stage=_CLASSIFY_STAGE[result.stage])
+    if failure is FailureClass.UNKNOWN:
+        # Lost after the end of DATA: the server may have it. Never retried; a person checks Sent Items.
+        return Outcome(Settle.UNCONFIRMED, None, True, 0.0, detail + "; check Sent Items")
+    if failure in (FailureClass.ACCOUNT_QUOTA, FailureClass.RATE_LIMITED):
+        return Outcome(Settle.REROUTE, failure, False, THROTTLED_DELAY_S, detail)
+    if failure is FailureClass.ACCOUNT_AUTH:
+        return Outcome(Settle.REROUTE, failure, False, REROUTE_DELAY_S, detail)
+    if failure is FailureClass.RECIPIENT:
+        return Outcome(Settle.SUPPRESS, failure, False, 0.0, detail)
+    if failure is FailureClass.CONTENT:
+        return Outcome(Settle.FAILED, failure, False, 0.0, detail)
+    return Outcome(Settle.RETRY, failure, False, retry_delay_s, detail)

@@ -1,0 +1,179 @@
+"""One SMTP submission, in its own authenticated TLS session, from a given source address; knowing its stage.
+
+The stage matters: a timeout or a dropped connection *after the end of DATA* means the server may have the
+message, so the outcome is unknown (never retried); before it, nothing was handed over.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import re
+import smtplib
+import ssl
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.policy import SMTP
+from enum import StrEnum
+
+from sender.settings import Submission
+
+
+class Stage(StrEnum):
+    CONNECT = "connect"
+    TLS = "tls"
+    AUTH = "auth"
+    MAIL = "mail"
+    RCPT = "rcpt"
+    DATA = "data"  # DATA command sent, message being transferred: the server has nothing yet
+    AFTER_DATA = "after_data"  # the end-of-data dot was sent: the server may have accepted it
+    DONE = "done"
+
+
+class Kind(StrEnum):
+    ACCEPTED = "accepted"  # 250 after the end of data
+    REJECTED = "rejected"  # an SMTP error reply at some stage
+    NO_REPLY = "no_reply"  # timeout, refused or dropped connection at some stage
+    CERTIFICATE = "certificate"  # the server's certificate did not verify
+
+
+@dataclass(frozen=True)
+class Result:
+    kind: Kind
+    stage: Stage
+    code: int | None = None
+    text: str = ""
+
+    @property
+    def unknown(self) -> bool:
+        """Did we lose the server after handing the message over? Then nobody knows whether it left."""
+        return self.kind is Kind.NO_REPLY and self.stage is Stage.AFTER_DATA
+
+    def __str__(self) -> str:
+        code = f"{self.code} " if self.code is not None else ""
+        return f"{self.kind.value} at {self.stage.value}: {code}{self.text}".strip()
+
+
+@functools.lru_cache(maxsize=32)
+def tls_context(ca_file: str | None) -> ssl.SSLContext:
+    """Certificates verified against the system store, or `ca_file` for a private CA. Built once per CA file:
+    loading the store costs more than a TLS handshake."""
+    return ssl.create_default_context(cafile=ca_file)
+
+
+def _text(reply: bytes | str) -> str:
+    return (reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)).replace("\n", " ")
+
+
+class Session:
+    """An open, authenticated submission session: nothing handed over yet. `hand_over` once, or `close`."""
+
+    def __init__(self, client: smtplib.SMTP) -> None:
+        self._client: smtplib.SMTP | None = client
+
+    def hand_over(self, message: EmailMessage) -> Result:
+        """MAIL, RCPT, DATA and the end of data; never raises for SMTP trouble. Closes the session."""
+        client = self._client
+        assert client is not None, "a session hands over one message"
+        stage = Stage.MAIL
+        try:
+            code, reply = client.mail(str(message["From"]))
+            if code != 250:
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            stage = Stage.RCPT
+            code, reply = client.rcpt(str(message["To"]))
+            if code not in (250, 251):
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            stage = Stage.DATA
+            code, reply = client.docmd("DATA")
+            if code != 354:
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SMTP))
+            if not payload.endswith(b"\r\n"):
+                payload += b"\r\n"
+            # One write with the end-of-data dot: two small writes would stall on Nagle and delayed ACK (~40 ms).
+            # If it raises, the dot did not reach the kernel whole: the server cannot have accepted the message.
+            client.send(payload + b".\r\n")
+            stage = Stage.AFTER_DATA
+            code, reply = client.getreply()
+            if code == -1:  # smtplib's "connection closed" marker, not a server reply
+                return Result(Kind.NO_REPLY, stage, None, _text(reply))
+            if code != 250:
+                return Result(Kind.REJECTED, stage, code, _text(reply))
+            with contextlib.suppress(smtplib.SMTPException, OSError):  # accepted is accepted; the goodbye is not
+                client.quit()
+            return Result(Kind.ACCEPTED, Stage.DONE, code, _text(reply))
+        except smtplib.SMTPResponseException as exc:  # 421 anywhere
+            return Result(Kind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
+        except (smtplib.SMTPException, OSError) as exc:  # timed out, dropped
+            return Result(Kind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End the session without handing anything over (QUIT, quietly)."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(smtplib.SMTPException, OSError):
+                client.quit()
+            with contextlib.suppress(OSError):
+                client.close()
+
+
+def open_session(server: Submission, secret: str, *, source_ip: str | None, timeout_s: float,
+                 context: ssl.SSLContext | None = None) -> Session | Result:
+    """Connect from `source_ip` (None: the OS's default), secure the connection (certificate verified) and
+    authenticate; a Session, or the Result of the stage that failed. Never raises for SMTP trouble."""
+    stage = Stage.CONNECT
+    source = (source_ip, 0) if source_ip else None
+    context = context or tls_context(server.ca_file)
+    client: smtplib.SMTP | None = None
+    try:
+        if server.security == "tls":
+            stage = Stage.TLS
+            client = smtplib.SMTP_SSL(server.host, server.port, timeout=timeout_s, source_address=source,
+                                      context=context)
+        else:
+            client = smtplib.SMTP(server.host, server.port, timeout=timeout_s, source_address=source)
+            client.ehlo()
+            if server.security == "starttls":
+                stage = Stage.TLS
+                client.starttls(context=context)
+                client.ehlo()
+        stage = Stage.AUTH
+        _authenticate(client, server, secret)
+        session, client = Session(client), None
+        return session
+    except ssl.SSLCertVerificationError as exc:
+        return Result(Kind.CERTIFICATE, stage, None, f"certificate of {server.host} does not verify: "
+                      f"{exc.verify_message}; set smtp.ca_file for a private CA")
+    except smtplib.SMTPResponseException as exc:  # AUTH and STARTTLS refusals, 421 anywhere
+        return Result(Kind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
+    except (smtplib.SMTPException, OSError) as exc:  # refused, timed out, dropped, TLS failures
+        return Result(Kind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
+    finally:
+        if client is not None:
+            with contextlib.suppress(OSError):
+                client.close()
+
+
+def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip: str | None,
+           timeout_s: float, context: ssl.SSLContext | None = None) -> Result:
+    """Open a session and hand `message` over in it: one authenticated TLS session per message."""
+    session = open_session(server, secret, source_ip=source_ip, timeout_s=timeout_s, context=context)
+    if isinstance(session, Result):
+        return session
+    return session.hand_over(message)
+
+
+def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None:
+    if server.auth == "xoauth2":
+        initial = f"user={server.username}\x01auth=Bearer {secret}\x01\x01"
+        code, reply = client.docmd("AUTH", "XOAUTH2 " + base64.b64encode(initial.encode()).decode("ascii"))
+        if code == 334:  # the server sent an error challenge: answer empty to get the final reply
+            code, reply = client.docmd("")
+        if code != 235:
+            raise smtplib.SMTPAuthenticationError(code, reply)
+        return
+    client.login(server.username, secret)

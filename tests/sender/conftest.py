@@ -1,0 +1,44 @@
+"""Fixtures of the sender tests: a real PostgreSQL (a fresh database per test), migrated as users migrate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sender import Ledger
+from tests.sender.world import World, make_world
+from tests.support.postgres_server import fresh_database, postgres_admin_url
+from tests.support.submission import SubmissionServer, submission_server
+
+
+@pytest.fixture(scope="session")
+def postgres_admin() -> Iterator[str]:
+    with postgres_admin_url() as url:
+        yield url
+
+
+@pytest.fixture
+def database_url(postgres_admin: str) -> Iterator[str]:
+    """An empty database of its own for this test."""
+    with fresh_database(postgres_admin) as url:
+        yield url
+
+
+@pytest.fixture
+def ledger(database_url: str) -> Iterator[Ledger]:
+    with Ledger.from_url(database_url) as opened:
+        opened.migrate()
+        yield opened
+
+
+@pytest.fixture
+def submission(tmp_path: Path) -> Iterator[SubmissionServer]:
+    with submission_server(tmp_path, {}) as server:
+        yield server
+
+
+@pytest.fixture
+def world(tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> World:
+    return make_world(tmp_path, database_url, redis_url, submission)

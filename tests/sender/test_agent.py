@@ -1,0 +1,110 @@
+"""The send path against a real PostgreSQL, a real Redis and a real submission server (STARTTLS, AUTH)."""
+
+from __future__ import annotations
+
+import threading
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from sender.tokens import verify_token
+from tests.sender.world import PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World, make_world
+from tests.support.submission import SubmissionServer
+
+
+def _run_once(world: World, workers: int = 1) -> None:
+    agent, factory = world.agent()
+    agent.run(factory, workers, once=True, stop=threading.Event())
+
+
+def test_a_row_goes_out_once_with_its_headers_from_a_slot_address(world: World) -> None:
+    world.enqueue(1)
+    _run_once(world)
+    (received,) = world.server.recorder.received
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+        key = ledger.unsubscribe_key()
+    assert shown is not None and shown.row["status"] == "sent"
+    assert shown.send_log is not None and shown.send_log["message_id"] == received.message_id
+    assert received.peer in SLOTS and received.peer == shown.row["source_ip"]
+    message: Message = received.message
+    assert message["Message-ID"] == shown.row["message_id"] == f"<{shown.row['idempotency_key']}@sender.example>"
+    https, mailto = (part.strip().strip("<>") for part in message["List-Unsubscribe"].split(","))
+    assert https.startswith(f"{UNSUBSCRIBE_BASE}/u/")
+    assert verify_token(key, https.rsplit("/", 1)[1]) == shown.row["id"]
+    assert mailto == f"mailto:{received.mail_from}?subject=unsubscribe"
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert https in message.get_payload(decode=True).decode()
+
+
+def test_suppressed_after_queueing_receives_nothing(world: World) -> None:
+    world.enqueue(3)
+    with world.ledger() as ledger:
+        ledger.suppress("lead1@rcpt.example", "unsubscribed")
+    _run_once(world)
+    assert sorted(r.rcpt for r in world.server.recorder.received) == ["lead0@rcpt.example", "lead2@rcpt.example"]
+    with world.ledger() as ledger:
+        assert ledger.counts()["suppressed"] == 1
+
+
+def test_no_slot_address_beyond_its_budget_then_the_primary(world: World) -> None:
+    budgets = world.budgets()
+    total = sum(budgets.values()) + 5
+    world.enqueue(total)
+    _run_once(world, workers=4)
+    peers = world.server.recorder.peers()
+    for address, count in peers.items():
+        if address != PRIMARY:
+            assert count <= budgets[address], (address, count, budgets[address])
+    assert peers.get(PRIMARY, 0) >= 5
+    assert len(world.server.recorder.received) == total
+
+
+def test_a_redelivered_row_with_an_attempt_takes_the_crash_path(world: World) -> None:
+    import psycopg
+
+    world.enqueue(1)
+    with psycopg.connect(world.database_url, autocommit=True) as conn:
+        # as if a past attempt had started and the row had come back to the queue by hand
+        conn.execute("UPDATE sender_emails SET attempt_id = gen_random_uuid(), message_id = '<old@sender.example>'")
+    _run_once(world)
+    assert world.server.recorder.received == []
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+    assert shown is not None and shown.row["status"] == "unconfirmed"
+
+
+def test_once_waits_out_short_gaps_and_leaves_long_ones(tmp_path: Path, database_url: str, redis_url: str,
+                                                        submission: SubmissionServer) -> None:
+    import time
+
+    short = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, min_gap_s=1)
+    short.enqueue(3)
+    began = time.monotonic()
+    _run_once(short)
+    assert len(submission.recorder.received) == 3
+    assert time.monotonic() - began >= 2  # two gaps waited out
+
+
+def test_once_leaves_rows_behind_a_long_gap(tmp_path: Path, database_url: str, redis_url: str,
+                                            submission: SubmissionServer) -> None:
+    long = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, min_gap_s=600)
+    long.enqueue(3)
+    _run_once(long)
+    assert len(submission.recorder.received) == 1
+    with long.ledger() as ledger:
+        assert ledger.counts()["queued"] == 2
+
+
+def test_run_once_exits_1_when_the_certificate_does_not_verify(world: World, cli: Any) -> None:
+    import trustme
+
+    trustme.CA().cert_pem.write_to_path(str(world.server.ca_file))  # a CA that did not sign the server's certificate
+    world.enqueue(1)
+    result = cli(*world.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=world.tmp)
+    assert result.returncode == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    # each of the group's four mailboxes tried once and was disconnected; then the row waits
+    assert error.startswith("error: 4 send(s) could not reach their submission server; first, via box")
+    assert "certificate of 127.0.0.1 does not verify" in error and "set smtp.ca_file" in error
+    assert world.server.recorder.received == []

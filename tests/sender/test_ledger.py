@@ -1,0 +1,142 @@
+"""The ledger's rules, as the database enforces them, on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+
+import psycopg
+import pytest
+
+from sender import Enqueued, Ledger, Settle, Status
+from sender.migrate import latest_version
+from tests.conftest import REPO_ROOT
+
+
+def _queue(ledger: Ledger, lead: str = "L1", step: int = 1, to: str = "a@example.com") -> Enqueued:
+    return ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello")
+
+
+def test_migrate_is_idempotent_and_versioned(database_url: str) -> None:
+    with Ledger.from_url(database_url) as ledger:
+        first = ledger.migrate()
+        second = ledger.migrate()
+    assert (first.before, first.after, first.applied) == (0, latest_version(), ("schema.sql",))
+    assert (second.before, second.after, second.applied) == (latest_version(), latest_version(), ())
+
+
+def test_migrate_from_two_processes_at_once(database_url: str) -> None:
+    code = "import sys; from sender import Ledger; print(Ledger.from_url(sys.argv[1]).migrate().applied)"
+    procs = [subprocess.Popen([sys.executable, "-c", code, database_url], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
+    assert sorted(out.strip() for out, _err in outputs) == sorted(["()", "()", "()", "('schema.sql',)"])
+
+
+def test_a_pair_is_queued_once(ledger: Ledger, database_url: str) -> None:
+    assert _queue(ledger) is Enqueued.QUEUED
+    assert _queue(ledger) is Enqueued.DUPLICATE
+    assert _queue(ledger, step=2) is Enqueued.QUEUED
+    # The rule is the database's, not the function's: a direct insert is refused too.
+    with psycopg.connect(database_url) as conn, pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("INSERT INTO sender_emails (lead, step, recipient, mailbox_group, subject, body) "
+                     "VALUES ('L1', 1, 'b@example.com', 'sales', 's', 'b')")
+    assert ledger.counts()["queued"] == 2
+
+
+def test_suppressed_address_is_refused_and_withdrawn(ledger: Ledger) -> None:
+    assert _queue(ledger, "L1", to="Bob@Example.com") is Enqueued.QUEUED
+    assert ledger.suppress("bob@example.COM", "replied: stop") == 1
+    assert _queue(ledger, "L2", to="bob@example.com") is Enqueued.SUPPRESSED
+    counts = ledger.counts()
+    assert (counts["queued"], counts["suppressed"]) == (0, 1)
+    assert ledger.claim("w1", 10) == []
+
+
+def test_claims_never_overlap(ledger: Ledger, database_url: str) -> None:
+    for n in range(20):
+        _queue(ledger, f"L{n}")
+    with Ledger.from_url(database_url) as other:
+        first = ledger.claim("a", 7)
+        second = other.claim("b", 30)
+    assert len(first) == 7 and len(second) == 13
+    assert not {c.id for c in first} & {c.id for c in second}
+
+
+def _attempt(ledger: Ledger, email_id: int) -> str | None:
+    outcome, message_id = ledger.begin_attempt(email_id, uuid.uuid4(), "m@example.com", "127.0.0.2",
+                                               f"<{uuid.uuid4()}@example.com>")
+    assert outcome == "ok"
+    return message_id
+
+
+def test_message_id_is_fixed_before_the_first_call_and_kept(ledger: Ledger) -> None:
+    _queue(ledger)
+    (row,) = ledger.claim("w", 1)
+    first = _attempt(ledger, row.id)
+    assert ledger.settle(row.id, Settle.RETRY, "451 4.3.0 try later", delay_s=0) is Status.RETRY
+    (again,) = ledger.claim("w", 1)
+    assert again.message_id == first and again.attempt_id is None
+    assert _attempt(ledger, again.id) == first
+
+
+def test_retry_stops_after_three_attempts_and_reroute_refunds(ledger: Ledger) -> None:
+    _queue(ledger)
+    outcomes = []
+    for outcome in (Settle.RETRY, Settle.REROUTE, Settle.RETRY, Settle.RETRY):
+        (row,) = ledger.claim("w", 1)
+        _attempt(ledger, row.id)
+        outcomes.append(ledger.settle(row.id, outcome, "x", delay_s=0))
+    assert outcomes == [Status.RETRY, Status.RETRY, Status.RETRY, Status.FAILED]
+
+
+def test_retry_waits_thirty_minutes(ledger: Ledger) -> None:
+    _queue(ledger)
+    (row,) = ledger.claim("w", 1)
+    _attempt(ledger, row.id)
+    ledger.settle(row.id, Settle.RETRY, "451", delay_s=1800)
+    assert ledger.claim("w", 1) == []
+
+
+def test_a_sent_row_is_never_downgraded(ledger: Ledger) -> None:
+    _queue(ledger)
+    (row,) = ledger.claim("w", 1)
+    _attempt(ledger, row.id)
+    assert ledger.record_sent(row.id, "250 2.0.0 OK")
+    assert not ledger.record_sent(row.id, "250 2.0.0 OK")  # one send-log entry per row
+    assert ledger.settle(row.id, Settle.UNCONFIRMED, "late timeout") is Status.SENT
+    assert ledger.sweep(0) == (0, 0)
+
+
+def test_sweep_requeues_unstarted_and_never_resends_started(ledger: Ledger) -> None:
+    _queue(ledger, "L1")
+    _queue(ledger, "L2")
+    first, second = ledger.claim("dead-agent", 2)
+    _attempt(ledger, second.id)
+    assert ledger.sweep(3600) == (0, 0)  # not old enough
+    assert ledger.sweep(0) == (1, 1)
+    (requeued,) = ledger.claim("w", 5)
+    assert requeued.id == first.id
+    shown = ledger.show("L2", 1)
+    assert shown is not None and shown.row["status"] == "unconfirmed"
+
+
+def test_suppression_right_before_the_handoff(ledger: Ledger) -> None:
+    _queue(ledger)
+    (row,) = ledger.claim("w", 1)
+    ledger.suppress("a@example.com", "unsubscribed")
+    assert ledger.begin_attempt(row.id, uuid.uuid4(), "m@example.com", None, "<x@example.com>") == \
+        ("suppressed", None)
+    assert ledger.counts()["suppressed"] == 1
+
+
+def test_values_the_database_refuses_are_bad_input(ledger: Ledger) -> None:
+    from sender.errors import SenderConfigError
+
+    with pytest.raises(SenderConfigError, match="the ledger refused it"):
+        ledger.enqueue(lead="L1", step=0, to="a@example.com", group="sales", subject="s", text="t")
+    with pytest.raises(SenderConfigError, match="the ledger refused it"):
+        ledger.enqueue(lead="L1", step=1, to="nobody", group="sales", subject="s", text="t")
+    assert ledger.counts()["queued"] == 0

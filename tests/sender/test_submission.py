@@ -1,0 +1,68 @@
+"""One submission against real TLS servers: STARTTLS (587) and implicit TLS (465), certificates verified,
+password and XOAUTH2 authentication, the source address bound, the stage of a failure known."""
+
+from __future__ import annotations
+
+import email
+from pathlib import Path
+
+import pytest
+
+from sender.message import build_message
+from sender.settings import Submission
+from sender.submit import Kind, Stage, submit
+from tests.support.submission import Scripted, submission_server
+
+
+def _message(to: str = "lead@rcpt.example") -> email.message.EmailMessage:
+    return build_message(mailbox="box@sender.example", to=to, subject="Hi", text=".leading dot\nHello",
+                         message_id="<k1@sender.example>", unsubscribe="https://u.example.test/u/abc")
+
+
+@pytest.mark.parametrize("implicit_tls", [False, True], ids=["starttls-587", "tls-465"])
+def test_submits_from_the_source_address(tmp_path: Path, implicit_tls: bool) -> None:
+    with submission_server(tmp_path, {"box@sender.example": "pw"}, implicit_tls=implicit_tls) as server:
+        settings = Submission(server.host, server.port, "tls" if implicit_tls else "starttls", "box@sender.example",
+                              ca_file=str(server.ca_file))
+        result = submit(settings, "pw", _message(), source_ip="127.0.0.7", timeout_s=5)
+        assert result.kind is Kind.ACCEPTED, result
+        (received,) = server.recorder.received
+    assert received.peer == "127.0.0.7"
+    assert received.message["Message-ID"] == "<k1@sender.example>"
+    assert received.message.get_payload(decode=True).decode().startswith(".leading dot")  # dot-stuffing undone
+
+
+def test_a_certificate_that_does_not_verify_is_refused(tmp_path: Path) -> None:
+    with submission_server(tmp_path, {"box@sender.example": "pw"}) as server:
+        settings = Submission(server.host, server.port, "starttls", "box@sender.example")  # no ca_file
+        result = submit(settings, "pw", _message(), source_ip=None, timeout_s=5)
+        assert not server.recorder.received
+    assert (result.kind, result.stage) == (Kind.CERTIFICATE, Stage.TLS)
+    assert "does not verify" in result.text and "ca_file" in result.text
+
+
+def test_xoauth2(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("ya29.fresh\n")
+    with submission_server(tmp_path, {"box@sender.example": "token:ya29.fresh"}) as server:
+        settings = Submission(server.host, server.port, "starttls", "box@sender.example", ca_file=str(server.ca_file),
+                              auth="xoauth2", token_file=str(token))
+        assert submit(settings, settings.secret(), _message(), source_ip=None, timeout_s=5).kind is Kind.ACCEPTED
+        token.write_text("ya29.expired\n")  # re-read at each connection
+        refused = submit(settings, settings.secret(), _message(), source_ip=None, timeout_s=5)
+    assert (refused.kind, refused.stage, refused.code) == (Kind.REJECTED, Stage.AUTH, 535)
+
+
+def test_stage_of_failures(tmp_path: Path) -> None:
+    with submission_server(tmp_path, {"box@sender.example": "pw"}) as server:
+        settings = Submission(server.host, server.port, "starttls", "box@sender.example", ca_file=str(server.ca_file))
+        server.recorder.script["gone@rcpt.example"] = Scripted("rcpt", "550 5.1.1 no such user")
+        server.recorder.script["slow@rcpt.example"] = Scripted("hang", hang_s=2.0)
+        gone = submit(settings, "pw", _message("gone@rcpt.example"), source_ip=None, timeout_s=5)
+        slow = submit(settings, "pw", _message("slow@rcpt.example"), source_ip=None, timeout_s=0.5)
+        wrong = submit(settings, "nope", _message(), source_ip=None, timeout_s=5)
+    assert (gone.kind, gone.stage, gone.code) == (Kind.REJECTED, Stage.RCPT, 550)
+    assert (slow.kind, slow.stage, slow.unknown) == (Kind.NO_REPLY, Stage.AFTER_DATA, True)
+    assert (wrong.kind, wrong.stage, wrong.code) == (Kind.REJECTED, Stage.AUTH, 535)
+    refused = submit(Submission("127.0.0.1", 1, "starttls", "x"), "pw", _message(), source_ip=None, timeout_s=2)
+    assert (refused.kind, refused.stage, refused.unknown) == (Kind.NO_REPLY, Stage.CONNECT, False)

@@ -1,0 +1,141 @@
+"""A real submission server for sender tests: aiosmtpd with STARTTLS (a trustme CA) and AUTH required, on loopback.
+
+It records every accepted message with the peer address it came from (which proves the source binding), and can
+be scripted per recipient with a provider's reply at a stage (RCPT or end of DATA), a slow reply after the end of
+DATA (a timeout), or a pause before every reply (slow server, for restart tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import socket
+import ssl
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trustme
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+
+@dataclass(frozen=True)
+class Received:
+    peer: str
+    mail_from: str
+    rcpt: str
+    message_id: str
+    message: Any  # email.message.Message
+
+
+@dataclass(frozen=True)
+class Scripted:
+    stage: str  # "rcpt" | "data" (the reply after the end of DATA) | "hang" (no reply after DATA for `hang_s`)
+    reply: str = ""
+    hang_s: float = 0.0
+
+
+@dataclass
+class Recorder:
+    users: dict[str, str]
+    received: list[Received] = field(default_factory=list)
+    script: dict[str, Scripted] = field(default_factory=dict)
+    delay_s: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> AuthResult:
+        if not isinstance(auth_data, LoginPassword):
+            return AuthResult(success=False, handled=False)
+        login, password = auth_data.login.decode(), auth_data.password.decode()
+        return AuthResult(success=self.users.get(login) == password, handled=False)
+
+    async def auth_XOAUTH2(self, server: Any, args: list[str]) -> AuthResult:
+        """Google's and Microsoft's OAuth mechanism: `user=...^Aauth=Bearer TOKEN^A^A`, base64, in one line."""
+        import base64
+
+        try:
+            fields = base64.b64decode(args[1]).decode().split("\x01")
+            login = fields[0].removeprefix("user=")
+            token = fields[1].removeprefix("auth=Bearer ")
+        except (IndexError, ValueError):
+            return AuthResult(success=False, handled=False)
+        return AuthResult(success=self.users.get(login) == f"token:{token}", handled=False)
+
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
+                          rcpt_options: list[str]) -> str:
+        scripted = self.script.get(address.lower())
+        if scripted is not None and scripted.stage == "rcpt":
+            return scripted.reply
+        envelope.rcpt_tos.append(address)
+        return "250 2.1.5 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        rcpt = envelope.rcpt_tos[0].lower()
+        scripted = self.script.get(rcpt)
+        if scripted is not None and scripted.stage == "data":
+            return scripted.reply
+        message = email.message_from_bytes(envelope.content)
+        with self.lock:
+            self.received.append(Received(session.peer[0], envelope.mail_from, rcpt,
+                                          str(message["Message-ID"]), message))
+        if scripted is not None and scripted.stage == "hang":
+            await asyncio.sleep(scripted.hang_s)  # the server has it, the client times out waiting
+        return "250 2.0.0 OK queued"
+
+    def peers(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for item in self.received:
+            counts[item.peer] = counts.get(item.peer, 0) + 1
+        return counts
+
+
+@dataclass
+class SubmissionServer:
+    host: str
+    port: int
+    ca_file: Path
+    recorder: Recorder
+
+
+class _Controller(Controller):
+    def factory(self) -> Any:
+        # aiosmtpd warns about AUTH without STARTTLS even on implicit TLS, where every byte is encrypted.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Requiring AUTH while not requiring TLS")
+            return super().factory()
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def submission_server(tmp_path: Path, users: dict[str, str], host: str = "127.0.0.1",
+                      implicit_tls: bool = False) -> Iterator[SubmissionServer]:
+    """STARTTLS on a free port (587's protocol), or TLS from the first byte with `implicit_tls` (465's)."""
+    ca = trustme.CA()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert(host).configure_cert(context)
+    ca_file = tmp_path / "submission-ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    recorder = Recorder(users)
+    port = _free_port(host)
+    # aiosmtpd's auth_require_tls only knows STARTTLS; on implicit TLS every byte is encrypted already.
+    tls: dict[str, Any] = ({"ssl_context": context, "auth_require_tls": False} if implicit_tls
+                           else {"tls_context": context, "require_starttls": True, "auth_require_tls": True})
+    controller = _Controller(recorder, hostname=host, port=port, auth_required=True,
+                             authenticator=recorder.authenticate, ready_timeout=10, **tls)
+    controller.start()
+    try:
+        yield SubmissionServer(host, port, ca_file, recorder)
+    finally:
+        controller.stop()

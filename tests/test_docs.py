@@ -1,0 +1,100 @@
+"""The README is a map: every relative link in it and in docs/*.md must land on a file, and on a heading when it
+names one (GitHub's anchor rules), so a moved or renamed section shows up here rather than as a dead link."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_PARSER = MarkdownIt("commonmark").enable("table")
+
+
+def _inline_tokens(text: str) -> Iterator[tuple[str, object]]:
+    for token in _PARSER.parse(text):
+        yield token.type, token
+        for child in token.children or ():
+            yield child.type, child
+
+
+def github_slug(heading: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped (but `-` and `_`), each space a hyphen."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """Every anchor GitHub gives the page's headings; a repeated heading gets -1, -2, … appended."""
+    seen: dict[str, int] = {}
+    found: set[str] = set()
+    tokens = _PARSER.parse(page.read_text(encoding="utf-8"))
+    for opening, inline in itertools.pairwise(tokens):
+        if opening.type != "heading_open":
+            continue
+        slug = github_slug("".join(child.content for child in inline.children or ()))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def relative_links(page: Path) -> list[str]:
+    """Link targets outside code (spans and blocks), skipping absolute URLs and mail links."""
+    links = []
+    for kind, token in _inline_tokens(page.read_text(encoding="utf-8")):
+        if kind != "link_open":
+            continue
+        href = str(token.attrGet("href") or "")
+        if urlsplit(href).scheme:
+            continue
+        links.append(href)
+    return links
+
+
+def broken(page: Path, href: str, root: Path = ROOT) -> str | None:
+    """Why the link does not resolve inside `root`, or None when it does."""
+    parts = urlsplit(href)
+    target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+    if not target.is_relative_to(root):
+        return f"{href}: leaves the repository"
+    if not target.exists():
+        return f"{href}: no file {target.relative_to(root)}"
+    if parts.fragment:
+        if target.suffix != ".md":
+            return f"{href}: an anchor into a file that is not markdown"
+        if unquote(parts.fragment) not in anchors(target):
+            return f"{href}: {target.relative_to(root)} has no heading with anchor #{parts.fragment}"
+    return None
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_relative_link_resolves_to_a_file_and_heading(page: Path) -> None:
+    problems = [why for href in relative_links(page) if (why := broken(page, href))]
+    assert problems == [], f"{page.relative_to(ROOT)}: broken links:\n" + "\n".join(problems)
+
+
+def test_the_readme_links_every_reader_guide() -> None:
+    links = set(relative_links(ROOT / "README.md"))
+    for guide in ("infra", "ci-audit", "oncall", "python-api", "design", "benchmarks", "simulation"):
+        assert f"docs/{guide}.md" in links, f"README.md does not link docs/{guide}.md"
+
+
+def test_the_checker_catches_a_missing_file_a_missing_anchor_and_ignores_code(tmp_path: Path) -> None:
+    # The checker itself, on a page written for the purpose: it must fail on what it claims to catch.
+    (tmp_path / "other.md").write_text("# A `Title` (with punctuation)\n\n## Repeat\n\n## Repeat\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](other.md#a-title-with-punctuation) [twice](other.md#repeat-1) [self](#here)\n\n"
+        "# Here\n\n[gone](nothere.md) [bad anchor](other.md#nope) [web](https://example.com/x.md)\n\n"
+        "`[in code](nothere.md)`\n\n```\n[in a block](nothere.md)\n```\n"
+    )
+    assert relative_links(page) == ["other.md#a-title-with-punctuation", "other.md#repeat-1", "#here",
+                                    "nothere.md", "other.md#nope"]
+    failing = [href for href in relative_links(page) if broken(page, href, tmp_path.resolve())]
+    assert failing == ["nothere.md", "other.md#nope"]

@@ -1,0 +1,47 @@
+"""Logging for the CLI: `-v` and `-vv` raise sendhost's own loggers only, and no Redis password reaches stderr.
+
+Raising the root logger would turn on botocore's request logging too, which prints every request's headers,
+the AWS session token among them; urllib3 and paramiko log connection details the same way. Third-party loggers
+stay at WARNING whatever the verbosity.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from typing import TextIO
+
+from sendhost.redis_url import mask_url
+
+# The top-level packages of this project; every logger they create is named under one of these.
+OWN_LOGGERS = ("sendhost", "toolkit", "ippool", "warmup", "dns_audit", "provisioning", "simulation", "sender")
+_REDIS_URL_RE = re.compile(r"\b(?:rediss?|unix)://[^\s'\"<>]+")
+
+
+class RedisUrlMasking(logging.Filter):
+    """Masks any Redis URL in a record's final message: a password must not reach a log even by mistake."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = _REDIS_URL_RE.sub(lambda match: mask_url(match.group(0)), message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+def configure_logging(verbose: int, stream: TextIO | None = None) -> None:
+    """WARNING by default; `-v` INFO and `-vv` DEBUG for sendhost's own loggers, never for libraries."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedisUrlMasking())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, "sendhost_cli", False):
+            root.removeHandler(old)
+    handler.sendhost_cli = True  # type: ignore[attr-defined]  # so a second call replaces, not duplicates
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    own_level = logging.DEBUG if verbose >= 2 else logging.INFO if verbose else logging.WARNING
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(own_level)
