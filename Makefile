@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SENDHOST := $(VENV)/bin/sendhost
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint clean
 .PHONY: constraints check-constraints
 CONSTRAINTS := constraints.txt
 

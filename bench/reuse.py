@@ -34,14 +34,12 @@ import boto3
 import redis
 
 from bench.lease import start_redis
-from ippool import Pool
+from ippool.assembly import build_machinery
 from ippool.denylist import Denylist
-from ippool.ledger import Ledger
-from ippool.provisioner import Provisioner
-from ippool.reaper import Reaper
-from ippool.rotator import NO_FRESH_ADDRESS, ROTATED, Rotator
+from ippool.rotator import NO_FRESH_ADDRESS, ROTATED
 from ippool.spec import HostSpec
-from ippool.standin import ReusingEc2StandIn
+from simulation.reusing_ec2 import ReusingEc2StandIn
+from tests.support.ippool_slots import set_used
 
 REGION = "us-east-1"
 CYCLE_S = 60.0
@@ -96,19 +94,18 @@ def run_mode(mode: str, url: str, rotations: int, slots: int, seed: int) -> Outc
         ec2.close()
         aws = ReusingEc2StandIn(lambda: boto3.Session(region_name=REGION), REGION, seed=seed,
                                 sleep=lambda s: None, clock=clock)
-        pool = Pool(client, clock=clock, rng=random.Random(seed))
         spec = HostSpec("bench-host", instance, "10.40.1.250", slots, park_minutes=park_minutes)
-        ledger = Ledger(client, clock)
-        denylist = NoDenylist(client, clock) if mode == "naive" else Denylist(client, clock)
-        reaper = Reaper(aws, denylist, ledger, clock)
-        rotator = Rotator(pool, aws, {spec.name: spec}, denylist, ledger, clock, "bench")
-        records = Provisioner(aws, pool, reaper).create(spec, slots)
+        machinery = build_machinery(client, aws, {spec.name: spec}, clock, store_clock=clock, rng=random.Random(seed))
+        if mode == "naive":
+            machinery.denylist = NoDenylist(client, clock)
+        pool, reaper, rotator = machinery.pool, machinery.reaper(), machinery.rotator("bench")
+        records = machinery.lifecycle().create(spec, slots)
         served = {record.public_ip for record in records}
         allocations_before = aws.fresh + aws.handed_back
         outcome = Outcome(mode, 0, 0, 0, 0)
         while outcome.rotations < rotations:
             for slot in range(slots):
-                pool.set_used(spec.name, slot, pool.slot_status(spec.name, slot).budget)
+                set_used(pool, spec.name, slot, pool.slots.slot_status(spec.name, slot).budget)
             for result in rotator.rotate_ready(spec.name):
                 if result.outcome == ROTATED and outcome.rotations < rotations:
                     outcome.rotations += 1

@@ -15,7 +15,7 @@ class PoolOperationFailed(IppoolError, OperationFailed):
     """A pool operation ran and failed (AWS refused, quota exhausted, ...): exit 1."""
 
 
-# --- AWS adapter errors (ippool/aws.py maps AWS error codes to these) ---
+# --- AWS adapter errors (ippool/aws/errors.py maps AWS error codes to these) ---
 
 
 class AwsCredentialsError(PoolConfigError):
@@ -36,8 +36,6 @@ class HostedZoneNotFound(PoolConfigError):
 
 class AddressQuotaExceeded(PoolOperationFailed):
     """The region's Elastic IP quota is used up (AddressLimitExceeded): exit 1; the message names the quota."""
-
-    quota_code = "L-0263D0A3"
 
 
 class AddressGone(PoolOperationFailed):

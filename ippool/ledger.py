@@ -67,9 +67,6 @@ class Ledger:
         """Add to one of the host's counters (rotations, redraws:<reason>, aws_throttles, ...)."""
         self._client.hincrby(HostKeys(host).stats, name, amount)
 
-    def set_stat(self, host: str, name: str, value: float | int) -> None:
-        self._client.hset(HostKeys(host).stats, name, value)
-
     def stats(self, host: str) -> dict[str, float]:
         """Every counter and value of the host."""
         return {text(k): float(text(v)) for k, v in self._client.hgetall(HostKeys(host).stats).items()}

@@ -16,8 +16,9 @@ from prometheus_client.registry import Collector
 from ippool.denylist import Denylist
 from ippool.keys import HostKeys
 from ippool.ledger import Ledger
-from ippool.pool import Pool
-from ippool.status import STATES, text
+from ippool.slot_store import SlotStore
+from ippool.states import SlotState
+from ippool.status import text
 
 PREFIX = "sendhost_pool"
 
@@ -30,8 +31,8 @@ class PoolCollector(Collector):
         self._clock = clock
 
     def collect(self) -> Iterator[Metric]:
-        pool, ledger, denylist = Pool(self._client), Ledger(self._client, self._clock), Denylist(self._client,
-                                                                                                 self._clock)
+        pool, ledger, denylist = SlotStore(self._client), Ledger(self._client, self._clock), Denylist(self._client,
+                                                                                                      self._clock)
         slots = GaugeMetricFamily(f"{PREFIX}_slots", "Slots by state (active, retiring, ready, rotating, empty).",
                                   labels=["host", "state"])
         leases = CounterMetricFamily(f"{PREFIX}_leases", "Leases granted on a slot (the used counts of the slots' "
@@ -51,8 +52,8 @@ class PoolCollector(Collector):
         now_ms = int(self._clock() * 1000)
         for state in pool.status(now=now_ms / 1000):
             host = state.host
-            for name in STATES:
-                slots.add_metric([host, name], sum(1 for s in state.slots if s.state == name))
+            for name in SlotState:
+                slots.add_metric([host, str(name)], sum(1 for s in state.slots if s.state == name))
             meta = {text(k): text(v) for k, v in self._client.hgetall(HostKeys(host).meta).items()}
             # Counted without a write on the hot path: the lease already counts in its slot's used.
             leases.add_metric([host], float(meta.get("leases_retired", 0)) + sum(s.used for s in state.slots))

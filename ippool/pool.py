@@ -1,8 +1,10 @@
 """The sender API: `Pool.lease(host)` hands out a source IP for one send in one Redis round trip.
 
-The hot path (lease, release, renew) never raises and never waits longer than the client's socket timeout: any
-failure gives a fallback lease on the host's primary IP, counted and logged once per interval. Registration and
-the rotator's operations live in `ippool.admin.PoolAdmin`, which `Pool` includes.
+The hot path (lease, release, renew) never raises, and each of its round trips waits at most the client's socket
+timeout: a lease makes one (three when it reconnects after Redis restarted empty). Any failure gives a fallback
+lease on the host's primary IP, counted and logged once per interval. Registration, placement and the rotator's
+fenced operations live in `ippool.slot_store.SlotStore`, which a Pool composes as `pool.slots`; `register_host`,
+`put_address`, `hosts` and `status` stay callable on the Pool, delegating to it.
 """
 
 from __future__ import annotations
@@ -18,23 +20,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ippool.admin import PoolAdmin
 from ippool.keys import HostKeys
 from ippool.lease import NO_SLOT, REDIS_ERROR, UNKNOWN_HOST, FallbackMeter, Lease
 from ippool.scripts import Scripts
-from ippool.status import text
+from ippool.slot_store import DEFAULT_BUDGET, Placement, SlotStore, now_arg
+from ippool.status import HostStatus, text
 
 log = logging.getLogger("ippool")
 
 DEFAULT_TTL_S = 30.0
-# A sender's lease must not wait on a sick Redis: the socket timeout bounds every hot-path call.
-DEFAULT_SOCKET_TIMEOUT_S = 0.25
 # Slot keys passed on a host's first lease before its real slot count is known (a larger guess costs nothing:
 # the script ignores keys past the host's slot count).
 DEFAULT_SLOT_GUESS = 8
 
 
-class Pool(PoolAdmin):
+class Pool:
     """Leases of source IPs on sender hosts, kept in Redis (a single server or a Redis Cluster).
 
     `clock` (seconds since the epoch) replaces Redis TIME, for tests and the simulator; `rng` draws budgets.
@@ -43,11 +43,14 @@ class Pool(PoolAdmin):
     def __init__(self, client: Any, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
                  fallback_log_interval_s: float = 60.0, monotonic: Callable[[], float] = time.monotonic,
                  owns_client: bool = False) -> None:
+        from redis.exceptions import NoScriptError  # late: `sendhost --help` imports this module, not redis
+
+        self._no_script = NoScriptError
         self._client = client
         self._scripts = Scripts.register(client)
         self._clock = clock
-        self._rng = rng or random.Random()
         self._owns_client = owns_client
+        self.slots = SlotStore(client, clock=clock, rng=rng or random.Random(), scripts=self._scripts)
         self.fallbacks = FallbackMeter(fallback_log_interval_s, monotonic)
         self._host_keys: dict[str, HostKeys] = {}
         self._lease_keys: dict[str, list[str]] = {}
@@ -58,25 +61,16 @@ class Pool(PoolAdmin):
 
     @classmethod
     def from_url(cls, url: str | None = None, *, state_dir: Path = Path(".sendhost"),
-                 socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, **kwargs: Any) -> Pool:
+                 socket_timeout: float | None = None, **kwargs: Any) -> Pool:
         """A Pool on the Redis at `url`, or on the embedded Redis under `state_dir` when `url` is None.
 
-        Raises ValueError naming the URL when it is malformed. The client retries a failed call at most once
-        (a stale pooled connection after a Redis restart) and never backs off, so a lease waits at most about
-        two socket timeouts before falling back.
+        Raises ValueError naming the URL when it is malformed. The client is the hot-path role of
+        `sendhost.redis_conn`: a short socket timeout (`socket_timeout` overrides it), at most one retry (a stale
+        pooled connection after a Redis restart), no backoff, and no handshake round trips on a new connection.
         """
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
+        from sendhost import redis_conn
 
-        from sendhost.embedded import ensure_embedded_redis
-        from sendhost.redis_url import validate_redis_url
-
-        if url is None:
-            url = ensure_embedded_redis(state_dir)
-        validate_redis_url(url)
-        client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout,
-                                      decode_responses=True, retry=Retry(NoBackoff(), 1))
+        client = redis_conn.connect(url, role=redis_conn.HOT_PATH, state_dir=state_dir, socket_timeout=socket_timeout)
         return cls(client, owns_client=True, **kwargs)
 
     @property
@@ -111,10 +105,10 @@ class Pool(PoolAdmin):
         try:
             token = f"{self._token_prefix}.{os.getpid()}.{next(self._counter)}"
             args = (self._now_arg(None), int(ttl_s * 1000), token)
-            reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+            reply = text(self._run(self._scripts.lease, keys, args)).split("|")
             if reply[0] == "resize":  # the host has more slots than we passed keys for: once per growth
                 keys = self._lease_keys[host] = self._keys(host).with_slots(int(reply[1]))
-                reply = text(self._scripts.lease(keys=keys, args=args)).split("|")
+                reply = text(self._run(self._scripts.lease, keys, args)).split("|")
             return self._lease_from(host, keys, reply, token, ttl_s, primary_ip)
         # Any failure at all must cost the sender a fallback, never the send: hence the broad catch.
         except Exception as error:
@@ -145,10 +139,19 @@ class Pool(PoolAdmin):
         ttl_ms = int((lease.ttl_s if ttl_s is None else ttl_s) * 1000)
         try:
             keys = self._keys(lease.host)
-            return bool(self._scripts.renew(keys=[keys.leases], args=[lease.member, self._now_arg(None), ttl_ms]))
+            return bool(self._run(self._scripts.renew, [keys.leases], (lease.member, self._now_arg(None), ttl_ms)))
         except Exception as error:
             log.debug("ippool: renew of %r failed: %s", lease, error)
             return False
+
+    def _run(self, script: Any, keys: list[str], args: tuple[Any, ...]) -> Any:
+        """Call a registered script in one round trip, two when Redis lost it (a restart): EVALSHA, then EVAL.
+
+        redis-py's own fallback is SCRIPT LOAD then EVALSHA again, a third round trip on the hot path."""
+        try:
+            return self._client.evalsha(script.sha, len(keys), *keys, *args)
+        except self._no_script:
+            return self._client.eval(script.script, len(keys), *keys, *args)
 
     def _fall_back(self, host: str, primary_ip: str | None, reason: str, ttl_s: float,
                    error: BaseException | None = None) -> Lease:
@@ -160,8 +163,6 @@ class Pool(PoolAdmin):
         keys = self._lease_keys[host] = self._keys(host).with_slots(DEFAULT_SLOT_GUESS)
         return keys
 
-    # -- shared helpers -------------------------------------------------------------------------------------
-
     def _keys(self, host: str) -> HostKeys:
         keys = self._host_keys.get(host)
         if keys is None:
@@ -169,7 +170,24 @@ class Pool(PoolAdmin):
         return keys
 
     def _now_arg(self, now: float | None) -> str:
-        """`now` (or the injected clock) in ms for a script; "" makes the script use Redis TIME."""
-        if now is None and self._clock is not None:
-            now = self._clock()
-        return "" if now is None else str(int(now * 1000))
+        return now_arg(now, self._clock)
+
+    # -- registration and reading, delegated to the slot store (the documented sender-side calls) -----------
+
+    def register_host(self, host: str, primary_ip: str, budget: tuple[int, int] = DEFAULT_BUDGET) -> None:
+        """Register (or update) a host: see `SlotStore.register_host`."""
+        self.slots.register_host(host, primary_ip, budget)
+
+    def put_address(self, host: str, slot: int, *, private_ip: str, public_ip: str | None = None,
+                    allocation_id: str | None = None, spent: bool = False) -> Placement:
+        """Place an address in a slot, unfenced: see `SlotStore.put_address`."""
+        return self.slots.put_address(host, slot, private_ip=private_ip, public_ip=public_ip,
+                                      allocation_id=allocation_id, spent=spent)
+
+    def hosts(self) -> list[str]:
+        """Every registered host, sorted."""
+        return self.slots.hosts()
+
+    def status(self, host: str | None = None, now: float | None = None) -> list[HostStatus]:
+        """State of one host or of every host: see `SlotStore.status`."""
+        return self.slots.status(host, now)

@@ -24,35 +24,43 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import partial
 
-from ippool.aws import Ec2Adapter
-from ippool.aws_models import (
-    STATE_ACTIVE,
-    STATE_INCOMING,
-    STATE_PARKED,
-    TAG_STATE,
-    Address,
-    parse_parked_until,
-)
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import Address, parse_parked_until
+from ippool.eip_placement import activate, serving
 from ippool.ledger import Ledger
-from ippool.pool import Pool
-from ippool.provisioner import serving
-from ippool.reaper import Reaper
-from ippool.rotator import Parker
+from ippool.parking import Parker, Reaper
+from ippool.slot_store import SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_REPLACES, TAG_SINCE, HostSpec
-from ippool.status import EMPTY, ROTATING, SlotStatus
+from ippool.states import EipState, SlotState
+from ippool.status import SlotStatus
 
 log = logging.getLogger("ippool.reconcile")
 
-KINDS = ("leaked", "incoming", "parked_overdue", "parked_unindexed", "slot_missing", "slot_mismatch",
-         "slot_eip_gone", "stale_claim", "untagged_on_slot")
+
+class DifferenceKind(StrEnum):
+    """The nine kinds of difference between AWS and Redis (see the module docstring)."""
+
+    LEAKED = "leaked"
+    INCOMING = "incoming"
+    PARKED_OVERDUE = "parked_overdue"
+    PARKED_UNINDEXED = "parked_unindexed"
+    SLOT_MISSING = "slot_missing"
+    SLOT_MISMATCH = "slot_mismatch"
+    SLOT_EIP_GONE = "slot_eip_gone"
+    STALE_CLAIM = "stale_claim"
+    UNTAGGED_ON_SLOT = "untagged_on_slot"
+
+
+KINDS = tuple(DifferenceKind)
 
 
 @dataclass
 class Difference:
     host: str
-    kind: str
+    kind: DifferenceKind
     subject: str  # the EIP (allocation id and address) or the slot
     detail: str
     fixed: bool = False
@@ -64,7 +72,7 @@ class Difference:
 
 @dataclass
 class Reconciler:
-    pool: Pool
+    slots: SlotStore
     aws: Ec2Adapter
     specs: Mapping[str, HostSpec]
     ledger: Ledger
@@ -92,29 +100,29 @@ class Reconciler:
         instance = self.aws.describe_instance(spec.instance_id)
         eni = instance.primary_interface
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
-        registered = spec.name in self.pool.hosts()
+        registered = spec.name in self.slots.hosts()
         if not registered and self._fix and ours:
-            self.pool.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
+            self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
             registered = True
         slots = self._slots(spec) if registered else {}
         parked_index = {e.allocation_id for e in self.ledger.parked(spec.name)} if registered else set()
 
         for address in ours:
-            if address.state == STATE_INCOMING:
+            if address.state == EipState.INCOMING:
                 diffs += self._incoming(spec, address, ours, slots)
-            elif address.state == STATE_PARKED:
+            elif address.state == EipState.PARKED:
                 diffs += self._parked(spec, address, parked_index)
-            elif address.state == STATE_ACTIVE and not address.associated:
-                diffs.append(self._diff(spec, "leaked", address, "tagged active but serves no slot",
+            elif address.state == EipState.ACTIVE and not address.associated:
+                diffs.append(self._diff(spec, DifferenceKind.LEAKED, address, "tagged active but serves no slot",
                                         partial(self._park, spec, address, spec.park_minutes * 60)))
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name) if self._fix and diffs else ours
-        slots = self._slots(spec) if self._fix and diffs and spec.name in self.pool.hosts() else slots
+        slots = self._slots(spec) if self._fix and diffs and spec.name in self.slots.hosts() else slots
         diffs += self._slots_against_aws(spec, ours, slots)
         diffs += self._strangers(spec, eni.eni_id, eni.primary_private_ip, slots, ours)
         return diffs
 
     def _slots(self, spec: HostSpec) -> dict[int, SlotStatus]:
-        state = self.pool.status(spec.name, now=self.clock())[0]
+        state = self.slots.status(spec.name, now=self.clock())[0]
         return {slot.slot: slot for slot in state.slots}
 
     def _abandoned(self, address: Address) -> bool:
@@ -133,31 +141,32 @@ class Reconciler:
             def roll_back() -> None:  # never in service: released at once (PTR reset first), not denied
                 self.reaper.release(spec.name, new, deny=False)
                 self._give_back(spec, slot, slots)
-            return [self._diff(spec, "incoming", new, f"slot {slot}: allocated, never associated: rolled back",
-                               roll_back)]
+            return [self._diff(spec, DifferenceKind.INCOMING, new,
+                               f"slot {slot}: allocated, never associated: rolled back", roll_back)]
 
         def finish() -> None:
             replaced = next((a for a in ours if a.allocation_id == new.tags.get(TAG_REPLACES)), None)
-            if replaced is not None and replaced.state != STATE_PARKED:
+            if replaced is not None and replaced.state != EipState.PARKED:
                 Parker(self.aws, self.ledger, self.pool_name).park(
                     spec.name, slot, replaced, self.clock() + spec.park_minutes * 60, let_go=True)
-            self.aws.create_tags(new.allocation_id, {TAG_STATE: STATE_ACTIVE})
+            activate(self.aws, new)
             held = slots.get(slot)
             private_ip = new.tags.get(TAG_PRIVATE_IP) or (held.private_ip if held else None)
-            if private_ip and held is not None and held.state == ROTATING:
+            if private_ip and held is not None and held.state == SlotState.ROTATING:
                 self._finish_rotation(spec, slot, held, private_ip, new)
             elif private_ip:  # Redis lost the slot: nobody can count the new address's sends
                 self._put_spent(spec, slot, private_ip, new)
             self.ledger.unclaim(spec.name, slot)
-        return [self._diff(spec, "incoming", new, f"slot {slot}: associated, not published: finished", finish)]
+        return [self._diff(spec, DifferenceKind.INCOMING, new, f"slot {slot}: associated, not published: finished",
+                           finish)]
 
     def _parked(self, spec: HostSpec, address: Address, indexed: set[str]) -> list[Difference]:
         until = address.parked_until
         if until is None or until <= self.clock():
-            return [self._diff(spec, "parked_overdue", address, "parked past its deadline: reaped",
+            return [self._diff(spec, DifferenceKind.PARKED_OVERDUE, address, "parked past its deadline: reaped",
                                lambda: self._reap(spec, address))]
         if address.allocation_id not in indexed:
-            return [self._diff(spec, "parked_unindexed", address, "parked in AWS, not in Redis: indexed",
+            return [self._diff(spec, DifferenceKind.PARKED_UNINDEXED, address, "parked in AWS, not in Redis: indexed",
                                lambda: self.ledger.park(spec.name, address.allocation_id, address.public_ip,
                                                         address.slot or 0, until))]
         return []
@@ -165,24 +174,26 @@ class Reconciler:
     def _slots_against_aws(self, spec: HostSpec, ours: list[Address],
                            slots: dict[int, SlotStatus]) -> list[Difference]:
         diffs = []
-        slot_numbers = sorted(set(slots) | {a.slot for a in ours if a.slot is not None and a.state == STATE_ACTIVE})
+        slot_numbers = sorted(set(slots) | {a.slot for a in ours if a.slot is not None and a.state == EipState.ACTIVE})
         for slot in slot_numbers:
             held = slots.get(slot)
             live = serving(ours, slot)
-            if held is not None and held.state == ROTATING:
+            if held is not None and held.state == SlotState.ROTATING:
                 diffs += self._rotating(spec, slot, held, ours)
                 continue
-            if live is not None and (held is None or held.state == EMPTY):
-                diffs.append(self._slot_diff(spec, "slot_missing", slot, f"AWS serves {live.public_ip}, Redis has "
-                                             f"no address: rebuilt, no new sends until it rotates",
+            if live is not None and (held is None or held.state == SlotState.EMPTY):
+                diffs.append(self._slot_diff(spec, DifferenceKind.SLOT_MISSING, slot,
+                                             f"AWS serves {live.public_ip}, Redis has no address: rebuilt, "
+                                             f"no new sends until it rotates",
                                              partial(self._adopt, spec, slot, live, held)))
             elif live is not None and held is not None and held.allocation_id != live.allocation_id:
-                diffs.append(self._slot_diff(spec, "slot_mismatch", slot, f"Redis has {held.public_ip}, AWS serves "
-                                             f"{live.public_ip}: rebuilt from AWS",
+                diffs.append(self._slot_diff(spec, DifferenceKind.SLOT_MISMATCH, slot,
+                                             f"Redis has {held.public_ip}, AWS serves {live.public_ip}: "
+                                             f"rebuilt from AWS",
                                              partial(self._adopt, spec, slot, live, held)))
-            elif live is None and held is not None and held.state != EMPTY and held.allocation_id and \
+            elif live is None and held is not None and held.state != SlotState.EMPTY and held.allocation_id and \
                     not any(a.allocation_id == held.allocation_id for a in ours):
-                diffs.append(self._slot_diff(spec, "slot_eip_gone", slot, f"{held.public_ip} "
+                diffs.append(self._slot_diff(spec, DifferenceKind.SLOT_EIP_GONE, slot, f"{held.public_ip} "
                                              f"({held.allocation_id}) is gone from AWS: slot retired to rotate",
                                              partial(self._retire, spec, slot)))
         return diffs
@@ -192,17 +203,18 @@ class Reconciler:
         owner = self.ledger.claim_owner(spec.name, slot)
         if self.ledger.alive(owner):
             return []
-        if any(a.slot == slot and a.state == STATE_INCOMING for a in ours):
+        if any(a.slot == slot and a.state == EipState.INCOMING for a in ours):
             return []  # the incoming EIP's difference covers it
         live = serving(ours, slot)
         if live is not None and live.allocation_id != held.allocation_id and held.private_ip:
             def publish() -> None:  # tagged and associated, killed before publishing: no lease went out on it
                 self._finish_rotation(spec, slot, held, held.private_ip or "", live)
                 self.ledger.unclaim(spec.name, slot)
-            return [self._slot_diff(spec, "incoming", slot, f"rotated to {live.public_ip} in AWS, not published "
-                                    f"(its rotator is gone): published", publish)]
-        return [self._slot_diff(spec, "stale_claim", slot, f"rotating, its rotator ({owner or 'unknown'}) is gone: "
-                                f"given back to rotate again",
+            return [self._slot_diff(spec, DifferenceKind.INCOMING, slot,
+                                    f"rotated to {live.public_ip} in AWS, not published (its rotator is gone): "
+                                    f"published", publish)]
+        return [self._slot_diff(spec, DifferenceKind.STALE_CLAIM, slot,
+                                f"rotating, its rotator ({owner or 'unknown'}) is gone: given back to rotate again",
                                 lambda: self._give_back(spec, slot, {slot: held}))]
 
     def _strangers(self, spec: HostSpec, eni_id: str, primary_ip: str, slots: dict[int, SlotStatus],
@@ -213,7 +225,8 @@ class Reconciler:
         diffs = []
         for address in self.aws.describe_interface_addresses(eni_id):
             if address.pool is None and address.private_ip in slot_ips and address.private_ip != primary_ip:
-                diffs.append(Difference(spec.name, "untagged_on_slot", f"{address.allocation_id} {address.public_ip}",
+                diffs.append(Difference(spec.name, DifferenceKind.UNTAGGED_ON_SLOT,
+                                        f"{address.allocation_id} {address.public_ip}",
                                         f"not ours, associated to slot {slot_ips[address.private_ip]}'s private IP "
                                         f"{address.private_ip}: disassociate it by hand (reconcile does not touch "
                                         f"EIPs it did not tag)"))
@@ -221,13 +234,14 @@ class Reconciler:
 
     # -- fixes -----------------------------------------------------------------------------------------------
 
-    def _diff(self, spec: HostSpec, kind: str, address: Address, detail: str, fix: Callable[[], object],
+    def _diff(self, spec: HostSpec, kind: DifferenceKind, address: Address, detail: str, fix: Callable[[], object],
               ) -> Difference:
         slot = f" slot {address.slot}" if address.slot is not None else ""
         return self._apply(Difference(spec.name, kind, f"{address.allocation_id} {address.public_ip}{slot}", detail),
                            fix)
 
-    def _slot_diff(self, spec: HostSpec, kind: str, slot: int, detail: str, fix: Callable[[], object]) -> Difference:
+    def _slot_diff(self, spec: HostSpec, kind: DifferenceKind, slot: int, detail: str,
+                   fix: Callable[[], object]) -> Difference:
         return self._apply(Difference(spec.name, kind, f"slot {slot}", detail), fix)
 
     def _apply(self, difference: Difference, fix: Callable[[], object]) -> Difference:
@@ -247,8 +261,8 @@ class Reconciler:
 
     def _give_back(self, spec: HostSpec, slot: int, slots: dict[int, SlotStatus]) -> None:
         held = slots.get(slot)
-        if held is not None and held.state == ROTATING:
-            self.pool.abort_rotation(spec.name, slot, held.generation)
+        if held is not None and held.state == SlotState.ROTATING:
+            self.slots.abort_rotation(spec.name, slot, held.generation)
         self.ledger.unclaim(spec.name, slot)
 
     def _adopt(self, spec: HostSpec, slot: int, live: Address, held: SlotStatus | None) -> None:
@@ -262,7 +276,7 @@ class Reconciler:
     def _put_spent(self, spec: HostSpec, slot: int, private_ip: str, address: Address) -> None:
         """Place an address whose sends nobody can count with its whole budget spent, in the placing call itself:
         it takes no send until it rotates (a separate call after placing would leave senders a window on it)."""
-        self.pool.put_address(spec.name, slot, private_ip=private_ip, public_ip=address.public_ip,
+        self.slots.put_address(spec.name, slot, private_ip=private_ip, public_ip=address.public_ip,
                               allocation_id=address.allocation_id, spent=True)
 
     def _finish_rotation(self, spec: HostSpec, slot: int, held: SlotStatus, private_ip: str,
@@ -271,8 +285,8 @@ class Reconciler:
         exact. Fenced like the rotator's own publish, at the generation this reconcile saw: a rotator that was
         only slow and has published since (senders may already be using the address) is left as it is, where an
         unfenced placement would reset the address's used count and let it exceed its budget."""
-        self.pool.publish(spec.name, slot, held.generation, private_ip=private_ip, public_ip=address.public_ip,
+        self.slots.publish(spec.name, slot, held.generation, private_ip=private_ip, public_ip=address.public_ip,
                           allocation_id=address.allocation_id)
 
     def _retire(self, spec: HostSpec, slot: int) -> None:
-        self.pool.retire(spec.name, slot)
+        self.slots.retire(spec.name, slot)

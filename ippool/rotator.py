@@ -1,6 +1,6 @@
 """The rotator: give every ready slot a fresh Elastic IP, park the old one, publish under the generation fence.
 
-One slot's rotation (DESIGN.md "Rotate"), with a named checkpoint after each AWS step so fault-injection tests can
+One slot's rotation, with a named checkpoint after each AWS step so fault-injection tests can
 kill the process there:
 
     claim (mark_rotating, CAS)
@@ -21,40 +21,26 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ippool.admin import ReadySlot
-from ippool.aws import Ec2Adapter
-from ippool.aws_models import (
-    STATE_ACTIVE,
-    STATE_INCOMING,
-    STATE_PARKED,
-    TAG_STATE,
-    Address,
-    format_parked_until,
-    pool_tags,
-)
+from ippool import eip_placement
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import Address, format_parked_until
+from ippool.aws.quotas import quota_advice
 from ippool.denylist import Denylist
-from ippool.errors import AddressGone, AddressQuotaExceeded, IppoolError
+from ippool.errors import AddressQuotaExceeded, IppoolError
 from ippool.ledger import Ledger
-from ippool.pool import Pool
-from ippool.quota import quota_advice
+from ippool.parking import Parker, no_checkpoint
 from ippool.screen import Screen, no_screen
+from ippool.slot_store import ReadySlot, SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_REPLACES, TAG_SINCE, HostSpec
-from ippool.status import ROTATING
+from ippool.states import RotationOutcome, SlotState
 
 log = logging.getLogger("ippool.rotator")
 
 DEFAULT_MAX_DRAWS = 4
 Checkpoint = Callable[[str], None]
 
-# Outcomes of one slot's rotation.
-ROTATED = "rotated"
-LOST_CLAIM = "lost_claim"  # another rotator claimed the slot first, or the fence moved on
-NO_FRESH_ADDRESS = "no_fresh_address"  # every draw was rejected: the slot falls back until the next cycle
-FAILED = "failed"  # AWS refused a step: the slot was given back (ready) and the new EIP parked
-
-
-def _no_checkpoint(name: str) -> None:
-    return None
+ROTATED, LOST_CLAIM = RotationOutcome.ROTATED, RotationOutcome.LOST_CLAIM
+NO_FRESH_ADDRESS, FAILED = RotationOutcome.NO_FRESH_ADDRESS, RotationOutcome.FAILED
 
 
 @dataclass(frozen=True)
@@ -63,7 +49,7 @@ class RotationResult:
 
     host: str
     slot: int
-    outcome: str
+    outcome: RotationOutcome
     old_ip: str | None = None
     new_ip: str | None = None
     redraws: tuple[str, ...] = ()  # the reason of each rejected draw
@@ -75,36 +61,6 @@ class RotationResult:
 
 
 @dataclass
-class Parker:
-    """Parks EIPs: tags them `parked` with a deadline in AWS (the durable record), then indexes them in Redis."""
-
-    aws: Ec2Adapter
-    ledger: Ledger
-    pool_name: str = DEFAULT_POOL_NAME
-
-    def park(self, host: str, slot: int, address: Address, until: float, *, let_go: bool = False) -> bool:
-        """Park `address` until epoch `until`; False when AWS no longer has it (nothing to park).
-
-        `let_go`: the address was just replaced on its slot. AWS's reassociation already detached it; if it still
-        shows an association (an endpoint that does not model AllowReassociation, e.g. moto), detach it now, so a
-        parked EIP never holds a slot."""
-        try:
-            if let_go:
-                current = self.aws.get_address(address.allocation_id)
-                if current is None:
-                    raise AddressGone(f"EIP {address.allocation_id} is gone")
-                if current.association_id:
-                    self.aws.disassociate_address(current.association_id)
-            self.aws.create_tags(address.allocation_id,
-                                 pool_tags(self.pool_name, host, slot, STATE_PARKED, parked_until=until))
-        except AddressGone:
-            self.ledger.unpark(host, address.allocation_id)
-            return False
-        self.ledger.park(host, address.allocation_id, address.public_ip, slot, until)
-        return True
-
-
-@dataclass
 class Rotator:
     """Rotates the ready slots of the hosts in `specs`, one slot at a time.
 
@@ -113,7 +69,7 @@ class Rotator:
     lives after each step.
     """
 
-    pool: Pool
+    slots: SlotStore
     aws: Ec2Adapter
     specs: Mapping[str, HostSpec]
     denylist: Denylist
@@ -123,7 +79,7 @@ class Rotator:
     pool_name: str = DEFAULT_POOL_NAME
     screen: Screen = no_screen
     max_draws: int = DEFAULT_MAX_DRAWS
-    checkpoint: Checkpoint = _no_checkpoint
+    checkpoint: Checkpoint = no_checkpoint
     heartbeat_s: float = 30.0
     _enis: dict[str, str] = field(default_factory=dict)
 
@@ -142,7 +98,7 @@ class Rotator:
 
         `stop()` is asked between slots (a worker's SIGTERM: finish the slot in hand, start no other)."""
         results = []
-        for ready in self.pool.ready_slots(host, now=self.clock()):
+        for ready in self.slots.ready_slots(host, now=self.clock()):
             if stop():
                 break
             try:
@@ -156,7 +112,7 @@ class Rotator:
         """Rotate one slot claimed at `ready.generation`. Raises AddressQuotaExceeded (naming the quota to raise)
         after giving the slot back; the slot then falls back until a later cycle succeeds."""
         spec = self.specs[host]
-        claimed = self.pool.mark_rotating(host, ready.slot, ready.generation)
+        claimed = self.slots.mark_rotating(host, ready.slot, ready.generation)
         if claimed is None:
             return RotationResult(host, ready.slot, LOST_CLAIM)
         self._beat()
@@ -190,10 +146,9 @@ class Rotator:
         """Allocate until an address passes the checks (at most `max_draws`); park each rejected one."""
         rejected: list[str] = []
         for _ in range(self.max_draws):
-            tags = pool_tags(self.pool_name, spec.name, slot, STATE_INCOMING)
-            tags[TAG_OWNER] = self.owner
-            tags[TAG_SINCE] = format_parked_until(self.clock())
-            address = self.aws.allocate_address(tags)
+            address = eip_placement.allocate_incoming(
+                self.aws, self.pool_name, spec.name, slot,
+                {TAG_OWNER: self.owner, TAG_SINCE: format_parked_until(self.clock())})
             self.checkpoint("allocate")
             reason = self._rejection(address.public_ip)
             if reason is None:
@@ -212,7 +167,7 @@ class Rotator:
         return self.screen(public_ip)
 
     def _put_in_service(self, spec: HostSpec, ready: ReadySlot, private_ip: str, new: Address,
-                        old_ip: str | None, old_allocation: str | None) -> str:
+                        old_ip: str | None, old_allocation: str | None) -> RotationOutcome:
         host, slot = spec.name, ready.slot
         intent = {TAG_REPLACES: old_allocation or "none", TAG_PRIVATE_IP: private_ip}
         if spec.ptr_zone:
@@ -227,14 +182,14 @@ class Rotator:
             # Fenced out before touching the slot: this attempt is stale; its EIP goes straight to the reaper.
             self.parker.park(host, slot, new, self.clock())
             return LOST_CLAIM
-        self.aws.associate_address(new.allocation_id, self.eni(spec), private_ip)
+        eip_placement.associate(self.aws, new, self.eni(spec), private_ip)
         self._step("associate")
         if old_allocation and old_ip:
             old = Address(allocation_id=old_allocation, public_ip=old_ip)
             self.parker.park(host, slot, old, self.clock() + spec.park_minutes * 60, let_go=True)
-        self.aws.create_tags(new.allocation_id, {TAG_STATE: STATE_ACTIVE})
+        eip_placement.activate(self.aws, new)
         self._step("park-tag")
-        placed = self.pool.publish(host, slot, ready.generation, private_ip=private_ip, public_ip=new.public_ip,
+        placed = self.slots.publish(host, slot, ready.generation, private_ip=private_ip, public_ip=new.public_ip,
                                    allocation_id=new.allocation_id)
         self._step("publish")
         self.ledger.unclaim(host, slot)
@@ -249,11 +204,11 @@ class Rotator:
         return ROTATED
 
     def _still_claimed(self, host: str, ready: ReadySlot) -> bool:
-        slot = self.pool.slot_status(host, ready.slot, now=self.clock())
-        return slot.state == ROTATING and slot.generation == ready.generation
+        slot = self.slots.slot_status(host, ready.slot, now=self.clock())
+        return slot.state == SlotState.ROTATING and slot.generation == ready.generation
 
     def _give_back(self, host: str, ready: ReadySlot) -> None:
-        self.pool.abort_rotation(host, ready.slot, ready.generation)
+        self.slots.abort_rotation(host, ready.slot, ready.generation)
         self.ledger.unclaim(host, ready.slot)
 
     def _abandon(self, spec: HostSpec, ready: ReadySlot, new: Address) -> None:

@@ -7,14 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ippool.keys import HostKeys
-
-# Slot states. A slot without an address has no hash in Redis and reads as EMPTY.
-ACTIVE = "active"  # leasable while used < budget
-RETIRING = "retiring"  # budget spent (or retired by hand); live leases remain, no new ones
-READY = "ready"  # retiring and no live lease left: ready to rotate (stored when a rotator reaps; read as such)
-ROTATING = "rotating"  # claimed by a rotator (mark_rotating); publish puts a new address in
-EMPTY = "empty"
-STATES = (ACTIVE, RETIRING, READY, ROTATING, EMPTY)
+from ippool.states import SlotState
 
 
 def text(value: Any) -> str:
@@ -30,7 +23,7 @@ class SlotStatus:
     private_ip: str | None
     public_ip: str | None
     allocation_id: str | None
-    state: str
+    state: SlotState
     used: int
     budget: int
     live_leases: int
@@ -43,16 +36,16 @@ class SlotStatus:
         A retiring slot with no live lease reads as READY: its last lease was released (a plain ZREM that
         leaves the stored state alone) or expired, and the rotator's next reap stores READY."""
         f = {text(k): text(v) for k, v in fields.items()}
-        state = f.get("state", EMPTY)
-        if state == RETIRING and live_leases == 0:
-            state = READY
+        state = SlotState(f.get("state", SlotState.EMPTY))
+        if state == SlotState.RETIRING and live_leases == 0:
+            state = SlotState.READY
         return cls(slot=slot, private_ip=f.get("private_ip") or None, public_ip=f.get("public_ip") or None,
                    allocation_id=f.get("allocation_id") or None, state=state,
                    used=int(f.get("used", 0)), budget=int(f.get("budget", 0)), live_leases=live_leases,
                    generation=int(f.get("generation", 0)))
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "state": str(self.state)}
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,40 @@
-"""Lua that the scripts of several packages share, kept in one file: the clock."""
+"""The one Lua loader of ippool and warmup: a script is its package's `lua/<name>.lua`, after the preludes it needs.
+
+A prelude is a shared piece of Lua that a script calls but that is never registered alone: the clock
+(`sendhost/lua/_clock.lua`, shared by ippool and warmup) or a package's own `lua/_<name>.lua`. Sources are read with
+`importlib.resources`, once per process.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import resources
+from typing import Any
+
+# The clock prelude, as a (package, file stem) pair: `now_ms(arg)` is the caller's clock in ms, or Redis TIME.
+CLOCK = ("sendhost", "_clock")
 
 
 @cache
+def read_lua(package: str, stem: str) -> str:
+    """The text of `<package>/lua/<stem>.lua`."""
+    return resources.files(package).joinpath("lua", f"{stem}.lua").read_text(encoding="utf-8")
+
+
 def clock_prelude() -> str:
     """`now_ms(arg)` for a script that reads the time: the caller's clock in ms, or Redis TIME when arg is ""."""
-    return resources.files("sendhost").joinpath("lua", "_clock.lua").read_text(encoding="utf-8")
+    return read_lua(*CLOCK)
+
+
+def script_source(package: str, name: str, preludes: Iterable[tuple[str, str]] = ()) -> str:
+    """The source of script `name` of `package`, after each prelude (a (package, file stem) pair), in order."""
+    return "".join(read_lua(*prelude) for prelude in preludes) + read_lua(package, name)
+
+
+def register_scripts(client: Any, package: str, names: Iterable[str],
+                     preludes: Mapping[str, Sequence[tuple[str, str]]]) -> dict[str, Any]:
+    """Register each script of `package` on `client` with its preludes: name -> `redis.commands.core.Script`.
+
+    No round trip: redis-py loads a script on its first NOSCRIPT."""
+    return {name: client.register_script(script_source(package, name, preludes.get(name, ()))) for name in names}

@@ -1,4 +1,4 @@
-"""The simulation's EC2: the named EC2 stand-in (`ippool.standin.ReusingEc2StandIn`, which hands released
+"""The simulation's EC2: the named EC2 stand-in (`simulation.reusing_ec2.ReusingEc2StandIn`, which hands released
 addresses straight back the way AWS does) over moto, plus reverse DNS, which moto does not implement.
 
 Named fake. Reverse DNS (ModifyAddressAttribute / ResetAddressAttribute) is kept in memory per allocation, and
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ippool.aws_errors import map_aws_error
-from ippool.standin import ReusingEc2StandIn
+from ippool.aws.errors import map_aws_error
+from simulation.reusing_ec2 import ReusingEc2StandIn
 
 
 class SimulatedEc2(ReusingEc2StandIn):

@@ -8,26 +8,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
+from ippool.spec import HostSpec
 from simulation.errors import SimulationConfigError
 
 MAX_DAYS = 365
 MAX_SENDS_PER_DAY = 100_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SimHost:
-    """A sender host and its pool policy."""
+    """A sender host: its pool policy (ippool's own `HostSpec`, the one host model), and where its slot addresses
+    live in the simulated account. Built from a spec, or from the spec's fields as keywords."""
 
-    name: str
-    instance_id: str
-    primary_ip: str
-    slots: int
-    budget: tuple[int, int] = (8, 15)
-    park_minutes: float = 15.0
-    ptr_zone: str | None = None
+    spec: HostSpec
     private_ips: tuple[str, ...] = ()
     subnet: str | None = None
+
+    def __init__(self, spec: HostSpec | None = None, *, private_ips: tuple[str, ...] = (), subnet: str | None = None,
+                 **spec_fields: Any) -> None:
+        object.__setattr__(self, "spec", spec if spec is not None else HostSpec(**spec_fields))
+        object.__setattr__(self, "private_ips", tuple(private_ips))
+        object.__setattr__(self, "subnet", subnet)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def primary_ip(self) -> str:
+        return self.spec.primary_ip
+
+    @property
+    def slots(self) -> int:
+        return self.spec.slots
+
+    @property
+    def budget(self) -> tuple[int, int]:
+        return self.spec.budget
+
+    @property
+    def ptr_zone(self) -> str | None:
+        return self.spec.ptr_zone
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""The simulation's pool worker: provisions each host's pool with ippool's Provisioner, then runs ippool's pool
-worker cycle (`Worker.run_cycle`: the Rotator on ready slots, the Reaper on parked EIPs past their deadline) and
-turns what changed into events. A cycle with no ready slot and no parking deadline passed would do nothing but
-read, so the simulation skips it: a two-week run has four thousand worker cycles and only a few hundred do work.
+"""The simulation's pool worker: provisions each host's pool with ippool's pool lifecycle (`pool create`), then
+runs ippool's pool worker cycle (`Worker.run_cycle`: the Rotator on ready slots, the Reaper on parked EIPs past
+their deadline), all built by ippool's composition root, and turns what changed into events. A cycle with no
+ready slot and no parking deadline passed would do nothing but read, so the simulation skips it: a two-week run has
+four thousand worker cycles and only a few hundred do work.
 
 What changed is read back from the real state, not from the components' word: slot generations from Redis
 (`pool.status`) and parked/held EIPs from their AWS tags, so the log shows what the pool and AWS really did.
@@ -9,21 +10,17 @@ What changed is read back from the real state, not from the components' word: sl
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable
 
 from ippool import Pool
-from ippool.aws import Ec2Adapter
-from ippool.aws_models import STATE_PARKED
-from ippool.denylist import Denylist
-from ippool.ledger import Ledger
-from ippool.oncall import retire_address
-from ippool.provisioner import Provisioner
-from ippool.reaper import Reaper
-from ippool.rotator import Rotator
+from ippool.assembly import PoolMachinery
+from ippool.aws.adapter import Ec2Adapter
+from ippool.operator_actions import retire_address
 from ippool.spec import HostSpec
+from ippool.states import EipState, SlotState
 from ippool.status import SlotStatus
-from ippool.worker import Worker
 from simulation import events
 from simulation.moto_world import HostWorld
 
@@ -40,12 +37,10 @@ class PoolWorker:
         self.clock = clock
         self.log = log
         self.specs = {world.host.name: _spec(world) for world in hosts}
-        self.ledger = Ledger(pool.client, clock)
-        self.denylist = Denylist(pool.client, clock)
-        self.rotator = Rotator(pool, adapter, self.specs, self.denylist, self.ledger, clock, owner="simulation",
-                               pool_name=pool_name)
-        self.reaper = Reaper(adapter, self.denylist, self.ledger, clock, pool_name=pool_name)
-        self.worker = Worker(self.rotator, self.reaper, [world.host.name for world in hosts])
+        self.machinery = PoolMachinery(pool, adapter, self.specs, clock, pool_name)
+        self.ledger = self.machinery.ledger
+        self.denylist = self.machinery.denylist
+        self.worker = self.machinery.worker("simulation", reconcile=False)
         self.outcomes: Counter[str] = Counter()  # rotation outcomes as the rotator reported them
         self.redraw_reasons: Counter[str] = Counter()
         self.errors: list[str] = []  # what the worker's cycles reported as failed
@@ -56,9 +51,9 @@ class PoolWorker:
 
     def provision(self) -> None:
         """`pool create` for every host: slot IPs, one tagged and associated EIP per slot, slots in Redis."""
-        provisioner = Provisioner(self.adapter, self.pool, self.reaper, self.pool_name)
+        lifecycle = self.machinery.lifecycle()
         for name, spec in self.specs.items():
-            provisioner.create(spec, spec.slots)
+            lifecycle.create(spec, spec.slots)
             for slot in self._slots(name).values():
                 if slot.public_ip:
                     self._placed(name, slot.slot, slot.generation, slot.public_ip, slot.allocation_id or "",
@@ -69,7 +64,7 @@ class PoolWorker:
         """One pool worker cycle, when there is work: a slot ready to rotate or a parked EIP past its deadline."""
         now = self.clock()
         names = [world.host.name for world in self.hosts]
-        ready = any(self.pool.ready_slots(name, now=now) for name in names)
+        ready = any(self.pool.slots.ready_slots(name, now=now) for name in names)
         due = any(parked.until <= now for parked in self._parked.values())
         if not ready and not due:
             return
@@ -86,15 +81,15 @@ class PoolWorker:
     def retire(self, host: str, slot: int, reason: str = "on-call: burned address") -> str:
         """On-call's `pool retire --ip`: the slot's address takes no new lease and is denied; the worker rotates it."""
         current = self._slots(host)[slot]
-        if current.public_ip is None or current.state != "active":
+        if current.public_ip is None or current.state != SlotState.ACTIVE:
             return current.state  # already on its way out (or empty): the command changes nothing
         self._by_command.add((host, slot, current.generation))
-        return retire_address(self.pool, self.denylist, self.ledger, current.public_ip, reason).state
+        return retire_address(self.pool.slots, self.denylist, self.ledger, current.public_ip, reason).state
 
     def leasable(self) -> int:
         """Slots active and under budget, across hosts: the addresses in service now."""
         return sum(1 for world in self.hosts for slot in self._slots(world.host.name).values()
-                   if slot.state == "active" and slot.used < slot.budget)
+                   if slot.state == SlotState.ACTIVE and slot.used < slot.budget)
 
     @property
     def parked_count(self) -> int:
@@ -130,7 +125,7 @@ class PoolWorker:
         retired_ids = {r.allocation_id for r in self.log.retirements}
         current: dict[str, events.Parked] = {}
         for address in addresses:
-            if address.state != STATE_PARKED:
+            if address.state != EipState.PARKED:
                 continue
             known = self._parked.get(address.allocation_id)
             if known is None:
@@ -147,6 +142,5 @@ class PoolWorker:
 
 
 def _spec(world: HostWorld) -> HostSpec:
-    host = world.host
-    return HostSpec(name=host.name, instance_id=world.instance_id, primary_ip=host.primary_ip, slots=host.slots,
-                    budget=host.budget, park_minutes=host.park_minutes, ptr_zone=host.ptr_zone)
+    """The host's spec, on the instance moto made for it."""
+    return dataclasses.replace(world.host.spec, instance_id=world.instance_id)

@@ -17,6 +17,9 @@ from tests.support.redis_server import RedisServer, redis_server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# Fixture modules shared across test packages: a test asks for their fixtures by name, nothing to import.
+pytest_plugins = ["tests.support.aws", "tests.support.ippool_backends", "tests.support.ippool_world"]
+
 
 @pytest.fixture(scope="session")
 def redis_service() -> Iterator[RedisServer]:

@@ -53,14 +53,14 @@ class App:
         return Path(self.config.state_dir.value or ".sendhost")
 
     def redis(self, socket_timeout: float | None = None) -> redis.Redis:
-        """A Redis client for the configured URL, or the embedded server. Not created until asked for."""
+        """A Redis client (the admin role of `sendhost.redis_conn`) for the configured URL, or the embedded server.
+        Not created until asked for; `socket_timeout` overrides the role's."""
         from sendhost import redis_conn  # late: `sendhost --help` must not pay for the Redis client
 
-        if socket_timeout is None:
-            socket_timeout = redis_conn.DEFAULT_SOCKET_TIMEOUT_S
         url = self.config.redis_url.value
         try:
-            return redis_conn.connect(url, state_dir=self.state_dir, socket_timeout=socket_timeout)
+            return redis_conn.connect(url, role=redis_conn.ADMIN, state_dir=self.state_dir,
+                                      socket_timeout=socket_timeout)
         except ValueError as exc:
             raise ConfigError(f"redis_url from {self.config.redis_url.source}: {exc}") from None
 

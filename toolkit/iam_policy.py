@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from toolkit.inventory import Inventory
 
-# The tag keys are part of the IAM contract with ippool (ippool.aws_models); the test checks they agree.
+# The tag keys are part of the IAM contract with ippool (ippool.aws.models); the test checks they agree.
 TAG_POOL = "sendhost:pool"
 REQUIRED_NEW_EIP_TAGS = ("sendhost:pool", "sendhost:host", "sendhost:slot", "sendhost:state")
 EIP_ARN = "arn:aws:ec2:*:*:elastic-ip/*"
@@ -64,13 +64,6 @@ def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[st
                        # re-tagging may repeat the pool tag, never change it to another pool's name
                        "StringEqualsIfExists": {f"aws:RequestTag/{TAG_POOL}": pool_name},
                        "ForAllValues:StringLike": {"aws:TagKeys": ["sendhost:*"]}}},
-        {"Sid": "UntagOnlyThisPoolsEipsKeepingThePoolTag", "Effect": "Allow", "Action": "ec2:DeleteTags",
-         "Resource": EIP_ARN,
-         "Condition": {"StringEquals": ours,
-                       # DeleteTags naming no key deletes every tag; "ForAllValues" holds for no keys at all
-                       "Null": {"aws:TagKeys": "false"},
-                       "ForAllValues:StringLike": {"aws:TagKeys": ["sendhost:*"]},
-                       "ForAllValues:StringNotEquals": {"aws:TagKeys": [TAG_POOL]}}},
         {"Sid": "MoveAndReleaseOnlyThisPoolsEips", "Effect": "Allow",
          "Action": ["ec2:AssociateAddress", "ec2:DisassociateAddress", "ec2:ReleaseAddress",
                     "ec2:ModifyAddressAttribute", "ec2:ResetAddressAttribute"],

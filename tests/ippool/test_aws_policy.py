@@ -18,9 +18,10 @@ import boto3
 import pytest
 
 import ippool.aws
-from ippool.aws import IAM_PREFIX, Ec2Adapter
-from ippool.aws_models import STATE_INCOMING, TAG_PARKED_UNTIL, TAG_POOL, pool_tags
+from ippool.aws.adapter import IAM_PREFIX, Ec2Adapter
+from ippool.aws.models import TAG_PARKED_UNTIL, TAG_POOL, pool_tags
 from ippool.spec import DEFAULT_POOL_NAME
+from ippool.states import EipState
 from tests.conftest import REPO_ROOT
 from tests.support.aws import (  # noqa: F401  (fixtures)
     POLICY_PATH,
@@ -50,7 +51,7 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
     state: dict[str, str] = {}
 
     def allocate() -> object:
-        address = moto.allocate_address(pool_tags("p", "h", 0, STATE_INCOMING))
+        address = moto.allocate_address(pool_tags("p", "h", 0, EipState.INCOMING))
         state["allocation_id"] = address.allocation_id
         return address
 
@@ -76,12 +77,10 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         "allocate_address": allocate,
         "associate_address": associate,
         "create_tags": lambda: moto.create_tags(state["allocation_id"], {TAG_PARKED_UNTIL: "2026-11-30T05:00:00Z"}),
-        "delete_tags": lambda: moto.delete_tags(state["allocation_id"], [TAG_PARKED_UNTIL]),
         "describe_pool_addresses": lambda: moto.describe_pool_addresses("p", host="h", slot=0),
         "count_region_addresses": moto.count_region_addresses,
         "describe_interface_addresses": lambda: moto.describe_interface_addresses(eni_id),
         "get_address": lambda: moto.get_address(state["allocation_id"]),
-        "find_address": lambda: moto.find_address("198.51.100.1"),
         "set_reverse_dns": lambda: stubbed.set_reverse_dns("eipalloc-0abc", "s1.mail.example.com"),
         "reset_reverse_dns": lambda: stubbed.reset_reverse_dns("eipalloc-0abc"),
         "eip_quota": stubbed.eip_quota,
@@ -113,8 +112,8 @@ def test_policy_allows_exactly_the_calls_the_adapter_makes(make_adapter: Adapter
 
 
 def test_every_call_in_the_adapter_source_is_in_the_policy() -> None:
-    # A static cross-check: each `self._call("service", "Operation", ...)` in ippool/aws.py.
-    source = Path(ippool.aws.__file__).read_text()
+    # A static cross-check: each `self._call("service", "Operation", ...)` in ippool/aws/.
+    source = "".join(path.read_text() for path in Path(ippool.aws.__file__).parent.glob("*.py"))
     made = {f"{IAM_PREFIX[service]}:{operation}"
             for service, operation in re.findall(r'_call\(\s*"([\w-]+)",\s*"(\w+)"', source)}
     assert len(made) >= 15
@@ -157,7 +156,7 @@ def test_docs_policy_is_the_rendering_for_the_example_inventory() -> None:
 
 def test_policy_tag_keys_are_the_ones_ippool_writes() -> None:
     assert iam_policy.TAG_POOL == TAG_POOL
-    assert set(iam_policy.REQUIRED_NEW_EIP_TAGS) == set(pool_tags("p", "h", 0, STATE_INCOMING))
+    assert set(iam_policy.REQUIRED_NEW_EIP_TAGS) == set(pool_tags("p", "h", 0, EipState.INCOMING))
 
 
 @pytest.mark.usefixtures("moto_aws")

@@ -10,6 +10,7 @@ import redis
 from ippool import Pool
 from tests.conftest import run_cli
 from tests.support.net import free_port
+from tests.support.redis_server import private_redis_server
 
 TABLE = """\
 sender-1 (primary 10.0.0.10, budget 8..15)
@@ -34,7 +35,7 @@ def populate(redis_url: str) -> list[int]:
                                 allocation_id=f"eipalloc-{i + 1:04d}").budget for i in range(3)]
     for _ in range(4):
         pool.lease("sender-1", ttl_s=300)
-    pool.retire("sender-1", 2)
+    pool.slots.retire("sender-1", 2)
     client.close()
     return budgets
 
@@ -87,6 +88,18 @@ def test_malformed_redis_url_exits_2_naming_it() -> None:
     assert result.stderr.startswith("error: redis_url from env REDIS_URL: malformed Redis URL "
                                     "'redis://localhost:notaport/0'")
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_a_redis_failing_midway_through_status_exits_1_in_one_line() -> None:
+    # A real server that answers the slot reads but refuses the denylist's prune (as a flaky or locked-down one
+    # might): the failure comes after the slots were read, where it once surfaced as an internal error.
+    with private_redis_server("sendhost-flaky-", extra=("--rename-command", "ZREMRANGEBYSCORE", "")) as server:
+        populate(server.url)
+        result = run_cli("--redis-url", server.url, "pool", "status")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(f"error: cannot read the pool status: Redis at {server.url} said ResponseError")
+    assert len(result.stderr.splitlines()) == 1 and "internal error" not in result.stderr
+    assert result.stdout == ""
 
 
 def test_unreachable_redis_exits_1_saying_so() -> None:

@@ -11,8 +11,8 @@ import boto3
 import redis
 
 from tests.conftest import run_cli
-from tests.ippool.cli_support import CLI_AWS_ENV, cli_env, server_instance, unique_host, write_inventory
 from tests.support.aws import FAKE_CREDENTIALS, REGION
+from tests.support.ippool_cli import CLI_AWS_ENV, cli_env, server_instance, unique_host, write_inventory
 
 
 def test_pool_lifecycle_through_the_cli(moto_url: str, redis_url: str, tmp_path: Path) -> None:

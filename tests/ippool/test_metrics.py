@@ -92,9 +92,9 @@ def test_leases_total_keeps_the_sends_of_replaced_addresses(redis_url: str) -> N
     for _ in range(3):
         pool.lease("sender-1").release()
     assert leases_total() == 3
-    [ready] = pool.ready_slots("sender-1")
-    assert pool.mark_rotating("sender-1", 0, ready.generation) is not None
-    assert pool.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="203.0.113.7",
+    [ready] = pool.slots.ready_slots("sender-1")
+    assert pool.slots.mark_rotating("sender-1", 0, ready.generation) is not None
+    assert pool.slots.publish("sender-1", 0, ready.generation, private_ip="10.0.1.1", public_ip="203.0.113.7",
                         allocation_id="eipalloc-7") is not None
     pool.lease("sender-1").release()
     assert leases_total() == 4

@@ -1,6 +1,5 @@
 """`pool plan` arithmetic against a hand calculation: hosts as they are, remaps, regions, JSON numbers."""
 
-# ruff: noqa: F401, F811  (fixtures)
 from __future__ import annotations
 
 import json
@@ -13,7 +12,7 @@ from click.testing import CliRunner
 
 from ippool.plan import HostLoad, PlanInput, Prices, explanations, make_plan, to_json, uniform_hosts
 from tests.conftest import run_cli
-from tests.support.aws import AdapterFactory, StubbedAws, aws_calls, make_adapter, sleeper, stubbed_aws
+from tests.support.aws import AdapterFactory, StubbedAws
 from toolkit.cli import cli
 
 DAYS_PER_MONTH = 730 / 24

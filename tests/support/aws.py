@@ -1,8 +1,7 @@
 """Shared AWS test helpers: moto (in-process) for what it implements, a named Stubber fake for what it lacks,
 and a recorder that holds every AWS call a test makes against docs/iam-policy.json.
 
-Import the fixtures into a test module (`from tests.support.aws import aws_calls, moto_aws, ...`) rather than
-through a conftest, so the ippool test directory's conftest stays free for the lease engine.
+A pytest plugin (tests/conftest.py lists it in `pytest_plugins`): a test asks for its fixtures by name.
 """
 
 from __future__ import annotations
@@ -18,8 +17,8 @@ import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from ippool.aws import Ec2Adapter
-from ippool.aws_pacing import Backoff, TokenBucket
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.pacing import Backoff, TokenBucket
 from tests.support.clock import FakeClock
 
 REGION = "us-east-1"

@@ -7,17 +7,19 @@
   allocation beyond `quota` EIPs in the region fails with AWS's error code, mapped by the real error mapping;
 - AllowReassociation (moto ignores `PrivateIpAddress` on associate, so it never detaches the EIP that held the
   private IP before): the fake records each association's private IP in a tag `fake:private-ip` and, like AWS,
-  detaches the EIP that held that private IP when another one is associated to it.
+  detaches the EIP that held that private IP when another one is associated to it, and reports that private IP
+  when asked which EIPs the interface holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from ippool.aws import Ec2Adapter
-from ippool.aws_errors import map_aws_error
-from ippool.aws_models import Address
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.errors import map_aws_error
+from ippool.aws.models import Address
 from ippool.errors import AwsRequestFailed
 
 PTR_TAG = "fake:reverse-dns"
@@ -36,7 +38,9 @@ class MotoGaps(Ec2Adapter):
                    Tags=[{"Key": PTR_TAG, "Value": domain_name}])
 
     def reset_reverse_dns(self, allocation_id: str) -> None:
-        self._call("ec2", "DeleteTags", f"EIP {allocation_id}", Resources=[allocation_id], Tags=[{"Key": PTR_TAG}])
+        # Emptied rather than deleted: the pool never deletes tags, so its IAM policy has no ec2:DeleteTags.
+        self._call("ec2", "CreateTags", f"EIP {allocation_id}", Resources=[allocation_id],
+                   Tags=[{"Key": PTR_TAG, "Value": ""}])
 
     def release_address(self, allocation_id: str) -> bool:
         current = self.get_address(allocation_id)
@@ -62,6 +66,11 @@ class MotoGaps(Ec2Adapter):
                    Tags=[{"Key": PRIVATE_IP_TAG, "Value": private_ip}])
         return association_id
 
+    def describe_interface_addresses(self, eni_id: str) -> list[Address]:
+        """As AWS reports them: each EIP with the private IP it was associated to (moto reports the primary)."""
+        return [replace(address, private_ip=address.tags.get(PRIVATE_IP_TAG) or address.private_ip)
+                for address in super().describe_interface_addresses(eni_id)]
+
     def eip_quota(self) -> int:
         if self.quota is None:
             raise AwsRequestFailed("the fake has no quota configured", "NoSuchResource")
@@ -70,4 +79,4 @@ class MotoGaps(Ec2Adapter):
     def reverse_dns(self, allocation_id: str) -> str | None:
         """The PTR the fake holds for an EIP (test helper)."""
         current = self.get_address(allocation_id)
-        return current.tags.get(PTR_TAG) if current is not None else None
+        return (current.tags.get(PTR_TAG) or None) if current is not None else None

@@ -7,10 +7,9 @@ from collections import Counter
 from collections.abc import Mapping
 
 from ippool import Pool
-from ippool.aws import Ec2Adapter
-from ippool.aws_models import STATE_ACTIVE, STATE_PARKED
-from ippool.provisioner import serving
-from ippool.status import ACTIVE, EMPTY
+from ippool.aws.adapter import Ec2Adapter
+from ippool.eip_placement import serving
+from ippool.states import EipState, SlotState
 
 
 def violations(pool: Pool, aws: Ec2Adapter, host: str, now: float, pool_name: str = "sendhost",
@@ -20,16 +19,16 @@ def violations(pool: Pool, aws: Ec2Adapter, host: str, now: float, pool_name: st
     found: list[str] = []
     ours = aws.describe_pool_addresses(pool_name, host=host)
     slots = pool.status(host, now=now)[0].slots if host in pool.hosts() else ()
-    in_slots = Counter(s.allocation_id for s in slots if s.state != EMPTY and s.allocation_id)
+    in_slots = Counter(s.allocation_id for s in slots if s.state != SlotState.EMPTY and s.allocation_id)
     for allocation_id, count in in_slots.items():
         if count > 1:
             found.append(f"{allocation_id} is in {count} slots")
     for address in ours:
         name = f"{address.public_ip} ({address.allocation_id}, slot {address.slot}, {address.state})"
-        if address.state == STATE_ACTIVE:
+        if address.state == EipState.ACTIVE:
             if not address.associated or address.allocation_id not in in_slots:
                 found.append(f"leaked: {name} is active but serves no slot in Redis")
-        elif address.state == STATE_PARKED:
+        elif address.state == EipState.PARKED:
             if address.parked_until is None:
                 found.append(f"leaked: {name} is parked without a deadline")
             if address.associated:
@@ -37,12 +36,12 @@ def violations(pool: Pool, aws: Ec2Adapter, host: str, now: float, pool_name: st
         else:
             found.append(f"leaked: {name} is left half-rotated")
     for slot in slots:
-        if slot.state == ACTIVE:
+        if slot.state == SlotState.ACTIVE:
             live = serving(ours, slot.slot)
             if live is None or live.allocation_id != slot.allocation_id:
                 found.append(f"slot {slot.slot} leases {slot.public_ip} but AWS serves "
                              f"{live.public_ip if live else 'nothing'} there")
-        if slot.used > slot.budget and slot.state != EMPTY and slot.budget:
+        if slot.used > slot.budget and slot.state != SlotState.EMPTY and slot.budget:
             found.append(f"slot {slot.slot} used {slot.used} > budget {slot.budget}")
     for ip, count in (sends or {}).items():
         if count > budget_ceiling:

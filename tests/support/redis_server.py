@@ -28,6 +28,7 @@ class RedisServer:
     process: subprocess.Popen[bytes] | None  # None when we use a server somebody else runs
     port: int | None = None
     workdir: Path | None = None
+    extra: tuple[str, ...] = ()  # more redis-server arguments, kept across restarts
 
     def client(self, **kwargs: object) -> redis.Redis:
         return redis.Redis.from_url(self.url, decode_responses=True, **kwargs)  # type: ignore[arg-type]
@@ -42,7 +43,7 @@ class RedisServer:
     def start(self) -> None:
         """(Re)start our private server on the same port, empty."""
         assert self.port is not None and self.workdir is not None
-        self.process = _spawn(self.port, self.workdir)
+        self.process = _spawn(self.port, self.workdir, self.extra)
 
 
 def _spawn(port: int, workdir: Path, extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
@@ -72,11 +73,13 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def private_redis_server(prefix: str = "sendhost-redis-") -> Iterator[RedisServer]:
-    """A redis-server of our own on a free port, which the caller may stop, pause (SIGSTOP) and restart."""
+def private_redis_server(prefix: str = "sendhost-redis-", extra: tuple[str, ...] = ()) -> Iterator[RedisServer]:
+    """A redis-server of our own on a free port, which the caller may stop, pause (SIGSTOP) and restart; `extra`
+    are more redis-server arguments (e.g. `--rename-command X ""` for a server that refuses a command)."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
-        server = RedisServer(url=f"redis://127.0.0.1:{port}/0", process=None, port=port, workdir=Path(workdir))
+        server = RedisServer(url=f"redis://127.0.0.1:{port}/0", process=None, port=port, workdir=Path(workdir),
+                             extra=extra)
         server.start()
         try:
             yield server

@@ -135,7 +135,8 @@ def test_retagging_cannot_move_an_address_to_another_pool_or_drop_its_pool_tag()
     assert create_tags("alpha", {"sendhost:pool": "alpha", "sendhost:state": "active"})
     assert not create_tags("alpha", {"sendhost:pool": "beta"})
     assert not create_tags("beta", {"sendhost:state": "parked"})
-    assert delete_tags("alpha", ["sendhost:parked_until"])
+    # The pool never deletes tags (it overwrites them), so the policy grants no DeleteTags at all.
+    assert not delete_tags("alpha", ["sendhost:parked_until"])
     assert not delete_tags("alpha", ["sendhost:pool"])
     assert not delete_tags("alpha", None), "DeleteTags without keys deletes every tag"
     assert not delete_tags("beta", ["sendhost:parked_until"])
@@ -172,7 +173,7 @@ def test_without_ptr_zones_there_is_no_route53_permission() -> None:
 def test_policies_for_two_pools_differ_only_in_the_pool_name() -> None:
     alpha = json.dumps(render_policy("alpha", ["us-east-1", "eu-west-1"], ["mail.example.com"]))
     beta = json.dumps(render_policy("beta", ["us-east-1", "eu-west-1"], ["mail.example.com"]))
-    assert "beta" not in alpha and alpha.count('"alpha"') == beta.count('"beta"') >= 8
+    assert "beta" not in alpha and alpha.count('"alpha"') == beta.count('"beta"') >= 7
     assert alpha.replace('"alpha"', '"beta"') == beta
 
 

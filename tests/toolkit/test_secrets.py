@@ -12,7 +12,7 @@ import redis
 
 from sendhost.redis_url import insecure_tls_reason, mask_url, validate_redis_url
 from tests.conftest import REPO_ROOT, run_cli
-from tests.ippool.cli_support import cli_env, server_instance, unique_host, write_inventory
+from tests.support.ippool_cli import cli_env, server_instance, unique_host, write_inventory
 from toolkit.logging_setup import configure_logging
 
 SECRET = "s3cr"  # every password below starts with it, so one search finds any leak

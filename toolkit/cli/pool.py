@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolkit.app import App
-from toolkit.cli.pool_wiring import pool_context
+from toolkit.cli.pool_wiring import owner_id, pool_context
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
-    from ippool.oncall import HostExtras
+    from ippool.operator_actions import HostExtras
     from ippool.status import HostStatus
 
 STATUS_COLUMNS = ["slot", "state", "private ip", "public ip", "allocation", "used/budget", "live leases", "gen"]
@@ -35,16 +35,19 @@ def status(app: App, host: str | None, fmt: str | None) -> None:
 
     JSON: one object for HOST ({host, primary_ip, slots: [...], parked, denylist_size, last_rotation}), else a list.
     """
-    from ippool import Pool  # late: `sendhost --help` must not import the Redis client
-    from ippool.denylist import Denylist
+    from ippool.denylist import Denylist  # late: `sendhost --help` must not import the Redis client
     from ippool.ledger import Ledger
-    from ippool.oncall import host_extras
+    from ippool.operator_actions import host_extras
+    from ippool.slot_store import SlotStore
+    from sendhost.redis_conn import redis_errors
 
     client = app.redis()
     try:
-        hosts = Pool(client).status(host)
-        now = time.time()
-        extras = [host_extras(Ledger(client, time.time), Denylist(client, time.time), s.host, now) for s in hosts]
+        with redis_errors("read the pool status", client):
+            hosts = SlotStore(client).status(host)
+            now = time.time()
+            extras = [host_extras(Ledger(client, time.time), Denylist(client, time.time), s.host, now)
+                      for s in hosts]
     finally:
         client.close()
     if app.output_format(fmt) == "json":
@@ -56,13 +59,15 @@ def status(app: App, host: str | None, fmt: str | None) -> None:
 
 def render_table(hosts: list[HostStatus], extras: list[HostExtras], now: float) -> None:
     """One table per host and a line on its parked EIPs, denylist and last rotation; a line when none is registered."""
+    from ippool.states import SlotState
+
     if not hosts:
         click.echo("no hosts registered in Redis")
         return
     for state, extra in zip(hosts, extras, strict=True):
         rows = [(s.slot, s.state, s.private_ip, s.public_ip, s.allocation_id, f"{s.used}/{s.budget}",
                  s.live_leases, s.generation) for s in state.slots]
-        leasable = sum(1 for s in state.slots if s.state == "active" and s.used < s.budget)
+        leasable = sum(1 for s in state.slots if s.state == SlotState.ACTIVE and s.used < s.budget)
         emit_table(f"{state.host} (primary {state.primary_ip}, budget {state.budget[0]}..{state.budget[1]})",
                    STATUS_COLUMNS, rows, summary=f"{leasable} of {len(state.slots)} slots leasable")
         parked = ", ".join(f"{p['public_ip']} ({_duration(p['seconds_left'])} left)" for p in extra.parked)
@@ -86,7 +91,7 @@ def create(app: App, host: str, slots: int | None, fmt: str | None) -> None:
     """Give HOST its slots: secondary private IPs, one tagged Elastic IP each, registered in Redis. Idempotent."""
     with pool_context(app) as ctx:
         spec = ctx.spec(host)
-        records = ctx.provisioner().create(spec, slots or spec.slots)
+        records = ctx.machinery.lifecycle().create(spec, slots or spec.slots)
     created = sum(1 for r in records if r.action == "created")
     summary = f"{host}: {len(records)} slots, {created} created, {len(records) - created} already in place"
     if app.output_format(fmt) == "json":
@@ -107,13 +112,14 @@ def create(app: App, host: str, slots: int | None, fmt: str | None) -> None:
 @click.pass_obj
 def rotate(app: App, host: str, slots: tuple[int, ...], timeout_s: float, force: bool, fmt: str | None) -> None:
     """Rotate HOST's slots now: no new leases on them, then a fresh address once their leases end."""
-    from ippool.oncall import rotate_now
+    from ippool.operator_actions import rotate_now
+    from ippool.states import RotationOutcome
 
     with pool_context(app) as ctx:
         ctx.spec(host)
-        results = rotate_now(ctx.rotator(), host, list(slots) or None, timeout_s=timeout_s, force=force,
-                             sleep=time.sleep)
-    rotated = sum(1 for r in results if r.outcome == "rotated")
+        results = rotate_now(ctx.machinery.rotator(owner_id()), host, list(slots) or None, timeout_s=timeout_s,
+                             force=force, sleep=time.sleep)
+    rotated = sum(1 for r in results if r.outcome == RotationOutcome.ROTATED)
     summary = f"{host}: rotated {rotated} of {len(results)} slot(s)"
     _emit_rotations(app, fmt, results, summary)
     if rotated < len(results):
@@ -138,14 +144,16 @@ def retire(app: App, address: str, reason: str, fmt: str | None) -> None:
     """Take a burned or blocklisted address out of service now and deny it for 7 days."""
     import logging
 
-    from ippool.oncall import retire_address
+    from ippool.operator_actions import retire_address
+    from ippool.states import SlotState
 
     with pool_context(app, need_aws=False, need_inventory=False) as ctx:
-        retired = retire_address(ctx.pool, ctx.denylist, ctx.ledger, address, reason)
+        machinery = ctx.machinery
+        retired = retire_address(machinery.slots, machinery.denylist, machinery.ledger, address, reason)
     logging.getLogger("ippool").warning("retired %s: %s", address, reason)
     where = f"{retired.host} slot {retired.slot}" if retired.slot is not None else f"{retired.host} (parked)"
     summary = (f"{address} ({where}) takes no new leases and is denied for 7 days; state now {retired.state}"
-               + ("; it rotates when its live leases end" if retired.state == "retiring" else ""))
+               + ("; it rotates when its live leases end" if retired.state == SlotState.RETIRING else ""))
     if app.output_format(fmt) == "json":
         emit_json({**retired.to_json(), "summary": summary})
         return
@@ -159,7 +167,7 @@ def retire(app: App, address: str, reason: str, fmt: str | None) -> None:
 def destroy(app: App, host: str, fmt: str | None) -> None:
     """Return every Elastic IP of HOST (PTR reset, released, denied), unassign its slot IPs, forget it in Redis."""
     with pool_context(app) as ctx:
-        returned = ctx.provisioner().destroy(ctx.spec(host))
+        returned = ctx.machinery.lifecycle().destroy(ctx.spec(host))
     summary = f"{host}: released {len(returned)} Elastic IP(s); no address of the host is left in AWS or Redis"
     if app.output_format(fmt) == "json":
         emit_json({"host": host, "released": [a.public_ip for a in returned], "summary": summary})
@@ -177,13 +185,12 @@ def destroy(app: App, host: str, fmt: str | None) -> None:
 def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
     """Rotate ready slots and reap parked EIPs of every inventory host, in a loop. SIGTERM finishes the step in
     hand and exits."""
-    from ippool.worker import CycleReport, Worker
+    from ippool.states import RotationOutcome
+    from ippool.worker_loop import CycleReport
 
     with pool_context(app) as ctx:
-        hosts = list(ctx.specs)
-        rotator = ctx.rotator()
-        ctx.aws.on_throttle = rotator.ledger.throttled
-        runner = Worker(rotator, ctx.reaper(), hosts, interval_s=interval_s, reconcile=_reconciler(ctx))
+        ctx.machinery.aws.on_throttle = ctx.machinery.ledger.throttled
+        runner = ctx.machinery.worker(owner_id(), interval_s=interval_s)
         signal.signal(signal.SIGTERM, lambda signum, frame: runner.stop())
         reports: list[CycleReport] = []
         runner.run(once=once, on_cycle=reports.append)
@@ -191,7 +198,8 @@ def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
         return
     report = reports[-1] if reports else CycleReport([], [], [])
     fixed = runner.reconciled if isinstance(runner.reconciled, list) else []
-    summary = (f"reconcile fixed {len(fixed)}, {sum(1 for r in report.rotations if r.outcome == 'rotated')} rotated, "
+    rotated = sum(1 for r in report.rotations if r.outcome == RotationOutcome.ROTATED)
+    summary = (f"reconcile fixed {len(fixed)}, {rotated} rotated, "
                f"{sum(1 for r in report.reaped if r.released)} released, {len(report.errors)} error(s)")
     if app.output_format(fmt) == "json":
         emit_json({"reconciled": [d.to_json() for d in fixed], **report.to_json(), "summary": summary})
@@ -199,12 +207,6 @@ def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
         _emit_rotations(app, fmt, report.rotations, summary)
     if report.errors:
         app.fail("; ".join(report.errors))
-
-
-def _reconciler(ctx: Any) -> Any:
-    """The reconcile --fix the worker runs at start, over every inventory host."""
-    reconciler = ctx.reconciler()
-    return lambda: reconciler.run(fix=True)
 
 
 @group.command("reconcile")
@@ -219,7 +221,7 @@ def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | 
     difference remains (without --fix, every difference found)."""
     with pool_context(app) as ctx:
         hosts = [ctx.spec(host).name] if host else None
-        reconciler = ctx.reconciler(grace_s)
+        reconciler = ctx.machinery.reconciler(grace_s=grace_s)
         differences = reconciler.run(hosts, fix=fix)
     open_count = sum(1 for d in differences if not d.fixed)
     summary = (f"{len(differences)} difference(s), {len(differences) - open_count} fixed, {open_count} open"
@@ -311,7 +313,7 @@ def exporter(app: App, listen: str) -> None:
     address, _, port = listen.rpartition(":")
     if not address or not port.isdigit() or not 0 < int(port) < 65536:
         app.fail(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9464", code=2)
-    client = app.redis(socket_timeout=5.0)
+    client = app.redis()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(PoolCollector(client))
     try:

@@ -1,4 +1,5 @@
-"""Builds the pool machinery for `sendhost pool` commands from the App: Redis, the AWS adapter, host specs."""
+"""Builds the pool machinery for `sendhost pool` commands from the App: Redis, the AWS adapter, host specs, through
+ippool's one composition root (`ippool.assembly.build_machinery`)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from toolkit.app import App
 
 if TYPE_CHECKING:
-    from ippool import Pool
-    from ippool.aws import Ec2Adapter
-    from ippool.denylist import Denylist
-    from ippool.ledger import Ledger
-    from ippool.provisioner import Provisioner
-    from ippool.reaper import Reaper
-    from ippool.reconcile import Reconciler
-    from ippool.rotator import Rotator
+    from ippool.assembly import PoolMachinery
+    from ippool.aws.adapter import Ec2Adapter
+    from ippool.screen import Screen
     from ippool.spec import HostSpec
     from toolkit.inventory import SenderHost
-
-# Admin commands wait longer on Redis than a sender's lease does.
-ADMIN_SOCKET_TIMEOUT_S = 5.0
 
 
 def host_spec(host: SenderHost) -> HostSpec:
@@ -46,79 +39,45 @@ def owner_id() -> str:
 
 @dataclass
 class PoolContext:
-    """Everything a pool command may use, made on demand and closed together."""
+    """What a pool command may use: the App and the pool machinery built from it, closed together."""
 
-    app: Any
-    client: Any
-    pool: Pool
-    aws: Ec2Adapter
-    specs: dict[str, HostSpec]
-    pool_name: str  # the `sendhost:pool` tag value of this inventory's EIPs
-    clock: Any = time.time
-
-    @property
-    def ledger(self) -> Ledger:
-        from ippool.ledger import Ledger
-
-        return Ledger(self.client, self.clock)
-
-    @property
-    def denylist(self) -> Denylist:
-        from ippool.denylist import Denylist
-
-        return Denylist(self.client, self.clock)
+    app: App
+    machinery: PoolMachinery
 
     def spec(self, name: str) -> HostSpec:
         self.app.require_inventory().host(name)  # names the inventory and the known hosts when unknown
-        return self.specs[name]
+        return self.machinery.specs[name]
 
-    def rotator(self, owner: str | None = None) -> Rotator:
-        from ippool.rotator import Rotator
 
-        return Rotator(self.pool, self.aws, self.specs, self.denylist, self.ledger, self.clock,
-                       owner or owner_id(), screen=self._screen(), pool_name=self.pool_name)
+def _screen(app: App) -> Screen:
+    from ippool.screen import DnsblScreen, no_screen
 
-    def reaper(self) -> Reaper:
-        from ippool.reaper import Reaper
+    zones = app.require_inventory().dnsbl
+    if not zones:
+        return no_screen
+    from dns_audit.resolver import LiveResolver, system_nameservers
 
-        return Reaper(self.aws, self.denylist, self.ledger, self.clock, pool_name=self.pool_name)
-
-    def provisioner(self) -> Provisioner:
-        from ippool.provisioner import Provisioner
-
-        return Provisioner(self.aws, self.pool, self.reaper(), pool_name=self.pool_name)
-
-    def reconciler(self, grace_s: float = 120.0) -> Reconciler:
-        from ippool.reconcile import Reconciler
-
-        return Reconciler(self.pool, self.aws, self.specs, self.ledger, self.reaper(), self.clock,
-                          pool_name=self.pool_name, grace_s=grace_s)
-
-    def _screen(self) -> Any:
-        from ippool.screen import DnsblScreen, no_screen
-
-        zones = self.app.require_inventory().dnsbl
-        if not zones:
-            return no_screen
-        from dns_audit.resolver import LiveResolver, system_nameservers
-
-        return DnsblScreen(lambda: LiveResolver(system_nameservers()), zones)
+    return DnsblScreen(lambda: LiveResolver(system_nameservers()), zones)
 
 
 def make_adapter(app: App, region: str | None = None) -> Ec2Adapter:
     """The AWS adapter from App config: region (the host's, else the configured one), AWS_ENDPOINT_URL, profile."""
-    from ippool.aws import Ec2Adapter, default_session_factory
+    from ippool.aws.adapter import Ec2Adapter, default_session_factory
+    from toolkit.aws_profile import check_profile
 
     config = app.config
+    check_profile(config.aws_profile.value, app.env)  # a typo in AWS_PROFILE is exit 2, not "AWS unreachable"
     return Ec2Adapter(default_session_factory(config.aws_profile.value), region or config.aws_region.value or
                       "us-east-1", endpoint_url=config.aws_endpoint_url.value)
 
 
 @contextmanager
 def pool_context(app: App, *, need_aws: bool = True, need_inventory: bool = True) -> Iterator[PoolContext]:
-    """Open Redis (and the AWS adapter), yield the context, close both."""
-    from ippool import Pool
+    """Open Redis (and the AWS adapter), yield the context, close both. A Redis failure inside ends the command
+    with one line naming it (exit 1), never an internal error."""
+    from ippool.assembly import build_machinery
     from ippool.spec import DEFAULT_POOL_NAME
+    from sendhost.redis_conn import redis_errors
 
     specs: dict[str, HostSpec] = {}
     region = None
@@ -128,10 +87,12 @@ def pool_context(app: App, *, need_aws: bool = True, need_inventory: bool = True
         specs = {host.name: host_spec(host) for host in inventory.hosts}
         region = inventory.hosts[0].region if inventory.hosts else None
         pool_name = inventory.pool_name
-    client = app.redis(socket_timeout=ADMIN_SOCKET_TIMEOUT_S)
+    client = app.redis()
     aws = make_adapter(app, region)
     try:
-        yield PoolContext(app, client, Pool(client), aws, specs, pool_name)
+        with redis_errors("run the pool command", client):
+            screen = _screen(app) if need_inventory else None
+            yield PoolContext(app, build_machinery(client, aws, specs, time.time, pool_name, screen=screen))
     finally:
         aws.close()
         client.close()

@@ -1,0 +1,175 @@
+"""EC2 calls of the pool: the instance and its network interface, Elastic IPs, their tags and reverse DNS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ippool import errors
+from ippool.aws.client import AwsClient
+from ippool.aws.models import TAG_HOST, TAG_POOL, TAG_SLOT, TAG_STATE, Address, Instance, NetworkInterface
+
+
+class Ec2Calls(AwsClient):
+    """The EC2 half of the adapter."""
+
+    # --- instances and network interfaces ---------------------------------------------------------------------
+
+    def describe_instance(self, instance_id: str) -> Instance:
+        """The instance and its primary ENI (device index 0) with its private IPs."""
+        response = self._call("ec2", "DescribeInstances", f"instance {instance_id}", InstanceIds=[instance_id])
+        found = [inst for res in response.get("Reservations", []) for inst in res.get("Instances", [])]
+        if not found:
+            raise errors.UnknownInstance(
+                f"instance {instance_id} does not exist in {self.region}: check sendhost_instance_id and "
+                f"sendhost_region in the inventory")
+        raw = found[0]
+        enis = sorted(raw.get("NetworkInterfaces", []), key=lambda eni: eni.get("Attachment", {}).get("DeviceIndex", 0))
+        if not enis:
+            raise errors.AwsRequestFailed(f"instance {instance_id} has no network interface to hold pool slots")
+        return Instance(instance_id=raw["InstanceId"], instance_type=raw.get("InstanceType", ""),
+                        state=raw.get("State", {}).get("Name", ""), primary_interface=_interface_from(enis[0]))
+
+    def describe_network_interface(self, eni_id: str) -> NetworkInterface:
+        """One ENI with its primary and secondary private IPs."""
+        response = self._call("ec2", "DescribeNetworkInterfaces", f"network interface {eni_id}",
+                              NetworkInterfaceIds=[eni_id])
+        return _interface_from(response["NetworkInterfaces"][0])
+
+    def max_private_ips_per_interface(self, instance_type: str) -> int:
+        """How many private IPs (primary included) one ENI of this instance type may hold."""
+        response = self._call("ec2", "DescribeInstanceTypes", f"instance type {instance_type}",
+                              InstanceTypes=[instance_type])
+        return int(response["InstanceTypes"][0]["NetworkInfo"]["Ipv4AddressesPerInterface"])
+
+    def assign_secondary_private_ips(self, eni_id: str, count: int) -> NetworkInterface:
+        """Add `count` secondary private IPs to the ENI; return the ENI as it now is."""
+        if count < 1:
+            raise ValueError("assign at least one secondary private IP")
+        self._call("ec2", "AssignPrivateIpAddresses", f"network interface {eni_id}",
+                   NetworkInterfaceId=eni_id, SecondaryPrivateIpAddressCount=count)
+        # Re-read rather than trust the response: AWS lists only the new IPs there, moto lists them all.
+        return self.describe_network_interface(eni_id)
+
+    def unassign_secondary_private_ips(self, eni_id: str, private_ips: Sequence[str]) -> None:
+        """Remove these secondary private IPs from the ENI."""
+        self._call("ec2", "UnassignPrivateIpAddresses", f"network interface {eni_id}",
+                   NetworkInterfaceId=eni_id, PrivateIpAddresses=list(private_ips))
+
+    # --- Elastic IPs ----------------------------------------------------------------------------------------
+
+    def allocate_address(self, tags: Mapping[str, str], address: str | None = None) -> Address:
+        """Allocate a VPC EIP tagged in the same call (never an untagged moment); `address` asks for a specific one.
+
+        `address` is AWS's "recover this released address" parameter; the EC2 stand-in uses it to model reuse.
+        """
+        if not tags.get(TAG_POOL):
+            raise ValueError(f"an EIP of ours must be tagged {TAG_POOL} when allocated (the IAM policy requires it)")
+        params: dict[str, Any] = {
+            "Domain": "vpc",
+            "TagSpecifications": [{"ResourceType": "elastic-ip", "Tags": _tag_list(tags)}],
+        }
+        if address is not None:
+            params["Address"] = address
+        subject = f"pool {tags[TAG_POOL]} host {tags.get(TAG_HOST, '?')} slot {tags.get(TAG_SLOT, '?')}"
+        response = self._call("ec2", "AllocateAddress", subject, **params)
+        return Address(allocation_id=response["AllocationId"], public_ip=response["PublicIp"], tags=dict(tags))
+
+    def associate_address(self, allocation_id: str, eni_id: str, private_ip: str) -> str:
+        """Point the EIP at one private IP of the ENI in one call, taking it over from any EIP there; return the
+        association id. `AllowReassociation` makes the swap atomic, so the slot is never without a public IP."""
+        response = self._call("ec2", "AssociateAddress", f"EIP {allocation_id}",
+                              AllocationId=allocation_id, NetworkInterfaceId=eni_id,
+                              PrivateIpAddress=private_ip, AllowReassociation=True)
+        return str(response["AssociationId"])
+
+    def disassociate_address(self, association_id: str) -> bool:
+        """Detach an EIP; False when the association was already gone (callers treat that as done)."""
+        try:
+            self._call("ec2", "DisassociateAddress", f"association {association_id}", AssociationId=association_id)
+        except errors.AddressGone:
+            return False
+        return True
+
+    def release_address(self, allocation_id: str) -> bool:
+        """Give an EIP back to AWS; False when it was already released (callers treat that as done)."""
+        try:
+            self._call("ec2", "ReleaseAddress", f"EIP {allocation_id}", AllocationId=allocation_id)
+        except errors.AddressGone:
+            return False
+        return True
+
+    def create_tags(self, resource_id: str, tags: Mapping[str, str]) -> None:
+        """Set (add or overwrite) tags on an EIP."""
+        self._call("ec2", "CreateTags", f"EIP {resource_id}", Resources=[resource_id], Tags=_tag_list(tags))
+
+
+    def describe_pool_addresses(self, pool: str, *, host: str | None = None, slot: int | None = None,
+                                states: Iterable[str] | None = None) -> list[Address]:
+        """Every EIP tagged with this pool, narrowed by host, slot and state tags; sorted by allocation id."""
+        filters = [{"Name": f"tag:{TAG_POOL}", "Values": [pool]}]
+        if host is not None:
+            filters.append({"Name": f"tag:{TAG_HOST}", "Values": [host]})
+        if slot is not None:
+            filters.append({"Name": f"tag:{TAG_SLOT}", "Values": [str(slot)]})
+        if states is not None:
+            filters.append({"Name": f"tag:{TAG_STATE}", "Values": list(states)})
+        response = self._call("ec2", "DescribeAddresses", f"pool {pool}", Filters=filters)
+        return sorted((_address_from(raw) for raw in response.get("Addresses", [])), key=lambda a: a.allocation_id)
+
+    def describe_interface_addresses(self, eni_id: str) -> list[Address]:
+        """Every EIP associated with this ENI, ours or not (reconcile looks for strangers on slot IPs)."""
+        response = self._call("ec2", "DescribeAddresses", f"network interface {eni_id}",
+                              Filters=[{"Name": "network-interface-id", "Values": [eni_id]}])
+        return sorted((_address_from(raw) for raw in response.get("Addresses", [])), key=lambda a: a.allocation_id)
+
+    def count_region_addresses(self) -> int:
+        """How many EIPs the account holds in this region, ours or not: they all count against the quota."""
+        response = self._call("ec2", "DescribeAddresses", f"region {self.region}")
+        return len(response.get("Addresses", []))
+
+    def get_address(self, allocation_id: str) -> Address | None:
+        """One EIP by allocation id, or None when it no longer exists."""
+        try:
+            response = self._call("ec2", "DescribeAddresses", f"EIP {allocation_id}", AllocationIds=[allocation_id])
+        except errors.AddressGone:
+            return None
+        found = response.get("Addresses", [])
+        return _address_from(found[0]) if found else None
+
+
+    # --- reverse DNS --------------------------------------------------------------------
+
+    def set_reverse_dns(self, allocation_id: str, domain_name: str) -> None:
+        """Ask AWS to serve `domain_name` as the EIP's PTR (its A record must already resolve to the EIP)."""
+        self._call("ec2", "ModifyAddressAttribute", f"EIP {allocation_id}",
+                   AllocationId=allocation_id, DomainName=domain_name)
+
+    def reset_reverse_dns(self, allocation_id: str) -> None:
+        """Remove the EIP's PTR; AWS refuses to release an EIP that still has one."""
+        self._call("ec2", "ResetAddressAttribute", f"EIP {allocation_id}",
+                   AllocationId=allocation_id, Attribute="domain-name")
+
+
+
+def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": key, "Value": value} for key, value in tags.items()]
+
+
+def _address_from(raw: Mapping[str, Any]) -> Address:
+    return Address(
+        allocation_id=raw["AllocationId"], public_ip=raw["PublicIp"],
+        association_id=raw.get("AssociationId") or None,
+        network_interface_id=raw.get("NetworkInterfaceId") or None,
+        private_ip=raw.get("PrivateIpAddress") or None,
+        tags={tag["Key"]: tag["Value"] for tag in raw.get("Tags", [])},
+    )
+
+
+def _interface_from(raw: Mapping[str, Any]) -> NetworkInterface:
+    private = raw.get("PrivateIpAddresses", [])
+    primary = next((p["PrivateIpAddress"] for p in private if p.get("Primary")), raw.get("PrivateIpAddress", ""))
+    secondary = tuple(p["PrivateIpAddress"] for p in private if not p.get("Primary"))
+    return NetworkInterface(eni_id=raw["NetworkInterfaceId"], subnet_id=raw.get("SubnetId", ""),
+                            primary_private_ip=primary, secondary_private_ips=secondary)
+

@@ -1,0 +1,123 @@
+"""Parking and reaping Elastic IPs: the parker takes an EIP out of service until a deadline, the reaper releases
+parked EIPs past their deadline and denies their addresses for 7 days.
+
+Order matters for crashes: reset reverse DNS (AWS refuses to release an EIP with a PTR), deny the address, release,
+forget the parked entry; each step is safe to repeat, so a reap killed anywhere is finished by the next one.
+AWS tags are the record: the reaper reads parked EIPs from AWS, not from Redis.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import Address, pool_tags
+from ippool.denylist import Denylist
+from ippool.errors import AddressGone, IppoolError
+from ippool.ledger import Ledger
+from ippool.spec import DEFAULT_POOL_NAME, TAG_PTR
+from ippool.states import EipState
+
+log = logging.getLogger("ippool.reaper")
+
+
+def no_checkpoint(name: str) -> None:
+    """The checkpoint of a run without fault injection: does nothing."""
+    return None
+
+
+@dataclass(frozen=True)
+class ReapResult:
+    host: str
+    allocation_id: str
+    public_ip: str
+    released: bool
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"host": self.host, "allocation_id": self.allocation_id, "public_ip": self.public_ip,
+                "released": self.released, "detail": self.detail}
+
+
+@dataclass
+class Parker:
+    """Parks EIPs: tags them `parked` with a deadline in AWS (the durable record), then indexes them in Redis."""
+
+    aws: Ec2Adapter
+    ledger: Ledger
+    pool_name: str = DEFAULT_POOL_NAME
+
+    def park(self, host: str, slot: int, address: Address, until: float, *, let_go: bool = False) -> bool:
+        """Park `address` until epoch `until`; False when AWS no longer has it (nothing to park).
+
+        `let_go`: the address was just replaced on its slot. AWS's reassociation already detached it; if it still
+        shows an association (an endpoint that does not model AllowReassociation, e.g. moto), detach it now, so a
+        parked EIP never holds a slot."""
+        try:
+            if let_go:
+                current = self.aws.get_address(address.allocation_id)
+                if current is None:
+                    raise AddressGone(f"EIP {address.allocation_id} is gone")
+                if current.association_id:
+                    self.aws.disassociate_address(current.association_id)
+            self.aws.create_tags(address.allocation_id,
+                                 pool_tags(self.pool_name, host, slot, EipState.PARKED, parked_until=until))
+        except AddressGone:
+            self.ledger.unpark(host, address.allocation_id)
+            return False
+        self.ledger.park(host, address.allocation_id, address.public_ip, slot, until)
+        return True
+
+
+@dataclass
+class Reaper:
+    """Releases the due parked EIPs of a pool; `checkpoint(name)` is called after each step (fault injection)."""
+
+    aws: Ec2Adapter
+    denylist: Denylist
+    ledger: Ledger
+    clock: Callable[[], float]
+    pool_name: str = DEFAULT_POOL_NAME
+    checkpoint: Callable[[str], None] = no_checkpoint
+
+    def due(self, host: str) -> list[Address]:
+        """Parked EIPs of `host` whose deadline has passed (an unreadable deadline counts as due)."""
+        now = self.clock()
+        parked = self.aws.describe_pool_addresses(self.pool_name, host=host, states=[EipState.PARKED])
+        return [a for a in parked if a.parked_until is None or a.parked_until <= now]
+
+    def reap(self, host: str, stop: Callable[[], bool] = lambda: False) -> list[ReapResult]:
+        """Release every due parked EIP of `host`; one AWS refusal is reported and the rest go on."""
+        results = []
+        for address in self.due(host):
+            if stop():
+                break
+            try:
+                results.append(self.release(host, address))
+            except IppoolError as exc:
+                log.warning("reaping %s (%s) failed: %s", address.public_ip, address.allocation_id, exc)
+                results.append(ReapResult(host, address.allocation_id, address.public_ip, False, str(exc)))
+        return results
+
+    def release(self, host: str, address: Address, *, deny: bool = True, detach: bool = False) -> ReapResult:
+        """Reset PTR, deny, release one EIP of ours. An associated one is left alone (it still serves a slot:
+        reconcile decides) unless `detach` (destroy) says to disassociate it first."""
+        if address.associated and not detach:
+            return ReapResult(host, address.allocation_id, address.public_ip, False,
+                              "still associated to a slot: left for `pool reconcile`")
+        if address.tags.get(TAG_PTR):
+            self.aws.reset_reverse_dns(address.allocation_id)
+            self.checkpoint("reset-ptr")
+        if deny:
+            self.denylist.add(host, address.public_ip)
+            self.checkpoint("denylist")
+        if address.association_id:
+            self.aws.disassociate_address(address.association_id)
+        released = self.aws.release_address(address.allocation_id)
+        self.checkpoint("release")
+        self.ledger.unpark(host, address.allocation_id)
+        log.info("%s: released %s (%s)", host, address.public_ip, address.allocation_id)
+        return ReapResult(host, address.allocation_id, address.public_ip, True,
+                          "" if released else "already released")

@@ -1,0 +1,121 @@
+"""Creating and destroying a host's pool: secondary private IPs, one tagged EIP per slot, the slots in Redis.
+
+`create` is idempotent: it reads what AWS and Redis already hold and only adds what is missing, so a second run
+(or a run after a crash halfway) changes nothing that is already right. `destroy` returns every EIP of the host:
+PTR reset, detached, released, denied; then the slot IPs and the host's Redis keys go.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ippool.aws.adapter import Ec2Adapter
+from ippool.aws.models import Address
+from ippool.aws.quotas import quota_advice
+from ippool.eip_placement import place_new, serving
+from ippool.errors import AddressQuotaExceeded, SlotLimitExceeded
+from ippool.parking import Reaper
+from ippool.slot_store import SlotStore
+from ippool.spec import DEFAULT_POOL_NAME, TAG_PRIVATE_IP, HostSpec
+from ippool.states import EipState
+
+log = logging.getLogger("ippool.pool_lifecycle")
+
+
+@dataclass(frozen=True)
+class SlotRecord:
+    """One slot after `create`: its addresses and whether this run made them."""
+
+    slot: int
+    private_ip: str
+    public_ip: str
+    allocation_id: str
+    action: str  # "created" or "kept"
+
+    def to_json(self) -> dict[str, object]:
+        return {"slot": self.slot, "private_ip": self.private_ip, "public_ip": self.public_ip,
+                "allocation_id": self.allocation_id, "action": self.action}
+
+
+@dataclass
+class PoolLifecycle:
+    """Creates and destroys the pools of hosts (`sendhost pool create` / `destroy`)."""
+
+    aws: Ec2Adapter
+    slots: SlotStore
+    reaper: Reaper
+    pool_name: str = DEFAULT_POOL_NAME
+
+    def create(self, spec: HostSpec, slots: int, progress: Callable[[str], None] = lambda line: None,
+               ) -> list[SlotRecord]:
+        """Give `spec`'s host `slots` slots, each with a tagged EIP, registered in Redis. Idempotent."""
+        instance = self.aws.describe_instance(spec.instance_id)
+        allowed = self.aws.max_private_ips_per_interface(instance.instance_type) - 1
+        if slots > allowed:
+            raise SlotLimitExceeded(
+                f"host {spec.name}: --slots {slots} is more than instance type {instance.instance_type} allows "
+                f"({allowed} secondary private IPs per interface): lower --slots or use a larger instance type")
+        eni = instance.primary_interface
+        ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
+        private_ips = self._slot_private_ips(spec, slots, eni.eni_id, list(eni.secondary_private_ips), ours)
+        self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
+        records = []
+        for slot, private_ip in enumerate(private_ips):
+            current = serving(ours, slot)
+            action = "kept"
+            if current is None:
+                try:
+                    current = place_new(self.aws, self.pool_name, spec.name, slot, eni.eni_id, private_ip)
+                except AddressQuotaExceeded as exc:
+                    raise AddressQuotaExceeded(
+                        f"{exc}; slots 0..{slot - 1} of {spec.name} are in service, {slots - slot} still need an "
+                        f"address; {quota_advice(self.aws, extra=slots - slot)}") from exc
+                action = "created"
+            held = self.slots.slot_status(spec.name, slot)
+            if held.allocation_id != current.allocation_id:
+                self.slots.put_address(spec.name, slot, private_ip=private_ip, public_ip=current.public_ip,
+                                      allocation_id=current.allocation_id)
+            progress(f"slot {slot}: {private_ip} -> {current.public_ip} ({action})")
+            records.append(SlotRecord(slot, private_ip, current.public_ip, current.allocation_id, action))
+        return records
+
+    def _slot_private_ips(self, spec: HostSpec, slots: int, eni_id: str, secondary: list[str],
+                          ours: list[Address]) -> list[str]:
+        """Slot n keeps the private IP it had (Redis, else its EIP's tag); new slots take free secondary IPs,
+        assigned on the ENI when there are too few."""
+        known: dict[int, str] = {}
+        for address in ours:
+            if address.slot is not None and address.tags.get(TAG_PRIVATE_IP) and address.state == EipState.ACTIVE:
+                known.setdefault(address.slot, address.tags[TAG_PRIVATE_IP])
+        registered = self.slots.status(spec.name)[0].slots if spec.name in self.slots.hosts() else ()
+        for held in registered:
+            if held.private_ip:
+                known[held.slot] = held.private_ip
+        free = [ip for ip in secondary if ip not in known.values()]
+        missing = [slot for slot in range(slots) if slot not in known]
+        if len(free) < len(missing):
+            interface = self.aws.assign_secondary_private_ips(eni_id, len(missing) - len(free))
+            free += [ip for ip in interface.secondary_private_ips if ip not in free and ip not in known.values()]
+        free.sort(key=ipaddress.ip_address)
+        for slot in missing:
+            known[slot] = free.pop(0)
+        return [known[slot] for slot in range(slots)]
+
+    def destroy(self, spec: HostSpec) -> list[Address]:
+        """Return every EIP of the host (PTR reset, detached, released, denied), unassign its slot IPs, forget it
+        in Redis. Safe to run again after a failure: it starts from what AWS still holds."""
+        ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
+        for address in ours:
+            self.reaper.release(spec.name, address, detach=True)
+        slot_ips = [s.private_ip for s in self.slots.status(spec.name)[0].slots if s.private_ip] \
+            if spec.name in self.slots.hosts() else []
+        slot_ips += [a.tags[TAG_PRIVATE_IP] for a in ours if a.tags.get(TAG_PRIVATE_IP)]
+        eni = self.aws.describe_instance(spec.instance_id).primary_interface
+        to_unassign = sorted(set(slot_ips) & set(eni.secondary_private_ips), key=ipaddress.ip_address)
+        if to_unassign:
+            self.aws.unassign_secondary_private_ips(eni.eni_id, to_unassign)
+        self.slots.forget_host(spec.name)
+        return ours

@@ -1,0 +1,139 @@
+"""The pool worker's loop (`sendhost pool worker`): reconcile once at start, then rotate and reap in a loop that
+sleeps after each cycle.
+
+It reconciles again when a host it saw in Redis vanishes from it (Redis restarted empty), so the pool rebuilds from
+AWS tags without waiting for a person.
+
+The sleep comes after a cycle ends, never on a fixed schedule, so cycles cannot overlap however long one takes.
+`stop()` (the CLI wires SIGTERM to it) lets the step in hand finish (the slot being rotated, the address being
+released) and starts no other.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
+
+from ippool.errors import AwsCredentialsError, HostedZoneNotFound, IppoolError, UnknownInstance
+from ippool.parking import Reaper, ReapResult
+from ippool.rotator import RotationResult, Rotator
+from ippool.states import RotationOutcome
+
+log = logging.getLogger("ippool.worker")  # the logger name operators filter on: kept
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    rotations: list[RotationResult]
+    reaped: list[ReapResult]
+    errors: list[str]
+
+    def to_json(self) -> dict[str, object]:
+        return {"rotations": [r.to_json() for r in self.rotations], "reaped": [r.to_json() for r in self.reaped],
+                "errors": self.errors}
+
+
+@dataclass
+class Worker:
+    """Runs `rotator` and `reaper` over `hosts`; `reconcile()` (if given) runs once before the first cycle."""
+
+    rotator: Rotator
+    reaper: Reaper
+    hosts: Sequence[str]
+    interval_s: float = 10.0
+    reconcile: Callable[[], object] | None = None
+    reconcile_every_s: float = 600.0  # also reconcile this often: leftovers of failed steps get cleaned up
+    monotonic: Callable[[], float] = time.monotonic
+    _stop: threading.Event = field(default_factory=threading.Event)
+    reconciled: object = None  # what the last reconcile returned
+    rebuilt_hosts: set[str] = field(default_factory=set)  # hosts in Redis after the start-up reconcile
+
+    def stop(self) -> None:
+        """Finish the step in hand, then return from `run` (safe to call from a signal handler)."""
+        self._stop.set()
+
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self, once: bool = False, on_cycle: Callable[[CycleReport], None] | None = None) -> int:
+        """Cycle until stopped (or once); returns the number of cycles run."""
+        log.info("worker %s started: %d host(s), sleeping %gs after each cycle", self.rotator.owner,
+                 len(self.hosts), self.interval_s)
+        if self.reconcile is not None:
+            self.reconciled, _error = self._guard("reconcile", self.reconcile)
+            registered, _error = self._guard("list hosts", self.rotator.slots.hosts)
+            self.rebuilt_hosts = set(registered or []) & set(self.hosts)
+        cycles = 0
+        last_reconcile = self.monotonic()
+        while not self.stopping():
+            if self.reconcile is not None and self.monotonic() - last_reconcile >= self.reconcile_every_s:
+                self.reconciled, _error = self._guard("reconcile", self.reconcile)
+                last_reconcile = self.monotonic()
+            report = self.run_cycle()
+            cycles += 1
+            if on_cycle is not None:
+                on_cycle(report)
+            if once:
+                break
+            self._stop.wait(self.interval_s)  # the sleep after the cycle; stop() wakes it
+        self._guard("drop heartbeat", partial(self.rotator.ledger.drop_heartbeat, self.rotator.owner))
+        return cycles
+
+    def run_cycle(self) -> CycleReport:
+        """Rotate every ready slot, then reap every due parked EIP, host by host."""
+        rotations: list[RotationResult] = []
+        reaped: list[ReapResult] = []
+        errors: list[str] = []
+        ttl = max(self.rotator.heartbeat_s, 3 * self.interval_s)
+        _done, error = self._guard("heartbeat", partial(self.rotator.ledger.heartbeat, self.rotator.owner, ttl))
+        if error:
+            errors.append(error)
+        if self.reconcile is not None:
+            # Redis lost its data (restarted empty): rebuild from AWS now rather than fall back until a restart.
+            registered, error = self._guard("list hosts", self.rotator.slots.hosts)
+            if registered is not None and self.rebuilt_hosts and not self.rebuilt_hosts <= set(registered):
+                log.warning("hosts %s vanished from Redis: reconciling from AWS",
+                            ", ".join(sorted(self.rebuilt_hosts - set(registered))))
+                self.reconciled, error = self._guard("reconcile", self.reconcile)
+            if error:
+                errors.append(error)
+        for host in self.hosts:
+            if self.stopping():
+                break
+            found, error = self._guard(f"rotate {host}", partial(self.rotator.rotate_ready, host, self.stopping))
+            if error:
+                errors.append(error)
+            rotations += found or []
+            errors += [f"{r.host} slot {r.slot}: {r.detail}" for r in found or []
+                       if r.outcome == RotationOutcome.FAILED]
+        for host in self.hosts:
+            if self.stopping():
+                break
+            done, error = self._guard(f"reap {host}", partial(self.reaper.reap, host, self.stopping))
+            if error:
+                errors.append(error)
+            reaped += done or []
+        return CycleReport(rotations, reaped, errors)
+
+    def _guard(self, what: str, action: Callable[[], T]) -> tuple[T | None, str]:
+        """Run one part of a cycle: (its result, ""), or (None, message) after a failure the next cycle may not meet
+        (Redis or AWS down, throttled, a host Redis just forgot), logged. Errors only a person can fix (credentials,
+        an inventory naming an unknown instance or zone) stop the worker."""
+        import redis
+
+        try:
+            return action(), ""
+        except (AwsCredentialsError, UnknownInstance, HostedZoneNotFound):
+            raise
+        except (IppoolError, OSError, redis.RedisError) as exc:
+            log.warning("%s failed: %s (retrying next cycle)", what, exc)
+            return None, f"{what}: {exc}"
+        except Exception as exc:  # a bug or an answer nobody expected: log it whole, keep the worker alive
+            log.exception("%s failed unexpectedly (retrying next cycle)", what)
+            return None, f"{what}: {type(exc).__name__}: {exc}"

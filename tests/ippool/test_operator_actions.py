@@ -1,0 +1,139 @@
+"""On-call operations against moto and a real Redis: rotate now (waiting for leases, or forced), retire, quota,
+PTR, destroy."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from ippool.errors import AddressQuotaExceeded, PoolConfigError, PoolOperationFailed
+from ippool.operator_actions import retire_address, rotate_now
+from ippool.rotator import ROTATED
+from tests.support.aws import REGION
+from tests.support.ippool_world import World
+
+
+def test_rotation_under_a_live_lease_waits_until_it_is_released(world: World) -> None:
+    spec = world.add_host(slots=1)
+    [record] = world.lifecycle().create(spec, 1)
+    lease = world.pool.lease("sender-1", ttl_s=300)
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the sender finishes its send during the second wait
+        waits.append(seconds)
+        world.clock.advance(seconds)
+        assert world.pool.slots.slot_status("sender-1", 0).public_ip == record.public_ip  # not rotated while leased
+        if len(waits) == 2:
+            lease.release()
+
+    [result] = rotate_now(world.rotator(), "sender-1", [0], timeout_s=60, force=False, sleep=sleep)
+    assert result.outcome == ROTATED and len(waits) == 2
+    assert world.pool.slots.slot_status("sender-1", 0).public_ip == result.new_ip != record.public_ip
+
+
+def test_rotation_under_a_live_lease_happens_when_the_lease_expires(world: World) -> None:
+    spec = world.add_host(slots=1)
+    [record] = world.lifecycle().create(spec, 1)
+    world.pool.lease("sender-1", ttl_s=30)  # its sender died: the lease is never released
+    with pytest.raises(PoolOperationFailed, match=r"slot 0 still has 1 live lease\(s\) after 10s .*--force"):
+        rotate_now(world.rotator(), "sender-1", [0], timeout_s=10, force=False, sleep=world.clock.sleep)
+    assert world.pool.slots.slot_status("sender-1", 0).public_ip == record.public_ip
+    [result] = rotate_now(world.rotator(), "sender-1", [0], timeout_s=60, force=False, sleep=world.clock.sleep)
+    assert result.outcome == ROTATED
+
+
+def test_forced_rotation_does_not_wait_for_live_leases(world: World) -> None:
+    spec = world.add_host(slots=2)
+    records = world.lifecycle().create(spec, 2)
+    for _ in range(4):
+        world.pool.lease("sender-1", ttl_s=300)
+
+    def never(seconds: float) -> None:
+        raise AssertionError("a forced rotation must not wait")
+
+    results = rotate_now(world.rotator(), "sender-1", None, timeout_s=60, force=True, sleep=never)
+    assert [r.outcome for r in results] == [ROTATED, ROTATED]
+    slots = world.pool.status("sender-1", now=world.clock())[0].slots
+    assert {s.public_ip for s in slots}.isdisjoint({r.public_ip for r in records})
+    assert [s.live_leases for s in slots] == [0, 0]
+
+
+def test_retire_takes_an_address_out_of_service_now_and_denies_it(world: World) -> None:
+    spec = world.add_host(slots=2)
+    records = world.lifecycle().create(spec, 2)
+    retired = retire_address(world.slots, world.denylist, world.ledger, records[1].public_ip, "on spamhaus")
+    assert (retired.host, retired.slot, retired.state) == ("sender-1", 1, "ready")
+    assert world.denylist.listed(records[1].public_ip)
+    assert all(world.pool.lease("sender-1").slot == 0 for _ in range(3))
+    [result] = world.rotator().rotate_ready("sender-1")
+    assert (result.slot, result.outcome) == (1, ROTATED)
+    with pytest.raises(PoolConfigError, match=r"address 192\.0\.2\.1 is in no slot and not parked"):
+        retire_address(world.slots, world.denylist, world.ledger, "192.0.2.1", "typo")
+
+
+def test_quota_exhausted_keeps_the_old_address_and_says_which_quota_to_raise_to_what(world: World) -> None:
+    aws = world.gaps(quota=2)
+    spec = world.add_host(slots=2)
+    records = world.lifecycle(aws=aws).create(spec, 2)
+    world.exhaust("sender-1", 0)
+    [result] = world.rotator(aws=aws).rotate_ready("sender-1")
+    assert result.outcome == "failed"
+    assert "AddressLimitExceeded" in result.detail
+    assert "raise Service Quotas ec2/L-0263D0A3 (EC2-VPC Elastic IPs) in us-east-1 (now 2) to at least 3" \
+        in result.detail
+    slot = world.pool.slots.slot_status("sender-1", 0)
+    assert (slot.state, slot.public_ip) == ("ready", records[0].public_ip)  # falls back, keeps its address
+    ours = aws.describe_pool_addresses("sendhost")
+    assert len(ours) == 2 and all(a.state == "active" for a in ours)  # nothing untagged, nothing extra
+
+
+def test_create_beyond_the_quota_names_the_quota_and_keeps_what_it_made(world: World) -> None:
+    aws = world.gaps(quota=1)
+    spec = world.add_host(slots=3)
+    with pytest.raises(AddressQuotaExceeded, match=r"2 still need an address; raise Service Quotas "
+                                                   r"ec2/L-0263D0A3 .* \(now 1\) to at least 3"):
+        world.lifecycle(aws=aws).create(spec, 3)
+    [only] = aws.describe_pool_addresses("sendhost")
+    assert (only.slot, only.state, only.associated) == (0, "active", True)
+    assert world.pool.slots.slot_status("sender-1", 0).allocation_id == only.allocation_id
+
+
+def test_ptr_policy_sets_the_a_record_and_reverse_dns_and_the_reaper_resets_it(world: World) -> None:
+    route53 = boto3.client("route53", region_name=REGION)
+    zone_id = route53.create_hosted_zone(Name="mail.example.com", CallerReference="ptr")["HostedZone"]["Id"]
+    aws = world.gaps()
+    spec = world.add_host(slots=1, ptr_zone="mail.example.com", park_minutes=1)
+    world.lifecycle(aws=aws).create(spec, 1)
+    world.exhaust("sender-1", 0)
+    [result] = world.rotator(aws=aws).rotate_ready("sender-1")
+    slot = world.pool.slots.slot_status("sender-1", 0)
+    assert aws.reverse_dns(slot.allocation_id or "") == "sender-1-0.mail.example.com"
+    records = route53.list_resource_record_sets(HostedZoneId=zone_id)["ResourceRecordSets"]
+    assert {"Name": "sender-1-0.mail.example.com.", "Type": "A", "TTL": 300,
+            "ResourceRecords": [{"Value": result.new_ip}]} in records
+    route53.close()
+    world.exhaust("sender-1", 0)
+    world.rotator(aws=aws).rotate_ready("sender-1")  # the PTR'd address is parked now
+    world.clock.advance(61)
+    reaped = world.reaper(aws=aws).reap("sender-1")
+    assert (result.new_ip, True) in [(r.public_ip, r.released) for r in reaped]  # with the first address
+    assert all(r.released for r in reaped) and len(reaped) == 2
+
+
+def test_destroy_returns_every_address_with_ptr_reset(world: World) -> None:
+    route53 = boto3.client("route53", region_name=REGION)
+    route53.create_hosted_zone(Name="mail.example.com", CallerReference="destroy")
+    route53.close()
+    aws = world.gaps()
+    spec = world.add_host(slots=2, ptr_zone="mail.example.com")
+    world.lifecycle(aws=aws).create(spec, 2)
+    world.exhaust("sender-1", 0)
+    world.rotator(aws=aws).rotate_ready("sender-1")  # one parked, one PTR'd, one plain
+    assert len(aws.describe_pool_addresses("sendhost")) == 3
+    returned = world.lifecycle(aws=aws).destroy(spec)
+    assert len(returned) == 3
+    assert aws.describe_pool_addresses("sendhost") == [] and aws.count_region_addresses() == 0
+    assert "sender-1" not in world.pool.hosts()
+    eni = aws.describe_instance(spec.instance_id).primary_interface
+    assert eni.secondary_private_ips == ()
+    assert all(world.denylist.listed(a.public_ip) for a in returned)

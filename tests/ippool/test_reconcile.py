@@ -1,0 +1,162 @@
+"""Reconcile against moto's EC2 and a real Redis: each of its nine kinds of difference, made on purpose, found by
+name, and (but for a stranger's EIP) fixed so a second run finds nothing."""
+
+from __future__ import annotations
+
+import boto3
+
+from ippool.aws.models import format_parked_until, pool_tags
+from ippool.reconcile import KINDS, DifferenceKind, Reconciler
+from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_SINCE, HostSpec
+from ippool.states import EipState, SlotState
+from tests.support.aws import REGION
+from tests.support.ippool_world import World
+
+HOST = "sender-1"
+
+
+def created(world: World, slots: int = 2, **policy: object) -> HostSpec:
+    spec = world.add_host(HOST, slots=slots, **policy)  # type: ignore[arg-type]
+    world.lifecycle().create(spec, slots)
+    return spec
+
+
+def kinds(reconciler: Reconciler, fix: bool = False) -> list[str]:
+    return sorted(difference.kind for difference in reconciler.run(fix=fix))
+
+
+def test_there_are_nine_kinds() -> None:
+    assert len(KINDS) == 9 and set(KINDS) == set(DifferenceKind)
+
+
+def test_nothing_to_report_after_create(world: World) -> None:
+    created(world)
+    assert world.reconciler(grace_s=0).run() == []
+
+
+def test_leaked_an_active_eip_serving_no_slot_is_parked(world: World) -> None:
+    created(world, slots=1)
+    stray = world.aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.ACTIVE))
+    reconciler = world.reconciler()
+    [difference] = reconciler.run()
+    assert (difference.kind, difference.fixed) == (DifferenceKind.LEAKED, False)
+    assert stray.allocation_id in difference.subject
+    reconciler.run(fix=True)
+    parked = world.aws.get_address(stray.allocation_id)
+    assert parked is not None and parked.state == EipState.PARKED
+    assert reconciler.run() == []
+
+
+def test_incoming_never_associated_is_rolled_back(world: World) -> None:
+    created(world, slots=1)
+    tags = {**pool_tags("sendhost", HOST, 0, EipState.INCOMING), TAG_OWNER: "gone-rotator",
+            TAG_SINCE: format_parked_until(world.clock())}
+    half = world.aws.allocate_address(tags)
+    reconciler = world.reconciler(grace_s=0)
+    assert kinds(reconciler) == [DifferenceKind.INCOMING]
+    assert kinds(reconciler, fix=True) == [DifferenceKind.INCOMING]
+    assert world.aws.get_address(half.allocation_id) is None  # released: it never served
+    assert reconciler.run() == []
+
+
+def test_incoming_within_its_grace_is_left_alone(world: World) -> None:
+    created(world, slots=1)
+    tags = {**pool_tags("sendhost", HOST, 0, EipState.INCOMING), TAG_OWNER: "busy-rotator",
+            TAG_SINCE: format_parked_until(world.clock())}
+    world.aws.allocate_address(tags)
+    assert world.reconciler(grace_s=120).run() == []
+
+
+def test_parked_overdue_is_reaped(world: World) -> None:
+    created(world, slots=1)
+    overdue = world.aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.PARKED,
+                                                   parked_until=world.clock() - 60))
+    reconciler = world.reconciler()
+    assert kinds(reconciler, fix=True) == [DifferenceKind.PARKED_OVERDUE]
+    assert world.aws.get_address(overdue.allocation_id) is None
+    assert world.denylist.listed(overdue.public_ip)
+    assert reconciler.run() == []
+
+
+def test_parked_unindexed_is_indexed_in_redis(world: World) -> None:
+    created(world, slots=1)
+    parked = world.aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.PARKED,
+                                                  parked_until=world.clock() + 600))
+    reconciler = world.reconciler()
+    assert kinds(reconciler, fix=True) == [DifferenceKind.PARKED_UNINDEXED]
+    assert [entry.allocation_id for entry in world.ledger.parked(HOST)] == [parked.allocation_id]
+    assert reconciler.run() == []
+
+
+def test_slot_missing_is_rebuilt_with_its_budget_spent(world: World) -> None:
+    created(world, slots=2)
+    world.client.flushdb()  # Redis lost everything
+    reconciler = world.reconciler()
+    assert kinds(reconciler) == [DifferenceKind.SLOT_MISSING] * 2
+    reconciler.run(fix=True)
+    for slot in world.slots.status(HOST)[0].slots:
+        assert slot.used == slot.budget and slot.state == SlotState.READY  # no send until it rotates
+    assert reconciler.run() == []
+
+
+def test_slot_mismatch_is_rebuilt_from_aws(world: World) -> None:
+    created(world, slots=1)
+    serving = world.slots.slot_status(HOST, 0)
+    world.slots.put_address(HOST, 0, private_ip=serving.private_ip or "", public_ip="198.51.100.9",
+                            allocation_id="eipalloc-0elsewhere")
+    reconciler = world.reconciler()
+    assert kinds(reconciler, fix=True) == [DifferenceKind.SLOT_MISMATCH]
+    assert world.slots.slot_status(HOST, 0).allocation_id == serving.allocation_id
+    assert reconciler.run() == []
+
+
+def test_slot_eip_gone_retires_the_slot_so_it_rotates(world: World) -> None:
+    created(world, slots=1)
+    gone = world.aws.describe_pool_addresses("sendhost", host=HOST)[0]
+    assert gone.association_id is not None
+    world.aws.disassociate_address(gone.association_id)
+    world.aws.release_address(gone.allocation_id)
+    reconciler = world.reconciler()
+    assert kinds(reconciler, fix=True) == [DifferenceKind.SLOT_EIP_GONE]
+    assert world.slots.slot_status(HOST, 0).state == SlotState.READY
+
+
+def test_stale_claim_of_a_dead_rotator_is_given_back(world: World) -> None:
+    created(world, slots=1)
+    world.exhaust(HOST, 0)
+    [ready] = world.slots.ready_slots(HOST)
+    assert world.slots.mark_rotating(HOST, 0, ready.generation) is not None
+    world.ledger.claim(HOST, 0, "dead-rotator")  # no heartbeat: it died before allocating
+    reconciler = world.reconciler()
+    assert kinds(reconciler, fix=True) == [DifferenceKind.STALE_CLAIM]
+    assert world.slots.slot_status(HOST, 0).state == SlotState.READY
+    assert world.ledger.claim_owner(HOST, 0) is None
+    assert reconciler.run() == []
+
+
+def test_a_live_rotators_claim_is_not_stale(world: World) -> None:
+    created(world, slots=1)
+    world.exhaust(HOST, 0)
+    [ready] = world.slots.ready_slots(HOST)
+    world.slots.mark_rotating(HOST, 0, ready.generation)
+    world.ledger.claim(HOST, 0, "live-rotator")
+    world.ledger.heartbeat("live-rotator", 60)
+    assert world.reconciler().run() == []
+
+
+def test_untagged_on_slot_is_reported_and_never_touched(world: World) -> None:
+    aws = world.gaps()  # reports the private IP an EIP was associated to, as AWS does
+    spec = world.add_host(HOST, slots=1)
+    world.lifecycle(aws=aws).create(spec, 1)
+    slot_ip = world.slots.slot_status(HOST, 0).private_ip or ""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    stranger = ec2.allocate_address(Domain="vpc")["AllocationId"]  # someone else's EIP: not tagged ours
+    ec2.close()
+    eni = aws.describe_instance(spec.instance_id).primary_interface.eni_id
+    aws.associate_address(stranger, eni, slot_ip)
+    reconciler = world.reconciler(aws=aws)
+    found = {d.kind: d for d in reconciler.run(fix=True)}
+    untagged = found[DifferenceKind.UNTAGGED_ON_SLOT]
+    assert stranger in untagged.subject and slot_ip in untagged.detail and not untagged.fixed
+    assert [d.kind for d in reconciler.run(fix=True)] == [DifferenceKind.UNTAGGED_ON_SLOT]  # still there
+    assert aws.get_address(stranger) is not None and aws.get_address(stranger).tags.get(TAG_PRIVATE_IP) is None
