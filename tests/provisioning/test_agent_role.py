@@ -254,14 +254,17 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
     password_file = tmp_path / "secrets" / "alice.pw"
     password_file.parent.mkdir()
     password_file.write_text("alice-pw\n")
+    (tmp_path / "secrets" / "alice-imap.pw").write_text("alice-imap-pw\n")
     (tmp_path / "keys").mkdir()
     (tmp_path / "keys" / "unsub.key").write_text("unsubscribe-signing-key\n")
     smtp = {"host": "smtp.gmail.com", "port": 587, "security": "starttls"}
     mailboxes = [
         {"address": "alice@example.com", "domain": "example.com", "start": "2026-11-02",
-         "smtp": {**smtp, "username": "alice@example.com", "password_file": str(password_file)}},
+         "smtp": {**smtp, "username": "alice@example.com", "password_file": str(password_file)},
+         "imap": {"host": "imap.gmail.com", "username": "alice@example.com", "password_file": "secrets/alice-imap.pw"}},
         {"address": "bob@example.com", "domain": "example.com", "start": "2026-11-02", "group": "b",
-         "smtp": {**smtp, "username": "bob@example.com", "password_env": "SENDHOST_TEST_BOB_PASSWORD"}},
+         "smtp": {**smtp, "username": "bob@example.com", "password_env": "SENDHOST_TEST_BOB_PASSWORD"},
+         "imap": {"host": "imap.gmail.com", "username": "bob@example.com", "password_env": "SENDHOST_TEST_BOB_IMAP"}},
         {"address": "carol@example.com", "domain": "example.com", "start": "2026-11-02", "auth": "xoauth2",
          "token_file": "/var/lib/sendhost-tokens/carol", "smtp": {**smtp, "username": "carol@example.com"}},
     ]
@@ -274,7 +277,8 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
         "sendhost_unsubscribe_key_file": "keys/unsub.key",  # relative: read beside the inventory
     }
     inventory.write_text(yaml.safe_dump(data, sort_keys=False))
-    for name, value in {**CLI_ENV, "SENDHOST_TEST_BOB_PASSWORD": "bob-s3cret"}.items():
+    for name, value in {**CLI_ENV, "SENDHOST_TEST_BOB_PASSWORD": "bob-s3cret",
+                        "SENDHOST_TEST_BOB_IMAP": "bob-imap-s3cret"}.items():
         monkeypatch.setenv(name, value)
     lines: list[str] = []
 
@@ -291,6 +295,7 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
     copies = {path.name: (path.read_text(), oct(path.stat().st_mode & 0o777), path.stat().st_uid)
               for path in secrets.iterdir()}
     assert copies == {"alice@example.com.password": ("alice-pw\n", "0o600", daemon_uid),
+                      "alice@example.com.imap.password": ("alice-imap-pw\n", "0o600", daemon_uid),
                       "unsubscribe.key": ("unsubscribe-signing-key\n", "0o600", daemon_uid)}
     written = yaml.safe_load((files / "sendhost" / "inventory.yml").read_text())
     alice, bob, carol = mailboxes
@@ -298,7 +303,8 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
         "vars": {
             "sendhost_domains": [{"name": "example.com", "dkim_selectors": ["s1"]}],
             "sendhost_mailboxes": [
-                {**alice, "smtp": {**alice["smtp"], "password_file": f"{secrets}/alice@example.com.password"}},
+                {**alice, "smtp": {**alice["smtp"], "password_file": f"{secrets}/alice@example.com.password"},
+                 "imap": {**alice["imap"], "password_file": f"{secrets}/alice@example.com.imap.password"}},
                 bob,
                 carol,  # a token file is the host's own: whatever refreshes it runs there
             ],
@@ -317,8 +323,9 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
         ("alice@example.com", f"{secrets}/alice@example.com.password"), ("bob@example.com", None),
         ("carol@example.com", None)]
     env_lines = (files / "sendhost" / "agent.env").read_text().splitlines()
-    assert env_lines[-1] == "SENDHOST_TEST_BOB_PASSWORD=bob-s3cret"  # password_env reaches the agent's environment
-    assert not [line for line in lines if "bob-s3cret" in line or "alice-pw" in line or "signing-key" in line]
+    # each password_env reaches the agent's environment
+    assert env_lines[-2:] == ["SENDHOST_TEST_BOB_PASSWORD=bob-s3cret", "SENDHOST_TEST_BOB_IMAP=bob-imap-s3cret"]
+    assert not [line for line in lines if "s3cret" in line or "alice-" in line or "signing-key" in line]
 
     lines.clear()
     second = run()
@@ -344,6 +351,6 @@ def test_a_password_variable_missing_where_provision_runs_is_refused(fresh_host:
                           extravars={"sendhost_agent_wheel": str(agent_wheel)})
 
     assert result.failed
-    assert ("smtp.password_env is not set where sendhost provision runs, for bob@example.com (SENDHOST_TEST_UNSET_PW)"
-            in (result.hosts[0].message or ""))
+    assert ("a mailbox password_env is not set where sendhost provision runs, for "
+            "bob@example.com (smtp: SENDHOST_TEST_UNSET_PW)" in (result.hosts[0].message or ""))
     assert not files.exists()
