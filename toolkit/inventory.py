@@ -136,6 +136,11 @@ class Inventory:
         raise ConfigError(f"{self.path}: no host {name!r} in group {SENDER_GROUP} (known: {known})")
 
 
+# Read by the sender_agent role: the index a host installs sendhost from instead of the wheel `sendhost provision`
+# builds (provisioning/agent_package.py checks it).
+GLOBAL_KEYS |= {"sendhost_package_index_url"}
+
+
 def load_inventory(path: Path) -> Inventory:
     """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem."""
     data = load_yaml_with_lines(path)
