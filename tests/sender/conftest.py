@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from sender import Ledger
+from sender.events import Feedback
+from tests.sender.web_server import WebServer, web_server
 from tests.sender.world import World, make_world
 from tests.support.postgres_server import fresh_database, postgres_admin_url
 from tests.support.submission import SubmissionServer, submission_server
@@ -31,6 +33,20 @@ def ledger(database_url: str) -> Iterator[Ledger]:
     with Ledger.from_url(database_url) as opened:
         opened.migrate()
         yield opened
+
+
+@pytest.fixture
+def feedback(database_url: str) -> Iterator[Feedback]:
+    with Feedback.from_url(database_url) as opened:
+        opened.migrate()
+        yield opened
+
+
+@pytest.fixture
+def web(tmp_path: Path, database_url: str, feedback: Feedback) -> Iterator[WebServer]:
+    """`sendhost sender web` under uvicorn on a free loopback port, on a migrated ledger."""
+    with web_server(tmp_path, database_url) as server:
+        yield server
 
 
 @pytest.fixture

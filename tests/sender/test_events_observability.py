@@ -7,8 +7,6 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -16,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sender.events import Event, Feedback
 from tests.conftest import REPO_ROOT
-from tests.sender.web_server import WebServer, sent_row, web_server
+from tests.sender.web_server import WebServer, sent_row
 from tests.support.net import on_ci
 
 RULES = REPO_ROOT / "docs" / "prometheus" / "sendhost-sender.rules.yml"
@@ -32,19 +30,6 @@ def _promtool() -> str:
             pytest.fail("promtool is not installed on CI: .ci/run should install Debian's `prometheus` package")
         pytest.skip("install Debian's `prometheus` package (promtool) to check the alerting rules")
     return found
-
-
-@pytest.fixture
-def feedback(database_url: str) -> Iterator[Feedback]:
-    with Feedback.from_url(database_url) as opened:
-        opened.migrate()
-        yield opened
-
-
-@pytest.fixture
-def web(tmp_path: Path, database_url: str, feedback: Feedback) -> Iterator[WebServer]:
-    with web_server(tmp_path, database_url) as server:
-        yield server
 
 
 def _scrape(web: WebServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

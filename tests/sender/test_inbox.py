@@ -49,13 +49,6 @@ def imap() -> Iterator[Dovecot]:
         yield server
 
 
-@pytest.fixture
-def feedback(database_url: str) -> Iterator[Feedback]:
-    with Feedback.from_url(database_url) as opened:
-        opened.migrate()
-        yield opened
-
-
 def _inventory(tmp: Path, imap: Dovecot, *, box0_password: str = PASSWORDS[BOX0], box1_ca: str | None = None) -> Path:
     entries = []
     for address, password, security, port in ((BOX0, box0_password, "tls", imap.imaps_port),

@@ -8,7 +8,6 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,25 +16,12 @@ import pytest
 
 from sender.events import Feedback
 from sender.tokens import make_token
-from tests.sender.web_server import WebServer, sent_row, web_server
+from tests.sender.web_server import WebServer, sent_row
 from tests.support.cdp import chromium_page
 from tests.support.chromium import chromium_or_skip
 
 ONE_CLICK = {"content": b"List-Unsubscribe=One-Click",
              "headers": {"Content-Type": "application/x-www-form-urlencoded"}}
-
-
-@pytest.fixture
-def feedback(database_url: str) -> Iterator[Feedback]:
-    with Feedback.from_url(database_url) as opened:
-        opened.migrate()
-        yield opened
-
-
-@pytest.fixture
-def web(tmp_path: Path, database_url: str, feedback: Feedback) -> Iterator[WebServer]:
-    with web_server(tmp_path, database_url) as server:
-        yield server
 
 
 def _changes(database_url: str) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ import httpx
 
 from sender.events import Feedback
 from tests.conftest import REPO_ROOT
-from tests.support.net import free_port
+from tests.support.net import free_port, stop_process
 
 
 @dataclass
@@ -68,12 +68,7 @@ def web_server(tmp: Path, database_url: str) -> Iterator[WebServer]:
             time.sleep(0.1)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def sent_row(feedback: Feedback, lead: str, to: str, step: int = 1,

@@ -14,7 +14,7 @@ from typing import Any
 from websockets.sync.client import ClientConnection, connect
 
 from tests.support.chromium import QUIET_FLAGS
-from tests.support.net import free_port
+from tests.support.net import free_port, stop_process
 
 
 class Page:
@@ -76,9 +76,4 @@ def chromium_page(binary: str, profile_dir: Path) -> Iterator[Page]:
             page.call("Page.enable")
             yield page
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, 10)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.support.net import free_port, on_ci
+from tests.support.net import free_port, on_ci, stop_process
 
 MAIL_USER = "nobody"
 
@@ -148,10 +148,5 @@ def dovecot_server(users: dict[str, str]) -> Iterator[Dovecot]:
                 time.sleep(0.1)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         shutil.rmtree(base, ignore_errors=True)
