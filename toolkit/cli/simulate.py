@@ -180,7 +180,7 @@ def _render_deliveries(summary: Summary) -> None:
     found = summary.deliveries
     if found is None:
         return
-    emit_table(f"{found.total} delivered to the SMTP server, per mailbox", ["mailbox", "delivered"],
+    emit_table(f"delivered per mailbox ({found.total})", ["mailbox", "delivered"],
                list(found.per_mailbox.items()))
     emit_table("delivered per source address (the peer the server saw)",
                ["source", "host", "slot", "stands for", "delivered", "budget"],
