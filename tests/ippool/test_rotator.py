@@ -3,8 +3,11 @@ parked and redrawn."""
 
 from __future__ import annotations
 
-from ippool.rotator import NO_FRESH_ADDRESS, ROTATED
+from ippool.eip_placement import serving
+from ippool.reconcile import DifferenceKind
+from ippool.rotator import LOST_CLAIM, NO_FRESH_ADDRESS, ROTATED
 from ippool.states import EipState
+from tests.support.ippool_invariants import violations
 from tests.support.ippool_world import World
 
 
@@ -29,7 +32,7 @@ def test_rotation_puts_a_fresh_eip_in_service_and_parks_the_old_one(world: World
 
 
 def test_a_denylisted_draw_is_parked_and_redrawn(world: World) -> None:
-    spec = world.add_host(slots=1)
+    spec = world.add_host(slots=1, park_minutes=20)
     world.lifecycle().create(spec, 1)
     world.exhaust("sender-1", 0)
     rejected: list[str] = []
@@ -46,6 +49,16 @@ def test_a_denylisted_draw_is_parked_and_redrawn(world: World) -> None:
     parked = {a.public_ip: a for a in world.aws.describe_pool_addresses("sendhost", states=[EipState.PARKED])}
     assert rejected[0] in parked and not parked[rejected[0]].associated
     assert world.ledger.stats("sender-1")["redraws:dnsbl"] == 1
+    # Parked for the host's park_minutes, like a retired address (a listed address must not come straight back),
+    # in its AWS tag (the record) and in Redis's index; the reaper leaves it alone until then.
+    deadline = world.clock() + 20 * 60
+    assert parked[rejected[0]].parked_until == deadline
+    assert [(e.public_ip, e.parked_until) for e in world.ledger.parked("sender-1")
+            if e.public_ip == rejected[0]] == [(rejected[0], deadline)]
+    world.clock.advance(20 * 60 - 1)
+    assert rejected[0] not in [r.public_ip for r in world.reaper().reap("sender-1")]
+    world.clock.advance(1)
+    assert rejected[0] in [r.public_ip for r in world.reaper().reap("sender-1") if r.released]
 
 
 def test_bounded_redraws_leave_the_slot_falling_back_until_the_next_cycle(world: World) -> None:
@@ -69,3 +82,30 @@ def test_a_draw_matching_a_parked_or_denied_address_is_rejected_with_its_reason(
     world.denylist.add("sender-1", "198.51.100.2")
     rotator = world.rotator(screen=lambda ip: "dnsbl:zone" if ip == "198.51.100.3" else None)
     assert [rotator._rejection(f"198.51.100.{n}") for n in (1, 2, 3, 4)] == ["parked", "denylist", "dnsbl:zone", None]
+
+
+def test_a_rotator_whose_slot_a_reconcile_replaced_mid_rotation_never_associates(world: World) -> None:
+    """Redis loses its data while a rotation is between its tags and its association, and the worker's reconcile
+    rebuilds the slot from AWS (as spent, at a new generation). The rotator's re-check of its claim must see that
+    and leave the slot alone: associating now would put an address in service that Redis does not hold."""
+    spec = world.add_host(slots=1)
+    [record] = world.lifecycle().create(spec, 1)
+    world.exhaust("sender-1", 0)
+    rebuilt: list[object] = []
+
+    def redis_lost_and_reconciled(step: str) -> None:
+        if step == "tag" and not rebuilt:
+            world.client.flushdb()
+            rebuilt.extend(world.reconciler().run(fix=True))
+
+    [result] = world.rotator(checkpoint=redis_lost_and_reconciled).rotate_ready("sender-1")
+    assert [d.kind for d in rebuilt] == [DifferenceKind.SLOT_MISSING]  # the reconcile really re-placed the slot
+    assert result.outcome == LOST_CLAIM
+    held = world.slots.slot_status("sender-1", 0)
+    assert held.allocation_id == record.allocation_id
+    served = serving(world.aws.describe_pool_addresses("sendhost", host="sender-1"), 0)
+    assert served is not None and served.allocation_id == record.allocation_id  # AWS serves what Redis holds
+    drawn = [a for a in world.aws.describe_pool_addresses("sendhost", host="sender-1")
+             if a.allocation_id != record.allocation_id]
+    assert [(a.state, a.associated) for a in drawn] == [(EipState.PARKED, False)]  # straight to the reaper
+    assert violations(world.pool, world.aws, "sender-1", world.clock()) == []
