@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import EmailMessage
 
@@ -57,6 +57,7 @@ class Report:
     mailbox: str | None = None
     source_ip: str | None = None
     unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
+    message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
 
 
 def _close(opening: Future[Session | Result]) -> None:
@@ -71,7 +72,8 @@ class Agent:
 
     def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: redis.Redis, *,
                  unsubscribe_key: bytes, checkpoint: Callable[[str], None] | None = None,
-                 env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
+                 side_tasks: Executor | None = None) -> None:
         self.settings = settings
         self.guard = guard
         self.pool = pool
@@ -84,8 +86,9 @@ class Agent:
         self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
         self._mailboxes = {m.address.lower(): m for m in settings.mailboxes}
         self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}"
-        # Threads for work beside a send: opening its SMTP session, settling its lease and reservation.
-        self._side_tasks = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
+        # Threads for work beside a send: opening its SMTP session, settling its lease and reservation. The
+        # simulation passes an inline executor: one thread on its simulated clock, the same order every run.
+        self._side_tasks = side_tasks or ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
 
     @property
     def groups(self) -> list[str]:
@@ -152,7 +155,7 @@ class Agent:
             result = session if isinstance(session, Result) else session.hand_over(self._message(row, mailbox,
                                                                                                   message_id))
             self._checkpoint("submitted")
-            return self._settle(ledger, row, reserved, mailbox, lease, result)
+            return self._settle(ledger, row, reserved, mailbox, lease, result, message_id)
         except BaseException:
             # Undo in reverse. A started attempt is never undone: the reservation stays used and the row stays
             # `sending` for the sweep to settle as unconfirmed (the server may have the message).
@@ -206,14 +209,15 @@ class Agent:
                              message_id=message_id, unsubscribe=url)
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: MailboxSettings,
-                lease: Lease, result: Result) -> Report:
+                lease: Lease, result: Result, message_id: str | None = None) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")
             # Off the hot path too: confirm only settles a reservation that already counts against the cap.
             self._side_tasks.submit(self.guard.confirm, reservation)
-            return Report(row.id, "sent", result.text, mailbox.address, lease.source_ip)
+            return Report(row.id, "sent", result.text, mailbox.address, lease.source_ip,
+                          message_id=message_id)
         settle = outcome.settle
         status = self._persist(ledger, lambda: ledger.settle(row.id, settle, outcome.detail, outcome.delay_s))
         if not outcome.keep_reservation:

@@ -3,8 +3,10 @@ simulated clock in one process, deterministic for a seed.
 
     result = run_simulation(inventory, SimConfig(days=14, sends_per_day=120, seed=1))
 
-Everything is the real code (ippool's lease engine and rotation, warmup's guard, dns_audit's checks) against an
-embedded Redis and moto; only time, the mail itself and AWS's address reuse (the named EC2 stand-in) are simulated.
+Everything is the real code (the sender agent's send path with its PostgreSQL ledger, ippool's lease engine and
+rotation, warmup's guard, dns_audit's checks) against an embedded Redis, an embedded PostgreSQL, an in-process SMTP
+server on loopback addresses and moto; only time, the recipients and AWS's address reuse (the named EC2 stand-in)
+are simulated.
 """
 
 from __future__ import annotations
@@ -18,17 +20,24 @@ from datetime import UTC, date, datetime, timedelta
 from datetime import time as day_time
 
 from dns_audit.findings import DomainReport
-from ippool import Pool
 from simulation import events
 from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
 from simulation.ec2_fake import SimulatedEc2
+from simulation.mail import (
+    Deliveries,
+    Delivery,
+    LoopbackPool,
+    SimulatedTimeGuard,
+    SourceAddress,
+    count_deliveries,
+    mail_world,
+)
 from simulation.model import SimConfig, SimInventory, check_inventory
 from simulation.moto_world import build_hosts
 from simulation.pool_worker import PoolWorker
 from simulation.sandbox import sandbox, session_factory
 from simulation.senders import SenderWorker
-from warmup import Guard
 from warmup.schedule import plan
 
 POOL_NAME = "sendhost-sim"
@@ -57,6 +66,9 @@ class SimResult:
     worker_errors: list[str] = field(default_factory=list)  # failures the pool worker's cycles reported
     rotation_outcomes: dict[str, int] = field(default_factory=dict)  # as ippool's Rotator reported them
     redraw_reasons: dict[str, int] = field(default_factory=dict)  # why drawn addresses were refused
+    delivered: list[Delivery] = field(default_factory=list)  # what the submission server accepted, in order
+    sources: dict[str, SourceAddress] = field(default_factory=dict)  # loopback source -> what it stands for
+    deliveries: Deliveries | None = None  # the server's record per mailbox and per source address
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -74,24 +86,26 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
     clock = SimClock(start_s)
     log = events.EventLog()
     seeds = random.Random(config.seed)
-    with sandbox(inventory.region) as (client, _state_dir):
+    with sandbox(inventory.region) as (client, state_dir):
         sessions = session_factory(inventory.region)
         worlds = build_hosts(sessions(), inventory.region, inventory.hosts)
         # The adapter's client-side pacing and retry backoff wait in simulated time.
         adapter = SimulatedEc2(sessions, inventory.region, seed=seeds.randrange(2**32), clock=clock,
                                sleep=clock.sleep, rng=random.Random(seeds.randrange(2**32)))
         try:
-            pool = Pool(client, clock=clock, rng=random.Random(seeds.randrange(2**32)))
+            pool = LoopbackPool(client, clock=clock, rng=random.Random(seeds.randrange(2**32)))
             mailbox_seeds = random.Random(seeds.randrange(2**32))
-            guard = Guard(client, new_seed=lambda: f"{mailbox_seeds.getrandbits(64):016x}")
+            guard = SimulatedTimeGuard(client, clock, new_seed=lambda: f"{mailbox_seeds.getrandbits(64):016x}")
             pool_worker = PoolWorker(pool, adapter, POOL_NAME, worlds, clock, log)
             pool_worker.provision()
-            senders = [SenderWorker(f"{world.host.name}/w{index + 1}", world.host.name, guard, pool,
-                                    inventory.mailboxes, clock, random.Random(seeds.randrange(2**32)), log,
-                                    config.send_seconds, backlog_limit=max(1, config.sends_per_day))
-                       for world in worlds for index in range(config.workers_per_host)]
-            _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
-                  progress).run(start_s)
+            with mail_world(state_dir, inventory, guard, pool, client) as mail:
+                senders = [SenderWorker(f"{world.host.name}/w{index + 1}", world.host.name, mail,
+                                        inventory.mailboxes, clock, random.Random(seeds.randrange(2**32)), log,
+                                        config.send_seconds, backlog_limit=max(1, config.sends_per_day))
+                           for world in worlds for index in range(config.workers_per_host)]
+                _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
+                      progress).run(start_s)
+                delivered = list(mail.recorder.deliveries)
             fallbacks = dict(pool.fallbacks.totals)
             worker_errors = list(pool_worker.errors)
             outcomes, redraws = dict(pool_worker.outcomes), dict(pool_worker.redraw_reasons)
@@ -100,8 +114,10 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
         handed_back, fresh = adapter.handed_back, adapter.fresh
     in_service = tuple(sorted({p.public_ip for p in log.placements} - {r.public_ip for r in log.retirements}))
     audit = audit_zones(config.zone_dir, inventory.domains, in_service) if config.zone_dir else []
+    budgets = {(p.host, p.slot, p.generation): p.budget for p in log.placements}
     return SimResult(config, inventory, first_day, start_s, end_s, log, _caps(inventory, first_day, config.days),
-                     audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws)
+                     audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws, delivered,
+                     dict(pool.sources), count_deliveries(delivered, pool.sources, budgets))
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:

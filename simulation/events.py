@@ -24,6 +24,8 @@ class Send:
     slot: int | None
     generation: int | None
     fallback_reason: str | None = None
+    message_id: str | None = None  # the ledger row's Message-ID, as the submission server received it
+    source_ip: str | None = None  # the loopback address the agent's SMTP connection was bound to
 
 
 @dataclass(frozen=True)

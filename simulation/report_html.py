@@ -39,6 +39,7 @@ def render_report(result: SimResult, summary: Summary) -> str:
                 _sends_chart(result)),
         _figure("chart-in-service", "Addresses in service over time", _pool_chart(result)),
         _figure("chart-parked", "Parked Elastic IPs over time", _parked_chart(result)),
+        _deliveries(summary),
         _audit(summary),
         "</body>", "</html>", ""])
 
@@ -75,6 +76,26 @@ def _key_numbers(summary: Summary) -> str:
     return (f'<table id="key-numbers">{body}</table>'
             '<table id="mailboxes"><tr><th>mailbox</th><th>start</th><th>sends</th><th>sum of caps</th>'
             f"<th>days at cap</th><th>days over cap</th></tr>{mailboxes}</table>")
+
+
+def _deliveries(summary: Summary) -> str:
+    """What the submission server accepted: per mailbox (its AUTH login) and per source address (the peer)."""
+    if summary.deliveries is None:
+        return ""
+    found = summary.deliveries
+    mailboxes = "".join(f"<tr><td>{escape(mailbox)}</td><td>{count}</td></tr>"
+                        for mailbox, count in found.per_mailbox.items())
+    sources = "".join(
+        f"<tr><td>{escape(line.loopback)}</td><td>{escape(line.host)}</td>"
+        f"<td>{'primary' if line.slot is None else line.slot}</td><td>{escape(line.public_ip or '-')}</td>"
+        f"<td>{line.deliveries}</td><td>{'-' if line.budget is None else line.budget}</td></tr>"
+        for line in found.per_source)
+    return (f"<h2>Deliveries at the submission server</h2><p>{found.total} messages accepted, each from the loopback "
+            "address standing for the address the agent leased.</p>"
+            '<table id="deliveries-per-mailbox"><tr><th>mailbox</th><th>delivered</th></tr>'
+            f"{mailboxes}</table>"
+            '<table id="deliveries-per-source"><tr><th>source address</th><th>host</th><th>slot</th>'
+            f"<th>stands for</th><th>delivered</th><th>budget</th></tr>{sources}</table>")
 
 
 def _audit(summary: Summary) -> str:

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from dns_audit.findings import Finding
 from simulation.engine import SimResult
+from simulation.mail import Deliveries
 
 EIP_HOURLY_USD = 0.005  # every public IPv4 address, parked or in service
 
@@ -91,6 +92,7 @@ class Summary:
     worker_errors: list[str] = field(default_factory=list)
     rotation_outcomes: dict[str, int] = field(default_factory=dict)
     redraw_reasons: dict[str, int] = field(default_factory=dict)
+    deliveries: Deliveries | None = None  # what the submission server accepted, per mailbox and source address
 
     def outcomes(self) -> list[tuple[str, int, str]]:
         """Every outcome the run counted: (code, count, meaning), fallbacks, skips, rotations, redraws."""
@@ -115,6 +117,7 @@ class Summary:
                         "hourly_usd_per_eip": EIP_HOURLY_USD, "max_parked_at_once": self.max_parked},
             "mailboxes": [vars(line) for line in self.mailboxes],
             "audit": {"findings": self.findings, "domains": self.domains},
+            "deliveries": self.deliveries.to_json() if self.deliveries is not None else None,
             "meanings": {code: meaning for code, _count, meaning in self.outcomes()},
         }
 
@@ -166,6 +169,7 @@ def summarize(result: SimResult) -> Summary:
         worker_errors=list(result.worker_errors),
         rotation_outcomes=dict(sorted(result.rotation_outcomes.items())),
         redraw_reasons=dict(sorted(result.redraw_reasons.items())),
+        deliveries=result.deliveries,
     )
 
 

