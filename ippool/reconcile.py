@@ -30,6 +30,7 @@ from functools import partial
 from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address, parse_parked_until
 from ippool.eip_placement import activate, serving
+from ippool.errors import AddressAlreadyAssociated, AddressInUse, AwsCredentialsError, PtrStillSet
 from ippool.ledger import Ledger
 from ippool.parking import Parker, Reaper
 from ippool.slot_store import SlotStore
@@ -246,7 +247,15 @@ class Reconciler:
 
     def _apply(self, difference: Difference, fix: Callable[[], object]) -> Difference:
         if self._fix:
-            fix()
+            try:
+                fix()
+            except (AwsCredentialsError, AddressInUse, AddressAlreadyAssociated, PtrStillSet) as exc:
+                # Refused for this address only (AuthFailure/UnauthorizedOperation: a policy that does not cover
+                # it; or AWS not ready yet): listed unfixed, and the other differences and hosts go on.
+                difference.detail = f"{difference.detail}; not fixed: {exc}"
+                log.warning("reconcile could not fix %s %s on %s: %s", difference.kind, difference.subject,
+                            difference.host, exc)
+                return difference
             difference.fixed = True
             log.info("reconcile fixed %s %s on %s: %s", difference.kind, difference.subject, difference.host,
                      difference.detail)

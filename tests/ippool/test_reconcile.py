@@ -3,8 +3,12 @@ name, and (but for a stranger's EIP) fixed so a second run finds nothing."""
 
 from __future__ import annotations
 
-import boto3
+from collections.abc import Mapping
 
+import boto3
+import pytest
+
+from ippool.aws.errors import map_aws_error
 from ippool.aws.models import format_parked_until, pool_tags
 from ippool.reconcile import KINDS, DifferenceKind, Reconciler
 from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_SINCE, HostSpec
@@ -153,10 +157,34 @@ def test_untagged_on_slot_is_reported_and_never_touched(world: World) -> None:
     stranger = ec2.allocate_address(Domain="vpc")["AllocationId"]  # someone else's EIP: not tagged ours
     ec2.close()
     eni = aws.describe_instance(spec.instance_id).primary_interface.eni_id
-    aws.associate_address(stranger, eni, slot_ip)
+    aws.take_over(stranger, eni, slot_ip)  # another tool, with AllowReassociation=True
     reconciler = world.reconciler(aws=aws)
     found = {d.kind: d for d in reconciler.run(fix=True)}
     untagged = found[DifferenceKind.UNTAGGED_ON_SLOT]
     assert stranger in untagged.subject and slot_ip in untagged.detail and not untagged.fixed
     assert [d.kind for d in reconciler.run(fix=True)] == [DifferenceKind.UNTAGGED_ON_SLOT]  # still there
     assert aws.get_address(stranger) is not None and aws.get_address(stranger).tags.get(TAG_PRIVATE_IP) is None
+
+
+def test_a_fix_refused_for_one_address_is_listed_and_the_rest_go_on(world: World,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # AuthFailure/UnauthorizedOperation on one address (a policy that does not cover it) is that address's problem:
+    # reconcile lists it unfixed, fixes the others, and the worker keeps running for every host.
+    created(world, slots=1)
+    refused = world.aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.ACTIVE))
+    fine = world.aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.ACTIVE))
+    create_tags = world.aws.create_tags
+
+    def refusing_create_tags(resource_id: str, tags: Mapping[str, str]) -> None:  # AWS's answer, for one EIP
+        if resource_id == refused.allocation_id:
+            raise map_aws_error("UnauthorizedOperation", "You are not authorized to perform this operation.",
+                                operation="CreateTags", subject=f"EIP {resource_id}", region=REGION, attempts=1)
+        create_tags(resource_id, tags)
+
+    monkeypatch.setattr(world.aws, "create_tags", refusing_create_tags)
+    found = {d.subject.split()[0]: d for d in world.reconciler().run(fix=True)}
+    assert found[fine.allocation_id].fixed
+    assert not found[refused.allocation_id].fixed
+    assert "UnauthorizedOperation" in found[refused.allocation_id].detail
+    worker = world.worker("test-worker", interval_s=0)
+    assert worker.run(once=True) == 1  # the refusal does not stop the worker
