@@ -5,6 +5,7 @@
   `fake:reverse-dns` on the EIP in moto, so it survives across processes. As AWS: an update is PENDING for
   `ptr_delay_s`, and release answers InvalidAddress.PtrSet while a PTR is set and for `ptr_release_delay_s` after
   its reset (both measured on the adapter's clock; 0 by default, for the fixed-clock child processes);
+- deleting a forward record that is not there (moto answers InvalidInput; Route 53's "not found" means done);
 - the EIP quota (moto never answers AddressLimitExceeded, and has no EC2 Service Quotas): with `quota` set, an
   allocation beyond `quota` EIPs in the region fails with AWS's error code, mapped by the real error mapping;
 - private IPs on associate (moto ignores `PrivateIpAddress`): the fake records each association's private IP in a
@@ -93,6 +94,16 @@ class MotoGaps(Ec2Adapter):
         association_id = super().associate_address(allocation_id, eni_id, private_ip)
         self._tag(allocation_id, PRIVATE_IP_TAG, private_ip)
         return association_id
+
+    def delete_a_record(self, zone_name: str, record_name: str, ip: str, ttl: int = 300) -> bool:
+        """As Route 53: deleting a record that is not there is "already done" (moto answers InvalidInput there,
+        Route 53 InvalidChangeBatch "not found", which the adapter already reads as done)."""
+        try:
+            return super().delete_a_record(zone_name, record_name, ip, ttl)
+        except AwsRequestFailed as exc:
+            if exc.code == "InvalidInput" and "but found none" in str(exc):
+                return False
+            raise
 
     def take_over(self, allocation_id: str, eni_id: str, private_ip: str) -> str:
         """Test helper: another tool associating with AllowReassociation=True, detaching whatever held the IP."""
