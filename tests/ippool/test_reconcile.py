@@ -11,10 +11,10 @@ import pytest
 from ippool.aws.errors import map_aws_error
 from ippool.aws.models import format_parked_until, pool_tags
 from ippool.reconcile import KINDS, DifferenceKind, Reconciler
-from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_SINCE, HostSpec
+from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_SINCE, HostSpec
 from ippool.states import EipState, SlotState
 from tests.support.aws import REGION
-from tests.support.ippool_world import World
+from tests.support.ippool_world import PTR_RELEASE_DELAY_S, World
 
 HOST = "sender-1"
 
@@ -79,6 +79,23 @@ def test_parked_overdue_is_reaped(world: World) -> None:
     assert kinds(reconciler, fix=True) == [DifferenceKind.PARKED_OVERDUE]
     assert world.aws.get_address(overdue.allocation_id) is None
     assert world.denylist.listed(overdue.public_ip)
+    assert reconciler.run() == []
+
+
+def test_parked_overdue_with_a_ptr_is_listed_unfixed_until_aws_lets_it_go(world: World) -> None:
+    # After the PTR reset AWS answers InvalidAddress.PtrSet for minutes: not a fix yet, and not an error.
+    aws = world.gaps()
+    created(world, slots=1)
+    overdue = aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.PARKED, parked_until=world.clock() - 60))
+    aws.create_tags(overdue.allocation_id, {TAG_PTR: "sender-1-0-198-18-0-1.mail.example.com"})
+    aws.set_reverse_dns(overdue.allocation_id, "sender-1-0-198-18-0-1.mail.example.com")
+    reconciler = world.reconciler(aws=aws)
+    [deferred] = reconciler.run(fix=True)
+    assert (deferred.kind, deferred.fixed) == (DifferenceKind.PARKED_OVERDUE, False)
+    assert "InvalidAddress.PtrSet" in deferred.detail and aws.reverse_dns(overdue.allocation_id) is None
+    world.clock.advance(PTR_RELEASE_DELAY_S)
+    [released] = reconciler.run(fix=True)
+    assert released.fixed and aws.get_address(overdue.allocation_id) is None
     assert reconciler.run() == []
 
 
