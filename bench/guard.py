@@ -130,7 +130,7 @@ def run(url: str, processes: int, seconds: float, rounds: int) -> None:
                         ("pick", "guard.pick (5 mailboxes)")):
         print(f"{label:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
               f"{', '.join(f'{r:.0f}' for r in by_kind[kind])})")
-    reserved = sum(status.sent for status in guard.status(mailboxes))
+    reserved = sum(status.reserved for status in guard.status(mailboxes))
     expected = sum(r * seconds for kind in ("reserve", "pick") for r in by_kind[kind]) + 2 * processes
     print(f"reservations recorded in Redis: {reserved} (the phases made {expected:.0f})")
     client.close()

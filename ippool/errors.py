@@ -73,3 +73,10 @@ class AwsRequestFailed(PoolOperationFailed):
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(message)
         self.code = code  # AWS's error code, "" when AWS could not be reached
+
+
+class AddressNotOurs(PoolOperationFailed):
+    """An EIP or private IP that Redis named is not this pool's in AWS (another pool's, host's or slot's tags, or a
+    private IP that is not a secondary IP of the host's interface): refused before any change, exit 1.
+
+    Redis is not an authority over AWS: any host holding the Redis URL can write a slot hash."""

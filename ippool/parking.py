@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ippool import ownership
 from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address, pool_tags
 from ippool.denylist import Denylist
@@ -65,6 +66,7 @@ class Parker:
                 current = self.aws.get_address(address.allocation_id)
                 if current is None:
                     raise AddressGone(f"EIP {address.allocation_id} is gone")
+                ownership.require_owned(current, self.pool_name, host, slot)  # before detaching it from anything
                 if current.association_id:
                     self.aws.disassociate_address(current.association_id)
             self.aws.create_tags(address.allocation_id,
@@ -109,6 +111,7 @@ class Reaper:
     def release(self, host: str, address: Address, *, deny: bool = True, detach: bool = False) -> ReapResult:
         """Reset PTR, deny, release one EIP of ours. An associated one is left alone (it still serves a slot:
         reconcile decides) unless `detach` (destroy) says to disassociate it first."""
+        ownership.require_owned(address, self.pool_name, host)  # never release another pool's or host's EIP
         if address.associated and not detach:
             return ReapResult(host, address.allocation_id, address.public_ip, False,
                               "still associated to a slot: left for `pool reconcile`")

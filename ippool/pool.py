@@ -1,9 +1,10 @@
 """The sender API: `Pool.lease(host)` hands out a source IP for one send in one Redis round trip.
 
-The hot path (lease, release, renew) never raises and never waits longer than the client's socket timeout: any
-failure gives a fallback lease on the host's primary IP, counted and logged once per interval. Registration,
-placement and the rotator's fenced operations live in `ippool.slot_store.SlotStore`, which a Pool composes as
-`pool.slots`; `register_host`, `put_address`, `hosts` and `status` stay callable on the Pool, delegating to it.
+The hot path (lease, release, renew) never raises, and each of its round trips waits at most the client's socket
+timeout: a lease makes one (three when it reconnects after Redis restarted empty). Any failure gives a fallback
+lease on the host's primary IP, counted and logged once per interval. Registration, placement and the rotator's
+fenced operations live in `ippool.slot_store.SlotStore`, which a Pool composes as `pool.slots`; `register_host`,
+`put_address`, `hosts` and `status` stay callable on the Pool, delegating to it.
 """
 
 from __future__ import annotations
@@ -65,8 +66,7 @@ class Pool:
 
         Raises ValueError naming the URL when it is malformed. The client is the hot-path role of
         `sendhost.redis_conn`: a short socket timeout (`socket_timeout` overrides it), at most one retry (a stale
-        pooled connection after a Redis restart) and no backoff, so a lease waits at most about two socket timeouts
-        before falling back.
+        pooled connection after a Redis restart), no backoff, and no handshake round trips on a new connection.
         """
         from sendhost import redis_conn
 

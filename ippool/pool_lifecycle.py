@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ippool import ownership
 from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address
 from ippool.aws.quotas import quota_advice
@@ -96,8 +97,8 @@ class PoolLifecycle:
             if address.slot is not None and address.tags.get(TAG_PRIVATE_IP) and address.state == EipState.ACTIVE:
                 known.setdefault(address.slot, address.tags[TAG_PRIVATE_IP])
         registered = self.slots.status(spec.name)[0].slots if spec.name in self.slots.hosts() else ()
-        for held in registered:
-            if held.private_ip:
+        for held in registered:  # Redis's private IP only when AWS says it is a secondary IP of this ENI
+            if held.private_ip and held.private_ip in secondary:
                 known[held.slot] = held.private_ip
         # A secondary IP that already holds an Elastic IP not tagged as this pool's belongs to someone else.
         taken = {a.private_ip for a in self.aws.describe_interface_addresses(eni_id)
@@ -139,7 +140,11 @@ class PoolLifecycle:
             if spec.name in self.slots.hosts() else []
         slot_ips += [a.tags[TAG_PRIVATE_IP] for a in ours if a.tags.get(TAG_PRIVATE_IP)]
         eni = self.aws.describe_instance(spec.instance_id).primary_interface
-        to_unassign = sorted(set(slot_ips) & set(eni.secondary_private_ips), key=ipaddress.ip_address)
+        # Redis may name any IP (a sender can write it): unassign only secondary IPs that carry no EIP but ours.
+        held_by_others = {a.private_ip for a in self.aws.describe_interface_addresses(eni.eni_id)
+                          if a.private_ip and ownership.mismatches(a, self.pool_name, spec.name)}
+        to_unassign = sorted(set(slot_ips) & set(eni.secondary_private_ips) - held_by_others,
+                             key=ipaddress.ip_address)
         if to_unassign:
             self.aws.unassign_secondary_private_ips(eni.eni_id, to_unassign)
         self.slots.forget_host(spec.name)

@@ -13,6 +13,9 @@ Differences (`Difference.kind`):
                     rotator gives it an address
   stale_claim       a slot left "rotating" by a rotator that died before allocating: given back (ready)
   untagged_on_slot  an EIP that is not ours is associated to a slot's private IP: reported (not ours to touch)
+  slot_not_ours     Redis holds in a slot an EIP that AWS tags for another pool, host or slot, or a private IP that
+                    is not a secondary IP of the host's interface (`ippool.ownership`): AWS is not touched; the
+                    slot is rebuilt from AWS when AWS serves it, else reported for `pool create` to refill
 
 A rebuilt slot starts with its whole budget counted as used, so it takes no new lease and rotates first: an address
 whose sends Redis forgot gets none more, and never goes past 15 (the budget's ceiling).
@@ -27,8 +30,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 
+from ippool import ownership
 from ippool.aws.adapter import Ec2Adapter
-from ippool.aws.models import Address, parse_parked_until
+from ippool.aws.models import Address, NetworkInterface, parse_parked_until
 from ippool.eip_placement import activate, serving
 from ippool.errors import AddressAlreadyAssociated, AddressInUse, AwsCredentialsError, PtrStillSet
 from ippool.ledger import Ledger
@@ -42,7 +46,7 @@ log = logging.getLogger("ippool.reconcile")
 
 
 class DifferenceKind(StrEnum):
-    """The nine kinds of difference between AWS and Redis (see the module docstring)."""
+    """The ten kinds of difference between AWS and Redis (see the module docstring)."""
 
     LEAKED = "leaked"
     INCOMING = "incoming"
@@ -53,6 +57,7 @@ class DifferenceKind(StrEnum):
     SLOT_EIP_GONE = "slot_eip_gone"
     STALE_CLAIM = "stale_claim"
     UNTAGGED_ON_SLOT = "untagged_on_slot"
+    SLOT_NOT_OURS = "slot_not_ours"
 
 
 KINDS = tuple(DifferenceKind)
@@ -118,7 +123,7 @@ class Reconciler:
                                         partial(self._park, spec, address, spec.park_minutes * 60)))
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name) if self._fix and diffs else ours
         slots = self._slots(spec) if self._fix and diffs and spec.name in self.slots.hosts() else slots
-        diffs += self._slots_against_aws(spec, ours, slots)
+        diffs += self._slots_against_aws(spec, eni, ours, slots)
         diffs += self._strangers(spec, eni.eni_id, eni.primary_private_ip, slots, ours)
         return diffs
 
@@ -173,13 +178,17 @@ class Reconciler:
                                                         address.slot or 0, until))]
         return []
 
-    def _slots_against_aws(self, spec: HostSpec, ours: list[Address],
+    def _slots_against_aws(self, spec: HostSpec, eni: NetworkInterface, ours: list[Address],
                            slots: dict[int, SlotStatus]) -> list[Difference]:
         diffs = []
         slot_numbers = sorted(set(slots) | {a.slot for a in ours if a.slot is not None and a.state == EipState.ACTIVE})
         for slot in slot_numbers:
             held = slots.get(slot)
             live = serving(ours, slot)
+            foreign = self._not_ours(spec, eni, slot, held, ours)
+            if foreign is not None:
+                diffs.append(self._foreign_slot(spec, slot, held, live, foreign))
+                continue
             if held is not None and held.state == SlotState.ROTATING:
                 diffs += self._rotating(spec, slot, held, ours)
                 continue
@@ -199,6 +208,38 @@ class Reconciler:
                                              f"({held.allocation_id}) is gone from AWS: slot retired to rotate",
                                              partial(self._retire, spec, slot)))
         return diffs
+
+    def _not_ours(self, spec: HostSpec, eni: NetworkInterface, slot: int, held: SlotStatus | None,
+                  ours: list[Address]) -> str | None:
+        """Why what Redis holds in the slot is not this pool's (as AWS says), or None."""
+        if held is None or held.state == SlotState.EMPTY:
+            return None
+        if held.private_ip:
+            problem = ownership.private_ip_problem(eni, held.private_ip)
+            if problem is not None:
+                return f"Redis's private IP {problem}"
+        if not held.allocation_id:
+            return None
+        address = next((a for a in ours if a.allocation_id == held.allocation_id), None)
+        if address is None:
+            address = self.aws.get_address(held.allocation_id)  # gone (None) is slot_eip_gone's case
+        if address is None:
+            return None
+        wrong = ownership.mismatches(address, self.pool_name, spec.name, slot)
+        if not wrong:
+            return None
+        return f"Redis holds {address.public_ip} ({address.allocation_id}), AWS says {', '.join(wrong)}"
+
+    def _foreign_slot(self, spec: HostSpec, slot: int, held: SlotStatus | None, live: Address | None,
+                      why: str) -> Difference:
+        """Never touch the foreign address: rebuild the slot (Redis only) from what AWS serves there, if anything."""
+        if live is not None:
+            return self._slot_diff(spec, DifferenceKind.SLOT_NOT_OURS, slot,
+                                   f"{why}: AWS not touched; rebuilt from AWS ({live.public_ip})",
+                                   partial(self._adopt, spec, slot, live, None))
+        return Difference(spec.name, DifferenceKind.SLOT_NOT_OURS, f"slot {slot}",
+                          f"{why}: AWS not touched; nothing of ours serves the slot: run `sendhost pool create "
+                          f"{spec.name}` to give it a fresh address")
 
     def _rotating(self, spec: HostSpec, slot: int, held: SlotStatus, ours: list[Address]) -> list[Difference]:
         """A slot left rotating: fine while its rotator lives or an incoming EIP of it is being handled."""

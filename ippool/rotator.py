@@ -21,9 +21,9 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ippool import eip_placement
+from ippool import eip_placement, ownership
 from ippool.aws.adapter import Ec2Adapter
-from ippool.aws.models import Address, format_parked_until
+from ippool.aws.models import Address, NetworkInterface, format_parked_until
 from ippool.aws.quotas import quota_advice
 from ippool.denylist import Denylist
 from ippool.errors import AddressQuotaExceeded, IppoolError
@@ -33,6 +33,7 @@ from ippool.screen import Screen, no_screen
 from ippool.slot_store import ReadySlot, SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_SINCE, HostSpec
 from ippool.states import RotationOutcome, SlotState
+from ippool.status import SlotStatus
 
 log = logging.getLogger("ippool.rotator")
 
@@ -81,7 +82,7 @@ class Rotator:
     max_draws: int = DEFAULT_MAX_DRAWS
     checkpoint: Checkpoint = no_checkpoint
     heartbeat_s: float = 30.0
-    _enis: dict[str, str] = field(default_factory=dict)
+    _interfaces: dict[str, NetworkInterface] = field(default_factory=dict)
 
     @property
     def parker(self) -> Parker:
@@ -89,9 +90,26 @@ class Rotator:
 
     def eni(self, spec: HostSpec) -> str:
         """The host's primary ENI, looked up once."""
-        if spec.name not in self._enis:
-            self._enis[spec.name] = self.aws.describe_instance(spec.instance_id).primary_interface.eni_id
-        return self._enis[spec.name]
+        return self._interface(spec).eni_id
+
+    def _interface(self, spec: HostSpec, fresh: bool = False) -> NetworkInterface:
+        """The host's primary ENI with its private IPs, as AWS reports it (looked up once, again when `fresh`)."""
+        if fresh or spec.name not in self._interfaces:
+            self._interfaces[spec.name] = self.aws.describe_instance(spec.instance_id).primary_interface
+        return self._interfaces[spec.name]
+
+    def _verified(self, spec: HostSpec, slot: int, claimed: SlotStatus) -> tuple[str, Address | None]:
+        """The slot's private IP and old EIP as Redis names them, each checked against AWS before anything is
+        changed (`ippool.ownership`): AddressNotOurs when either is not this pool's host's slot's."""
+        interface = self._interface(spec)
+        if ownership.private_ip_problem(interface, claimed.private_ip) is not None:
+            interface = self._interface(spec, fresh=True)  # `pool create` may have assigned it since we looked
+        private_ip = ownership.require_slot_private_ip(interface, claimed.private_ip, spec.name, slot)
+        old = None
+        if claimed.allocation_id:
+            old = ownership.owned_address(self.aws, claimed.allocation_id, self.pool_name, spec.name, slot,
+                                          interface.eni_id)
+        return private_ip, old
 
     def rotate_ready(self, host: str, stop: Callable[[], bool] = lambda: False) -> list[RotationResult]:
         """Rotate every slot of `host` that is ready now; a slot AWS refuses is reported FAILED and the rest go on.
@@ -117,9 +135,14 @@ class Rotator:
             return RotationResult(host, ready.slot, LOST_CLAIM)
         self._beat()
         self.ledger.claim(host, ready.slot, self.owner)
-        old_ip, old_allocation = claimed.public_ip, claimed.allocation_id
+        old_ip = claimed.public_ip
         try:
-            new, redraws = self._draw(spec, ready.slot, old_allocation)
+            private_ip, old = self._verified(spec, ready.slot, claimed)
+        except Exception:  # refused (not ours) or AWS unreadable: nothing changed in AWS; the slot is given back
+            self._give_back(host, ready)
+            raise
+        try:
+            new, redraws = self._draw(spec, ready.slot)
         except AddressQuotaExceeded as exc:
             self._give_back(host, ready)
             raise AddressQuotaExceeded(f"{exc}; {quota_advice(self.aws, extra=1)}") from exc
@@ -134,7 +157,7 @@ class Rotator:
             return RotationResult(host, ready.slot, NO_FRESH_ADDRESS, old_ip=old_ip, redraws=redraws,
                                   detail=f"{len(redraws)} draws rejected; the slot falls back until the next cycle")
         try:
-            outcome = self._put_in_service(spec, ready, claimed.private_ip or "", new, old_ip, old_allocation)
+            outcome = self._put_in_service(spec, ready, private_ip, new, old)
         except Exception:  # AWS refused, or Redis failed: hand the EIP to the reaper if we still can, then report
             self._abandon(spec, ready, new)
             raise
@@ -142,7 +165,7 @@ class Rotator:
 
     # -- the steps -------------------------------------------------------------------------------------------
 
-    def _draw(self, spec: HostSpec, slot: int, old_allocation: str | None) -> tuple[Address | None, tuple[str, ...]]:
+    def _draw(self, spec: HostSpec, slot: int) -> tuple[Address | None, tuple[str, ...]]:
         """Allocate until an address passes the checks (at most `max_draws`); park each rejected one."""
         rejected: list[str] = []
         for _ in range(self.max_draws):
@@ -167,8 +190,11 @@ class Rotator:
         return self.screen(public_ip)
 
     def _put_in_service(self, spec: HostSpec, ready: ReadySlot, private_ip: str, new: Address,
-                        old_ip: str | None, old_allocation: str | None) -> RotationOutcome:
+                        old: Address | None) -> RotationOutcome:
+        """`private_ip` and `old` were checked against AWS (`_verified`); `old` is None when AWS no longer has it."""
         host, slot = spec.name, ready.slot
+        old_ip = old.public_ip if old is not None else None
+        old_allocation = old.allocation_id if old is not None else None
         # The same steps as `pool create` (tags, A record, PTR waited until AWS serves it): the slot is published
         # leasable only after its PTR resolves; a FAILED PTR raises, and the EIP goes to the reaper.
         eip_placement.prepare(self.aws, spec, slot, new, private_ip, old_allocation, step=self._step)
@@ -178,8 +204,7 @@ class Rotator:
             return LOST_CLAIM
         eip_placement.associate(self.aws, new, self.eni(spec), private_ip, replaces=old_allocation)
         self._step("associate")
-        if old_allocation and old_ip:
-            old = Address(allocation_id=old_allocation, public_ip=old_ip)
+        if old is not None:
             self.parker.park(host, slot, old, self.clock() + spec.park_minutes * 60, let_go=True)
         eip_placement.activate(self.aws, new)
         self._step("park-tag")

@@ -250,15 +250,19 @@ class SlotStore:
 
 @contextmanager
 def _redis_op(what: str) -> Iterator[None]:
-    """Turn a Redis failure during an admin operation into PoolOperationFailed naming the operation."""
-    import redis
+    """Turn a Redis failure during an operation into PoolOperationFailed naming it (through the toolkit's one
+    wrapper), or into PoolConfigError when a script refused an unregistered host."""
+    from redis.exceptions import ResponseError
+
+    from sendhost.redis_conn import redis_errors  # late: `sendhost --help` imports this module, not redis
 
     try:
-        yield
-    except redis.RedisError as exc:
-        if "unknown host" in str(exc):
+        with redis_errors(what, error=PoolOperationFailed):
+            yield
+    except PoolOperationFailed as exc:
+        if isinstance(exc.__cause__, ResponseError) and "unknown host" in str(exc.__cause__):
             raise PoolConfigError(f"cannot {what}: the host is not registered; call register_host first") from None
-        raise PoolOperationFailed(f"cannot {what}: Redis said {type(exc).__name__}: {exc}") from exc
+        raise
 
 
 def _check_ip(value: str, name: str) -> None:

@@ -1,7 +1,7 @@
 """What the pool machinery needs to know about one sender host, independent of where it was configured.
 
 The CLI builds these from the inventory (`sendhost_instance_id`, `sendhost_pool`, ...); tests and benches build
-them directly. Also the tag names the rotation adds beside `ippool.aws_models`' vocabulary.
+them directly. Also the tag names the rotation adds beside `ippool.aws.models`' vocabulary.
 """
 
 from __future__ import annotations

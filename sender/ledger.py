@@ -43,6 +43,12 @@ class Status(StrEnum):
     UNCONFIRMED = "unconfirmed"
     SUPPRESSED = "suppressed"
     CANCELLED = "cancelled"
+    # feedback after the handoff (migration 2, sender/events.py): ranked above sent, see docs/feedback.md
+    DELIVERED = "delivered"
+    REPLIED = "replied"
+    BOUNCED = "bounced"
+    UNSUBSCRIBED = "unsubscribed"
+    COMPLAINED = "complained"
 
 
 class Settle(StrEnum):

@@ -71,13 +71,15 @@ class RedisUnavailable(OperationFailed):
 
 
 @contextmanager
-def redis_errors(what: str, client: redis.Redis | None = None) -> Iterator[None]:
-    """Turn a Redis failure inside the block into RedisUnavailable: one line naming `what` and the server."""
+def redis_errors(what: str, client: redis.Redis | None = None,
+                 error: type[OperationFailed] = RedisUnavailable) -> Iterator[None]:
+    """Turn a Redis failure inside the block into `error` (a package's own subclass of OperationFailed, exit 1):
+    one line naming `what` and the server. The one place a Redis error becomes the toolkit's."""
     try:
         yield
     except redis.RedisError as exc:
-        raise RedisUnavailable(f"cannot {what}: Redis{_where(client)} said {type(exc).__name__}: {exc}; check that "
-                               f"it is running and reachable (redis_url)") from exc
+        raise error(f"cannot {what}: Redis{_where(client)} said {type(exc).__name__}: {exc}; check that it is "
+                    f"running and reachable (redis_url)") from exc
 
 
 def _where(client: redis.Redis | None) -> str:

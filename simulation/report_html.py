@@ -15,6 +15,8 @@ from simulation.summary import Summary, covered_day, sends_per_mailbox_day
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 WIDTH, HEIGHT = 900, 300
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 44
+# (stroke width, dash pattern) of the 1st, 2nd, 3rd... series of a time chart, drawn in that order.
+SERIES_STYLES = ((4.0, ""), (1.5, "6 3"), (1.5, "2 2"))
 
 
 @dataclass(frozen=True)
@@ -150,15 +152,19 @@ def _time_chart(result: SimResult, name: str, lines: list[Line]) -> str:
     ticks = [(LEFT + plot_w * d * 86_400 / span, _day_label(result.start_s + d * 86_400))
              for d in range(0, days + 1, every)]
     parts = _axes(y_max, ticks, "UTC day")
-    for line in lines:
+    # Series often coincide (every address held is in service): each later one is drawn thinner and dashed
+    # over the wider earlier ones, so a line on top never hides the one beneath it.
+    for index, line in enumerate(lines):
+        width, dashes = SERIES_STYLES[min(index, len(SERIES_STYLES) - 1)]
         path = []
-        for index, (x, y) in enumerate(line.points):
+        for point, (x, y) in enumerate(line.points):
             px = LEFT + plot_w * (x - result.start_s) / span
             py = TOP + plot_h * (1 - y / y_max)
             # Steps: a value holds until the next sample, then jumps.
-            path.append(f"M{px:.1f},{py:.1f}" if index == 0 else f"H{px:.1f}V{py:.1f}")
+            path.append(f"M{px:.1f},{py:.1f}" if point == 0 else f"H{px:.1f}V{py:.1f}")
+        dash = f' stroke-dasharray="{dashes}"' if dashes else ""
         parts.append(f'<path class="series" d="{" ".join(path)}" fill="none" stroke="{line.color}" '
-                     f'stroke-width="1.5"><title>{escape(line.label)}</title></path>')
+                     f'stroke-width="{width}"{dash}><title>{escape(line.label)}</title></path>')
     return _svg(name, parts) + _legend([(line.label, line.color) for line in lines])
 
 

@@ -1,25 +1,33 @@
 """The simulation's private world: an embedded Redis in a temporary directory and AWS as moto, in process.
 
-Nothing escapes it. The Redis server is shut down and its directory removed at the end. While it runs, every
+Nothing escapes it. The Redis server is killed and its directory removed at the end, however the run ends
+(Ctrl-C, SIGTERM, even SIGKILL of this process: see `embedded_redis`). While it runs, every
 `AWS_*` variable of the user is hidden (a profile, an endpoint, real keys) and replaced by fake keys and empty
 config files, and moto intercepts every AWS request inside the process; the user's environment is restored after.
 """
 
 from __future__ import annotations
 
-import contextlib
+import ctypes
+import ctypes.util
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import redis
 
-from sendhost.embedded import ensure_embedded_redis
+from sendhost.embedded import redis_server_executable
 from simulation.errors import SimulationFailed
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+START_TIMEOUT_S = 10.0
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "simulation",
@@ -49,17 +57,49 @@ def fake_aws_env(state_dir: Path, region: str) -> Iterator[None]:
 
 @contextmanager
 def embedded_redis(state_dir: Path) -> Iterator[redis.Redis]:
-    """A private embedded Redis under `state_dir`, shut down (without saving) when the block ends."""
-    url = ensure_embedded_redis(state_dir)
-    client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5.0)
+    """A private Redis under `state_dir`, a child of this process, killed when the block ends.
+
+    Not the daemon `sendhost.embedded` starts for real state: a daemon is re-parented to PID 1 at once, so a
+    Ctrl-C that lands while it starts or stops leaves it running with its directory. This one runs in its own
+    session (a Ctrl-C at the terminal reaches only us, and we stop it), and the kernel kills it if we die
+    without cleaning up (PR_SET_PDEATHSIG), so no run leaves a server behind, however it ends.
+    """
+    sock = state_dir / "redis.sock"
+    process = subprocess.Popen(
+        [redis_server_executable(), "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
+         "--dir", str(state_dir), "--save", "", "--appendonly", "no", "--logfile", str(state_dir / "redis.log")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, preexec_fn=_die_with_parent_hook(),
+    )
+    client = redis.Redis(unix_socket_path=str(sock), decode_responses=True, socket_timeout=5.0)
     try:
-        client.config_set("save", "")  # nothing of a simulation is worth a snapshot
+        _wait_until_it_answers(client, process, state_dir)
         yield client
     finally:
-        # The server closes the connection as it goes down: that error is the expected answer.
-        with contextlib.suppress(redis.RedisError):
-            client.shutdown(nosave=True)
         client.close()
+        process.kill()
+        process.wait()
+
+
+def _die_with_parent_hook() -> Callable[[], None]:
+    """What the child runs before exec: ask the kernel for SIGKILL when the process that started it dies.
+    libc is loaded here, in the parent, so the child only makes one system call between fork and exec."""
+    prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _wait_until_it_answers(client: redis.Redis, process: subprocess.Popen[bytes], state_dir: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SimulationFailed(f"the simulation's Redis exited at start (status {process.returncode}); see "
+                                   f"{state_dir / 'redis.log'}")
+        try:
+            if client.ping():
+                return
+        except redis.RedisError:
+            time.sleep(0.02)
+    raise SimulationFailed(f"the simulation's Redis did not answer within {START_TIMEOUT_S:.0f} s")
 
 
 @contextmanager

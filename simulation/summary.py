@@ -17,6 +17,36 @@ from simulation.engine import SimResult
 
 EIP_HOURLY_USD = 0.005  # every public IPv4 address, parked or in service
 
+# What each outcome the summary counts means, for a reader who has not read the code. Every code the run can
+# count has a line here (a test holds the summary to it); an unknown code is shown as such, never silently.
+MEANINGS: dict[str, str] = {
+    # Why a send used the host's primary IP (ippool.lease)
+    "no_slot": "fallback: every slot of the host was retiring, waiting to rotate, rotating or empty",
+    "unknown_host": "fallback: the host was not registered in Redis",
+    "redis_error": "fallback: Redis did not answer the lease",
+    # Why a sender's attempt reserved nothing (warmup guard)
+    "skipped-cooldown": "the mailbox's gap since its last send had not passed (or it was cooling down)",
+    "skipped-daily-limit": "the mailbox had reached its cap for its local day",
+    "skipped-paused": "the mailbox was paused",
+    "skipped-not-started": "the mailbox's first sending day had not come",
+    "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
+    # How one rotation attempt of a slot ended (ippool.rotator)
+    "rotated": "rotation: the retired address was replaced by a fresh one",
+    "lost_claim": "rotation: another rotator claimed the slot first; nothing was done twice",
+    "no_fresh_address": "rotation: every address AWS handed out was refused (see the redraw reasons), so the "
+                        "slot stayed out of service and was tried again on the next cycle",
+    "failed": "rotation: AWS refused a step; the slot was given back and the new address parked",
+    # Why a drawn address was refused (ippool.rotator)
+    "denylist": "redraw: AWS handed back an address released within the last 7 days",
+    "parked": "redraw: AWS handed back an address that is still parked",
+    "dnsbl": "redraw: the address is listed on a DNS blocklist",
+}
+
+
+def explain(code: str) -> str:
+    """What an outcome code means, in one line."""
+    return MEANINGS.get(code, "no explanation recorded for this outcome (please report it)")
+
 
 @dataclass(frozen=True)
 class MailboxLine:
@@ -62,6 +92,12 @@ class Summary:
     rotation_outcomes: dict[str, int] = field(default_factory=dict)
     redraw_reasons: dict[str, int] = field(default_factory=dict)
 
+    def outcomes(self) -> list[tuple[str, int, str]]:
+        """Every outcome the run counted: (code, count, meaning), fallbacks, skips, rotations, redraws."""
+        counted = [*self.fallbacks.items(), *self.skips.items(), *self.rotation_outcomes.items(),
+                   *self.redraw_reasons.items()]
+        return [(code, count, explain(code)) for code, count in counted]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": 1,
@@ -79,6 +115,7 @@ class Summary:
                         "hourly_usd_per_eip": EIP_HOURLY_USD, "max_parked_at_once": self.max_parked},
             "mailboxes": [vars(line) for line in self.mailboxes],
             "audit": {"findings": self.findings, "domains": self.domains},
+            "meanings": {code: meaning for code, _count, meaning in self.outcomes()},
         }
 
 

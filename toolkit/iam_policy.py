@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from toolkit.inventory import Inventory
 
-# The tag keys are part of the IAM contract with ippool (ippool.aws_models); the test checks they agree.
+# The tag keys are part of the IAM contract with ippool (ippool.aws.models); the test checks they agree.
 TAG_POOL = "sendhost:pool"
 REQUIRED_NEW_EIP_TAGS = ("sendhost:pool", "sendhost:host", "sendhost:slot", "sendhost:state")
 EIP_ARN = "arn:aws:ec2:*:*:elastic-ip/*"

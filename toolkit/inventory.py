@@ -83,6 +83,21 @@ class SmtpSettings:
 
 
 @dataclass(frozen=True)
+class ImapSettings:
+    """Where the inbox reader reads a mailbox: IMAP over TLS (993) or STARTTLS (143), the certificate verified.
+    Username and secret default to the mailbox's smtp ones."""
+
+    host: str
+    port: int
+    security: str  # tls | starttls
+    username: str
+    password_file: str | None = None
+    password_env: str | None = None
+    ca_file: str | None = None
+    folder: str = "INBOX"
+
+
+@dataclass(frozen=True)
 class Mailbox:
     address: str
     domain: str
@@ -94,6 +109,7 @@ class Mailbox:
     smtp: SmtpSettings | None = None
     auth: str = "password"  # password | xoauth2
     token_file: str | None = None  # xoauth2: an access token, re-read at each connection
+    imap: ImapSettings | None = None  # where the inbox reader reads bounces and replies (sender.inbox)
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,11 @@ class Inventory:
                 return host
         known = ", ".join(h.name for h in self.hosts) or "none"
         raise ConfigError(f"{self.path}: no host {name!r} in group {SENDER_GROUP} (known: {known})")
+
+
+# Read by the sender_agent role: the index a host installs sendhost from instead of the wheel `sendhost provision`
+# builds (provisioning/agent_package.py checks it).
+GLOBAL_KEYS |= {"sendhost_package_index_url"}
 
 
 def load_inventory(path: Path) -> Inventory:
@@ -294,6 +315,7 @@ def _check_unique_addresses(check: Checker, hosts: list[SenderHost], host_vars: 
 DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor", "sending_mode"}
 MAILBOX_KEYS = {"address", "domain", "start", "timezone", "group"}
 MAILBOX_KEYS |= {"min_gap_s", "jitter_s", "smtp", "auth", "token_file"}  # the sender agent's
+MAILBOX_KEYS |= {"imap"}  # the inbox reader's
 
 
 def _domain(check: Checker, index: int, node: object) -> Domain:
@@ -392,7 +414,44 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict) -> dict[str, A
                             username=check.string(node, "username", f"{where}.smtp.username"),
                             password_file=password_file, password_env=password_env,
                             ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
-    return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "auth": auth, "token_file": token_file}
+    return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "auth": auth, "token_file": token_file,
+            "imap": _mailbox_imap(check, where, entry, smtp)}
+
+
+IMAP_KEYS = {"host", "port", "security", "username", "password_file", "password_env", "ca_file", "folder"}
+
+
+def _mailbox_imap(check: Checker, where: str, entry: LineDict, smtp: SmtpSettings | None) -> ImapSettings | None:
+    """The inbox reader's settings of one mailbox; username and secret default to its smtp ones."""
+    if "imap" not in entry:
+        return None
+    node = check.mapping(entry, "imap", f"{where}.imap")
+    if "password" in node:
+        check.fail(node, "password", f"{where}.imap.password", "never put a password in the inventory; use "
+                   "password_file (a 0600 file) or password_env")
+    check.known_keys(node, IMAP_KEYS, f"{where}.imap")
+    security = check.choice(node, "security", f"{where}.imap.security", ("tls", "starttls"), default="tls")
+    port = check.integer(node, "port", f"{where}.imap.port", default=993 if security == "tls" else 143,
+                         minimum=1, maximum=65535)
+    password_file = check.string(node, "password_file", f"{where}.imap.password_file", default="") or None
+    password_env = check.string(node, "password_env", f"{where}.imap.password_env", default="") or None
+    if password_file is not None and password_env is not None:
+        check.fail(node, "password_env", f"{where}.imap", "name at most one of password_file or password_env")
+    if password_file is None and password_env is None:
+        if smtp is None or (smtp.password_file is None and smtp.password_env is None):
+            check.fail(node, "host", f"{where}.imap", "name password_file or password_env (there is no smtp "
+                       "secret to default to)")
+        assert smtp is not None
+        password_file, password_env = smtp.password_file, smtp.password_env
+    username = check.string(node, "username", f"{where}.imap.username", default="") or (
+        smtp.username if smtp is not None else "")
+    if not username:
+        check.fail(node, "host", f"{where}.imap", "name username (there is no smtp username to default to)")
+    return ImapSettings(host=check.string(node, "host", f"{where}.imap.host"), port=port, security=security,
+                        username=username, password_file=password_file, password_env=password_env,
+                        ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (
+                            smtp.ca_file if smtp is not None else None),
+                        folder=check.string(node, "folder", f"{where}.imap.folder", default="INBOX"))
 
 
 def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:

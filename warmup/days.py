@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -29,7 +30,8 @@ def schedule_rows(start: date, today: date, timezone: str, ramp: Ramp,
     "day|cap|next_midnight_ms|day_number|state". Carrying the next midnight lets the reserve script find
     today, its cap and its end with one range query."""
     first = max(start, today - timedelta(days=1))
-    days = plan(start, today + timedelta(days=HORIZON_DAYS), ramp, history)
+    # A mailbox registered ahead of its first day gets its first HORIZON_DAYS written too.
+    days = plan(start, max(today, start) + timedelta(days=HORIZON_DAYS), ramp, history)
     return {_member(d, timezone): midnight_ms(d.day, timezone) for d in days if d.day >= first}
 
 
@@ -44,10 +46,29 @@ def _member(day: DayCap, timezone: str) -> str:
     return f"{day.day.isoformat()}|{day.cap}|{next_midnight}|{day.day_number}|{day.state}"
 
 
-def jitter_ms(seed: str, day: str, low_ms: int, high_ms: int) -> int:
-    """The mailbox's jitter for one day: stable all day, different across days and mailboxes.
+def jitter_ms(seed: str, send_number: int, low_ms: int, high_ms: int) -> int:
+    """The jitter added to the gap after a mailbox's `send_number`-th reservation: fresh for every send, and
+    predictable from the mailbox's seed.
 
-    Mirrors reserve.lua (sha1 of "seed|day", first 8 hex digits, modulo the span) so status can show it.
-    """
+    Mirrors reserve.lua (sha1 of "seed|n", first 8 hex digits, modulo the span)."""
+    if high_ms <= low_ms:
+        return low_ms
     span = high_ms - low_ms + 1
-    return low_ms + int(hashlib.sha1(f"{seed}|{day}".encode()).hexdigest()[:8], 16) % span
+    return low_ms + int(hashlib.sha1(f"{seed}|{send_number}".encode()).hexdigest()[:8], 16) % span
+
+
+def format_duration(ms: float) -> str:
+    """A wait for people, rounded up (a wait shown is never shorter than the real one): 45 s, 7 min 3 s, 2 h 5 min,
+    6 d 10 h.
+
+    Mirrored by reserve.lua's `duration`, so the guard's reasons and the CLI's words agree."""
+    seconds = max(0, math.ceil(ms / 1000))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    minutes = math.ceil(seconds / 60)
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h {minutes % 60} min"
+    hours = math.ceil(minutes / 60)
+    return f"{hours // 24} d {hours % 24} h"

@@ -42,7 +42,8 @@ log = logging.getLogger("sendhost.warmup")
 T = TypeVar("T")
 DEFAULT_RAMP = Ramp()
 
-Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-unavailable"]
+Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-not-started",
+                 "skipped-unavailable"]
 HOT_PATH_RETRIES = 1
 CALL_PLAN_CACHE = 1024
 # Settled tokens are remembered this long: far longer than a send can stay in flight.
@@ -147,8 +148,11 @@ class Guard:
     def add_mailbox(self, address: str, *, start: date, min_gap_s: float = 420,
                     jitter_s: tuple[float, float] = (0, 90), group: str = "default", timezone: str = "UTC",
                     domain: str | None = None, ramp: Ramp = DEFAULT_RAMP,
-                    now: float | None = None) -> bool:
-        """Put a mailbox under the guard (or update its settings, keeping today's counters); True if new."""
+                    now: float | None = None, force: bool = False) -> bool:
+        """Put a mailbox under the guard (or update its settings, keeping today's counters); True if new.
+
+        The start may be in the future: the mailbox reserves nothing until then (`skipped-not-started`).
+        Moving the start earlier out of week one today needs `force`."""
         address = validate_address(address)
         low, high = jitter_s
         if min_gap_s < 0 or not 0 <= low <= high:
@@ -159,7 +163,7 @@ class Guard:
             timezone=validate_timezone(timezone), start=start, min_gap_ms=int(min_gap_s * 1000),
             jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp,
         )
-        return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(now)))
+        return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(now), force=force))
 
     def knows(self, address: str) -> bool:
         """Is `address` under the guard already?"""
@@ -271,16 +275,27 @@ class Guard:
         raise WarmupConfigError(f"no schedule day covers now for {', '.join(wanted)}: is `now` before the "
                                 "mailbox's start date?")
 
+    def reservation_of(self, token: str) -> Reservation:
+        """The reservation a token names (as `warmup reserve` printed it), to confirm or cancel it later."""
+        parts = token.split(":", 2)
+        if len(parts) != 3 or not parts[0].isdigit() or not parts[1]:
+            raise WarmupConfigError(f"reservation {token!r} is not a token like 12:2026-11-30:alice@example.com "
+                                    "(as `sendhost warmup reserve` prints it)")
+        address = validate_address(parts[2])
+        group = self._admin(lambda: self.mailboxes.group_of(address))
+        return Reservation(token, address, group, parts[1], count=0, cap=0, at_ms=0)
+
     def confirm(self, reservation: Reservation, now: float | None = None) -> bool:
         """The send went out: settle the reservation and count a system-wide success for the breaker."""
         if reservation.unguarded:
             return False
         group_keys = keys.GroupKeys(reservation.group)
+        mailbox = group_keys.mailbox(reservation.mailbox)
         try:
             with self._client.pipeline(transaction=False) as pipe:
                 # Two scripts in one round trip: the success window is system-wide, so it lives on its own
                 # hash tag and cannot share a script with the group's keys on Redis Cluster.
-                self._scripts.confirm(keys=[group_keys.settled],
+                self._scripts.confirm(keys=[group_keys.settled, mailbox.state],
                                       args=[self._now_arg(now), reservation.token, SETTLED_KEEP_MS], client=pipe)
                 self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
                                         args=[self._now_arg(now), reservation.token, self.breaker.window_s * 1000],

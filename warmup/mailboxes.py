@@ -5,22 +5,26 @@ None of this is on the send hot path (that is `warmup.guard`); plain commands an
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import redis
 
+from sendhost.embedded import LOST_KEY
 from warmup import keys
-from warmup.days import jitter_ms, local_day, parse_member, schedule_rows
+from warmup.days import format_duration, local_day, midnight_ms, parse_member, schedule_rows
 from warmup.errors import WarmupConfigError
 from warmup.health import Verdict, format_rate, verdict
-from warmup.schedule import DayCap, Ramp, plan
+from warmup.schedule import DayCap, Ramp, cap_on, plan
 from warmup.scripts import Scripts
+
+log = logging.getLogger("sendhost.warmup")
 
 EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$")
@@ -69,24 +73,41 @@ class MailboxStatus:
     day: date
     day_number: int
     cap: int
-    sent: int
-    state: str  # ready | cooldown | daily-limit | paused
+    sent: int  # sends confirmed today (or shown by an imported send log)
+    state: str  # ready | cooldown | daily-limit | paused | not-started
     reason: str | None
     next_eligible: datetime | None  # None: paused until resumed
     breaker: str  # closed | open | disconnected
     failures_in_window: int
     trips_today: int
+    reserved: int = 0  # reservations counted against today's cap: the sent ones and those still in flight
+
+
+@dataclass(frozen=True)
+class CapChange:
+    """A day whose cap a recorded spam rate changed, for one mailbox: the first such day from today on."""
+
+    address: str
+    day: date
+    before: int
+    after: int
+    state: str  # the day's state after the change: held, stepped-back, ...
 
 
 @dataclass(frozen=True)
 class SpamRecord:
-    """The outcome of recording a day's spam rate: the verdict and which mailboxes it paused."""
+    """The outcome of recording a day's spam rate: the verdict, which mailboxes it paused, whose caps it moved."""
 
     scope: str
     day: date
     rate: float
     verdict: Verdict
     paused: tuple[str, ...]
+    cap_changes: tuple[CapChange, ...] = ()
+    mailboxes: tuple[str, ...] = ()  # every mailbox the rate applies to
+
+# How far ahead a recorded rate's effect on caps is looked for.
+CAP_CHANGE_HORIZON_DAYS = 14
 
 
 def validate_address(address: str) -> str:
@@ -157,6 +178,10 @@ class Mailboxes:
     def exists(self, address: str) -> bool:
         return bool(self._client.hexists(keys.REGISTRY, address))
 
+    def lost_note(self) -> str | None:
+        """The embedded server's note that it came back without its earlier data, if it did."""
+        return _text(self._client.get(LOST_KEY))
+
     def addresses(self) -> list[str]:
         return sorted(str(a) for a in self._client.hkeys(keys.REGISTRY))
 
@@ -164,18 +189,20 @@ class Mailboxes:
         fields = self._client.hgetall(self.keys_of(address).state)
         return MailboxConfig.from_fields({str(k): str(v) for k, v in fields.items()})
 
-    def add(self, config: MailboxConfig, now_ms: int) -> bool:
-        """Create the mailbox, or update its settings keeping its counters; True when it was new."""
-        today = local_day(now_ms, config.timezone)
-        if config.start > today:
-            raise WarmupConfigError(f"start date {config.start} of {config.address} is in the future (today is "
-                                    f"{today} in {config.timezone}); add the mailbox on or after its first day")
+    def add(self, config: MailboxConfig, now_ms: int, *, force: bool = False) -> bool:
+        """Create the mailbox, or update its settings keeping its counters; True when it was new.
+
+        Moving the start date earlier so that today leaves week one needs `force`: a mailbox that has not sent
+        for a week must not jump to a ramped cap on the day someone edits a date. Every move is recorded."""
         existing = self._client.hget(keys.REGISTRY, config.address)
         if existing is not None and existing != config.group:
             raise WarmupConfigError(f"mailbox {config.address} is already in group {existing!r}; keep the group "
                                     "(its counters live there)")
         state_key = keys.GroupKeys(config.group).mailbox(config.address).state
         fields: dict[Any, Any] = dict(config.to_fields())
+        old_start = _text(self._client.hget(state_key, "start")) if existing is not None else None
+        if old_start is not None and config.start < date.fromisoformat(old_start):
+            fields["start_moved"] = self._check_start_move(config, date.fromisoformat(old_start), now_ms, force)
         seed = _text(self._client.hget(state_key, "jitter_seed")) if existing is not None else None
         fields["jitter_seed"] = seed or self._new_seed()
         # What reserve.lua needs on every call, in one field (one HMGET slot instead of five).
@@ -186,6 +213,23 @@ class Mailboxes:
         self._groups[config.address] = config.group
         self.refresh_schedule(config.address, now_ms)
         return existing is None
+
+    @staticmethod
+    def _check_start_move(config: MailboxConfig, old_start: date, now_ms: int, force: bool) -> str:
+        """Refuse (without `force`) a start moved earlier that lifts today out of week one; the record of it."""
+        today = local_day(now_ms, config.timezone)
+        before = cap_on(old_start, today, config.ramp)
+        after = cap_on(config.start, today, config.ramp)
+        lifted = before.day_number <= 7 and after.day_number > 7
+        if lifted and not force:
+            raise WarmupConfigError(
+                f"moving the start of {config.address} from {old_start} to {config.start} would lift it out of "
+                f"week one today (day {before.day_number} -> day {after.day_number}, cap {before.cap} -> "
+                f"{after.cap}); pass --force if it really has been sending since {config.start}")
+        stamp = datetime.fromtimestamp(now_ms / 1000, ZoneInfo("UTC")).isoformat(timespec="seconds")
+        record = f"{old_start} -> {config.start} at {stamp}{' (forced out of week one)' if lifted else ''}"
+        log.info("warm-up start of %s moved %s", config.address, record)
+        return record
 
     def history(self, config: MailboxConfig) -> dict[date, float]:
         """Spam rates that apply to the mailbox: the worse of its domain's and its own, per day."""
@@ -236,32 +280,54 @@ class Mailboxes:
             health_key, scope = self.keys_of(mailbox).health, mailbox
         else:
             assert domain is not None
-            targets = [a for a in self.addresses() if self.config(a).domain == domain]
+            configs = {a: self.config(a) for a in self.addresses()}
+            targets = [a for a, c in configs.items() if c.domain == domain]
+            if not targets:
+                known = ", ".join(sorted({c.domain for c in configs.values()})) or "none"
+                raise WarmupConfigError(f"no mailbox under warm-up sends for domain {domain} (domains with "
+                                        f"mailboxes: {known}); check --domain, or add the mailboxes first")
             health_key, scope = keys.domain_health(domain), domain
+        before = {address: self._caps_ahead(address, now_ms) for address in targets}
         self._client.hset(health_key, day.isoformat(), repr(rate))
         outcome = verdict(rate)
         paused: list[str] = []
+        changes: list[CapChange] = []
         for address in targets:
             self.refresh_schedule(address, now_ms)
+            after = self._caps_ahead(address, now_ms)
+            moved = [(old, new) for old, new in zip(before[address], after, strict=True) if old.cap != new.cap]
+            if moved:
+                old, new = moved[0]
+                changes.append(CapChange(address, new.day, old.cap, new.cap, new.state))
             if outcome == "pause":
                 self.pause(address, f"spam rate {format_rate(rate)} on {day} for {scope} is at or above 0.3%")
                 paused.append(address)
-        return SpamRecord(scope, day, rate, outcome, tuple(paused))
+        return SpamRecord(scope, day, rate, outcome, tuple(paused), tuple(changes), tuple(targets))
+
+    def _caps_ahead(self, address: str, now_ms: int) -> list[DayCap]:
+        """The mailbox's caps from today for CAP_CHANGE_HORIZON_DAYS days (before its start: not-started days)."""
+        config = self.config(address)
+        today = local_day(now_ms, config.timezone)
+        history = self.history(config)
+        return [cap_on(config.start, today + timedelta(days=n), config.ramp, history)
+                for n in range(CAP_CHANGE_HORIZON_DAYS)]
 
     def status(self, address: str, now_ms: int, breaker_window_ms: int) -> MailboxStatus:
+        """The mailbox as the guard sees it at `now_ms`. Reads only: a status never writes state."""
         mailbox = self.keys_of(address)
         with self._client.pipeline(transaction=False) as pipe:
             pipe.hgetall(mailbox.state)
             pipe.zrevrangebyscore(mailbox.schedule, now_ms, "-inf", start=0, num=1)
             pipe.zcount(mailbox.failures, now_ms - breaker_window_ms, "+inf")
             fields, current, failures = pipe.execute()
-        if not current or parse_member(current[0])[1] <= now_ms:
-            self.refresh_schedule(address, now_ms)
-            return self.status(address, now_ms, breaker_window_ms)
-        today, next_day_ms = parse_member(current[0])
-        sent = _count_on(fields, today.day.isoformat())
+        if current and parse_member(current[0])[1] > now_ms:
+            today, next_day_ms = parse_member(current[0])
+        else:  # past the written schedule, or before the first day: computed here, not written back
+            today, next_day_ms = self._day_at(MailboxConfig.from_fields(fields), now_ms)
+        reserved = _count_on(fields, today.day.isoformat())
+        sent = int(fields.get("confirmed_count", 0)) if fields.get("confirmed_day") == today.day.isoformat() else 0
         trips = int(fields.get("trips", 0)) if fields.get("trip_day") == today.day.isoformat() else 0
-        state, reason, eligible_ms = self._availability(fields, today, sent, next_day_ms, now_ms)
+        state, reason, eligible_ms = self._availability(fields, today, reserved, next_day_ms, now_ms)
         breaker_until = int(fields.get("breaker_open_until_ms", 0))
         if fields.get("paused") == "1" and "breaker" in fields.get("pause_reason", ""):
             breaker = "disconnected"
@@ -272,13 +338,24 @@ class Mailboxes:
             address=address, group=fields["group"], day=today.day, day_number=today.day_number, cap=today.cap,
             sent=sent, state=state, reason=reason,
             next_eligible=None if eligible_ms is None else datetime.fromtimestamp(eligible_ms / 1000, tz),
-            breaker=breaker, failures_in_window=int(failures), trips_today=trips,
+            breaker=breaker, failures_in_window=int(failures), trips_today=trips, reserved=reserved,
         )
 
+    def _day_at(self, config: MailboxConfig, now_ms: int) -> tuple[DayCap, int]:
+        """The mailbox's day at `now_ms` and the instant it ends; before the first day, a not-started day
+        that ends when the first day begins."""
+        today = local_day(now_ms, config.timezone)
+        if today < config.start:
+            return DayCap(today, 0, 0, "not-started"), midnight_ms(config.start, config.timezone)
+        day = cap_on(config.start, today, config.ramp, self.history(config))
+        return day, midnight_ms(today + timedelta(days=1), config.timezone)
+
     @staticmethod
-    def _availability(fields: Mapping[str, str], today: DayCap, sent: int, next_day_ms: int,
+    def _availability(fields: Mapping[str, str], today: DayCap, reserved: int, next_day_ms: int,
                       now_ms: int) -> tuple[str, str | None, int | None]:
         """Mirror of reserve.lua's checks, in the same order, for display."""
+        if today.state == "not-started":
+            return "not-started", f"first sending day is {fields['start']}", next_day_ms
         if fields.get("paused") == "1":
             return "paused", fields.get("pause_reason"), None
         hold_until = int(fields.get("hold_until_ms", 0))
@@ -288,13 +365,15 @@ class Mailboxes:
         breaker_until = int(fields.get("breaker_open_until_ms", 0))
         if breaker_until > now_ms:
             return "cooldown", "circuit breaker open", breaker_until
-        if sent >= today.cap:
-            return "daily-limit", f"sent {sent} of {today.cap} today", next_day_ms
+        if reserved >= today.cap:
+            return "daily-limit", f"reserved {reserved} of {today.cap} today", next_day_ms
         last = int(fields.get("last_send_ms", -1))
-        gap = int(fields["min_gap_ms"]) + jitter_ms(fields["jitter_seed"], today.day.isoformat(),
-                                                    int(fields["jitter_lo_ms"]), int(fields["jitter_hi_ms"]))
-        if last >= 0 and now_ms - last < gap:
-            return "cooldown", f"gap of {gap / 1000:.1f} s since the last send", last + gap
+        gap = int(fields["min_gap_ms"])
+        stored = fields.get("next_send_ms")  # drawn by reserve.lua at the last send
+        eligible = max(last + gap, int(stored)) if stored else last + gap + int(fields["jitter_lo_ms"])
+        if last >= 0 and now_ms < eligible:
+            left = format_duration(eligible - now_ms)
+            return "cooldown", f"needs {format_duration(eligible - last)} between sends; {left} left", eligible
         return "ready", None, now_ms
 
     def import_sends(self, sends: Iterable[tuple[str, datetime]], now_ms: int) -> dict[str, tuple[int, int]]:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from warmup.health import Verdict, verdict
 
-DayState = Literal["week-one", "ramp", "held", "stepped-back", "ceiling"]
+DayState = Literal["not-started", "week-one", "ramp", "held", "stepped-back", "ceiling"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def plan(start: date, until: date, ramp: Ramp = Ramp(), history: Mapping[date, f
 def cap_on(start: date, day: date, ramp: Ramp = Ramp(), history: Mapping[date, float] | None = None) -> DayCap:
     """The cap of one day (0 before the start date)."""
     if day < start:
-        return DayCap(day, 0, 0, "week-one")
+        return DayCap(day, 0, 0, "not-started")
     return plan(start, day, ramp, history)[-1]
 
 

@@ -127,3 +127,39 @@ def test_two_pools_in_one_aws_account_never_touch_each_other_s_addresses(moto_ur
     assert sorted(a["PublicIp"] for a in tagged) == team_a_ips  # still allocated, still team-a's
     seen_by_a = run_cli("pool", "reconcile", host, env=team_a)
     assert (seen_by_a.returncode, seen_by_a.stdout.splitlines()[-1]) == (0, "AWS and Redis agree"), seen_by_a.stderr
+
+
+def test_pool_rotate_refuses_another_pool_s_eip_planted_in_redis(moto_url: str, redis_url: str,
+                                                                  tmp_path: Path) -> None:
+    """The reproduction: two deployments (pools alpha and beta) in one account, beta's allocation id written into
+    alpha's slot hash, alpha's `pool rotate` run. It refuses by name, changes nothing, and reconcile lists it."""
+    host_a, host_b = unique_host(), unique_host()
+    alpha = cli_env(moto_url, redis_url, write_inventory(tmp_path / "a.yml", host_a, server_instance(moto_url),
+                                                         slots=1, park_minutes=0, pool_name="alpha"))
+    beta = cli_env(moto_url, urlsplit(redis_url)._replace(path="/7").geturl(),
+                   write_inventory(tmp_path / "b.yml", host_b, server_instance(moto_url), slots=1,
+                                   pool_name="beta"))
+    for env, host in ((alpha, host_a), (beta, host_b)):
+        made = run_cli("pool", "create", host, env=env)
+        assert made.returncode == 0, made.stderr
+    beta_eip = json.loads(run_cli("pool", "status", host_b, "--format", "json", env=beta).stdout)["slots"][0]
+    client = redis.Redis.from_url(redis_url)
+    client.hset(f"sendhost:{{{host_a}}}:slot:0", mapping={"allocation_id": beta_eip["allocation_id"],
+                                                          "public_ip": beta_eip["public_ip"]})
+    client.close()
+
+    rotated = run_cli("pool", "rotate", host_a, "--slot", "0", "--force", env=alpha)
+    assert rotated.returncode == 1, rotated.stdout
+    assert "refused to touch EIP" in rotated.stderr and "sendhost:pool=beta (want alpha)" in rotated.stderr
+    assert rotated.stderr.count("\n") == 1 and "Traceback" not in rotated.stderr
+
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url, **FAKE_CREDENTIALS)
+    [address] = ec2.describe_addresses(AllocationIds=[beta_eip["allocation_id"]])["Addresses"]
+    ec2.close()
+    tags = {tag["Key"]: tag["Value"] for tag in address.get("Tags", [])}
+    assert address.get("AssociationId"), "beta's EIP was detached from beta's instance"
+    assert (tags["sendhost:pool"], tags["sendhost:host"], tags["sendhost:state"]) == ("beta", host_b, "active")
+
+    found = run_cli("pool", "reconcile", host_a, "--format", "json", env=alpha)
+    assert found.returncode == 1, found.stderr
+    assert [d["kind"] for d in json.loads(found.stdout)["differences"]] == ["slot_not_ours"]

@@ -1,4 +1,4 @@
-"""Reconcile against moto's EC2 and a real Redis: each of its nine kinds of difference, made on purpose, found by
+"""Reconcile against moto's EC2 and a real Redis: each of its ten kinds of difference, made on purpose, found by
 name, and (but for a stranger's EIP) fixed so a second run finds nothing."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def kinds(reconciler: Reconciler, fix: bool = False) -> list[str]:
     return sorted(difference.kind for difference in reconciler.run(fix=fix))
 
 
-def test_there_are_nine_kinds() -> None:
-    assert len(KINDS) == 9 and set(KINDS) == set(DifferenceKind)
+def test_there_are_ten_kinds() -> None:
+    assert len(KINDS) == 10 and set(KINDS) == set(DifferenceKind)
 
 
 def test_nothing_to_report_after_create(world: World) -> None:
@@ -205,3 +205,30 @@ def test_a_fix_refused_for_one_address_is_listed_and_the_rest_go_on(world: World
     assert "UnauthorizedOperation" in found[refused.allocation_id].detail
     worker = world.worker("test-worker", interval_s=0)
     assert worker.run(once=True) == 1  # the refusal does not stop the worker
+
+
+def test_slot_not_ours_never_touches_aws_and_rebuilds_the_slot_from_it(world: World) -> None:
+    created(world, slots=1)
+    serving = world.slots.slot_status(HOST, 0)
+    theirs = world.aws.allocate_address(pool_tags("another-pool", HOST, 0, EipState.ACTIVE))
+    world.slots.put_address(HOST, 0, private_ip=serving.private_ip or "", public_ip=theirs.public_ip,
+                            allocation_id=theirs.allocation_id)
+    reconciler = world.reconciler()
+    [difference] = reconciler.run()
+    assert (difference.kind, difference.fixed) == (DifferenceKind.SLOT_NOT_OURS, False)
+    assert "sendhost:pool=another-pool (want sendhost)" in difference.detail
+    assert kinds(reconciler, fix=True) == [DifferenceKind.SLOT_NOT_OURS]
+    assert world.slots.slot_status(HOST, 0).allocation_id == serving.allocation_id
+    assert world.aws.get_address(theirs.allocation_id) == theirs  # same tags, still unattached: not touched
+    assert reconciler.run() == []
+
+
+def test_slot_not_ours_a_private_ip_off_the_interface_is_reported(world: World) -> None:
+    spec = created(world, slots=1)
+    primary = world.aws.describe_instance(spec.instance_id).primary_interface.primary_private_ip
+    held = world.slots.slot_status(HOST, 0)
+    world.slots.put_address(HOST, 0, private_ip=primary, public_ip=held.public_ip,
+                            allocation_id=held.allocation_id)
+    [difference] = world.reconciler().run()
+    assert difference.kind == DifferenceKind.SLOT_NOT_OURS
+    assert f"{primary} is the primary private IP" in difference.detail

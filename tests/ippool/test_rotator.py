@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import boto3
 
-from ippool.rotator import FAILED, NO_FRESH_ADDRESS, ROTATED
+from ippool.eip_placement import serving
+from ippool.reconcile import DifferenceKind
+from ippool.rotator import FAILED, LOST_CLAIM, NO_FRESH_ADDRESS, ROTATED
 from ippool.states import EipState, PtrStatus
 from tests.support.aws import REGION
+from tests.support.ippool_invariants import violations
 from tests.support.ippool_world import PTR_DELAY_S, World
 
 
@@ -32,7 +35,7 @@ def test_rotation_puts_a_fresh_eip_in_service_and_parks_the_old_one(world: World
 
 
 def test_a_denylisted_draw_is_parked_and_redrawn(world: World) -> None:
-    spec = world.add_host(slots=1)
+    spec = world.add_host(slots=1, park_minutes=20)
     world.lifecycle().create(spec, 1)
     world.exhaust("sender-1", 0)
     rejected: list[str] = []
@@ -49,6 +52,16 @@ def test_a_denylisted_draw_is_parked_and_redrawn(world: World) -> None:
     parked = {a.public_ip: a for a in world.aws.describe_pool_addresses("sendhost", states=[EipState.PARKED])}
     assert rejected[0] in parked and not parked[rejected[0]].associated
     assert world.ledger.stats("sender-1")["redraws:dnsbl"] == 1
+    # Parked for the host's park_minutes, like a retired address (a listed address must not come straight back),
+    # in its AWS tag (the record) and in Redis's index; the reaper leaves it alone until then.
+    deadline = world.clock() + 20 * 60
+    assert parked[rejected[0]].parked_until == deadline
+    assert [(e.public_ip, e.parked_until) for e in world.ledger.parked("sender-1")
+            if e.public_ip == rejected[0]] == [(rejected[0], deadline)]
+    world.clock.advance(20 * 60 - 1)
+    assert rejected[0] not in [r.public_ip for r in world.reaper().reap("sender-1")]
+    world.clock.advance(1)
+    assert rejected[0] in [r.public_ip for r in world.reaper().reap("sender-1") if r.released]
 
 
 def test_bounded_redraws_leave_the_slot_falling_back_until_the_next_cycle(world: World) -> None:
@@ -130,3 +143,30 @@ def test_an_eip_on_the_slot_ip_that_is_not_the_replaced_one_is_never_taken_over(
     assert result.outcome == FAILED and stranger in result.detail and "not taken over" in result.detail
     held = aws.get_address(stranger)
     assert held is not None and held.associated  # still the stranger's
+
+
+def test_a_rotator_whose_slot_a_reconcile_replaced_mid_rotation_never_associates(world: World) -> None:
+    """Redis loses its data while a rotation is between its tags and its association, and the worker's reconcile
+    rebuilds the slot from AWS (as spent, at a new generation). The rotator's re-check of its claim must see that
+    and leave the slot alone: associating now would put an address in service that Redis does not hold."""
+    spec = world.add_host(slots=1)
+    [record] = world.lifecycle().create(spec, 1)
+    world.exhaust("sender-1", 0)
+    rebuilt: list[object] = []
+
+    def redis_lost_and_reconciled(step: str) -> None:
+        if step == "tag" and not rebuilt:
+            world.client.flushdb()
+            rebuilt.extend(world.reconciler().run(fix=True))
+
+    [result] = world.rotator(checkpoint=redis_lost_and_reconciled).rotate_ready("sender-1")
+    assert [d.kind for d in rebuilt] == [DifferenceKind.SLOT_MISSING]  # the reconcile really re-placed the slot
+    assert result.outcome == LOST_CLAIM
+    held = world.slots.slot_status("sender-1", 0)
+    assert held.allocation_id == record.allocation_id
+    served = serving(world.aws.describe_pool_addresses("sendhost", host="sender-1"), 0)
+    assert served is not None and served.allocation_id == record.allocation_id  # AWS serves what Redis holds
+    drawn = [a for a in world.aws.describe_pool_addresses("sendhost", host="sender-1")
+             if a.allocation_id != record.allocation_id]
+    assert [(a.state, a.associated) for a in drawn] == [(EipState.PARKED, False)]  # straight to the reaper
+    assert violations(world.pool, world.aws, "sender-1", world.clock()) == []

@@ -9,11 +9,25 @@ from typing import Any
 import pytest
 import yaml
 
+from provisioning.agent_package import build_wheel, checkout_root
 from tests.support.net import on_ci
 from tests.support.sshhost import SshHost, can_make_namespaces, missing_tools, ssh_host
 
 # Ansible's persistent SSH masters must not outlive the test session's namespace: keep them for seconds, not 60 s.
 CLI_ENV = {"ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=5s"}
+# The agent role refuses empty Redis and database URLs. Tests that run no agent name these: nothing connects to them.
+# The Redis one goes in host vars, where the role reads it but sendhost's own configuration (all.vars) does not, so
+# `sendhost provision` does not ask it for a pool.
+UNUSED_REDIS_URL = "redis://redis.invalid:6379/0"
+UNUSED_DATABASE_URL = "postgresql://sender@ledger.invalid:5432/sendhost"
+
+
+@pytest.fixture(scope="session")
+def agent_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """sendhost's wheel, built from this checkout as `sendhost provision` builds it, for runs that bypass the CLI."""
+    source = checkout_root()
+    assert source is not None, "the tests run from a checkout"
+    return build_wheel(source, tmp_path_factory.mktemp("agent-wheel"))
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +64,7 @@ def host_vars(host: SshHost, files: Path, slots: list[str], **overrides: Any) ->
         "sendhost_subnet": host.subnet,
         "sendhost_interface": host.interface,
         "sendhost_pool": {"slots": max(len(slots), 1), "private_ips": slots} if slots else {"slots": 1},
+        "sendhost_database_url": UNUSED_DATABASE_URL,
         **host.role_overrides(files),
     }
     variables.update(overrides)
@@ -58,6 +73,8 @@ def host_vars(host: SshHost, files: Path, slots: list[str], **overrides: Any) ->
 
 def write_inventory(path: Path, hosts: dict[str, dict[str, Any]], redis_url: str | None = None) -> Path:
     """An inventory with `hosts` in group senders (the same file shape as inventory.example.yml)."""
+    if not redis_url:
+        hosts = {name: {"sendhost_redis_url": UNUSED_REDIS_URL, **variables} for name, variables in hosts.items()}
     inventory: dict[str, Any] = {"all": {"children": {"senders": {"hosts": hosts}}}}
     if redis_url:
         inventory["all"]["vars"] = {"sendhost_redis_url": redis_url}

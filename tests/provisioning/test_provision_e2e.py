@@ -52,7 +52,7 @@ def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHos
     env_file = files / "sendhost" / "agent.env"
     assert "SENDHOST_HOST=sender-t\n" in env_file.read_text()
     assert f"SENDHOST_REDIS_URL={redis_url}\n" in env_file.read_text()
-    assert oct(env_file.stat().st_mode & 0o777) == "0o640"
+    assert oct(env_file.stat().st_mode & 0o777) == "0o600"
 
     rc, second, stderr = provision(inventory)
     assert rc == 0, stderr
@@ -127,7 +127,7 @@ def test_ansible_refuses_a_host_whose_key_is_not_known(sender_host: SshHost, tmp
     assert empty_known_hosts.read_text() == ""  # never auto-added
 
 
-def test_service_unit_is_skipped_visibly_without_systemd(fresh_host: SshHost, tmp_path: Path,
+def test_service_unit_is_skipped_visibly_without_systemd(fresh_host: SshHost, tmp_path: Path, agent_wheel: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     files = tmp_path / "files"
     inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(fresh_host, files, [])})
@@ -136,7 +136,7 @@ def test_service_unit_is_skipped_visibly_without_systemd(fresh_host: SshHost, tm
         monkeypatch.setenv(name, value)
 
     result = run_playbook(inventory, binary=find_ansible_playbook({"PATH": ""}), tags=["sender_agent"],
-                          progress=lines.append)
+                          extravars={"sendhost_agent_wheel": str(agent_wheel)}, progress=lines.append)
 
     assert not result.failed, result
     # the namespace host runs no systemd: the unit is not installed and the run says so

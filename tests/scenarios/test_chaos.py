@@ -6,6 +6,7 @@ address over its budget, and every lease got a slot or fell back within the sock
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -30,6 +31,7 @@ from tests.support.redis_server import RedisServer
 
 ROTATIONS = 300
 SENDERS = 8
+SEED_VARIABLE = "SENDHOST_CHAOS_SEED"
 DEADLINE_S = 600  # a safety net for a wedged run: about two minutes here, so a loaded CI machine has room
 
 
@@ -50,7 +52,11 @@ def wait_for(condition: object, deadline: float) -> None:
 
 
 def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
-    rng = random.Random()
+    # The run's random choices (when Redis restarts, which worker dies and when) come from one seed, printed so a
+    # failing run can be replayed: SENDHOST_CHAOS_SEED=<seed> pytest tests/scenarios/test_chaos.py
+    seed = int(os.environ.get(SEED_VARIABLE) or random.SystemRandom().randrange(2**32))
+    print(f"chaos seed {seed} (replay with {SEED_VARIABLE}={seed})")
+    rng = random.Random(seed)
     host = unique_host()
     instance_id = server_instance(moto_url)
     spec = chaos_procs.spec(host, instance_id)

@@ -12,7 +12,7 @@ import redis
 
 from ippool.assembly import build_machinery
 from ippool.aws.adapter import Ec2Adapter
-from ippool.rotator import ROTATED
+from ippool.rotator import LOST_CLAIM, ROTATED
 from ippool.spec import HostSpec
 from tests.support.aws import FAKE_CREDENTIALS, REGION
 from tests.support.ippool_cli import server_instance, unique_host
@@ -33,8 +33,11 @@ def rotate_in_child(moto_url: str, redis_url: str, spec: HostSpec, start_at: flo
     aws = adapter(moto_url)
     rotator = build_machinery(client, aws, {spec.name: spec}, time.time).rotator(f"racer-{out[-5:]}")
     rotator.eni(spec)  # look the ENI up before the start line, so both race on the slots alone
+    # What `rotate_ready` does, with the ready slots read before the start line: both racers hold every slot at the
+    # same generation, so each slot is claimed by both, whichever of them comes second.
+    ready = rotator.slots.ready_slots(spec.name, now=time.time())
     time.sleep(max(0.0, start_at - time.time()))
-    results = rotator.rotate_ready(spec.name)
+    results = [rotator.rotate_slot(spec.name, slot) for slot in ready]
     Path(out).write_text("\n".join(f"{r.slot} {r.outcome}" for r in results))
     aws.close()
     client.close()
@@ -61,6 +64,8 @@ def test_two_rotator_processes_rotate_each_ready_slot_once(moto_url: str, redis_
         outcomes = [line.split() for out in outs for line in Path(out).read_text().splitlines()]
         rotated = sorted(int(slot) for slot, outcome in outcomes if outcome == ROTATED)
         assert rotated == list(range(SLOTS))  # each slot once, whoever won it
+        lost = sorted(int(slot) for slot, outcome in outcomes if outcome == LOST_CLAIM)
+        assert lost == list(range(SLOTS))  # and the other racer's claim on it really lost: a race happened
         assert all(s.state == "active" and s.generation == 2 for s in pool.status(spec.name)[0].slots)
         assert violations(pool, aws, spec.name, time.time()) == []
     finally:

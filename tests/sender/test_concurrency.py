@@ -53,7 +53,7 @@ def test_four_agents_four_workers_send_each_row_exactly_once(world: World) -> No
     per_mailbox = Counter(r.mail_from for r in received)
     with Guard.from_url(world.redis_url) as guard:
         for status in guard.status(world.mailboxes):
-            assert per_mailbox[status.address] == status.sent <= status.cap
+            assert per_mailbox[status.address] == status.reserved <= status.cap
 
 
 def test_a_week_one_mailbox_sends_at_most_ten_a_day(tmp_path: Path, database_url: str, redis_url: str,
@@ -90,4 +90,4 @@ def test_redis_flushed_mid_run_counters_come_back_from_the_ledger(tmp_path: Path
     assert len(submission.recorder.received) == 10
     with Guard.from_url(redis_url) as guard:
         (status,) = guard.status(world.mailboxes)
-    assert (status.sent, status.cap) == (10, 10)
+    assert (status.reserved, status.cap) == (10, 10)

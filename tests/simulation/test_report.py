@@ -87,3 +87,21 @@ def _blend(hex_color: str, opacity: float) -> tuple[int, int, int]:
     channels = [int(hex_color[i:i + 2], 16) for i in (1, 3, 5)]
     r, g, b = (round(c * opacity + 255 * (1 - opacity)) for c in channels)
     return r, g, b
+
+
+def test_coinciding_series_do_not_hide_each_other(report: tuple[Path, SimResult]) -> None:
+    """Addresses held and addresses in service are often equal: the line drawn on top must leave the one
+    beneath visible (drawn thinner and dashed over a wider solid line)."""
+    page = report[0].read_text()
+    for chart in ("in-service", "parked"):
+        svg = re.search(rf'<svg class="plot" data-chart="{chart}".*?</svg>', page, re.S)
+        assert svg, chart
+        styles = [(float(width), dash) for width, dash in
+                  re.findall(r'<path class="series"[^>]*stroke-width="([\d.]+)"(?: stroke-dasharray="([^"]+)")?',
+                             svg[0])]
+        assert styles, chart
+        for index, (width, dash) in enumerate(styles[1:], start=1):
+            assert dash, f"{chart}: series {index} is solid and would cover what lies beneath"
+            assert all(width < earlier for earlier, _ in styles[:index]), f"{chart}: series {index} too wide"
+    in_service = re.search(r'data-chart="in-service".*?</svg>', page, re.S)
+    assert in_service and in_service[0].count('class="series"') == 2

@@ -84,6 +84,12 @@ class SshHost:
             "sender_base__chrony_sources_file": str(files / "chrony" / "sendhost-amazon-time-sync.sources"),
             "sender_agent__env_file": str(files / "sendhost" / "agent.env"),
             "sender_agent__unit_file": str(files / "systemd" / "sendhost-sender.service"),
+            # sendhost's venv and wheel under `files`; the namespace has no network, so the venv takes the
+            # dependencies from the system Python and the wheel goes in alone (see the role's defaults)
+            "sender_agent__home": str(files / "opt-sendhost"),
+            "sender_agent__packages": [],
+            "sender_agent__venv_system_site_packages": True,
+            "sender_agent__pip_no_deps": True,
             "sender_agent__user": "root",
             "sender_agent__group": "root",
             # the namespace runs no init of its own; never reload or enable units on the machine's systemd

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -48,7 +49,10 @@ def test_reserve_exits_0_when_reserved_and_1_when_skipped(redis_url: str) -> Non
     second = warmup(redis_url, "reserve", "a@x.com")
     assert second.returncode == 1
     assert "skipped-cooldown" in second.stdout
-    assert second.stderr.startswith("error: skipped-cooldown: no send allowed now for a@x.com; next chance in ")
+    # The gap it needs and the time left; the wait as a local clock time and a duration, rounded up.
+    assert re.fullmatch(r"error: skipped-cooldown: no send allowed now for a@x\.com; next chance at "
+                        r"\d\d:\d\d:\d\d \S+ \(in (9 min \d\d? s|10 min 0 s)\)\n", second.stderr), second.stderr
+    assert re.search(r"needs 10 min 0 s between sends; (9 min \d\d? s|10 min 0 s) left", second.stdout), second.stdout
 
 
 def test_reserve_picks_the_least_used(redis_url: str) -> None:
@@ -126,6 +130,9 @@ def test_import_sends_from_csv_and_json(redis_url: str, tmp_path: Path) -> None:
 def test_mailboxes_load_from_the_inventory(redis_url: str, tmp_path: Path) -> None:
     inventory = tmp_path / "inventory.yml"
     inventory.write_text((REPO_ROOT / "inventory.example.yml").read_text())
+    # A write command adds the inventory's mailboxes; a read (status) never does.
+    paused = run_cli("--inventory", str(inventory), "--redis-url", redis_url, "warmup", "pause", "bob@example.com")
+    assert paused.returncode == 0, paused.stderr
     result = run_cli("--inventory", str(inventory), "--redis-url", redis_url, "warmup", "status", "--format", "json")
     assert result.returncode == 0, result.stderr
     rows = {row["mailbox"]: row for row in json.loads(result.stdout)}
@@ -149,10 +156,26 @@ class TestBadInput:
         self._refused(redis_client, result, "'alice-at-example.com' is not an email address like alice@example.com")
         assert redis_client.keys("*") == []
 
-    def test_future_start(self, redis_url: str, redis_client: redis.Redis) -> None:
-        result = warmup(redis_url, "add", "a@x.com", "--start", (today() + timedelta(days=2)).isoformat())
-        self._refused(redis_client, result, "is in the future")
-        assert redis_client.keys("*") == []
+    def test_negative_gap_names_the_flag(self, redis_url: str, redis_client: redis.Redis) -> None:
+        result = warmup(redis_url, "add", "a@x.com", "--start", today().isoformat(), "--min-gap", "-5")
+        self._refused(redis_client, result, "--min-gap -5: must be 0 or more seconds")
+
+    def test_reversed_jitter_names_the_flag(self, redis_url: str, redis_client: redis.Redis) -> None:
+        result = warmup(redis_url, "add", "a@x.com", "--start", today().isoformat(), "--jitter", "90-10")
+        self._refused(redis_client, result, "--jitter '90-10': need 0 <= LOW <= HIGH seconds")
+        assert "jitter_s" not in result.stderr and "min_gap_s" not in result.stderr
+
+    def test_bad_group_and_timezone_name_their_flags(self, redis_url: str, redis_client: redis.Redis) -> None:
+        result = warmup(redis_url, "add", "a@x.com", "--start", today().isoformat(), "--group", "a b")
+        self._refused(redis_client, result, "--group: group 'a b' must be")
+        result = warmup(redis_url, "add", "a@x.com", "--start", today().isoformat(), "--timezone", "Mars/Base")
+        self._refused(redis_client, result, "--timezone: timezone 'Mars/Base' is not an IANA time zone")
+
+    def test_record_for_a_domain_without_mailboxes(self, redis_url: str, redis_client: redis.Redis) -> None:
+        _add(redis_url, "a@x.com")
+        result = warmup(redis_url, "record", "--spam-rate", "0.5%", "--domain", "nothere.com")
+        self._refused(redis_client, result, "no mailbox under warm-up sends for domain nothere.com (domains with "
+                                            "mailboxes: x.com)")
 
     def test_malformed_start(self, redis_url: str, redis_client: redis.Redis) -> None:
         result = warmup(redis_url, "add", "a@x.com", "--start", "30/11/2026")

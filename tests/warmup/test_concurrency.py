@@ -90,14 +90,15 @@ def test_gap_holds_across_sixteen_processes_and_every_mailbox_keeps_pace(guard: 
     for address, reservations in by_mailbox.items():
         reservations.sort()
         times = [at for at, _ in reservations]
-        gaps = {day: int(gap_s * 1000) + jitter_ms(seeds[address], day, 0, int(jitter[1] * 1000))
-                for _, day in reservations}
-        for (previous, _), (current, day) in itertools.pairwise(reservations):
-            assert current - previous >= gaps[day], f"{address}: {current - previous} ms < {gaps[day]} ms"
+        # The n-th reservation (in time order, which is its reservation number) drew the jitter after it.
+        gaps = [int(gap_s * 1000) + jitter_ms(seeds[address], n, 0, int(jitter[1] * 1000))
+                for n in range(1, len(times) + 1)]
+        for n, (previous, current) in enumerate(itertools.pairwise(times)):
+            assert current - previous >= gaps[n], f"{address}: {current - previous} ms < {gaps[n]} ms"
         # The most the gap allows from the mailbox's first send to the end of the run, by Redis time.
         first = times[0]
         assert first - began < 1000, f"{address} waited {first - began} ms for its first send"
-        gap_ms = max(gaps.values())
+        gap_ms = max(gaps)
         most = (max(ended, times[-1]) - first) // gap_ms + 1
         assert len(times) >= most - 1, f"{address}: {len(times)} sends, the gap allows {most}"
 

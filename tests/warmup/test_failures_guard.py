@@ -17,8 +17,9 @@ def _add(guard: Guard, address: str) -> None:
     guard.add_mailbox(address, start=START, min_gap_s=0, jitter_s=(0, 0), now=NOW)
 
 
-def _sent(guard: Guard, address: str, at: float) -> int:
-    return guard.status([address], now=at)[0].sent
+def _reserved(guard: Guard, address: str, at: float) -> int:
+    """Reservations counted against today's cap: confirmed sends and those kept (in flight or unknown)."""
+    return guard.status([address], now=at)[0].reserved
 
 
 def _fail_once(guard: Guard, address: str, failure: FailureClass, at: float) -> tuple[bool, int]:
@@ -35,7 +36,7 @@ def test_cancel_frees_the_slot_and_counts_for_the_breaker_as_the_response_says(g
     _add(guard, "a@x.com")
     freed, in_window = _fail_once(guard, "a@x.com", failure, NOW)
     assert freed is failure.response.frees_slot
-    assert _sent(guard, "a@x.com", NOW + 2) == (0 if failure.response.frees_slot else 1)
+    assert _reserved(guard, "a@x.com", NOW + 2) == (0 if failure.response.frees_slot else 1)
     assert in_window == (1 if failure.response.counts_for_breaker else 0)
 
 
@@ -44,7 +45,7 @@ def test_unknown_keeps_the_reservation_and_leaves_the_mailbox_ready(guard: Guard
     freed, _ = _fail_once(guard, "a@x.com", FailureClass.UNKNOWN, NOW)
     assert not freed
     status = guard.status(["a@x.com"], now=NOW + 2)[0]
-    assert (status.sent, status.state, status.breaker, status.failures_in_window) == (1, "ready", "closed", 0)
+    assert (status.reserved, status.state, status.breaker, status.failures_in_window) == (1, "ready", "closed", 0)
     assert guard.reserve("a@x.com", now=NOW + 2).reserved  # no hold, no pause: the inbox is not at fault
 
 
@@ -61,7 +62,7 @@ def test_unknown_outcomes_never_trip_the_breaker_while_the_system_sends_fine(gua
         tripped.append(guard.cancel(reservation, FailureClass.UNKNOWN, now=NOW + 20 + i).tripped)
     assert tripped == [False] * 8
     status = guard.status(["a@x.com"], now=NOW + 40)[0]
-    assert (status.breaker, status.failures_in_window, status.sent) == ("closed", 0, 8)
+    assert (status.breaker, status.failures_in_window, status.reserved) == ("closed", 0, 8)
     # the same run with content failures does trip: the test would notice if unknown counted
     _add(guard, "b@x.com")
     trips = [guard.cancel(r, FailureClass.CONTENT, now=NOW + 50 + i).tripped
@@ -76,7 +77,7 @@ def test_an_unknown_outcome_is_settled_once(guard: Guard) -> None:
     assert guard.cancel(reservation, FailureClass.UNKNOWN, now=NOW + 1).settled
     again = guard.cancel(reservation, FailureClass.TRANSIENT, now=NOW + 2)
     assert not again.settled and not again.freed  # a later definite-looking cancel cannot free it
-    assert _sent(guard, "a@x.com", NOW + 3) == 1
+    assert _reserved(guard, "a@x.com", NOW + 3) == 1
 
 
 def _reservations(guard: Guard, address: str, n: int, at: float) -> list[Reservation]:

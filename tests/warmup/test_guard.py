@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -19,6 +20,22 @@ TODAY = date(2026, 11, 30)
 WEEK_TWO = TODAY - timedelta(days=7)  # day 8 today: cap 15
 
 
+def test_a_reservation_counts_as_sent_only_once_confirmed(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    first = guard.reserve("a@x.com", now=NOW).reservation
+    second = guard.reserve("a@x.com", now=NOW + 1).reservation
+    assert first is not None and second is not None
+    [status] = guard.status(["a@x.com"], now=NOW + 2)
+    assert (status.reserved, status.sent) == (2, 0)
+    assert guard.confirm(first, now=NOW + 3)
+    assert not guard.confirm(first, now=NOW + 4)  # settled once: not counted twice
+    guard.cancel(second, now=NOW + 5)
+    [status] = guard.status(["a@x.com"], now=NOW + 6)
+    assert (status.reserved, status.sent) == (1, 1)
+    tomorrow = guard.status(["a@x.com"], now=NOW + 86400)[0]
+    assert (tomorrow.reserved, tomorrow.sent) == (0, 0)
+
+
 def test_reserve_counts_against_the_cap_and_confirm_keeps_it(guard: Guard) -> None:
     guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
     decisions = [guard.reserve("a@x.com", now=NOW + i) for i in range(11)]
@@ -33,18 +50,61 @@ def test_reserve_counts_against_the_cap_and_confirm_keeps_it(guard: Guard) -> No
     assert decisions[-1].retry_after_s == pytest.approx(12 * 3600 - 10)
 
 
-def test_gap_plus_jitter_is_enforced_and_jitter_is_stable_per_day(guard: Guard, redis_client: redis.Redis) -> None:
+def test_gap_plus_jitter_is_enforced_and_the_wait_is_stored(guard: Guard, redis_client: redis.Redis) -> None:
     guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=420, jitter_s=(0, 90), now=NOW)
-    seed = str(redis_client.hget(GroupKeys("default").mailbox("a@x.com").state, "jitter_seed"))
-    gap_ms = 420_000 + jitter_ms(seed, "2026-11-30", 0, 90_000)
+    state = GroupKeys("default").mailbox("a@x.com").state
+    seed = str(redis_client.hget(state, "jitter_seed"))
+    gap_ms = 420_000 + jitter_ms(seed, 1, 0, 90_000)  # drawn at the first reservation, for the gap after it
     assert guard.reserve("a@x.com", now=NOW).reserved
+    assert redis_client.hget(state, "next_send_ms") == str(int(NOW * 1000) + gap_ms)
     just_before = guard.reserve("a@x.com", now=NOW + (gap_ms - 1) / 1000)
     assert just_before.status == "skipped-cooldown"
     assert just_before.retry_after_s == pytest.approx(0.001)
+    [status] = guard.status(["a@x.com"], now=NOW + 1)
+    assert status.next_eligible is not None and status.next_eligible.timestamp() * 1000 == int(NOW * 1000) + gap_ms
     assert guard.reserve("a@x.com", now=NOW + gap_ms / 1000).reserved
-    # Another mailbox or another day draws another jitter; the same day always the same one.
-    jitters = {jitter_ms(seed, f"2026-12-{d:02d}", 0, 90_000) for d in range(1, 11)}
-    assert len(jitters) > 1
+
+
+def test_jitter_is_drawn_per_send_and_spreads_over_its_range(guard: Guard, redis_client: redis.Redis) -> None:
+    """200 sends under steady demand (a caller ready the moment the guard allows): every gap is the minimum plus
+    the jitter predicted for that send, and the gaps spread across the whole jitter range."""
+    from warmup.schedule import Ramp
+
+    low_ms, high_ms = 10_000, 70_000
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=60), min_gap_s=60, jitter_s=(10, 70),
+                      ramp=Ramp(step=500, ceiling=1000), now=NOW)
+    seed = str(redis_client.hget(GroupKeys("default").mailbox("a@x.com").state, "jitter_seed"))
+    now_ms = int(NOW * 1000)
+    sent: list[int] = []
+    while len(sent) < 200:
+        decision = guard.reserve("a@x.com", now=now_ms / 1000)
+        if decision.reserved:
+            sent.append(now_ms)
+            continue
+        assert decision.status == "skipped-cooldown", decision
+        assert decision.retry_after_s is not None
+        now_ms += round(decision.retry_after_s * 1000)
+    jitters = [later - earlier - 60_000 for earlier, later in itertools.pairwise(sent)]
+    assert jitters == [jitter_ms(seed, n, low_ms, high_ms) for n in range(1, 200)]
+    assert all(low_ms <= j <= high_ms for j in jitters)
+    assert len(set(jitters)) >= 190  # one per send, not one per day
+    # Spread over the range: every sixth of it is hit, as 199 uniform draws all but surely do.
+    sixths = {min(5, (j - low_ms) * 6 // (high_ms - low_ms)) for j in jitters}
+    assert sixths == set(range(6))
+
+
+def test_a_reserve_whose_now_lags_keeps_the_later_last_send(guard: Guard, redis_client: redis.Redis) -> None:
+    """A caller whose clock lags another's never moves the last send (or the next eligible time) backwards: its
+    reserve is refused until the later caller's gap has passed, and the state stays max(now, last)."""
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    state = GroupKeys("default").mailbox("a@x.com").state
+    assert guard.reserve("a@x.com", now=NOW + 60).reserved  # one caller's clock
+    before = redis_client.hmget(state, "last_send_ms", "next_send_ms", "day_count")
+    lagging = guard.reserve("a@x.com", now=NOW)  # another's, a minute behind
+    assert lagging.status == "skipped-cooldown" and lagging.retry_after_s == 60
+    assert redis_client.hmget(state, "last_send_ms", "next_send_ms", "day_count") == before
+    assert before[:2] == [str(int((NOW + 60) * 1000))] * 2
+    assert guard.reserve("a@x.com", now=NOW + 60).reserved  # the later clock goes on
 
 
 def test_paused_mailbox_is_skipped_until_resumed(guard: Guard) -> None:
@@ -107,17 +167,49 @@ def test_schedule_past_its_written_horizon_is_extended_on_demand(guard: Guard) -
     assert decision.reservation.day == (TODAY + timedelta(days=200)).isoformat()
 
 
-def test_now_before_the_start_date_is_refused(guard: Guard) -> None:
+def test_now_before_the_start_date_reserves_nothing(guard: Guard) -> None:
     guard.add_mailbox("a@x.com", start=TODAY, now=NOW)
-    with pytest.raises(WarmupConfigError, match="before the mailbox's start date"):
-        guard.reserve("a@x.com", now=NOW - 3 * 86400)
+    decision = guard.reserve("a@x.com", now=NOW - 3 * 86400)
+    assert decision.status == "skipped-not-started" and decision.reason == f"first sending day is {TODAY}"
+    first_midnight = datetime(2026, 11, 30, tzinfo=UTC).timestamp()
+    assert decision.retry_after_s == first_midnight - (NOW - 3 * 86400)
+
+
+def test_a_mailbox_registered_ahead_of_its_first_day_waits_for_it(guard: Guard) -> None:
+    start = TODAY + timedelta(days=100)  # beyond the written horizon, too
+    assert guard.add_mailbox("a@x.com", start=start, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    skipped = guard.reserve("a@x.com", now=NOW)
+    assert skipped.status == "skipped-not-started" and skipped.reservation is None
+    [status] = guard.status(["a@x.com"], now=NOW)
+    assert (status.state, status.cap, status.day_number, status.sent) == ("not-started", 0, 0, 0)
+    assert status.next_eligible == datetime(start.year, start.month, start.day, tzinfo=ZoneInfo("UTC"))
+    first_day = NOW + 100 * 86400
+    decision = guard.reserve("a@x.com", now=first_day)
+    assert decision.reserved and decision.reservation is not None
+    assert (decision.reservation.day, decision.reservation.cap) == (start.isoformat(), 10)
+
+
+def test_moving_the_start_earlier_out_of_week_one_needs_force(guard: Guard, redis_client: redis.Redis) -> None:
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=2), now=NOW)  # day 3: week one
+    before = redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com")
+    with pytest.raises(WarmupConfigError, match=r"would lift it out of week one today \(day 3 -> day 31, cap 10 "
+                                                r"-> \d+\); pass --force"):
+        guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=30), now=NOW)
+    assert redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com") == before
+    assert guard.reserve("a@x.com", now=NOW).reservation.cap == 10  # type: ignore[union-attr]
+    # Earlier but still within week one: no force needed.
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=5), now=NOW)
+    guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=30), now=NOW, force=True)
+    moved = redis_client.hget("sendhost:warmup:{default}:mbx:a@x.com", "start_moved")
+    assert moved == f"{TODAY - timedelta(days=5)} -> {TODAY - timedelta(days=30)} at 2026-11-30T12:00:00+00:00 " \
+                    "(forced out of week one)"
+    [status] = guard.status(["a@x.com"], now=NOW)
+    assert status.day_number == 31 and status.cap > 10
 
 
 def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: redis.Redis) -> None:
     with pytest.raises(WarmupConfigError, match="not an email address"):
         guard.add_mailbox("not-an-address", start=TODAY, now=NOW)
-    with pytest.raises(WarmupConfigError, match="in the future"):
-        guard.add_mailbox("a@x.com", start=TODAY + timedelta(days=1), now=NOW)
     with pytest.raises(WarmupConfigError, match="IANA"):
         guard.add_mailbox("a@x.com", start=TODAY, timezone="Mars/Olympus", now=NOW)
     assert redis_client.keys("*") == []
@@ -142,14 +234,14 @@ def test_redis_down_fails_closed_by_default_and_open_when_asked() -> None:
 
 
 def test_from_url_without_url_uses_the_embedded_redis(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with Guard.from_url(None, state_dir=tmp_path / "state") as guard:
-        guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0))
-        assert guard.reserve("a@x.com").reserved
-        pid = (tmp_path / "state" / "redis.pid").read_text().strip()
-    import os
-    import signal
+    from sendhost.embedded import stop_embedded
 
-    os.kill(int(pid), signal.SIGTERM)
+    try:
+        with Guard.from_url(None, state_dir=tmp_path / "state") as guard:
+            guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0))
+            assert guard.reserve("a@x.com").reserved
+    finally:
+        stop_embedded(tmp_path / "state")  # even when an assertion failed: no server outlives its test
 
 
 class TestCancel:
@@ -158,7 +250,7 @@ class TestCancel:
         guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
 
     def _count(self, guard: Guard) -> int:
-        return guard.status(["a@x.com"], now=NOW + 5)[0].sent
+        return guard.status(["a@x.com"], now=NOW + 5)[0].reserved
 
     @pytest.mark.parametrize("failure", [None, FailureClass.RECIPIENT, FailureClass.CONTENT,
                                          FailureClass.TRANSIENT, FailureClass.ACCOUNT_AUTH])
@@ -229,5 +321,17 @@ def test_import_sends_raises_todays_counters_never_lowers(guard: Guard) -> None:
     log.append(("a@x.com", at - timedelta(minutes=5)))
     assert guard.import_sends(log, now=NOW) == {"a@x.com": (5, int((NOW - 300) * 1000))}
     status = guard.status(["a@x.com"], now=NOW)[0]
-    assert status.sent == 5 and status.state == "cooldown"
+    assert status.sent == status.reserved == 5 and status.state == "cooldown"
     assert guard.import_sends([("a@x.com", at - timedelta(hours=2))], now=NOW)["a@x.com"][0] == 5
+
+
+@pytest.mark.parametrize(("gap_s", "words"), [(45, "45 s"), (59.001, "1 min 0 s"), (472.7, "7 min 53 s"),
+                                              (3600, "1 h 0 min"), (3601, "1 h 1 min"), (200_000, "2 d 8 h")])
+def test_the_guard_and_the_cli_word_a_wait_alike_rounded_up(guard: Guard, gap_s: float, words: str) -> None:
+    from warmup.days import format_duration
+
+    assert format_duration(gap_s * 1000) == words
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=gap_s, jitter_s=(0, 0), now=NOW)
+    assert guard.reserve("a@x.com", now=NOW).reserved
+    skipped = guard.reserve("a@x.com", now=NOW)
+    assert skipped.reason == f"needs {words} between sends; {words} left"

@@ -18,6 +18,7 @@ from toolkit.logging_setup import configure_logging
 GROUPS: dict[str, str] = {
     "config": "toolkit.cli.config:group",
     "dns": "toolkit.cli.dns:group",
+    "embedded": "toolkit.cli.embedded:group",
     "host": "toolkit.cli.host:group",
     "iam": "toolkit.cli.iam:group",
     "inventory": "toolkit.cli.inventory:group",
@@ -32,7 +33,8 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0  ok
   1  failed, or findings at or above --fail-on
-  2  usage or configuration error (the message names what to fix)"""
+  2  usage or configuration error (the message names what to fix)
+  130  interrupted (Ctrl-C)"""
 
 
 class LazyGroup(click.Group):
@@ -77,7 +79,10 @@ def main(argv: list[str] | None = None) -> Any:
         cli.main(args=args, prog_name="sendhost", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort: it is still Ctrl-C
+            click.echo("interrupted", err=True)
+            sys.exit(130)
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:

@@ -333,3 +333,38 @@ def exporter(app: App, listen: str) -> None:
         server.server_close()
         thread.join()
         client.close()
+
+
+@group.command("sender-acl")
+@click.argument("host")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Create or replace the user on the configured Redis (an admin URL), with the password in "
+                   "SENDHOST_SENDER_REDIS_PASSWORD.")
+@click.pass_obj
+def sender_acl(app: App, host: str, apply_: bool) -> None:
+    """Print the Redis ACL rule of HOST's sender user: its own host's lease keys, the lease scripts' commands,
+    nothing else (docs/security.md). The password shows as >PASSWORD; --apply sets it from the environment."""
+    import os
+
+    from ippool.keys import check_host_name
+    from ippool.sender_acl import apply_sender_acl, sender_acl_command
+    from sendhost.redis_conn import redis_errors
+
+    try:
+        check_host_name(host)
+    except ValueError as exc:
+        app.fail(str(exc), code=2)
+    if not apply_:
+        click.echo(sender_acl_command(host))
+        return
+    password = os.environ.get("SENDHOST_SENDER_REDIS_PASSWORD", "")
+    if not password:
+        app.fail("--apply needs the sender's password in SENDHOST_SENDER_REDIS_PASSWORD (from your secret store)",
+                 code=2)
+    client = app.redis()
+    try:
+        with redis_errors(f"create the ACL user of {host}'s sender", client):
+            user = apply_sender_acl(client, host, password)
+    finally:
+        client.close()
+    click.echo(f"{user}: ACL user set on Redis (its URL: redis[s]://{user}:***@<your Redis>)")

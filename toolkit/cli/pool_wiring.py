@@ -63,8 +63,10 @@ def _screen(app: App) -> Screen:
 def make_adapter(app: App, region: str | None = None) -> Ec2Adapter:
     """The AWS adapter from App config: region (the host's, else the configured one), AWS_ENDPOINT_URL, profile."""
     from ippool.aws.adapter import Ec2Adapter, default_session_factory
+    from toolkit.aws_profile import check_profile
 
     config = app.config
+    check_profile(config.aws_profile.value, app.env)  # a typo in AWS_PROFILE is exit 2, not "AWS unreachable"
     return Ec2Adapter(default_session_factory(config.aws_profile.value), region or config.aws_region.value or
                       "us-east-1", endpoint_url=config.aws_endpoint_url.value)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import click
 
+from provisioning.agent_package import agent_package
 from provisioning.plan import HostPlan, SlotSource, inventory_slots, resolve_plan, slot_extravars
 from provisioning.runner import ProvisionResult, find_ansible_playbook, run_playbook
 from provisioning.targets import load_targets
@@ -29,6 +31,9 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
             fmt: str | None) -> None:
     """Provision sender hosts with playbooks/site.yml (through ansible-runner).
 
+    Each host gets this sendhost in a venv: a wheel built from this checkout (or SENDHOST_AGENT_WHEEL), or the
+    same version from the inventory's sendhost_package_index_url.
+
     Ends with a table per host (ok, changed, failed, unreachable); exits 1 when any host failed or was
     unreachable, 2 for bad input (a host without ansible_host or key, a slot outside its subnet,
     ansible-playbook missing).
@@ -42,10 +47,15 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
     redis_url = app.config.redis_url
     if redis_url.value and not redis_url.source.startswith("inventory"):
         extravars["sendhost_redis_url"] = redis_url.value  # a flag or env var beats the inventory, as everywhere
+    if app.env.get("SENDHOST_DATABASE_URL"):
+        extravars["sendhost_database_url"] = app.env["SENDHOST_DATABASE_URL"]  # the agent's ledger, env over inventory
     progress = (lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None
-    result = run_playbook(inventory.path, binary=binary, extravars=extravars, limit=limit,
-                          tags=[t.strip() for t in (tags or "").split(",") if t.strip()], check=check,
-                          progress=progress)
+    # the wheel the hosts install lives only as long as the run that copies it
+    with tempfile.TemporaryDirectory(prefix="sendhost-agent-wheel-") as build_dir:
+        extravars.update(agent_package(inventory.path, app.env, Path(build_dir)).extravars())
+        result = run_playbook(inventory.path, binary=binary, extravars=extravars, limit=limit,
+                              tags=[t.strip() for t in (tags or "").split(",") if t.strip()], check=check,
+                              progress=progress)
     _render(result, app.output_format(fmt))
     if result.failed:
         bad = ", ".join(f"{h.host} ({h.status})" for h in result.hosts if h.status in ("failed", "unreachable"))

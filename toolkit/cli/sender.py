@@ -254,6 +254,10 @@ def run_command(sc: SenderContext, host_name: str | None, workers: int, once: bo
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if not once:  # the agent also reads its mailboxes' inboxes (docs/feedback.md)
+        from toolkit.cli.sender_feedback import start_inbox_reader
+
+        start_inbox_reader(sc, stop)
     reports = agent.run(ledger_factory, workers, once=once, stop=stop)
     counts: dict[str, int] = {}
     for report in reports:
@@ -275,3 +279,9 @@ def agent_main() -> None:
     from toolkit.cli import main
 
     main(["sender", "run", *sys.argv[1:]])
+
+
+# feedback commands (web, inbox) live in their own module; registered last, once everything above is defined
+from toolkit.cli.sender_feedback import register as _register_feedback  # noqa: E402
+
+_register_feedback(group)

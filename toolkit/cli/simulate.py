@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -65,7 +67,7 @@ def command(app: App, inventory_path: str | None, days: int, sends_per_day: int,
         raise ConfigError(f"--report {report}: directory {report.parent} does not exist")
     config = SimConfig(days=days, sends_per_day=sends_per_day, seed=seed, zone_dir=zones)
     config.check()
-    with _progress(config.days) as progress:
+    with _terminated_cleanly(), _world_logs_quiet(app.verbose), _progress(config.days) as progress:
         result = run_simulation(inventory, config, progress)
     summary = summarize(result)
     if report is not None:
@@ -122,6 +124,38 @@ def _progress(days: int) -> Iterator[Callable[[float], None] | None]:
         yield lambda done: bar.update(task, completed=done)
 
 
+@contextmanager
+def _terminated_cleanly() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C: the sandbox's Redis is stopped and its directory removed, no report is
+    written, and the exit status says which signal ended the run (143)."""
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _world_logs_quiet(verbose: int) -> Iterator[None]:
+    """The simulated pool's own warnings (a fallback lease, a failed rotation) are outcomes of the run, counted
+    and explained in the summary; on stderr they would look like a problem with this command. -v shows them."""
+    if verbose:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in ("ippool", "warmup", "sendhost.warmup")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 def _write_atomically(path: Path, text: str) -> None:
     """Write the whole file or nothing: a temporary file beside it, renamed into place."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -140,14 +174,21 @@ def _write_atomically(path: Path, text: str) -> None:
 def _render_tables(summary: Summary, zones: Path | None) -> None:
     fallbacks = sum(summary.fallbacks.values())
     reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(summary.fallbacks.items()))
+    attempts = sum(summary.rotation_outcomes.values())
+    outcomes = ", ".join(f"{code} {count}" for code, count in summary.rotation_outcomes.items())
+    refused = ", ".join(f"{code} {count}" for code, count in summary.redraw_reasons.items())
+    skipped = ", ".join(f"{code} {count}" for code, count in summary.skips.items())
     fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%} of {summary.rotations} new addresses"
     findings = summary.findings
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day; {summary.sends_per_day}/day asked)"),
         ("fallbacks to the primary IP", f"{fallbacks}" + (f" ({reasons})" if reasons else "")),
+        ("attempts that reserved nothing", f"{sum(summary.skips.values())}" + (f" ({skipped})" if skipped else "")),
         ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
+        ("rotation attempts", f"{attempts}" + (f" ({outcomes})" if outcomes else "")),
         ("fresh-IP share", fresh),
-        ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"),
+        ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"
+                    + (f"; refused as {refused}" if refused else "")),
         ("max sends on one address", f"{summary.max_sends_on_address} (budget "
                                      f"{summary.budget_range[0]}..{summary.budget_range[1]})"),
         ("fewest sends before retiring", "-" if summary.min_sends_at_retirement is None
@@ -162,6 +203,9 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     days = f"{summary.days} day{'s' if summary.days != 1 else ''}"
     emit_table(f"sendhost simulate: {days} from {summary.start}, seed {summary.seed}",
                ["measure", "value"], rows)
+    meanings = summary.outcomes()
+    if meanings:
+        emit_table("what the counts mean", ["outcome", "count", "meaning"], meanings)
     emit_table("mailboxes, by their own local days (the first and last may be partial)",
                ["mailbox", "start", "sends", "sum of caps", "busiest day", "days at cap", "over cap"],
                [(m.address, m.start, m.sends, m.capacity,

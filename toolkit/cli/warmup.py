@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import csv
-import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from sendhost.errors import ConfigError
 from toolkit.app import App
+from toolkit.cli.warmup_sendlog import read_send_log
+from toolkit.cli.warmup_views import decision_data, render_plan, render_status, wait_words
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
-    from warmup import Decision, Guard
-    from warmup.mailboxes import MailboxStatus
-    from warmup.schedule import DayCap
+    from toolkit.inventory import Mailbox
+    from warmup import Guard
+    from warmup.schedule import DayCap, Ramp
 
 EXIT_HELP = "Exit 0 ok; 1 reserve skipped or Redis unreachable; 2 bad input (the message names it)."
 
@@ -27,17 +28,29 @@ def group() -> None:
     """Warm-up of sending mailboxes: caps, gaps, health gates and the send guard."""
 
 
-def _guard(app: App, sync_inventory: bool = True) -> Guard:
-    """A guard on the configured Redis, with the inventory's mailboxes added if they are not there yet."""
+def _guard(app: App) -> Guard:
+    """A guard on the configured Redis, as it is: what read commands use (they never write state)."""
     from warmup import Guard  # late: `sendhost --help` must not import Redis
 
-    guard = Guard(app.redis())
-    if sync_inventory and app.inventory is not None:
+    return Guard(app.redis())
+
+
+def _synced_guard(app: App) -> Guard:
+    """A guard with the inventory's mailboxes added if they are not there yet: what write commands use."""
+    guard = _guard(app)
+    if app.inventory is not None:
         for mailbox in app.inventory.mailboxes:
             if not guard.knows(mailbox.address):
                 guard.add_mailbox(mailbox.address, start=date.fromisoformat(mailbox.start), group=mailbox.group,
                                   timezone=mailbox.timezone, domain=mailbox.domain)
     return guard
+
+
+def _store(app: App) -> str:
+    """Where warm-up state lives, for messages: the embedded server's directory or the URL's source."""
+    if app.config.redis_url.value:
+        return f"the Redis from {app.config.redis_url.source}"
+    return f"the embedded Redis under {app.state_dir}"
 
 
 def _date(value: str, option: str) -> date:
@@ -53,35 +66,61 @@ def _jitter(value: str) -> tuple[float, float]:
         low, high = (float(p) for p in parts)
     except ValueError:
         raise ConfigError(f"--jitter {value!r} must be LOW-HIGH seconds like 0-90") from None
+    if not 0 <= low <= high:
+        raise ConfigError(f"--jitter {value!r}: need 0 <= LOW <= HIGH seconds, like 0-90")
     return low, high
+
+
+def _flag(option: str, check: Callable[[str], str], value: str) -> str:
+    """Run a warmup validator, naming the CLI flag (not the Python parameter) when it refuses."""
+    from warmup.errors import WarmupConfigError
+
+    try:
+        return check(value)
+    except WarmupConfigError as exc:
+        raise ConfigError(f"{option}: {exc}") from None
+
+
+def _ramp(step: int, ceiling: int) -> Ramp:
+    from warmup.schedule import Ramp
+
+    try:
+        return Ramp(step=step, ceiling=ceiling)
+    except ValueError as exc:
+        raise ConfigError(f"--step {step} / --ceiling {ceiling}: {exc}") from None
 
 
 @group.command("add")
 @click.argument("address")
-@click.option("--start", "start", required=True, metavar="DATE", help="First sending day (not in the future).")
+@click.option("--start", "start", required=True, metavar="DATE",
+              help="First sending day; may be in the future (nothing is reserved before it).")
 @click.option("--timezone", default="UTC", show_default=True, help="IANA zone the mailbox's days count in.")
 @click.option("--group", "group_name", default="default", show_default=True, help="Mailboxes picked together.")
 @click.option("--domain", default=None, help="Sending domain for spam rates (default: the address's domain).")
 @click.option("--min-gap", default=420.0, show_default=True, type=float, help="Minimum seconds between sends.")
-@click.option("--jitter", default="0-90", show_default=True, help="Extra gap LOW-HIGH seconds, drawn per day.")
+@click.option("--jitter", default="0-90", show_default=True,
+              help="Extra gap LOW-HIGH seconds, drawn afresh for every send.")
 @click.option("--ceiling", default=40, show_default=True, type=int, help="Highest daily cap the ramp reaches.")
 @click.option("--step", default=5, show_default=True, type=int, help="Cap increase per healthy week.")
+@click.option("--force", is_flag=True, help="Allow moving the start earlier so that today leaves week one.")
 @format_option()
 @click.pass_obj
 def add(app: App, address: str, start: str, timezone: str, group_name: str, domain: str | None, min_gap: float,
-        jitter: str, ceiling: int, step: int, fmt: str | None) -> None:
+        jitter: str, ceiling: int, step: int, force: bool, fmt: str | None) -> None:
     """Put ADDRESS under warm-up (or update its settings; today's counters are kept)."""
-    from warmup.schedule import Ramp
+    from warmup.mailboxes import validate_group, validate_timezone
 
     start_day = _date(start, "--start")
-    try:
-        ramp = Ramp(step=step, ceiling=ceiling)
-    except ValueError as exc:
-        raise ConfigError(f"--step/--ceiling: {exc}") from None
-    guard = _guard(app, sync_inventory=False)
-    created = guard.add_mailbox(address, start=start_day, min_gap_s=min_gap, jitter_s=_jitter(jitter),
-                                group=group_name, timezone=timezone, domain=domain, ramp=ramp)
-    _render_status(guard.status([address]), app.output_format(fmt), "added" if created else "updated")
+    if min_gap < 0:
+        raise ConfigError(f"--min-gap {min_gap:g}: must be 0 or more seconds, like 420")
+    jitter_s = _jitter(jitter)
+    ramp = _ramp(step, ceiling)
+    _flag("--group", validate_group, group_name)
+    _flag("--timezone", validate_timezone, timezone)
+    guard = _guard(app)
+    created = guard.add_mailbox(address, start=start_day, min_gap_s=min_gap, jitter_s=jitter_s, group=group_name,
+                                timezone=timezone, domain=domain, ramp=ramp, force=force)
+    render_status(guard.status([address]), app.output_format(fmt), "added" if created else "updated")
 
 
 @group.command("plan")
@@ -94,24 +133,43 @@ def add(app: App, address: str, start: str, timezone: str, group_name: str, doma
 @click.pass_obj
 def plan_command(app: App, mailbox: str | None, start: str | None, days: int, ceiling: int, step: int,
                  fmt: str | None) -> None:
-    """Day-by-day caps of MAILBOX (with its health history) or of a new mailbox starting --start."""
-    from warmup.schedule import Ramp, plan
+    """Day-by-day caps of MAILBOX (with its health history) or of a new mailbox starting --start.
+
+    A mailbox whose first day is still ahead shows its waiting days as not-started, from today."""
+    from warmup.schedule import plan
 
     if (mailbox is None) == (start is None):
         raise ConfigError("plan needs exactly one of MAILBOX or --start DATE")
+    today = datetime.now(UTC).date()
     if mailbox is not None:
-        caps = _guard(app).plan(mailbox, days)
+        guard = _guard(app)
+        declared = _inventory_mailbox(app, mailbox)
+        if declared is not None and not guard.knows(mailbox):  # planned from the inventory; nothing written
+            first = date.fromisoformat(declared.start)
+            caps = plan(first, first + timedelta(days=days - 1))
+        else:
+            caps = guard.plan(mailbox, days)
+            first = caps[0].day
         title = f"warm-up plan of {mailbox.lower()}"
     else:
         assert start is not None
-        start_day = _date(start, "--start")
-        try:
-            ramp = Ramp(step=step, ceiling=ceiling)
-        except ValueError as exc:
-            raise ConfigError(f"--step/--ceiling: {exc}") from None
-        caps = plan(start_day, start_day + timedelta(days=days - 1), ramp)
-        title = f"warm-up plan from {start_day}"
-    _render_plan(caps, app.output_format(fmt), title)
+        first = _date(start, "--start")
+        caps = plan(first, first + timedelta(days=days - 1), _ramp(step, ceiling))
+        title = f"warm-up plan from {first}"
+    render_plan(_waiting_days(today, first) + caps, app.output_format(fmt), title)
+
+
+def _waiting_days(today: date, first: date) -> list[DayCap]:
+    """Days from today up to a future first day: nothing is reserved on them."""
+    from warmup.schedule import DayCap
+
+    return [DayCap(today + timedelta(days=n), 0, 0, "not-started") for n in range((first - today).days)]
+
+
+def _inventory_mailbox(app: App, address: str) -> Mailbox | None:
+    if app.inventory is None:
+        return None
+    return next((m for m in app.inventory.mailboxes if m.address.lower() == address.lower()), None)
 
 
 @group.command("status")
@@ -119,8 +177,44 @@ def plan_command(app: App, mailbox: str | None, start: str | None, days: int, ce
 @format_option()
 @click.pass_obj
 def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
-    """Per mailbox: today's cap, sent, next eligible time, state and breaker (all mailboxes by default)."""
-    _render_status(_guard(app).status(list(mailboxes) or None), app.output_format(fmt), None)
+    """Per mailbox: today's cap, sent, next eligible time, state and breaker (all mailboxes by default).
+
+    Reads only. Exit 1 when the store holds no warm-up state where some was expected (the inventory lists
+    mailboxes, or the embedded Redis came back without its data)."""
+    guard = _guard(app)
+    output = app.output_format(fmt)
+    if mailboxes:
+        in_inventory = {m.address.lower() for m in app.inventory.mailboxes} if app.inventory else set()
+        pending = [a.lower() for a in mailboxes if a.lower() in in_inventory and not guard.knows(a)]
+        wanted = [a for a in mailboxes if a.lower() not in pending]  # anything else unknown: exit 2, named
+        rows = guard.status(wanted) if wanted else []
+        notes = [f"not in {_store(app)} yet: {', '.join(pending)} (listed in the inventory; the next "
+                 "`warmup reserve`, `pause` or `record` adds them)"] if pending else []
+        render_status(rows, output, None, notes=notes if output != "json" else [])
+        return
+    rows = guard.status()
+    known = {row.address for row in rows}
+    declared = [m.address.lower() for m in app.inventory.mailboxes] if app.inventory else []
+    missing = [address for address in declared if address not in known]
+    notes = []
+    if missing:
+        notes.append(f"not in {_store(app)} yet: {', '.join(missing)} (listed in the inventory; the next "
+                     "`warmup reserve`, `pause` or `record` adds them)")
+    elif not rows:
+        notes.append("no mailbox is under warm-up; add one with `sendhost warmup add ADDRESS --start DATE` or list "
+                     "it under sendhost_mailboxes in the inventory")
+    render_status(rows, output, None, notes=notes if output != "json" else [])
+    if rows:
+        return
+    lost = guard.mailboxes.lost_note()
+    if lost is not None:
+        app.fail(f"{_store(app)} holds no warm-up state: it came back without its data ({lost}); mailboxes, "
+                 "counters and pauses are gone: rebuild today's counters with `sendhost warmup import-sends LOG` "
+                 "and pause again what was paused", 1)
+    if missing:
+        app.fail(f"{_store(app)} holds no warm-up state, though the inventory lists {len(missing)} mailbox"
+                 f"{'es' if len(missing) != 1 else ''}: it was lost or never written; if these mailboxes have "
+                 "sent, rebuild today's counters with `sendhost warmup import-sends LOG`", 1)
 
 
 @group.command("pause")
@@ -130,10 +224,10 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
 @click.pass_obj
 def pause(app: App, mailbox: str, reason: str, fmt: str | None) -> None:
     """Stop reserving sends for MAILBOX until `sendhost warmup resume`."""
-    guard = _guard(app)
+    guard = _synced_guard(app)
     guard.status([mailbox])  # unknown mailbox: exit 2 before anything is written
     guard.pause(mailbox, reason)
-    _render_status(guard.status([mailbox]), app.output_format(fmt), "paused")
+    render_status(guard.status([mailbox]), app.output_format(fmt), "paused")
 
 
 @group.command("resume")
@@ -142,10 +236,10 @@ def pause(app: App, mailbox: str, reason: str, fmt: str | None) -> None:
 @click.pass_obj
 def resume(app: App, mailbox: str, fmt: str | None) -> None:
     """Clear a pause, a disconnect (auth failure, breaker tripped twice), a hold and the breaker."""
-    guard = _guard(app)
+    guard = _synced_guard(app)
     guard.status([mailbox])
     guard.resume(mailbox)
-    _render_status(guard.status([mailbox]), app.output_format(fmt), "resumed")
+    render_status(guard.status([mailbox]), app.output_format(fmt), "resumed")
 
 
 @group.command("record")
@@ -160,7 +254,7 @@ def record(app: App, spam_rate: str, domain: str | None, mailbox: str | None, da
            fmt: str | None) -> None:
     """Record a day's spam rate: at or above 0.1% holds the ramp; at or above 0.3% pauses and steps back."""
     from warmup.health import format_rate, parse_rate
-    from warmup.mailboxes import validate_address
+    from warmup.mailboxes import CAP_CHANGE_HORIZON_DAYS, validate_address
 
     rate = parse_rate(spam_rate)
     if (domain is None) == (mailbox is None):
@@ -171,17 +265,26 @@ def record(app: App, spam_rate: str, domain: str | None, mailbox: str | None, da
     for_day = _date(day, "--date") if day else today - timedelta(days=1)
     if for_day > today + timedelta(days=1):
         raise ConfigError(f"--date {for_day} is in the future; spam rates are reported for past days")
-    guard = _guard(app)
+    guard = _synced_guard(app)
     if mailbox is not None:
         guard.status([mailbox])  # unknown mailbox: exit 2 before anything is written
     result = guard.record_spam_rate(rate, for_day, domain=domain, mailbox=mailbox)
+    changes = [{"mailbox": c.address, "from": c.day.isoformat(), "cap_before": c.before, "cap_after": c.after,
+                "state": c.state} for c in result.cap_changes]
     data = {"scope": result.scope, "date": result.day.isoformat(), "spam_rate": format_rate(result.rate),
-            "verdict": result.verdict, "paused": list(result.paused)}
+            "verdict": result.verdict, "mailboxes": list(result.mailboxes), "paused": list(result.paused),
+            "cap_changes": changes}
     if app.output_format(fmt) == "json":
         emit_json(data)
         return
+    lines = [f"{c.address}: cap from {c.day} {c.before} -> {c.after} ({c.state})" for c in result.cap_changes]
+    if not lines:
+        lines.append(f"caps unchanged for the next {CAP_CHANGE_HORIZON_DAYS} days of "
+                     f"{', '.join(result.mailboxes)}" + (" (the ramp holds: this day does not count towards the "
+                                                         "next step)" if result.verdict == "hold" else ""))
     emit_table(f"spam rate for {result.scope}", ["date", "spam rate", "verdict", "paused"],
-               [(data["date"], data["spam_rate"], result.verdict, ", ".join(result.paused) or "-")])
+               [(data["date"], data["spam_rate"], result.verdict, ", ".join(result.paused) or "-")],
+               summary="\n".join(lines))
 
 
 @group.command("reserve")
@@ -189,18 +292,64 @@ def record(app: App, spam_rate: str, domain: str | None, mailbox: str | None, da
 @format_option()
 @click.pass_obj
 def reserve(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
-    """Reserve one send on the least-used eligible of MAILBOXES (one group); exit 1 when none may send now."""
-    decision = _guard(app).pick(list(mailboxes))
-    data = _decision_data(decision)
+    """Reserve one send on the least-used eligible of MAILBOXES (one group); exit 1 when none may send now.
+
+    The reservation counts against the day's cap until it is settled: after sending, `sendhost warmup confirm
+    TOKEN`; if nothing was sent, `sendhost warmup cancel TOKEN` gives the slot back."""
+    decision = _synced_guard(app).pick(list(mailboxes))
+    data = decision_data(decision)
+    wait = wait_words(decision.retry_after_s)
     if app.output_format(fmt) == "json":
         emit_json(data)
     else:
-        emit_table(None, ["status", "mailbox", "count/cap", "retry after (s)", "reason"],
-                   [(data["status"], data["mailbox"], data["count_cap"], data["retry_after_s"], data["reason"])],
-                   summary=f"reservation {data['reservation']}" if data["reservation"] else None)
+        token = data["reservation"]
+        emit_table(None, ["status", "mailbox", "count/cap", "next chance", "reason"],
+                   [(data["status"], data["mailbox"], data["count_cap"], None if decision.reserved else wait,
+                     data["reason"])],
+                   summary=None if token is None else
+                   f"reservation {token} (counts against today's cap until settled): after the send, "
+                   f"`sendhost warmup confirm {token}`; not sent, `sendhost warmup cancel {token}`")
     if not decision.reserved:
-        wait = "until resumed" if decision.retry_after_s is None else f"in {decision.retry_after_s:.0f} s"
         app.fail(f"{decision.status}: no send allowed now for {', '.join(mailboxes)}; next chance {wait}", 1)
+
+
+@group.command("confirm")
+@click.argument("token")
+@click.pass_obj
+def confirm(app: App, token: str) -> None:
+    """The send of reservation TOKEN went out: settle it (it keeps counting against its day)."""
+    guard = _guard(app)
+    reservation = guard.reservation_of(token)
+    if not guard.confirm(reservation):
+        app.fail(f"reservation {token} was not confirmed: it was already confirmed or cancelled, or Redis did "
+                 "not answer", 1)
+    click.echo(f"confirmed {token}: counted as sent by {reservation.mailbox} on {reservation.day}")
+
+
+@group.command("cancel")
+@click.argument("token")
+@click.option("--failure", metavar="CLASS", default=None,
+              help="Why the send failed (a failure class: recipient, content, account_quota, ...); without "
+                   "it the send was never attempted and the slot is given back.")
+@click.pass_obj
+def cancel(app: App, token: str, failure: str | None) -> None:
+    """The send of reservation TOKEN did not go out: give the slot back (or apply --failure's response)."""
+    from warmup import FailureClass
+
+    classes = {c.value: c for c in FailureClass}
+    if failure is not None and failure not in classes:
+        raise ConfigError(f"--failure {failure!r} is not a failure class; use one of {', '.join(classes)}")
+    guard = _guard(app)
+    reservation = guard.reservation_of(token)
+    outcome = guard.cancel(reservation, classes[failure] if failure else None)
+    if not outcome.applied:
+        app.fail(f"reservation {token} was not cancelled: Redis did not answer; the slot stays used", 1)
+    if not outcome.settled:
+        app.fail(f"reservation {token} was already confirmed or cancelled; nothing changed", 1)
+    freed = "the slot is free again" if outcome.freed else "the slot stays used"
+    extra = "; the mailbox is disconnected until resumed" if outcome.disconnected else (
+        "; the circuit breaker tripped" if outcome.tripped else "")
+    click.echo(f"cancelled {token}: {freed}{extra}")
 
 
 @group.command("import-sends")
@@ -212,81 +361,11 @@ def import_sends(app: App, path: Path, fmt: str | None) -> None:
 
     Counters are only ever raised. Rows whose `status` is `cancelled` or `rejected` freed their slot and
     do not count."""
-    sends = _read_send_log(path)
-    restored = _guard(app).import_sends(sends)
+    sends = read_send_log(path)
+    restored = _synced_guard(app).import_sends(sends)
     rows = [(address, count, datetime.fromtimestamp(last / 1000, UTC).isoformat() if last >= 0 else None)
             for address, (count, last) in sorted(restored.items())]
     if app.output_format(fmt) == "json":
         emit_json([{"mailbox": a, "sent_today": c, "last_send": last} for a, c, last in rows])
         return
     emit_table(f"counters rebuilt from {path}", ["mailbox", "sent today", "last send"], rows)
-
-
-def _read_send_log(path: Path) -> list[tuple[str, datetime]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror}; pass a CSV or JSON send log") from None
-    if path.suffix.lower() == ".json":
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ConfigError(f"{path}: expected a JSON list of objects with mailbox and sent_at")
-        numbered: list[tuple[str, dict[str, Any]]] = [(f"item {i}", r) for i, r in enumerate(rows)]
-    else:
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames or not {"mailbox", "sent_at"} <= set(reader.fieldnames):
-            raise ConfigError(f"{path}:1: the CSV header needs columns mailbox and sent_at")
-        numbered = [(f"line {i + 2}", dict(r)) for i, r in enumerate(reader)]
-    sends = []
-    for where, row in numbered:
-        if str(row.get("status") or "").lower() in ("cancelled", "rejected"):
-            continue
-        try:
-            sent_at = datetime.fromisoformat(str(row.get("sent_at")))
-        except ValueError:
-            raise ConfigError(f"{path} {where}: sent_at {row.get('sent_at')!r} is not an ISO time like "
-                              "2026-11-30T09:15:00+00:00") from None
-        if sent_at.tzinfo is None:
-            raise ConfigError(f"{path} {where}: sent_at {row.get('sent_at')!r} has no UTC offset; add one "
-                              "like +00:00")
-        sends.append((str(row.get("mailbox") or ""), sent_at))
-    return sends
-
-
-def _decision_data(decision: Decision) -> dict[str, Any]:
-    r = decision.reservation
-    return {
-        "status": decision.status, "mailbox": decision.mailbox,
-        "reservation": r.token if r else None, "day": r.day if r else None,
-        "count_cap": f"{r.count}/{r.cap}" if r else None,
-        "retry_after_s": decision.retry_after_s, "reason": decision.reason,
-    }
-
-
-def _render_status(rows: list[MailboxStatus], fmt: str, summary: str | None) -> None:
-    if fmt == "json":
-        emit_json([{
-            "mailbox": s.address, "group": s.group, "day": s.day.isoformat(), "day_number": s.day_number,
-            "cap": s.cap, "sent": s.sent, "next_eligible": s.next_eligible.isoformat() if s.next_eligible else None,
-            "state": s.state, "reason": s.reason, "breaker": s.breaker, "failures_in_window": s.failures_in_window,
-            "trips_today": s.trips_today,
-        } for s in rows])
-        return
-    notes = [f"{s.address}: {s.state}: {s.reason}" for s in rows if s.reason]
-    if summary:
-        notes.append(f"{summary} {', '.join(s.address for s in rows)}")
-    emit_table("warm-up status", ["mailbox", "day", "#", "cap", "sent", "next eligible", "state", "breaker"],
-               [(s.address, s.day, s.day_number, s.cap, s.sent,
-                 s.next_eligible.isoformat(timespec="seconds") if s.next_eligible else "until resumed",
-                 s.state, s.breaker) for s in rows],
-               summary="\n".join(notes) or None)
-
-
-def _render_plan(caps: list[DayCap], fmt: str, title: str) -> None:
-    if fmt == "json":
-        emit_json([{"date": d.day.isoformat(), "day": d.day_number, "cap": d.cap, "state": d.state} for d in caps])
-        return
-    emit_table(title, ["date", "day", "cap", "state"], [(d.day, d.day_number, d.cap, d.state) for d in caps])

@@ -1,13 +1,16 @@
 -- reserve.lua: reserve one send on the least-used eligible mailbox among those given (all in one group).
 -- A mailbox is eligible when it is not paused, not held (parked for the day, cooling down, breaker open),
--- its day's count is below the day's cap, and now - last send >= min gap + the day's jitter.
+-- its day's count is below the day's cap, now - last send >= min gap, and now >= the next eligible time.
+-- Each reservation draws a fresh jitter for the gap after it (from the mailbox's seed and its reservation
+-- number, so tests can predict it: warmup.days.jitter_ms) and stores the next eligible time it makes.
 -- KEYS[2i-1]  = mailbox i state (hash: settings, day counters, last send, pause/hold/breaker), i = 1..n
 -- KEYS[2i]    = mailbox i schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
 -- ARGV[1]     = now in ms, or "" (or nothing) for Redis TIME
 -- Returns one tab-separated string (one bulk reply is the cheapest to send and parse on this hot path):
 --   reserved <TAB> i <TAB> token <TAB> count <TAB> cap <TAB> now
 --   <status> <TAB> i <TAB> retry_after_ms (-1 = until resumed) <TAB> now <TAB> reason
---       status: skipped-paused | skipped-cooldown | skipped-daily-limit (of the soonest-available mailbox)
+--       status: skipped-paused | skipped-cooldown | skipped-daily-limit | skipped-not-started (of the
+--       soonest-available mailbox; skipped-not-started: registered ahead of its first day)
 --   stale <TAB> i ...   these mailboxes' schedules must be extended; call again after
 --   unknown <TAB> i     no such mailbox
 -- Counters live in the state hash as (day, day_count) and (prev_day, prev_count): the current and the
@@ -21,8 +24,21 @@ local now = now_ms(ARGV[1])
 local n = #KEYS / 2
 
 local best, best_count, best_last, best_day, best_cap, best_fields, best_address
+local best_gap, best_lo, best_hi, best_seed
 local skip_status, skip_retry, skip_reason, skip_index
 local stale = {}
+local not_started = false
+
+local function duration(ms)
+  -- Rounded up to the second, like warmup.days.format_duration: a wait shown is never shorter than the real one.
+  local s = math.ceil(ms / 1000)
+  if s < 60 then return s .. " s" end
+  if s < 3600 then return math.floor(s / 60) .. " min " .. s % 60 .. " s" end
+  local m = math.ceil(s / 60)
+  if m < 48 * 60 then return math.floor(m / 60) .. " h " .. m % 60 .. " min" end
+  local h = math.ceil(m / 60)
+  return math.floor(h / 24) .. " d " .. h % 24 .. " h"
+end
 
 local function consider_skip(i, status, retry, reason)
   -- Prefer the mailbox that frees up soonest; "until resumed" (-1) ranks last.
@@ -34,7 +50,7 @@ end
 for i = 1, n do
   -- Only what every call needs; reasons are read when a mailbox is skipped.
   local f = redis.call("HMGET", KEYS[2 * i - 1], "guard", "paused", "hold_until_ms", "breaker_open_until_ms",
-    "last_send_ms", "day", "day_count", "prev_day", "prev_count", "seq", "today")
+    "last_send_ms", "day", "day_count", "prev_day", "prev_count", "seq", "today", "next_send_ms")
   if not f[1] then
     return "unknown\t" .. i
   end
@@ -56,9 +72,19 @@ for i = 1, n do
       if current and (not f[6] or day >= f[6]) then
         redis.call("HSET", KEYS[2 * i - 1], "today", row[2] .. "|" .. row[1])
       end
+    else
+      -- No day at or before now: a mailbox registered ahead of its first day waits for it.
+      local first = redis.call("ZRANGEBYSCORE", KEYS[2 * i], "(" .. now, "+inf", "WITHSCORES", "LIMIT", 0, 1)
+      if first[1] and string.match(first[1], "^[^|]+|%d+|%d+|1|") then
+        not_started = true
+        consider_skip(i, "skipped-not-started", tonumber(first[2]) - now,
+          "first sending day is " .. string.match(first[1], "^([^|]+)|"))
+      end
     end
   end
-  if not current then
+  if not_started then
+    not_started = false
+  elseif not current then
     stale[#stale + 1] = i
   else
     cap = tonumber(cap)
@@ -74,10 +100,10 @@ for i = 1, n do
     end
     local last = tonumber(f[5] or "-1")
     gap, lo, hi = tonumber(gap), tonumber(lo), tonumber(hi)
-    local jitter = lo
-    if hi > lo then
-      jitter = lo + tonumber(string.sub(redis.sha1hex(seed .. "|" .. day), 1, 8), 16) % (hi - lo + 1)
-    end
+    -- The earliest next send: the minimum gap always; the jitter drawn at the last send when it was stored
+    -- (a mailbox written before jitter per send: the low end of its jitter).
+    local eligible = last + gap + lo
+    if f[12] then eligible = math.max(last + gap, tonumber(f[12])) end
     if f[2] == "1" then
       consider_skip(i, "skipped-paused", -1, redis.call("HGET", KEYS[2 * i - 1], "pause_reason") or "paused")
     elseif tonumber(f[3] or "0") > now then
@@ -88,13 +114,14 @@ for i = 1, n do
     elseif count == nil then
       consider_skip(i, "skipped-daily-limit", next_day - now, "now is before the days this mailbox counts")
     elseif count >= cap then
-      consider_skip(i, "skipped-daily-limit", next_day - now, "sent " .. count .. " of " .. cap .. " today")
-    elseif last >= 0 and now - last < gap + jitter then
-      consider_skip(i, "skipped-cooldown", last + gap + jitter - now,
-        string.format("gap of %.1f s since the last send", (gap + jitter) / 1000))
+      consider_skip(i, "skipped-daily-limit", next_day - now, "reserved " .. count .. " of " .. cap .. " today")
+    elseif last >= 0 and now < eligible then
+      consider_skip(i, "skipped-cooldown", eligible - now,
+        "needs " .. duration(eligible - last) .. " between sends; " .. duration(eligible - now) .. " left")
     elseif best == nil or count < best_count or (count == best_count and last < best_last) then
       best, best_count, best_last, best_day, best_cap, best_fields, best_address = i, count, last, day, cap, f,
         address
+      best_gap, best_lo, best_hi, best_seed = gap, lo, hi, seed
     end
   end
 end
@@ -112,14 +139,20 @@ local count = best_count + 1
 local seq = tonumber(f[10] or "0") + 1
 local token = seq .. ":" .. best_day .. ":" .. best_address
 local state = KEYS[2 * best - 1]
--- A caller's explicit `now` may lag another's: the last send never moves backwards.
-local last = string.format("%d", math.max(now, best_last))
+-- A caller's explicit `now` may lag another's: the last send and the next eligible time never move backwards.
+local last_ms = math.max(now, best_last)
+local jitter = best_lo
+if best_hi > best_lo then
+  jitter = best_lo + tonumber(string.sub(redis.sha1hex(best_seed .. "|" .. seq), 1, 8), 16) % (best_hi - best_lo + 1)
+end
+local next_ms = math.max(last_ms + best_gap + jitter, tonumber(f[12] or "0"))
+local last, next_send = string.format("%d", last_ms), string.format("%d", next_ms)
 if best_day == f[6] then
-  redis.call("HSET", state, "day_count", count, "last_send_ms", last, "seq", seq)
+  redis.call("HSET", state, "day_count", count, "last_send_ms", last, "seq", seq, "next_send_ms", next_send)
 elseif best_day == f[8] then
-  redis.call("HSET", state, "prev_count", count, "last_send_ms", last, "seq", seq)
+  redis.call("HSET", state, "prev_count", count, "last_send_ms", last, "seq", seq, "next_send_ms", next_send)
 else -- a new day: today's counter becomes the previous day's
   redis.call("HSET", state, "prev_day", f[6] or "", "prev_count", f[7] or "0", "day", best_day,
-    "day_count", count, "last_send_ms", last, "seq", seq)
+    "day_count", count, "last_send_ms", last, "seq", seq, "next_send_ms", next_send)
 end
 return string.format("reserved\t%d\t%s\t%d\t%d\t%d", best, token, count, best_cap, now)

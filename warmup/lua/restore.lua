@@ -16,6 +16,13 @@ elseif f[3] == day then
 elseif not f[1] or day > f[1] then
   redis.call("HSET", KEYS[1], "prev_day", f[1] or "", "prev_count", f[2] or "0", "day", day, "day_count", count)
 end
+-- What the log shows went out: raise the day's confirmed sends too.
+local c = redis.call("HMGET", KEYS[1], "confirmed_day", "confirmed_count")
+if c[1] == day then
+  redis.call("HSET", KEYS[1], "confirmed_count", math.max(tonumber(ARGV[2]), tonumber(c[2] or "0")))
+elseif not c[1] or day > c[1] then
+  redis.call("HSET", KEYS[1], "confirmed_day", day, "confirmed_count", tonumber(ARGV[2]))
+end
 local last = math.max(tonumber(ARGV[3]), tonumber(f[5] or "-1"))
 if last >= 0 then
   redis.call("HSET", KEYS[1], "last_send_ms", string.format("%d", last))

@@ -1,0 +1,220 @@
+"""The inbox reader: each sending mailbox's new messages over IMAP, into the ledger through the rank guard.
+
+For each message after the mailbox's high-water mark (UIDVALIDITY, last UID, kept in the ledger): classify it
+(sender.bounces), find the row it is about (the returned message's Message-ID, In-Reply-To/References, a single
+quoted Message-ID that names a row, or for a reply the last row this mailbox sent to its author), and apply the
+event (sender.events). A message that matches no row is left alone and counted; nothing changes on a guess. The
+mailbox is opened read-only: the reader never changes a flag or moves a message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import imaplib
+import logging
+import os
+import socket
+import ssl
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from sender.bounces import Kind, Parsed, parse
+from sender.errors import SenderConfigError
+from sender.events import Applied, Event, Feedback
+
+log = logging.getLogger("sendhost.sender.inbox")
+
+EVENT_OF: dict[Kind, Event] = {
+    Kind.HARD_BOUNCE: Event.BOUNCED, Kind.SOFT_BOUNCE: Event.DEFERRED, Kind.COMPLAINT: Event.COMPLAINED,
+    Kind.AUTO_REPLY: Event.AUTO_REPLIED, Kind.UNSUBSCRIBE: Event.UNSUBSCRIBED, Kind.REPLY: Event.REPLIED,
+}
+
+
+class Outcome(StrEnum):
+    """What reading one message did."""
+
+    APPLIED = "applied"  # a new event on its row
+    REPLAY = "replay"  # read before: nothing changed
+    UNMATCHED = "unmatched"  # about no row of ours: left alone
+    MALFORMED = "malformed"  # a bounce or report we cannot read: left alone
+
+
+@dataclass(frozen=True)
+class InboxAccount:
+    """One mailbox's IMAP settings (from the inventory's `imap:`)."""
+
+    mailbox: str
+    host: str
+    port: int
+    security: str  # tls | starttls
+    username: str
+    password_file: str | None = None
+    password_env: str | None = None
+    ca_file: str | None = None
+    folder: str = "INBOX"
+
+    def secret(self, env: Mapping[str, str] | None = None) -> str:
+        if self.password_env:
+            value = (env if env is not None else os.environ).get(self.password_env)
+            if not value:
+                raise SenderConfigError(f"environment variable {self.password_env} (imap password_env of "
+                                        f"{self.mailbox}) is not set; set it or use password_file")
+            return value
+        if not self.password_file:
+            raise SenderConfigError(f"mailbox {self.mailbox}: no imap password_file or password_env")
+        try:
+            with open(self.password_file, encoding="utf-8") as handle:
+                value = handle.read().strip()
+        except OSError as exc:
+            raise SenderConfigError(f"imap password_file {self.password_file} of {self.mailbox}: {exc.strerror}; "
+                                    "write the secret there (mode 0600)") from None
+        if not value:
+            raise SenderConfigError(f"imap password_file {self.password_file} of {self.mailbox} is empty")
+        return value
+
+
+@dataclass
+class MailboxReport:
+    mailbox: str
+    outcomes: Counter[str] = field(default_factory=Counter)  # by Outcome, and by event for applied ones
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"mailbox": self.mailbox, "outcomes": dict(sorted(self.outcomes.items())), "error": self.error}
+
+
+class InboxReader:
+    def __init__(self, feedback: Feedback, *, env: Mapping[str, str] | None = None, timeout_s: float = 30.0) -> None:
+        self._feedback = feedback
+        self._env = env
+        self._timeout = timeout_s
+
+    def read(self, account: InboxAccount) -> MailboxReport:
+        """Read `account`'s new messages. An IMAP or configuration failure is reported, never raised; the ledger
+        being down raises LedgerUnavailable (the caller retries later: nothing was marked read)."""
+        report = MailboxReport(account.mailbox)
+        try:
+            secret = account.secret(self._env)
+            imap = self._connect(account)
+        except SenderConfigError as exc:
+            return self._failed(report, str(exc))
+        except (OSError, imaplib.IMAP4.error) as exc:  # refused, timed out, TLS or certificate failure
+            return self._failed(report, f"cannot connect to {account.host}:{account.port}: {_first(exc)}")
+        try:
+            try:
+                imap.login(account.username, secret)
+            except imaplib.IMAP4.error as exc:
+                return self._failed(report, f"IMAP login as {account.username} refused: {_first(exc)}; check the "
+                                            "imap username and secret")
+            status, _ = imap.select(_quote(account.folder), readonly=True)
+            if status != "OK":
+                return self._failed(report, f"cannot open folder {account.folder!r}")
+            uidvalidity = int(imap.response("UIDVALIDITY")[1][0] or 0)
+            self._read_new(imap, account, uidvalidity, report)
+        except (OSError, imaplib.IMAP4.error, ValueError) as exc:
+            return self._failed(report, f"IMAP session with {account.host}:{account.port} failed: {_first(exc)}")
+        finally:
+            with contextlib.suppress(OSError, imaplib.IMAP4.error):
+                imap.logout()
+        return report
+
+    def _connect(self, account: InboxAccount) -> imaplib.IMAP4:
+        context = ssl.create_default_context(cafile=account.ca_file) if account.ca_file else \
+            ssl.create_default_context()
+        if account.security == "tls":
+            return imaplib.IMAP4_SSL(account.host, account.port, ssl_context=context, timeout=self._timeout)
+        imap = imaplib.IMAP4(account.host, account.port, timeout=self._timeout)
+        try:
+            imap.starttls(context)
+        except BaseException:
+            with contextlib.suppress(OSError):  # the failed handshake may have closed the socket already
+                imap.shutdown()
+            raise
+        return imap
+
+    def _read_new(self, imap: imaplib.IMAP4, account: InboxAccount, uidvalidity: int, report: MailboxReport) -> None:
+        mark = self._feedback.inbox_mark(account.mailbox)
+        start = mark[1] + 1 if mark is not None and mark[0] == uidvalidity else 1
+        status, data = imap.uid("SEARCH", f"UID {start}:*")
+        if status != "OK":
+            raise imaplib.IMAP4.error(f"UID SEARCH answered {status}")
+        # "n:*" always includes the newest message, even below n: keep only those after the mark.
+        uids = sorted(u for u in (int(x) for x in (data[0] or b"").split()) if u >= start)
+        for uid in uids:
+            status, fetched = imap.uid("FETCH", str(uid), "(BODY.PEEK[])")
+            raw = next((item[1] for item in fetched if isinstance(item, tuple)), None) if status == "OK" else None
+            if raw is None:
+                report.outcomes[Outcome.MALFORMED] += 1
+                log.warning("inbox %s: UID %d could not be fetched; skipped", account.mailbox, uid)
+            else:
+                self._one(account, uidvalidity, uid, raw, report)
+            self._feedback.set_inbox_mark(account.mailbox, uidvalidity, uid)
+
+    def _one(self, account: InboxAccount, uidvalidity: int, uid: int, raw: bytes, report: MailboxReport) -> None:
+        parsed = parse(raw)
+        where = f"inbox {account.mailbox} UID {uid}"
+        if parsed.kind is Kind.MALFORMED:
+            report.outcomes[Outcome.MALFORMED] += 1
+            log.warning("%s: %s; left alone", where, parsed.detail)
+            return
+        row = self._row_of(parsed, account)
+        if row is None:
+            report.outcomes[Outcome.UNMATCHED] += 1
+            log.info("%s: a %s about no row of ours; left alone", where, parsed.kind)
+            return
+        if parsed.recipients and self._feedback.recipient_of(row) not in parsed.recipients:
+            # The bounce names other addresses than the row's: it is not about this row after all.
+            report.outcomes[Outcome.UNMATCHED] += 1
+            log.warning("%s: a %s naming row %d but not its recipient; left alone", where, parsed.kind, row)
+            return
+        event = EVENT_OF[parsed.kind]
+        ref = parsed.own_message_id or f"imap:{account.mailbox}:{uidvalidity}:{uid}"
+        applied = self._feedback.apply(row, event, source="inbox", ref=ref, detail=parsed.detail)
+        if applied is Applied.REPLAY:
+            report.outcomes[Outcome.REPLAY] += 1
+            return
+        report.outcomes[Outcome.APPLIED] += 1
+        report.outcomes[event.value] += 1
+        log.info("%s: %s on row %d (%s)", where, event, row, applied)
+
+    def _row_of(self, parsed: Parsed, account: InboxAccount) -> int | None:
+        for message_id in parsed.about:
+            row = self._feedback.row_of(message_id)
+            if row is not None:
+                return row
+        named = {row for row in (self._feedback.row_of(m) for m in parsed.quoted) if row is not None}
+        if len(named) == 1:
+            return named.pop()
+        if parsed.kind in (Kind.REPLY, Kind.AUTO_REPLY, Kind.UNSUBSCRIBE) and parsed.sender and \
+                parsed.sender != account.mailbox.lower():
+            return self._feedback.latest_row_to(parsed.sender, account.mailbox)
+        return None
+
+    def _failed(self, report: MailboxReport, why: str) -> MailboxReport:
+        log.error("inbox %s: %s", report.mailbox, why)
+        report.error = why
+        return report
+
+
+def read_all(feedback: Feedback, accounts: list[InboxAccount], *, env: Mapping[str, str] | None = None,
+             timeout_s: float = 30.0) -> list[MailboxReport]:
+    """One pass over every mailbox; a mailbox that fails is reported and the others are still read."""
+    reader = InboxReader(feedback, env=env, timeout_s=timeout_s)
+    return [reader.read(account) for account in accounts]
+
+
+def _quote(folder: str) -> str:
+    return '"' + folder.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _first(exc: BaseException) -> str:
+    if isinstance(exc, socket.timeout):
+        return "timed out"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {exc.verify_message}; set imap ca_file or fix the server's certificate"
+    text: object = exc.args[0] if len(exc.args) == 1 else exc
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return (str(text).strip().splitlines() or [type(exc).__name__])[0]

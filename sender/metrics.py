@@ -1,0 +1,74 @@
+"""The send ledger's Prometheus metrics, read from PostgreSQL at each scrape (the ledger is the record: any process
+serving them tells the same numbers). `sendhost sender web` serves them on /metrics/.
+
+    sendhost_sender_rows{status}                          rows per status (unconfirmed ones wait for a person)
+    sendhost_sender_queue_oldest_due_age_seconds          how late the oldest due row is (0: nothing overdue)
+    sendhost_sender_events_total{kind}                    the rows' history by kind: sends by outcome, feedback
+    sendhost_sender_mailbox_sends_7d{mailbox}             accepted sends over the last 7 days
+    sendhost_sender_mailbox_hard_bounces_7d{mailbox}      hard bounces over the last 7 days
+    sendhost_sender_mailbox_complaints_7d{mailbox}        spam complaints over the last 7 days
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from psycopg_pool import ConnectionPool
+
+from sender.events import Feedback
+from sender.health import WINDOW
+from sender.ledger import Status
+
+log = logging.getLogger("sendhost.sender.metrics")
+
+PREFIX = "sendhost_sender"
+_ROWS = "SELECT status::text, count(*) FROM sender_emails GROUP BY status"
+_OLDEST_DUE = """
+SELECT coalesce(extract(epoch FROM now() - min(not_before)), 0)::double precision FROM sender_emails
+WHERE status IN ('queued', 'retry') AND not_before <= now()"""
+_EVENTS = "SELECT kind, count(*) FROM sender_events GROUP BY kind"
+
+
+class LedgerCollector(Collector):
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+
+    def collect(self) -> Iterator[Metric]:
+        rows = GaugeMetricFamily(f"{PREFIX}_rows", "Rows of the send ledger by status.", labels=["status"])
+        oldest = GaugeMetricFamily(f"{PREFIX}_queue_oldest_due_age_seconds",
+                                   "Seconds since the oldest due queued or retry row became due.")
+        events = CounterMetricFamily(f"{PREFIX}_events", "Entries of the rows' history by kind (sent, retry, "
+                                     "failed, unconfirmed, bounced, complained, ...).", labels=["kind"])
+        sends = GaugeMetricFamily(f"{PREFIX}_mailbox_sends_7d", "Accepted sends over the last 7 days.",
+                                  labels=["mailbox"])
+        bounces = GaugeMetricFamily(f"{PREFIX}_mailbox_hard_bounces_7d", "Hard bounces over the last 7 days.",
+                                    labels=["mailbox"])
+        complaints = GaugeMetricFamily(f"{PREFIX}_mailbox_complaints_7d", "Spam complaints over the last 7 days.",
+                                       labels=["mailbox"])
+        up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
+        try:
+            with self._pool.connection(timeout=5) as conn:
+                feedback = Feedback(conn)
+                counts = {status.value: 0 for status in Status}
+                counts.update({str(s): int(n) for s, n in conn.execute(_ROWS).fetchall()})
+                for status, count in sorted(counts.items()):
+                    rows.add_metric([status], count)
+                found = conn.execute(_OLDEST_DUE).fetchone()
+                oldest.add_metric([], max(float(found[0]) if found else 0.0, 0.0))
+                for kind, count in conn.execute(_EVENTS).fetchall():
+                    events.add_metric([str(kind)], int(count))
+                for mailbox, seen in sorted(feedback.health_since(datetime.now(UTC) - WINDOW).items()):
+                    sends.add_metric([mailbox], seen["sent"])
+                    bounces.add_metric([mailbox], seen["bounced"])
+                    complaints.add_metric([mailbox], seen["complained"])
+        except Exception as exc:  # a scrape must answer even when the ledger does not
+            log.warning("metrics: the ledger did not answer: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield from (up, rows, oldest, events, sends, bounces, complaints)

@@ -1,0 +1,99 @@
+"""Observability of the sender and its feedback: the ledger's metrics as `sendhost sender web` serves them, the
+alerting rules under promtool (Debian's `prometheus` package), and a Grafana dashboard naming only real metrics."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sender.events import Event, Feedback
+from tests.conftest import REPO_ROOT
+from tests.sender.web_server import WebServer, sent_row, web_server
+from tests.support.net import on_ci
+
+RULES = REPO_ROOT / "docs" / "prometheus" / "sendhost-sender.rules.yml"
+RULE_TESTS = REPO_ROOT / "docs" / "prometheus" / "sendhost-sender.rules.test.yml"
+DASHBOARD = REPO_ROOT / "docs" / "grafana" / "sendhost-sender.json"
+BOX = "box0@sender.example"
+
+
+def _promtool() -> str:
+    found = shutil.which("promtool")
+    if found is None:
+        if on_ci():
+            pytest.fail("promtool is not installed on CI: .ci/run should install Debian's `prometheus` package")
+        pytest.skip("install Debian's `prometheus` package (promtool) to check the alerting rules")
+    return found
+
+
+@pytest.fixture
+def feedback(database_url: str) -> Iterator[Feedback]:
+    with Feedback.from_url(database_url) as opened:
+        opened.migrate()
+        yield opened
+
+
+@pytest.fixture
+def web(tmp_path: Path, database_url: str, feedback: Feedback) -> Iterator[WebServer]:
+    with web_server(tmp_path, database_url) as server:
+        yield server
+
+
+def _scrape(web: WebServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(f"{web.base}/metrics/").text
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def test_the_ledger_metrics_tell_what_the_ledger_holds(web: WebServer, feedback: Feedback) -> None:
+    rows = [sent_row(feedback, f"L{n}", f"lead{n}@rcpt.example", mailbox=BOX)[0] for n in range(4)]
+    feedback.apply(rows[0], Event.BOUNCED, source="inbox", ref="b")
+    feedback.apply(rows[1], Event.COMPLAINED, source="webhook", ref="c")
+    feedback.enqueue(lead="Q", step=1, to="q@rcpt.example", group="sales", subject="Hi", text="x")
+    seen = _scrape(web)
+    assert seen[("sendhost_sender_ledger_up", ())] == 1
+    assert seen[("sendhost_sender_rows", (("status", "sent"),))] == 2
+    assert seen[("sendhost_sender_rows", (("status", "bounced"),))] == 1
+    assert seen[("sendhost_sender_rows", (("status", "queued"),))] == 1
+    assert seen[("sendhost_sender_rows", (("status", "unconfirmed"),))] == 0
+    assert seen[("sendhost_sender_events_total", (("kind", "sent"),))] == 4
+    assert seen[("sendhost_sender_mailbox_sends_7d", (("mailbox", BOX),))] == 4
+    assert seen[("sendhost_sender_mailbox_hard_bounces_7d", (("mailbox", BOX),))] == 1
+    assert seen[("sendhost_sender_mailbox_complaints_7d", (("mailbox", BOX),))] == 1
+    assert seen[("sendhost_sender_queue_oldest_due_age_seconds", ())] >= 0
+
+
+def test_the_alerting_rules_pass_promtool_and_fire_on_their_series() -> None:
+    promtool = _promtool()
+    checked = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = subprocess.run([promtool, "test", "rules", str(RULE_TESTS)], capture_output=True, text=True,
+                            timeout=120)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def _metric_names(expr: str) -> set[str]:
+    return set(re.findall(r"\bsendhost_[a-z0-9_]+", expr))
+
+
+def test_the_rules_and_the_dashboard_name_only_metrics_that_exist(web: WebServer, feedback: Feedback) -> None:
+    sent_row(feedback, "L1", "lead@rcpt.example", mailbox=BOX)
+    served = {name for name, _labels in _scrape(web)}
+    # the pool's metrics come from `sendhost pool exporter` (ippool.metrics): counters get _total
+    pool_source = (REPO_ROOT / "ippool" / "metrics.py").read_text()
+    pool = {f"sendhost_pool{m}_total" for m in re.findall(r'CounterMetricFamily\(f"\{PREFIX\}(_[a-z_]+)"',
+                                                             pool_source)}
+    known = served | pool
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    exprs += re.findall(r"expr: [|>-]*\s*\n?((?:.+\n)+?)\s*(?:for|labels):", RULES.read_text())
+    used = set().union(*(_metric_names(e) for e in exprs))
+    assert used and used <= known, used - known
