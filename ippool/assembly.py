@@ -6,6 +6,7 @@ the host specs, a clock and the pool name. The CLI, the simulation, the tests an
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,6 +42,7 @@ class PoolMachinery:
     clock: Callable[[], float]
     pool_name: str = DEFAULT_POOL_NAME
     screen: Screen = no_screen
+    sleep: Callable[[float], None] = time.sleep  # `pool destroy` waits out AWS's PTR release delay with it
     client: Any = field(init=False)  # the Redis client under `pool`
     slots: SlotStore = field(init=False)  # the fenced slot store `pool` composes
 
@@ -77,7 +79,8 @@ class PoolMachinery:
 
     def lifecycle(self, *, aws: Ec2Adapter | None = None) -> PoolLifecycle:
         """`pool create` / `pool destroy` for the hosts of `specs`."""
-        return PoolLifecycle(aws or self.aws, self.slots, self.reaper(aws=aws), pool_name=self.pool_name)
+        return PoolLifecycle(aws or self.aws, self.slots, self.reaper(aws=aws), pool_name=self.pool_name,
+                             clock=self.clock, sleep=self.sleep)
 
     def worker(self, owner: str, *, hosts: Sequence[str] | None = None, interval_s: float = 10.0,
                reconcile: bool = True) -> Worker:

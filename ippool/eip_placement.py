@@ -1,19 +1,31 @@
-"""Putting an Elastic IP into a slot, as `pool create` and a rotation both do: allocate it tagged `incoming` for
-the slot (never an untagged moment), associate it with the slot's private IP, tag it `active`. Also which EIP of
-ours serves a slot.
+"""Putting an Elastic IP into a slot, as `pool create` and a rotation both do, through the same steps:
 
-The rotator interleaves its own steps between these (the intent tags, PTR, its fence check, parking the old EIP),
-so each step is a function; `place_new` is the whole sequence for a slot with nothing to replace.
+    allocate, tagged `incoming` for the slot (never an untagged moment)      allocate_incoming
+    tag the intent (the EIP it replaces, the slot's private IP, its PTR)     prepare  -> "tag"
+    forward A record (waited INSYNC) + reverse DNS (waited until set)        prepare  -> "ptr"
+    free the slot's private IP: detach the EIP it replaces, refuse others    associate
+    associate with AllowReassociation=False                                  associate
+    tag it `active`                                                           activate
+
+So the first address of a `ptr: true` slot gets its A record and PTR exactly as a rotated one does. The rotator
+interleaves its own steps between these (its fence check, parking the old EIP), so each step is a function;
+`place_new` is the whole sequence for a slot with nothing to replace. Also which EIP of ours serves a slot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import TAG_STATE, Address, pool_tags
-from ippool.spec import TAG_PRIVATE_IP
+from ippool.errors import AddressAlreadyAssociated
+from ippool.spec import TAG_PRIVATE_IP, TAG_PTR, TAG_PTR_ZONE, TAG_REPLACES, HostSpec
 from ippool.states import EipState
+
+
+def no_step(name: str) -> None:
+    """The step hook of a placement nobody watches: does nothing."""
+    return None
 
 
 def serving(addresses: list[Address], slot: int) -> Address | None:
@@ -33,8 +45,41 @@ def allocate_incoming(aws: Ec2Adapter, pool_name: str, host: str, slot: int,
     return aws.allocate_address(tags)
 
 
-def associate(aws: Ec2Adapter, address: Address, eni_id: str, private_ip: str) -> None:
-    """Point `address` at the slot's private IP, taking it over from any EIP there (the slot never lacks one)."""
+def prepare(aws: Ec2Adapter, spec: HostSpec, slot: int, address: Address, private_ip: str,
+            replaces: str | None, step: Callable[[str], None] = no_step) -> None:
+    """Tag the intent on the new EIP, then, when the host asks for PTR, publish its A record and its reverse DNS
+    and wait until AWS serves both: the address is not put into service before (ReverseDnsFailed otherwise).
+
+    `step(name)` is called after the tags ("tag") and after the PTR ("ptr"): the rotator's checkpoints."""
+    intent = {TAG_REPLACES: replaces or "none", TAG_PRIVATE_IP: private_ip}
+    if spec.ptr_zone:
+        # Tagged before the PTR exists, so the reaper resets it (and deletes the A record) even if we die halfway.
+        intent[TAG_PTR] = spec.ptr_name(slot, address.public_ip)
+        intent[TAG_PTR_ZONE] = spec.ptr_zone
+    aws.create_tags(address.allocation_id, intent)
+    step("tag")
+    if spec.ptr_zone:
+        name = spec.ptr_name(slot, address.public_ip)
+        # AWS checks that the name resolves to the address before it sets the PTR: wait until Route 53 serves it.
+        aws.wait_for_change(aws.upsert_a_record(spec.ptr_zone, name, address.public_ip))
+        aws.set_reverse_dns(address.allocation_id, name)
+        aws.wait_reverse_dns(address.allocation_id, name)
+        step("ptr")
+
+
+def associate(aws: Ec2Adapter, address: Address, eni_id: str, private_ip: str, replaces: str | None = None) -> None:
+    """Point `address` at the slot's private IP. An EIP already there is detected first: the one this address
+    `replaces` is detached; any other (a stranger's, or ours for another purpose) is refused, never taken over."""
+    for other in aws.describe_interface_addresses(eni_id):
+        if other.private_ip != private_ip or other.allocation_id == address.allocation_id or not other.associated:
+            continue
+        if replaces is not None and other.allocation_id == replaces and other.association_id:
+            aws.disassociate_address(other.association_id)
+            continue
+        raise AddressAlreadyAssociated(
+            f"private IP {private_ip} on {eni_id} already holds Elastic IP {other.public_ip} "
+            f"({other.allocation_id}, pool tag {other.pool or 'none'}): not taken over; run `sendhost pool "
+            f"reconcile` and free the address, or give the slot another private IP")
     aws.associate_address(address.allocation_id, eni_id, private_ip)
 
 
@@ -43,9 +88,11 @@ def activate(aws: Ec2Adapter, address: Address) -> None:
     aws.create_tags(address.allocation_id, {TAG_STATE: EipState.ACTIVE})
 
 
-def place_new(aws: Ec2Adapter, pool_name: str, host: str, slot: int, eni_id: str, private_ip: str) -> Address:
-    """Allocate, associate and activate a fresh EIP on an empty slot; the EIP as AWS now reports it."""
-    address = allocate_incoming(aws, pool_name, host, slot, {TAG_PRIVATE_IP: private_ip})
+def place_new(aws: Ec2Adapter, pool_name: str, spec: HostSpec, slot: int, eni_id: str, private_ip: str) -> Address:
+    """Allocate, prepare (tags, A record, PTR), associate and activate a fresh EIP on an empty slot; the EIP as AWS
+    now reports it."""
+    address = allocate_incoming(aws, pool_name, spec.name, slot, {TAG_PRIVATE_IP: private_ip})
+    prepare(aws, spec, slot, address, private_ip, replaces=None)
     associate(aws, address, eni_id, private_ip)
     activate(aws, address)
     placed = aws.get_address(address.allocation_id)

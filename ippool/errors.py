@@ -49,6 +49,20 @@ class AddressInUse(PoolOperationFailed):
     """AWS says the address is still in use (InvalidIPAddress.InUse): associated, or carrying reverse DNS."""
 
 
+class PtrStillSet(PoolOperationFailed):
+    """AWS still holds the EIP's reverse DNS (InvalidAddress.PtrSet): after a reset it refuses release for minutes.
+
+    Not a failure: the reaper retries on its next cycle and `pool destroy` waits."""
+
+
+class ReverseDnsFailed(PoolOperationFailed):
+    """AWS reported the EIP's PTR update FAILED (or it stayed PENDING past the wait): the address must not serve."""
+
+
+class AddressAlreadyAssociated(PoolOperationFailed):
+    """The slot's private IP already holds an EIP (Resource.AlreadyAssociated), ours or a stranger's."""
+
+
 class AwsThrottled(PoolOperationFailed):
     """AWS kept answering RequestLimitExceeded after every retry: exit 1; try again later."""
 

@@ -1,8 +1,10 @@
 """Parking and reaping Elastic IPs: the parker takes an EIP out of service until a deadline, the reaper releases
 parked EIPs past their deadline and denies their addresses for 7 days.
 
-Order matters for crashes: reset reverse DNS (AWS refuses to release an EIP with a PTR), deny the address, release,
-forget the parked entry; each step is safe to repeat, so a reap killed anywhere is finished by the next one.
+Order matters for crashes: reset reverse DNS (AWS refuses to release an EIP with a PTR) and delete the address's
+forward A record, deny the address, release, forget the parked entry; each step is safe to repeat, so a reap killed
+anywhere is finished by the next one. After a reset AWS answers release with InvalidAddress.PtrSet for minutes: that
+is "not yet", reported as not released, and the next cycle releases it.
 AWS tags are the record: the reaper reads parked EIPs from AWS, not from Redis.
 """
 
@@ -16,12 +18,15 @@ from ippool import ownership
 from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address, pool_tags
 from ippool.denylist import Denylist
-from ippool.errors import AddressGone, IppoolError
+from ippool.errors import AddressGone, IppoolError, PtrStillSet
 from ippool.ledger import Ledger
-from ippool.spec import DEFAULT_POOL_NAME, TAG_PTR
+from ippool.spec import DEFAULT_POOL_NAME, TAG_PTR, TAG_PTR_ZONE
 from ippool.states import EipState
 
 log = logging.getLogger("ippool.reaper")
+
+# The detail of a reap that AWS deferred (InvalidAddress.PtrSet after a PTR reset): retried on the next cycle.
+PTR_STILL_SET = "reverse DNS still being removed by AWS (InvalidAddress.PtrSet): released on a later cycle"
 
 
 def no_checkpoint(name: str) -> None:
@@ -53,9 +58,9 @@ class Parker:
     def park(self, host: str, slot: int, address: Address, until: float, *, let_go: bool = False) -> bool:
         """Park `address` until epoch `until`; False when AWS no longer has it (nothing to park).
 
-        `let_go`: the address was just replaced on its slot. AWS's reassociation already detached it; if it still
-        shows an association (an endpoint that does not model AllowReassociation, e.g. moto), detach it now, so a
-        parked EIP never holds a slot."""
+        `let_go`: the address was just replaced on its slot. The placement detached it from the slot's private IP
+        first; if it still shows an association (moto ignores private IPs, so it never saw it there), detach it
+        now, so a parked EIP never holds a slot."""
         try:
             if let_go:
                 current = self.aws.get_address(address.allocation_id)
@@ -110,15 +115,27 @@ class Reaper:
         if address.associated and not detach:
             return ReapResult(host, address.allocation_id, address.public_ip, False,
                               "still associated to a slot: left for `pool reconcile`")
-        if address.tags.get(TAG_PTR):
+        ptr_name = address.tags.get(TAG_PTR)
+        if ptr_name:
             self.aws.reset_reverse_dns(address.allocation_id)
             self.checkpoint("reset-ptr")
+            zone = address.tags.get(TAG_PTR_ZONE)
+            if zone:  # the forward record we created for this address (unique to it), so nothing else uses it
+                self.aws.delete_a_record(zone, ptr_name, address.public_ip)
+            # Emptied (the pool never deletes tags): the next attempt goes straight to release, not reset again.
+            self.aws.create_tags(address.allocation_id, {TAG_PTR: ""})
         if deny:
             self.denylist.add(host, address.public_ip)
             self.checkpoint("denylist")
         if address.association_id:
             self.aws.disassociate_address(address.association_id)
-        released = self.aws.release_address(address.allocation_id)
+        try:
+            released = self.aws.release_address(address.allocation_id)
+        except PtrStillSet:
+            # AWS refuses release for minutes after a PTR reset: not a failure, the next cycle releases it.
+            log.info("%s: %s (%s) waits for AWS to drop its reverse DNS", host, address.public_ip,
+                     address.allocation_id)
+            return ReapResult(host, address.allocation_id, address.public_ip, False, PTR_STILL_SET)
         self.checkpoint("release")
         self.ledger.unpark(host, address.allocation_id)
         log.info("%s: released %s (%s)", host, address.public_ip, address.allocation_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,8 +18,8 @@ from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address
 from ippool.aws.quotas import quota_advice
 from ippool.eip_placement import place_new, serving
-from ippool.errors import AddressQuotaExceeded, SlotLimitExceeded
-from ippool.parking import Reaper
+from ippool.errors import AddressQuotaExceeded, PtrStillSet, SlotLimitExceeded
+from ippool.parking import PTR_STILL_SET, Reaper
 from ippool.slot_store import SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_PRIVATE_IP, HostSpec
 from ippool.states import EipState
@@ -49,6 +50,10 @@ class PoolLifecycle:
     slots: SlotStore
     reaper: Reaper
     pool_name: str = DEFAULT_POOL_NAME
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    ptr_release_wait_s: float = 1800.0  # AWS refuses release for minutes after a PTR reset: destroy waits this long
+    ptr_release_poll_s: float = 30.0
 
     def create(self, spec: HostSpec, slots: int, progress: Callable[[str], None] = lambda line: None,
                ) -> list[SlotRecord]:
@@ -69,7 +74,7 @@ class PoolLifecycle:
             action = "kept"
             if current is None:
                 try:
-                    current = place_new(self.aws, self.pool_name, spec.name, slot, eni.eni_id, private_ip)
+                    current = place_new(self.aws, self.pool_name, spec, slot, eni.eni_id, private_ip)
                 except AddressQuotaExceeded as exc:
                     raise AddressQuotaExceeded(
                         f"{exc}; slots 0..{slot - 1} of {spec.name} are in service, {slots - slot} still need an "
@@ -95,22 +100,42 @@ class PoolLifecycle:
         for held in registered:  # Redis's private IP only when AWS says it is a secondary IP of this ENI
             if held.private_ip and held.private_ip in secondary:
                 known[held.slot] = held.private_ip
-        free = [ip for ip in secondary if ip not in known.values()]
+        # A secondary IP that already holds an Elastic IP not tagged as this pool's belongs to someone else.
+        taken = {a.private_ip for a in self.aws.describe_interface_addresses(eni_id)
+                 if a.associated and a.private_ip and a.pool != self.pool_name}
+        free = [ip for ip in secondary if ip not in known.values() and ip not in taken]
         missing = [slot for slot in range(slots) if slot not in known]
         if len(free) < len(missing):
             interface = self.aws.assign_secondary_private_ips(eni_id, len(missing) - len(free))
-            free += [ip for ip in interface.secondary_private_ips if ip not in free and ip not in known.values()]
+            free += [ip for ip in interface.secondary_private_ips
+                     if ip not in free and ip not in known.values() and ip not in taken]
         free.sort(key=ipaddress.ip_address)
         for slot in missing:
             known[slot] = free.pop(0)
         return [known[slot] for slot in range(slots)]
+
+    def _release_waiting(self, host: str, address: Address) -> None:
+        """Release one EIP, waiting out AWS's InvalidAddress.PtrSet after its PTR reset (minutes) instead of failing;
+        past `ptr_release_wait_s`, a clear error: run destroy again later."""
+        deadline = self.clock() + self.ptr_release_wait_s
+        current: Address | None = address
+        while current is not None:
+            result = self.reaper.release(host, current, detach=True)
+            if result.released or result.detail != PTR_STILL_SET:
+                return
+            if self.clock() >= deadline:
+                raise PtrStillSet(
+                    f"host {host}: AWS still holds the reverse DNS of {address.public_ip} ({address.allocation_id}) "
+                    f"after {self.ptr_release_wait_s:.0f}s: run `sendhost pool destroy` again later")
+            self.sleep(self.ptr_release_poll_s)
+            current = self.aws.get_address(address.allocation_id)
 
     def destroy(self, spec: HostSpec) -> list[Address]:
         """Return every EIP of the host (PTR reset, detached, released, denied), unassign its slot IPs, forget it
         in Redis. Safe to run again after a failure: it starts from what AWS still holds."""
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
         for address in ours:
-            self.reaper.release(spec.name, address, detach=True)
+            self._release_waiting(spec.name, address)
         slot_ips = [s.private_ip for s in self.slots.status(spec.name)[0].slots if s.private_ip] \
             if spec.name in self.slots.hosts() else []
         slot_ips += [a.tags[TAG_PRIVATE_IP] for a in ours if a.tags.get(TAG_PRIVATE_IP)]

@@ -34,8 +34,9 @@ from ippool import ownership
 from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address, NetworkInterface, parse_parked_until
 from ippool.eip_placement import activate, serving
+from ippool.errors import AddressAlreadyAssociated, AddressInUse, AwsCredentialsError, PtrStillSet
 from ippool.ledger import Ledger
-from ippool.parking import Parker, Reaper
+from ippool.parking import PTR_STILL_SET, Parker, Reaper, ReapResult
 from ippool.slot_store import SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_REPLACES, TAG_SINCE, HostSpec
 from ippool.states import EipState, SlotState
@@ -144,8 +145,9 @@ class Reconciler:
         slot = new.slot
         if not new.associated:
             def roll_back() -> None:  # never in service: released at once (PTR reset first), not denied
-                self.reaper.release(spec.name, new, deny=False)
+                result = self.reaper.release(spec.name, new, deny=False)
                 self._give_back(spec, slot, slots)
+                _released_or_raise(result)
             return [self._diff(spec, DifferenceKind.INCOMING, new,
                                f"slot {slot}: allocated, never associated: rolled back", roll_back)]
 
@@ -287,7 +289,15 @@ class Reconciler:
 
     def _apply(self, difference: Difference, fix: Callable[[], object]) -> Difference:
         if self._fix:
-            fix()
+            try:
+                fix()
+            except (AwsCredentialsError, AddressInUse, AddressAlreadyAssociated, PtrStillSet) as exc:
+                # Refused for this address only (AuthFailure/UnauthorizedOperation: a policy that does not cover
+                # it; or AWS not ready yet): listed unfixed, and the other differences and hosts go on.
+                difference.detail = f"{difference.detail}; not fixed: {exc}"
+                log.warning("reconcile could not fix %s %s on %s: %s", difference.kind, difference.subject,
+                            difference.host, exc)
+                return difference
             difference.fixed = True
             log.info("reconcile fixed %s %s on %s: %s", difference.kind, difference.subject, difference.host,
                      difference.detail)
@@ -298,7 +308,7 @@ class Reconciler:
         Parker(self.aws, self.ledger, self.pool_name).park(spec.name, slot, address, self.clock() + for_s)
 
     def _reap(self, spec: HostSpec, address: Address) -> None:
-        self.reaper.release(spec.name, address)
+        _released_or_raise(self.reaper.release(spec.name, address))
 
     def _give_back(self, spec: HostSpec, slot: int, slots: dict[int, SlotStatus]) -> None:
         held = slots.get(slot)
@@ -331,3 +341,10 @@ class Reconciler:
 
     def _retire(self, spec: HostSpec, slot: int) -> None:
         self.slots.retire(spec.name, slot)
+
+
+def _released_or_raise(result: ReapResult) -> None:
+    """A release AWS deferred (InvalidAddress.PtrSet after the PTR reset) is not a fix yet: listed unfixed, and the
+    next reconcile or reap releases it."""
+    if result.detail == PTR_STILL_SET:
+        raise PtrStillSet(f"{result.public_ip} ({result.allocation_id}): {PTR_STILL_SET}")

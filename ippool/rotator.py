@@ -6,8 +6,8 @@ kill the process there:
     claim (mark_rotating, CAS)
     allocate, tagged incoming (redraw while the address is denylisted, parked or DNSBL-listed) -> "allocate"
     tag the intent: the EIP it replaces, the owner, the PTR name                                -> "tag"
-    forward A record + reverse DNS, when the host's policy asks for PTR                         -> "ptr"
-    associate with AllowReassociation (the slot never lacks a public IP)                        -> "associate"
+    forward A record (waited INSYNC) + reverse DNS (waited until AWS serves it), when asked     -> "ptr"
+    detach the old EIP from the slot's private IP, associate (AllowReassociation=False)         -> "associate"
     tag the old EIP parked until now + park_minutes, the new one active                         -> "park-tag"
     publish into Redis under the fence                                                          -> "publish"
 
@@ -31,7 +31,7 @@ from ippool.ledger import Ledger
 from ippool.parking import Parker, no_checkpoint
 from ippool.screen import Screen, no_screen
 from ippool.slot_store import ReadySlot, SlotStore
-from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_REPLACES, TAG_SINCE, HostSpec
+from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_SINCE, HostSpec
 from ippool.states import RotationOutcome, SlotState
 from ippool.status import SlotStatus
 
@@ -194,20 +194,15 @@ class Rotator:
         """`private_ip` and `old` were checked against AWS (`_verified`); `old` is None when AWS no longer has it."""
         host, slot = spec.name, ready.slot
         old_ip = old.public_ip if old is not None else None
-        intent = {TAG_REPLACES: old.allocation_id if old is not None else "none", TAG_PRIVATE_IP: private_ip}
-        if spec.ptr_zone:
-            intent[TAG_PTR] = spec.ptr_name(slot)
-        self.aws.create_tags(new.allocation_id, intent)
-        self._step("tag")
-        if spec.ptr_zone:
-            self.aws.upsert_a_record(spec.ptr_zone, spec.ptr_name(slot), new.public_ip)
-            self.aws.set_reverse_dns(new.allocation_id, spec.ptr_name(slot))
-            self._step("ptr")
+        old_allocation = old.allocation_id if old is not None else None
+        # The same steps as `pool create` (tags, A record, PTR waited until AWS serves it): the slot is published
+        # leasable only after its PTR resolves; a FAILED PTR raises, and the EIP goes to the reaper.
+        eip_placement.prepare(self.aws, spec, slot, new, private_ip, old_allocation, step=self._step)
         if not self._still_claimed(host, ready):
             # Fenced out before touching the slot: this attempt is stale; its EIP goes straight to the reaper.
             self.parker.park(host, slot, new, self.clock())
             return LOST_CLAIM
-        eip_placement.associate(self.aws, new, self.eni(spec), private_ip)
+        eip_placement.associate(self.aws, new, self.eni(spec), private_ip, replaces=old_allocation)
         self._step("associate")
         if old is not None:
             self.parker.park(host, slot, old, self.clock() + spec.park_minutes * 60, let_go=True)

@@ -17,6 +17,7 @@ TAG_REPLACES = "sendhost:replaces"
 TAG_OWNER = "sendhost:owner"
 TAG_SINCE = "sendhost:since"  # when the attempt began (ISO 8601 UTC), for reconcile's grace period
 TAG_PTR = "sendhost:ptr"
+TAG_PTR_ZONE = "sendhost:ptr_zone"  # the Route 53 zone of that forward record, so release can delete it
 # The slot's private IP, on every EIP we put into a slot: the slot's durable address, for rebuilding Redis.
 TAG_PRIVATE_IP = "sendhost:private_ip"
 
@@ -33,8 +34,11 @@ class HostSpec:
     park_minutes: float = 15.0
     ptr_zone: str | None = None  # Route 53 zone for the forward A record; None: no PTR
 
-    def ptr_name(self, slot: int) -> str:
-        """The host name a slot's address resolves from and back to (`<host>-<slot>.<zone>`)."""
+    def ptr_name(self, slot: int, public_ip: str) -> str:
+        """The host name one address of a slot resolves from and back to (`<host>-<slot>-<a-b-c-d>.<zone>`).
+
+        Unique per address, never reused per slot: a resolver still caching the old address's A record can then
+        never contradict the new address's PTR (forward-confirmed reverse DNS holds for both)."""
         if self.ptr_zone is None:
             raise ValueError(f"host {self.name} has no PTR zone")
-        return f"{self.name}-{slot}.{self.ptr_zone.rstrip('.')}"
+        return f"{self.name}-{slot}-{public_ip.replace('.', '-')}.{self.ptr_zone.rstrip('.')}"

@@ -34,3 +34,11 @@ class RotationOutcome(StrEnum):
     LOST_CLAIM = "lost_claim"  # another rotator claimed the slot first, or the fence moved on
     NO_FRESH_ADDRESS = "no_fresh_address"  # every draw was rejected: the slot falls back until the next cycle
     FAILED = "failed"  # AWS refused a step: the slot was given back (ready) and the new EIP parked
+
+
+class PtrStatus(StrEnum):
+    """The status AWS reports for an EIP's reverse DNS update (`PtrRecordUpdate.Status`)."""
+
+    PENDING = "PENDING"  # AWS is still checking the forward record and publishing the PTR
+    SUCCESSFUL = "SUCCESSFUL"
+    FAILED = "FAILED"  # e.g. the forward A record did not resolve to the address

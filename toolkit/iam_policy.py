@@ -46,7 +46,7 @@ def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[st
     statements: list[dict[str, Any]] = [
         {"Sid": "ReadPoolState", "Effect": "Allow",
          "Action": ["ec2:DescribeAddresses", "ec2:DescribeInstances", "ec2:DescribeInstanceTypes",
-                    "ec2:DescribeNetworkInterfaces"],
+                    "ec2:DescribeNetworkInterfaces", "ec2:DescribeAddressesAttribute"],
          "Resource": "*", "Condition": {"StringEquals": in_regions}},
         {"Sid": "SlotPrivateIpsOnOurInterfaces", "Effect": "Allow",
          "Action": ["ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
@@ -78,6 +78,9 @@ def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[st
         statements += [
             # Route 53 is global: its requests are not made "in" the hosts' regions, so no region condition.
             {"Sid": "FindPtrZones", "Effect": "Allow", "Action": "route53:ListHostedZonesByName", "Resource": "*"},
+            # The pool waits for its record changes to be INSYNC before it asks EC2 for the PTR.
+            {"Sid": "WaitForRecordChanges", "Effect": "Allow", "Action": "route53:GetChange",
+             "Resource": "arn:aws:route53:::change/*"},
             {"Sid": "ForwardRecordsInPtrZonesOnly", "Effect": "Allow", "Action": "route53:ChangeResourceRecordSets",
              "Resource": HOSTED_ZONE_ARN,
              "Condition": {"ForAllValues:StringEquals": {"route53:ChangeResourceRecordSetsRecordTypes": ["A"],

@@ -1,7 +1,8 @@
 """The one choke point to AWS: the only module that imports boto3 (and botocore).
 
 Every request of the adapter (`ippool.aws.adapter.Ec2Adapter`) goes through `AwsClient._call`, which paces the
-mutating EIP actions with a client-side token bucket, retries throttling with jittered backoff, reports each attempt
+mutating EIP actions with a client-side token bucket, retries their throttling with jittered backoff (reads get
+botocore's `standard` retries: throttling, 5xx and connection errors), reports each attempt
 to an `on_call` hook (as its IAM action name, so a test can hold the calls against `docs/iam-policy.json`), and
 turns AWS error codes into `ippool.errors`. Clients are created on first use, never at import, so moto can start
 first.
@@ -50,6 +51,18 @@ EIP_BUCKET_OPERATIONS = frozenset({
     "ModifyAddressAttribute", "ResetAddressAttribute",
 })
 
+# Reads are safe to repeat: botocore's `standard` retry mode retries them on throttling, 5xx and connection errors
+# (with its own jittered backoff and retry quota). Mutating calls get one botocore attempt: a repeated Allocate or
+# Associate after a lost answer could act twice, so only AWS's throttling codes are retried, here, paced.
+READ_PREFIXES = ("Describe", "List", "Get")
+READ_MAX_ATTEMPTS = 4
+
+
+def is_read(operation: str) -> bool:
+    """True for the calls that only read (Describe*, List*, Get*), which botocore may retry on its own."""
+    return operation.startswith(READ_PREFIXES)
+
+
 # Credentials that exist but cannot be loaded (expired SSO session, broken credential_process, half-set keys).
 _CREDENTIAL_LOAD_ERRORS = (CredentialRetrievalError, PartialCredentialsError, SSOError, TokenRetrievalError)
 
@@ -76,6 +89,7 @@ class AwsClient:
         self._session: SessionLike | None = None
         self._endpoint_url = endpoint_url
         self._sleep = sleep
+        self._clock = clock  # polls of slow AWS changes (PTR, Route 53) measure their deadline on it
         self._rng = rng if rng is not None else random.Random()
         self._on_call = on_call
         self.bucket = bucket if bucket is not None else TokenBucket(clock=clock, sleep=sleep)
@@ -89,22 +103,25 @@ class AwsClient:
 
     # --- plumbing -------------------------------------------------------------------------------------------
 
-    def _client(self, service: str) -> Any:
+    def _client(self, service: str, reads: bool = False) -> Any:
         with self._clients_lock:
-            return self._client_locked(service)
+            return self._client_locked(service, reads)
 
-    def _client_locked(self, service: str) -> Any:
-        if service not in self._clients:
+    def _client_locked(self, service: str, reads: bool) -> Any:
+        key = f"{service}:reads" if reads else service
+        if key not in self._clients:
             if self._session is None:
                 self._session = self._session_factory()
-            # botocore's own retries are off: we retry here, with our bucket and jitter, and count every attempt.
-            config = Config(region_name=self.region, retries={"mode": "standard", "total_max_attempts": 1},
+            # Reads: botocore's standard mode retries throttling, 5xx and connection errors. Mutations: one attempt;
+            # we retry throttling here, with our bucket and jitter, and count every attempt.
+            attempts = READ_MAX_ATTEMPTS if reads else 1
+            config = Config(region_name=self.region, retries={"mode": "standard", "total_max_attempts": attempts},
                             connect_timeout=5, read_timeout=30)
             kwargs: dict[str, Any] = {"config": config}
             if self._endpoint_url:
                 kwargs["endpoint_url"] = self._endpoint_url
-            self._clients[service] = self._session.client(service, **kwargs)
-        return self._clients[service]
+            self._clients[key] = self._session.client(service, **kwargs)
+        return self._clients[key]
 
     def close(self) -> None:
         """Close the HTTP connections of every client made so far."""
@@ -133,15 +150,18 @@ class AwsClient:
                 f"could not load AWS credentials for {operation} ({type(exc).__name__}): log in again "
                 f"(e.g. `aws sso login`) or fix AWS_PROFILE") from exc
         except BotoCoreError as exc:
-            # Not retried: a timed-out mutating call may have happened. The EIP was tagged in the same call,
-            # so `pool reconcile` finds it by its tags either way.
+            # A read got here after botocore's retries; a mutating call is not retried: it may have happened. An
+            # EIP is tagged in the allocating call, so `pool reconcile` finds it by its tags either way.
             raise errors.AwsRequestFailed(f"{operation} on {subject} could not reach AWS: {exc}") from exc
 
     def _call_with_retries(self, service: str, operation: str, subject: str,
                            params: dict[str, Any]) -> dict[str, Any]:
-        method = getattr(self._client(service), xform_name(operation))
+        reads = is_read(operation)
+        method = getattr(self._client(service, reads), xform_name(operation))
         paced = service == "ec2" and operation in EIP_BUCKET_OPERATIONS
-        for retry in range(self.backoff.max_attempts):
+        # A read has had botocore's retries when it fails here; one more round of ours would only multiply them.
+        attempts = 1 if reads else self.backoff.max_attempts
+        for retry in range(attempts):
             if paced:
                 self.bucket.acquire()
             if self._on_call is not None:
@@ -154,7 +174,7 @@ class AwsClient:
                 code = str(error.get("Code", ""))
                 if code in RETRYABLE_CODES and self.on_throttle is not None:
                     self.on_throttle(operation)
-                if code in RETRYABLE_CODES and retry + 1 < self.backoff.max_attempts:
+                if code in RETRYABLE_CODES and retry + 1 < attempts:
                     self._sleep(self.backoff.delay(retry, self._rng))
                     continue
                 raise map_aws_error(code, str(error.get("Message", "")), operation=operation, subject=subject,

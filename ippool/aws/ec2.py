@@ -7,7 +7,21 @@ from typing import Any
 
 from ippool import errors
 from ippool.aws.client import AwsClient
-from ippool.aws.models import TAG_HOST, TAG_POOL, TAG_SLOT, TAG_STATE, Address, Instance, NetworkInterface
+from ippool.aws.models import (
+    TAG_HOST,
+    TAG_POOL,
+    TAG_SLOT,
+    TAG_STATE,
+    Address,
+    Instance,
+    NetworkInterface,
+    ReverseDns,
+)
+from ippool.states import PtrStatus
+
+# How long AWS takes to publish a PTR: usually under a minute, sometimes several (it checks the forward record).
+PTR_WAIT_S = 900.0
+PTR_POLL_S = 10.0
 
 
 class Ec2Calls(AwsClient):
@@ -76,11 +90,14 @@ class Ec2Calls(AwsClient):
         return Address(allocation_id=response["AllocationId"], public_ip=response["PublicIp"], tags=dict(tags))
 
     def associate_address(self, allocation_id: str, eni_id: str, private_ip: str) -> str:
-        """Point the EIP at one private IP of the ENI in one call, taking it over from any EIP there; return the
-        association id. `AllowReassociation` makes the swap atomic, so the slot is never without a public IP."""
+        """Point the EIP at one private IP of the ENI; return the association id.
+
+        `AllowReassociation=False`: AWS refuses (AddressAlreadyAssociated) instead of silently moving an EIP that
+        is associated elsewhere, or taking a private IP that already holds one (ours or a stranger's). Callers
+        detect and free the slot's private IP first."""
         response = self._call("ec2", "AssociateAddress", f"EIP {allocation_id}",
                               AllocationId=allocation_id, NetworkInterfaceId=eni_id,
-                              PrivateIpAddress=private_ip, AllowReassociation=True)
+                              PrivateIpAddress=private_ip, AllowReassociation=False)
         return str(response["AssociationId"])
 
     def disassociate_address(self, association_id: str) -> bool:
@@ -92,7 +109,9 @@ class Ec2Calls(AwsClient):
         return True
 
     def release_address(self, allocation_id: str) -> bool:
-        """Give an EIP back to AWS; False when it was already released (callers treat that as done)."""
+        """Give an EIP back to AWS; False when it was already released (callers treat that as done).
+
+        Raises PtrStillSet while AWS still holds its reverse DNS (minutes after a reset): retry later."""
         try:
             self._call("ec2", "ReleaseAddress", f"EIP {allocation_id}", AllocationId=allocation_id)
         except errors.AddressGone:
@@ -140,10 +159,39 @@ class Ec2Calls(AwsClient):
 
     # --- reverse DNS --------------------------------------------------------------------
 
-    def set_reverse_dns(self, allocation_id: str, domain_name: str) -> None:
-        """Ask AWS to serve `domain_name` as the EIP's PTR (its A record must already resolve to the EIP)."""
-        self._call("ec2", "ModifyAddressAttribute", f"EIP {allocation_id}",
-                   AllocationId=allocation_id, DomainName=domain_name)
+    def set_reverse_dns(self, allocation_id: str, domain_name: str) -> ReverseDns:
+        """Ask AWS to serve `domain_name` as the EIP's PTR (its A record must already resolve to the EIP).
+
+        AWS answers at once with the update PENDING; `wait_reverse_dns` polls until it is set or failed."""
+        response = self._call("ec2", "ModifyAddressAttribute", f"EIP {allocation_id}",
+                              AllocationId=allocation_id, DomainName=domain_name)
+        return _reverse_dns_from(allocation_id, response.get("Address", {}))
+
+    def describe_reverse_dns(self, allocation_id: str) -> ReverseDns:
+        """The EIP's PTR and the state of its last update, as AWS reports them now."""
+        response = self._call("ec2", "DescribeAddressesAttribute", f"EIP {allocation_id}",
+                              AllocationIds=[allocation_id], Attribute="domain-name")
+        found = response.get("Addresses", [])
+        return _reverse_dns_from(allocation_id, found[0] if found else {})
+
+    def wait_reverse_dns(self, allocation_id: str, domain_name: str, *, timeout_s: float = PTR_WAIT_S,
+                         interval_s: float = PTR_POLL_S) -> ReverseDns:
+        """Poll until AWS serves `domain_name` as the EIP's PTR; ReverseDnsFailed when AWS reports the update
+        FAILED or it is still pending after `timeout_s`."""
+        deadline = self._clock() + timeout_s
+        while True:
+            current = self.describe_reverse_dns(allocation_id)
+            if current.serves(domain_name) and current.update_status != PtrStatus.PENDING:
+                return current
+            if current.update_status == PtrStatus.FAILED:
+                raise errors.ReverseDnsFailed(
+                    f"EIP {allocation_id}: AWS could not set its reverse DNS to {domain_name} "
+                    f"({current.reason or 'no reason given'}): check that the A record resolves to the address")
+            if self._clock() >= deadline:
+                raise errors.ReverseDnsFailed(
+                    f"EIP {allocation_id}: reverse DNS {domain_name} still not set after {timeout_s:.0f}s "
+                    f"(status {current.update_status or 'none'}): the address is not put into service")
+            self._sleep(interval_s)
 
     def reset_reverse_dns(self, allocation_id: str) -> None:
         """Remove the EIP's PTR; AWS refuses to release an EIP that still has one."""
@@ -163,6 +211,18 @@ def _address_from(raw: Mapping[str, Any]) -> Address:
         network_interface_id=raw.get("NetworkInterfaceId") or None,
         private_ip=raw.get("PrivateIpAddress") or None,
         tags={tag["Key"]: tag["Value"] for tag in raw.get("Tags", [])},
+    )
+
+
+def _reverse_dns_from(allocation_id: str, raw: Mapping[str, Any]) -> ReverseDns:
+    update = raw.get("PtrRecordUpdate") or {}
+    status = update.get("Status")
+    return ReverseDns(
+        allocation_id=allocation_id,
+        ptr_record=(raw.get("PtrRecord") or "").rstrip(".") or None,
+        update_value=(update.get("Value") or "").rstrip(".") or None,
+        update_status=PtrStatus(status) if status in tuple(PtrStatus) else None,
+        reason=str(update.get("Reason") or ""),
     )
 
 

@@ -51,6 +51,14 @@ def map_aws_error(code: str, message: str, *, operation: str, subject: str, regi
         return errors.AddressInUse(
             f"{subject}: AWS says the address is still in use (InvalidIPAddress.InUse): disassociate it and "
             f"reset its reverse DNS first")
+    if code == "InvalidAddress.PtrSet":
+        return errors.PtrStillSet(
+            f"{subject}: AWS still holds its reverse DNS (InvalidAddress.PtrSet); after a reset this lasts "
+            f"minutes: retried later")
+    if code == "Resource.AlreadyAssociated":
+        return errors.AddressAlreadyAssociated(
+            f"{subject}: the private IP already holds an Elastic IP (Resource.AlreadyAssociated): run "
+            f"`sendhost pool reconcile` to see which one")
     if code == "NoSuchHostedZone":
         return errors.HostedZoneNotFound(f"Route 53 hosted zone for {subject} does not exist ({code})")
     return errors.AwsRequestFailed(f"AWS refused {operation} on {subject} ({code}): {message.strip()}", code)

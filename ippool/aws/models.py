@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ippool.states import EipState
+from ippool.states import EipState, PtrStatus
 
 TAG_POOL = "sendhost:pool"
 TAG_HOST = "sendhost:host"
@@ -105,3 +105,18 @@ class Instance:
     instance_type: str
     state: str
     primary_interface: NetworkInterface
+
+
+@dataclass(frozen=True)
+class ReverseDns:
+    """An EIP's reverse DNS as AWS reports it: the PTR it serves now, and the state of the last update asked for."""
+
+    allocation_id: str
+    ptr_record: str | None = None  # the PTR served now (without the trailing dot), None when none
+    update_value: str | None = None  # the name the last ModifyAddressAttribute asked for
+    update_status: PtrStatus | None = None  # None when no update is in flight or AWS reports none
+    reason: str = ""  # AWS's reason when the update failed
+
+    def serves(self, domain_name: str) -> bool:
+        """True when AWS now serves `domain_name` as this EIP's PTR."""
+        return self.ptr_record is not None and self.ptr_record.rstrip(".").lower() == domain_name.rstrip(".").lower()

@@ -64,8 +64,16 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         state["association_id"] = moto.associate_address(state["allocation_id"], eni_id, state["private_ip"])
         return state["association_id"]
 
+    def upsert() -> object:
+        state["change_id"] = moto.upsert_a_record("mail.example.com", "s1.mail.example.com", "198.18.0.1")
+        return state["change_id"]
+
     ec2 = fake.stub("ec2")
     ec2.add_response("modify_address_attribute", {})
+    ec2.add_response("describe_addresses_attribute", {"Addresses": [
+        {"AllocationId": "eipalloc-0abc", "PtrRecord": "s1.mail.example.com."}]})
+    ec2.add_response("describe_addresses_attribute", {"Addresses": [
+        {"AllocationId": "eipalloc-0abc", "PtrRecord": "s1.mail.example.com."}]})
     ec2.add_response("reset_address_attribute", {})
     fake.stub("service-quotas").add_response("get_service_quota", {"Quota": {"Value": 5.0}})
 
@@ -82,9 +90,12 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         "describe_interface_addresses": lambda: moto.describe_interface_addresses(eni_id),
         "get_address": lambda: moto.get_address(state["allocation_id"]),
         "set_reverse_dns": lambda: stubbed.set_reverse_dns("eipalloc-0abc", "s1.mail.example.com"),
+        "describe_reverse_dns": lambda: stubbed.describe_reverse_dns("eipalloc-0abc"),
+        "wait_reverse_dns": lambda: stubbed.wait_reverse_dns("eipalloc-0abc", "s1.mail.example.com"),
         "reset_reverse_dns": lambda: stubbed.reset_reverse_dns("eipalloc-0abc"),
         "eip_quota": stubbed.eip_quota,
-        "upsert_a_record": lambda: moto.upsert_a_record("mail.example.com", "s1.mail.example.com", "198.18.0.1"),
+        "upsert_a_record": upsert,
+        "wait_for_change": lambda: moto.wait_for_change(state["change_id"]),
         "delete_a_record": lambda: moto.delete_a_record("mail.example.com", "s1.mail.example.com", "198.18.0.1"),
         "disassociate_address": lambda: moto.disassociate_address(state["association_id"]),
         "release_address": lambda: moto.release_address(state["allocation_id"]),

@@ -8,9 +8,10 @@ import pytest
 
 from ippool.errors import AddressQuotaExceeded, PoolConfigError, PoolOperationFailed
 from ippool.operator_actions import retire_address, rotate_now
+from ippool.parking import PTR_STILL_SET
 from ippool.rotator import ROTATED
 from tests.support.aws import REGION
-from tests.support.ippool_world import World
+from tests.support.ippool_world import PTR_RELEASE_DELAY_S, World
 
 
 def test_rotation_under_a_live_lease_waits_until_it_is_released(world: World) -> None:
@@ -101,37 +102,49 @@ def test_create_beyond_the_quota_names_the_quota_and_keeps_what_it_made(world: W
 def test_ptr_policy_sets_the_a_record_and_reverse_dns_and_the_reaper_resets_it(world: World) -> None:
     route53 = boto3.client("route53", region_name=REGION)
     zone_id = route53.create_hosted_zone(Name="mail.example.com", CallerReference="ptr")["HostedZone"]["Id"]
+
+    def a_records() -> dict[str, list[str]]:
+        sets = route53.list_resource_record_sets(HostedZoneId=zone_id)["ResourceRecordSets"]
+        return {s["Name"]: [r["Value"] for r in s["ResourceRecords"]] for s in sets if s["Type"] == "A"}
+
     aws = world.gaps()
     spec = world.add_host(slots=1, ptr_zone="mail.example.com", park_minutes=1)
-    world.lifecycle(aws=aws).create(spec, 1)
+    [first] = world.lifecycle(aws=aws).create(spec, 1)
+    first_name = f"sender-1-0-{first.public_ip.replace('.', '-')}.mail.example.com"
+    assert aws.reverse_dns(first.allocation_id) == first_name  # the first address gets its PTR at create too
     world.exhaust("sender-1", 0)
     [result] = world.rotator(aws=aws).rotate_ready("sender-1")
     slot = world.pool.slots.slot_status("sender-1", 0)
-    assert aws.reverse_dns(slot.allocation_id or "") == "sender-1-0.mail.example.com"
-    records = route53.list_resource_record_sets(HostedZoneId=zone_id)["ResourceRecordSets"]
-    assert {"Name": "sender-1-0.mail.example.com.", "Type": "A", "TTL": 300,
-            "ResourceRecords": [{"Value": result.new_ip}]} in records
-    route53.close()
-    world.exhaust("sender-1", 0)
-    world.rotator(aws=aws).rotate_ready("sender-1")  # the PTR'd address is parked now
+    new_name = f"sender-1-0-{(result.new_ip or '').replace('.', '-')}.mail.example.com"
+    assert aws.reverse_dns(slot.allocation_id or "") == new_name  # one name per address, never reused per slot
+    assert a_records() == {first_name + ".": [first.public_ip], new_name + ".": [result.new_ip]}
     world.clock.advance(61)
-    reaped = world.reaper(aws=aws).reap("sender-1")
-    assert (result.new_ip, True) in [(r.public_ip, r.released) for r in reaped]  # with the first address
-    assert all(r.released for r in reaped) and len(reaped) == 2
+    [deferred] = world.reaper(aws=aws).reap("sender-1")
+    assert (deferred.public_ip, deferred.released, deferred.detail) == (first.public_ip, False, PTR_STILL_SET)
+    assert a_records() == {new_name + ".": [result.new_ip]}  # the old address's forward record is gone
+    world.clock.advance(PTR_RELEASE_DELAY_S)
+    [reaped] = world.reaper(aws=aws).reap("sender-1")
+    assert (reaped.public_ip, reaped.released) == (first.public_ip, True)
+    assert aws.get_address(first.allocation_id) is None
+    route53.close()
 
 
 def test_destroy_returns_every_address_with_ptr_reset(world: World) -> None:
     route53 = boto3.client("route53", region_name=REGION)
-    route53.create_hosted_zone(Name="mail.example.com", CallerReference="destroy")
-    route53.close()
+    zone_id = route53.create_hosted_zone(Name="mail.example.com", CallerReference="destroy")["HostedZone"]["Id"]
     aws = world.gaps()
     spec = world.add_host(slots=2, ptr_zone="mail.example.com")
     world.lifecycle(aws=aws).create(spec, 2)
     world.exhaust("sender-1", 0)
-    world.rotator(aws=aws).rotate_ready("sender-1")  # one parked, one PTR'd, one plain
+    world.rotator(aws=aws).rotate_ready("sender-1")  # three, each with its PTR: one parked, two serving
     assert len(aws.describe_pool_addresses("sendhost")) == 3
-    returned = world.lifecycle(aws=aws).destroy(spec)
+    started = world.clock()
+    returned = world.lifecycle(aws=aws).destroy(spec)  # waits out InvalidAddress.PtrSet instead of failing
+    assert world.clock() - started >= PTR_RELEASE_DELAY_S
     assert len(returned) == 3
+    sets = route53.list_resource_record_sets(HostedZoneId=zone_id)["ResourceRecordSets"]
+    assert [s for s in sets if s["Type"] == "A"] == []  # every forward record it created is deleted
+    route53.close()
     assert aws.describe_pool_addresses("sendhost") == [] and aws.count_region_addresses() == 0
     assert "sender-1" not in world.pool.hosts()
     eni = aws.describe_instance(spec.instance_id).primary_interface

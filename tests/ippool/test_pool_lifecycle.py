@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import boto3
 import pytest
 
 from ippool.errors import SlotLimitExceeded, UnknownInstance
 from ippool.spec import HostSpec
 from ippool.states import EipState
+from tests.support.aws import REGION
 from tests.support.ippool_world import World
 
 
@@ -46,3 +48,18 @@ def test_create_on_an_unknown_instance_is_a_config_error(world: World) -> None:
     spec = HostSpec(name="ghost", instance_id="i-0123456789abcdef0", primary_ip="10.0.0.1", slots=1)
     with pytest.raises(UnknownInstance, match="i-0123456789abcdef0 does not exist"):
         world.lifecycle().create(spec, 1)
+
+
+def test_create_never_takes_a_secondary_ip_holding_someone_elses_eip(world: World) -> None:
+    aws = world.gaps()  # reports the private IP each EIP is associated to, as AWS does
+    spec = world.add_host(slots=1)
+    eni = aws.describe_instance(spec.instance_id).primary_interface.eni_id
+    [occupied] = aws.assign_secondary_private_ips(eni, 1).secondary_private_ips
+    ec2 = boto3.client("ec2", region_name=REGION)
+    stranger = ec2.allocate_address(Domain="vpc")["AllocationId"]  # not tagged as this pool's
+    ec2.close()
+    aws.associate_address(stranger, eni, occupied)
+    [record] = world.lifecycle(aws=aws).create(spec, 1)
+    assert record.private_ip != occupied
+    held = aws.get_address(stranger)
+    assert held is not None and held.associated and held.pool is None

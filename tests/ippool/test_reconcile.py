@@ -3,14 +3,18 @@ name, and (but for a stranger's EIP) fixed so a second run finds nothing."""
 
 from __future__ import annotations
 
-import boto3
+from collections.abc import Mapping
 
+import boto3
+import pytest
+
+from ippool.aws.errors import map_aws_error
 from ippool.aws.models import format_parked_until, pool_tags
 from ippool.reconcile import KINDS, DifferenceKind, Reconciler
-from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_SINCE, HostSpec
+from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_SINCE, HostSpec
 from ippool.states import EipState, SlotState
 from tests.support.aws import REGION
-from tests.support.ippool_world import World
+from tests.support.ippool_world import PTR_RELEASE_DELAY_S, World
 
 HOST = "sender-1"
 
@@ -75,6 +79,23 @@ def test_parked_overdue_is_reaped(world: World) -> None:
     assert kinds(reconciler, fix=True) == [DifferenceKind.PARKED_OVERDUE]
     assert world.aws.get_address(overdue.allocation_id) is None
     assert world.denylist.listed(overdue.public_ip)
+    assert reconciler.run() == []
+
+
+def test_parked_overdue_with_a_ptr_is_listed_unfixed_until_aws_lets_it_go(world: World) -> None:
+    # After the PTR reset AWS answers InvalidAddress.PtrSet for minutes: not a fix yet, and not an error.
+    aws = world.gaps()
+    created(world, slots=1)
+    overdue = aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.PARKED, parked_until=world.clock() - 60))
+    aws.create_tags(overdue.allocation_id, {TAG_PTR: "sender-1-0-198-18-0-1.mail.example.com"})
+    aws.set_reverse_dns(overdue.allocation_id, "sender-1-0-198-18-0-1.mail.example.com")
+    reconciler = world.reconciler(aws=aws)
+    [deferred] = reconciler.run(fix=True)
+    assert (deferred.kind, deferred.fixed) == (DifferenceKind.PARKED_OVERDUE, False)
+    assert "InvalidAddress.PtrSet" in deferred.detail and aws.reverse_dns(overdue.allocation_id) is None
+    world.clock.advance(PTR_RELEASE_DELAY_S)
+    [released] = reconciler.run(fix=True)
+    assert released.fixed and aws.get_address(overdue.allocation_id) is None
     assert reconciler.run() == []
 
 
@@ -153,13 +174,37 @@ def test_untagged_on_slot_is_reported_and_never_touched(world: World) -> None:
     stranger = ec2.allocate_address(Domain="vpc")["AllocationId"]  # someone else's EIP: not tagged ours
     ec2.close()
     eni = aws.describe_instance(spec.instance_id).primary_interface.eni_id
-    aws.associate_address(stranger, eni, slot_ip)
+    aws.take_over(stranger, eni, slot_ip)  # another tool, with AllowReassociation=True
     reconciler = world.reconciler(aws=aws)
     found = {d.kind: d for d in reconciler.run(fix=True)}
     untagged = found[DifferenceKind.UNTAGGED_ON_SLOT]
     assert stranger in untagged.subject and slot_ip in untagged.detail and not untagged.fixed
     assert [d.kind for d in reconciler.run(fix=True)] == [DifferenceKind.UNTAGGED_ON_SLOT]  # still there
     assert aws.get_address(stranger) is not None and aws.get_address(stranger).tags.get(TAG_PRIVATE_IP) is None
+
+
+def test_a_fix_refused_for_one_address_is_listed_and_the_rest_go_on(world: World,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # AuthFailure/UnauthorizedOperation on one address (a policy that does not cover it) is that address's problem:
+    # reconcile lists it unfixed, fixes the others, and the worker keeps running for every host.
+    created(world, slots=1)
+    refused = world.aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.ACTIVE))
+    fine = world.aws.allocate_address(pool_tags("sendhost", HOST, 0, EipState.ACTIVE))
+    create_tags = world.aws.create_tags
+
+    def refusing_create_tags(resource_id: str, tags: Mapping[str, str]) -> None:  # AWS's answer, for one EIP
+        if resource_id == refused.allocation_id:
+            raise map_aws_error("UnauthorizedOperation", "You are not authorized to perform this operation.",
+                                operation="CreateTags", subject=f"EIP {resource_id}", region=REGION, attempts=1)
+        create_tags(resource_id, tags)
+
+    monkeypatch.setattr(world.aws, "create_tags", refusing_create_tags)
+    found = {d.subject.split()[0]: d for d in world.reconciler().run(fix=True)}
+    assert found[fine.allocation_id].fixed
+    assert not found[refused.allocation_id].fixed
+    assert "UnauthorizedOperation" in found[refused.allocation_id].detail
+    worker = world.worker("test-worker", interval_s=0)
+    assert worker.run(once=True) == 1  # the refusal does not stop the worker
 
 
 def test_slot_not_ours_never_touches_aws_and_rebuilds_the_slot_from_it(world: World) -> None:

@@ -3,12 +3,15 @@ parked and redrawn."""
 
 from __future__ import annotations
 
+import boto3
+
 from ippool.eip_placement import serving
 from ippool.reconcile import DifferenceKind
-from ippool.rotator import LOST_CLAIM, NO_FRESH_ADDRESS, ROTATED
-from ippool.states import EipState
+from ippool.rotator import FAILED, LOST_CLAIM, NO_FRESH_ADDRESS, ROTATED
+from ippool.states import EipState, PtrStatus
+from tests.support.aws import REGION
 from tests.support.ippool_invariants import violations
-from tests.support.ippool_world import World
+from tests.support.ippool_world import PTR_DELAY_S, World
 
 
 def test_rotation_puts_a_fresh_eip_in_service_and_parks_the_old_one(world: World) -> None:
@@ -82,6 +85,64 @@ def test_a_draw_matching_a_parked_or_denied_address_is_rejected_with_its_reason(
     world.denylist.add("sender-1", "198.51.100.2")
     rotator = world.rotator(screen=lambda ip: "dnsbl:zone" if ip == "198.51.100.3" else None)
     assert [rotator._rejection(f"198.51.100.{n}") for n in (1, 2, 3, 4)] == ["parked", "denylist", "dnsbl:zone", None]
+
+
+def _ptr_zone() -> None:
+    route53 = boto3.client("route53", region_name=REGION)
+    route53.create_hosted_zone(Name="mail.example.com", CallerReference="rotator")
+    route53.close()
+
+
+def test_a_slot_is_published_only_once_aws_serves_its_ptr(world: World) -> None:
+    # AWS answers the PTR update PENDING; the slot must not be leasable under the new address before it resolves.
+    _ptr_zone()
+    aws = world.gaps(ptr_delay_s=PTR_DELAY_S)
+    spec = world.add_host(slots=1, ptr_zone="mail.example.com")
+    world.lifecycle(aws=aws).create(spec, 1)
+    world.exhaust("sender-1", 0)
+    seen: list[tuple[str, str | None]] = []
+
+    def checkpoint(step: str) -> None:
+        if step == "ptr":
+            slot = world.slots.slot_status("sender-1", 0, now=world.clock())
+            incoming = aws.describe_pool_addresses("sendhost", states=[EipState.INCOMING])
+            seen.append((slot.state, aws.describe_reverse_dns(incoming[0].allocation_id).update_status))
+
+    started = world.clock()
+    [result] = world.rotator(aws=aws, checkpoint=checkpoint).rotate_ready("sender-1")
+    assert result.outcome == ROTATED and world.clock() - started >= PTR_DELAY_S
+    assert seen == [("rotating", PtrStatus.SUCCESSFUL)]  # still not leasable when the PTR became served
+
+
+def test_a_failed_ptr_keeps_the_new_address_out_of_service_and_reports_why(world: World) -> None:
+    _ptr_zone()
+    good = world.gaps()
+    spec = world.add_host(slots=1, ptr_zone="mail.example.com")
+    [record] = world.lifecycle(aws=good).create(spec, 1)
+    world.exhaust("sender-1", 0)
+    failing = world.gaps(ptr_failure="the forward record does not resolve to the address")
+    [result] = world.rotator(aws=failing).rotate_ready("sender-1")
+    assert result.outcome == FAILED and "does not resolve to the address" in result.detail
+    slot = world.slots.slot_status("sender-1", 0, now=world.clock())
+    assert (slot.public_ip, slot.state) == (record.public_ip, "ready")  # the old address, given back
+    [parked] = good.describe_pool_addresses("sendhost", states=[EipState.PARKED])
+    assert parked.public_ip != record.public_ip and not parked.associated  # the new one goes to the reaper
+
+
+def test_an_eip_on_the_slot_ip_that_is_not_the_replaced_one_is_never_taken_over(world: World) -> None:
+    aws = world.gaps()
+    spec = world.add_host(slots=1)
+    [record] = world.lifecycle(aws=aws).create(spec, 1)
+    ec2 = boto3.client("ec2", region_name=REGION)
+    stranger = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    ec2.close()
+    eni = aws.describe_instance(spec.instance_id).primary_interface.eni_id
+    aws.take_over(stranger, eni, record.private_ip)  # another tool took the slot's private IP
+    world.exhaust("sender-1", 0)
+    [result] = world.rotator(aws=aws).rotate_ready("sender-1")
+    assert result.outcome == FAILED and stranger in result.detail and "not taken over" in result.detail
+    held = aws.get_address(stranger)
+    assert held is not None and held.associated  # still the stranger's
 
 
 def test_a_rotator_whose_slot_a_reconcile_replaced_mid_rotation_never_associates(world: World) -> None:

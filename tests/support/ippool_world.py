@@ -25,6 +25,11 @@ from tests.support.clock import FakeClock
 from tests.support.ippool_fakes import MotoGaps
 from tests.support.ippool_slots import set_used
 
+# AWS's delays as the world's fake plays them: a PTR update is PENDING this long, and release answers
+# InvalidAddress.PtrSet this long after a reset (AWS: "several minutes").
+PTR_DELAY_S = 40.0
+PTR_RELEASE_DELAY_S = 300.0
+
 
 @dataclass
 class World(PoolMachinery):
@@ -35,10 +40,12 @@ class World(PoolMachinery):
     on_call: Callable[[str], None] | None = None
     _made: list[Ec2Adapter] = field(default_factory=list)
 
-    def gaps(self, quota: int | None = None) -> MotoGaps:
-        """The adapter over moto with the named fakes for PTR and the EIP quota."""
+    def gaps(self, quota: int | None = None, ptr_delay_s: float = PTR_DELAY_S,
+             ptr_release_delay_s: float = PTR_RELEASE_DELAY_S, ptr_failure: str | None = None) -> MotoGaps:
+        """The adapter over moto with the named fakes for PTR (with AWS's delays, on the fake clock) and the quota."""
         adapter = MotoGaps(lambda: boto3.Session(region_name=REGION), REGION, sleep=self.clock.sleep,
-                           clock=self.clock, on_call=self.on_call, quota=quota)
+                           clock=self.clock, on_call=self.on_call, quota=quota, ptr_delay_s=ptr_delay_s,
+                           ptr_release_delay_s=ptr_release_delay_s, ptr_failure=ptr_failure)
         self._made.append(adapter)
         return adapter
 
@@ -64,7 +71,7 @@ def world(moto_aws: None, redis_url: str, clock: FakeClock, make_adapter: Adapte
           aws_calls: CallRecorder) -> Iterator[World]:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     pool = Pool(client, clock=clock, rng=random.Random(99))
-    made = World(pool, make_adapter(), {}, clock, on_call=aws_calls)
+    made = World(pool, make_adapter(), {}, clock, sleep=clock.sleep, on_call=aws_calls)
     yield made
     for adapter in made._made:
         adapter.close()

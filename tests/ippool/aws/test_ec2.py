@@ -95,7 +95,8 @@ def test_associate_attaches_to_the_interface(make_adapter: AdapterFactory) -> No
     assert seen.associated
 
 
-def test_reassociation_moves_an_address_between_interfaces(make_adapter: AdapterFactory) -> None:
+def test_associate_never_moves_an_address_that_is_associated_elsewhere(make_adapter: AdapterFactory) -> None:
+    # AllowReassociation=False: an EIP already serving somewhere is refused, never silently taken away from there.
     _, eni_a = create_host()
     _, eni_b = create_host()
     adapter = make_adapter()
@@ -103,9 +104,10 @@ def test_reassociation_moves_an_address_between_interfaces(make_adapter: Adapter
     ip_b = adapter.assign_secondary_private_ips(eni_b, 1).secondary_private_ips[0]
     address = adapter.allocate_address(pool_tags("p", "h", 0, EipState.ACTIVE))
     adapter.associate_address(address.allocation_id, eni_a, ip_a)
-    adapter.associate_address(address.allocation_id, eni_b, ip_b)  # AllowReassociation=True: no ResourceInUse
+    with pytest.raises(errors.AddressAlreadyAssociated, match=r"Resource\.AlreadyAssociated"):
+        adapter.associate_address(address.allocation_id, eni_b, ip_b)
     seen = adapter.get_address(address.allocation_id)
-    assert seen is not None and seen.network_interface_id == eni_b
+    assert seen is not None and seen.network_interface_id == eni_a
 
 
 def test_park_tags_round_trip(make_adapter: AdapterFactory, clock: FakeClock) -> None:

@@ -147,7 +147,7 @@ def test_route53_delete_of_a_missing_record_is_already_done(make_adapter: Adapte
     route53 = stubbed_aws.stub("route53")
     route53.add_response("list_hosted_zones_by_name", {
         "HostedZones": [{"Id": "/hostedzone/Z1", "Name": "mail.example.com.", "CallerReference": "r"}],
-        "IsTruncated": False, "MaxItems": "1"}, {"DNSName": "mail.example.com.", "MaxItems": "1"})
+        "IsTruncated": False, "MaxItems": "1"}, {"DNSName": "mail.example.com.", "MaxItems": "100"})
     route53.add_client_error("change_resource_record_sets", **client_error(
         "InvalidChangeBatch", "Tried to delete resource record set [name='s1.mail.example.com.', type='A'] "
         "but it was not found"), expected_params={"HostedZoneId": "Z1", "ChangeBatch": ANY})

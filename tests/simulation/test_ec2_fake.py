@@ -1,0 +1,38 @@
+"""The simulation's EC2 (named fake `SimulatedEc2`, over moto): reverse DNS with AWS's delays and error codes."""
+
+from __future__ import annotations
+
+import random
+
+import boto3
+import pytest
+
+from ippool.aws.models import pool_tags
+from ippool.errors import PtrStillSet
+from ippool.states import EipState, PtrStatus
+from simulation.ec2_fake import PTR_DELAY_S, PTR_RELEASE_DELAY_S, SimulatedEc2
+from tests.support.aws import REGION, CallRecorder, SleepRecorder
+from tests.support.clock import FakeClock
+
+pytestmark = pytest.mark.usefixtures("moto_aws")
+
+
+def test_ptr_is_pending_then_served_and_release_waits_after_its_reset(clock: FakeClock, sleeper: SleepRecorder,
+                                                                       aws_calls: CallRecorder) -> None:
+    ec2 = SimulatedEc2(lambda: boto3.Session(region_name=REGION), REGION, seed=1, clock=clock, sleep=sleeper,
+                       rng=random.Random(0), on_call=aws_calls)
+    address = ec2.allocate_address(pool_tags("pool-a", "sender-1", 0, EipState.INCOMING))
+    name = "sender-1-0-198-18-0-1.mail.example.com"
+    assert ec2.set_reverse_dns(address.allocation_id, name).update_status == PtrStatus.PENDING
+    assert ec2.describe_reverse_dns(address.allocation_id).ptr_record is None
+    served = ec2.wait_reverse_dns(address.allocation_id, name)  # polls on the clock the fake advances
+    assert served.serves(name) and sum(sleeper.waits) >= PTR_DELAY_S
+    with pytest.raises(PtrStillSet):
+        ec2.release_address(address.allocation_id)  # a PTR is set
+    ec2.reset_reverse_dns(address.allocation_id)
+    clock.advance(PTR_RELEASE_DELAY_S - 1)
+    with pytest.raises(PtrStillSet):
+        ec2.release_address(address.allocation_id)  # AWS still holds it for minutes after the reset
+    clock.advance(1)
+    assert ec2.release_address(address.allocation_id) is True
+    ec2.close()
