@@ -17,6 +17,7 @@ import pytest
 
 from sender.bounces import Kind, parse
 from sender.events import Feedback
+from sendhost.embedded import stop_embedded
 from tests.conftest import REPO_ROOT
 from tests.sender import inbox_samples as samples
 from tests.sender.web_server import sent_row
@@ -69,6 +70,14 @@ def _inventory(tmp: Path, imap: Dovecot, *, box0_password: str = PASSWORDS[BOX0]
                     "          sendhost_instance_id: i-0123456789abcdef0\n          sendhost_region: us-east-1\n"
                     "          sendhost_primary_ip: 127.0.0.1\n          sendhost_pool: {slots: 2}\n")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _stop_the_embedded_redis(tmp_path: Path) -> Iterator[None]:
+    """`sender inbox` starts the embedded Redis under the test's state dir, which outlives each command by design:
+    stop it, so no test leaves a server behind."""
+    yield
+    stop_embedded(tmp_path / "state")
 
 
 def _inbox(inventory: Path, database_url: str, tmp: Path) -> subprocess.CompletedProcess[str]:
