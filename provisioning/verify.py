@@ -7,10 +7,11 @@ answers with the source address it saw; that address is the one the slot should 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from provisioning.egress import EgressCheck, check_submission_egress
 from provisioning.errors import ProvisionFailed
 from provisioning.plan import HostPlan
 from provisioning.ssh import CommandResult
@@ -65,22 +66,26 @@ class VerifyReport:
     host: str
     slots: tuple[SlotCheck, ...]
     ntp: NtpCheck
+    egress: tuple[EgressCheck, ...] = ()  # outbound submission to the mailboxes' servers (provisioning/egress.py)
 
     @property
     def ok(self) -> bool:
-        return all(s.status == "ok" for s in self.slots) and self.ntp.ok
+        return all(s.status == "ok" for s in self.slots) and self.ntp.ok and all(e.ok for e in self.egress)
 
 
 def verify_host(session: Session, plan: HostPlan, probe: tuple[str, int] | None = None,
-                expected_seen: Mapping[str, str] | None = None) -> VerifyReport:
+                expected_seen: Mapping[str, str] | None = None,
+                submission: Sequence[tuple[str, int]] = ()) -> VerifyReport:
     """Check every slot in `plan` over `session`. `expected_seen` maps a slot address to the address the probe
-    should see (its Elastic IP when the probe is outside the VPC); by default the slot address itself."""
+    should see (its Elastic IP when the probe is outside the VPC); by default the slot address itself.
+    `submission`: the (host, port) of each mailbox's submission server, to be reached from the host."""
     bound = bound_addresses(session)
     slots = tuple(
         _check_slot(session, index, address, plan.interface, bound, probe, (expected_seen or {}).get(address, address))
         for index, address in enumerate(plan.slot_addresses)
     )
-    return VerifyReport(host=plan.name, slots=slots, ntp=ntp_status(session))
+    return VerifyReport(host=plan.name, slots=slots, ntp=ntp_status(session),
+                        egress=check_submission_egress(session, submission))
 
 
 def bound_addresses(session: Session) -> dict[str, str]:

@@ -14,8 +14,11 @@ from ippool.aws.models import (
     TAG_STATE,
     Address,
     Instance,
+    InterfaceNetwork,
     NetworkInterface,
     ReverseDns,
+    Route,
+    RouteTable,
 )
 from ippool.states import PtrStatus
 
@@ -69,6 +72,39 @@ class Ec2Calls(AwsClient):
         """Remove these secondary private IPs from the ENI."""
         self._call("ec2", "UnassignPrivateIpAddresses", f"network interface {eni_id}",
                    NetworkInterfaceId=eni_id, PrivateIpAddresses=list(private_ips))
+
+    # --- network path (`sendhost pool doctor`) -------------------------------------------------------------
+
+    def describe_interface_network(self, eni_id: str) -> InterfaceNetwork:
+        """The ENI's subnet and VPC, and the public address (Elastic or auto-assigned) of its primary private IP."""
+        response = self._call("ec2", "DescribeNetworkInterfaces", f"network interface {eni_id}",
+                              NetworkInterfaceIds=[eni_id])
+        raw = response["NetworkInterfaces"][0]
+        private = raw.get("PrivateIpAddresses", [])
+        primary: Mapping[str, Any] = next((p for p in private if p.get("Primary")), {})
+        # AWS lists each private IP's association; the ENI-level one is a fallback for answers that list none per
+        # IP (moto), never a reason to credit the primary IP with a slot's Elastic IP.
+        per_ip = any(p.get("Association") for p in private)
+        association = (primary.get("Association") if per_ip else raw.get("Association")) or {}
+        return InterfaceNetwork(eni_id=raw["NetworkInterfaceId"], subnet_id=raw.get("SubnetId", ""),
+                                vpc_id=raw.get("VpcId", ""),
+                                primary_private_ip=primary.get("PrivateIpAddress") or raw.get("PrivateIpAddress", ""),
+                                public_ip=association.get("PublicIp") or None,
+                                allocation_id=association.get("AllocationId") or None)
+
+    def effective_route_table(self, subnet_id: str, vpc_id: str) -> RouteTable | None:
+        """The route table the subnet uses: the one associated with it, else its VPC's main table (None: neither)."""
+        response = self._call("ec2", "DescribeRouteTables", f"subnet {subnet_id}",
+                              Filters=[{"Name": "association.subnet-id", "Values": [subnet_id]}])
+        main = False
+        if not response.get("RouteTables"):
+            # A subnet without a table of its own routes by its VPC's main table.
+            response = self._call("ec2", "DescribeRouteTables", f"main route table of {vpc_id}",
+                                  Filters=[{"Name": "vpc-id", "Values": [vpc_id]},
+                                           {"Name": "association.main", "Values": ["true"]}])
+            main = True
+        tables = response.get("RouteTables", [])
+        return _route_table_from(tables[0], main) if tables else None
 
     # --- Elastic IPs ----------------------------------------------------------------------------------------
 
@@ -233,3 +269,18 @@ def _interface_from(raw: Mapping[str, Any]) -> NetworkInterface:
     return NetworkInterface(eni_id=raw["NetworkInterfaceId"], subnet_id=raw.get("SubnetId", ""),
                             primary_private_ip=primary, secondary_private_ips=secondary)
 
+
+# Where a route goes, in the fields AWS may name it by; the first one set is the target.
+_ROUTE_TARGET_FIELDS = ("GatewayId", "NatGatewayId", "NetworkInterfaceId", "InstanceId", "TransitGatewayId",
+                        "VpcPeeringConnectionId", "LocalGatewayId", "CarrierGatewayId", "EgressOnlyInternetGatewayId",
+                        "CoreNetworkArn")
+
+
+def _route_table_from(raw: Mapping[str, Any], main: bool) -> RouteTable:
+    routes = tuple(
+        Route(destination=route.get("DestinationCidrBlock", ""),
+              target=next((str(route[f]) for f in _ROUTE_TARGET_FIELDS if route.get(f)), ""),
+              state=route.get("State", "active"))
+        for route in raw.get("Routes", []) if route.get("DestinationCidrBlock")
+    )
+    return RouteTable(route_table_id=raw["RouteTableId"], main=main, routes=routes)

@@ -108,6 +108,39 @@ class Instance:
 
 
 @dataclass(frozen=True)
+class InterfaceNetwork:
+    """Where an ENI sits (subnet, VPC) and the public address of its primary private IP, if any."""
+
+    eni_id: str
+    subnet_id: str
+    vpc_id: str
+    primary_private_ip: str
+    public_ip: str | None = None
+    allocation_id: str | None = None  # set when the public address is an Elastic IP, None when auto-assigned
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route of a route table: its destination, where it goes (igw-…, nat-…, eni-…, "local") and its state."""
+
+    destination: str
+    target: str
+    state: str  # active | blackhole (the target is gone)
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    """The route table in effect for a subnet: its own association, else the VPC's main table."""
+
+    route_table_id: str
+    main: bool  # True when the subnet has no table of its own and the VPC's main table applies
+    routes: tuple[Route, ...] = ()
+
+    def route_to(self, destination: str) -> Route | None:
+        return next((r for r in self.routes if r.destination == destination), None)
+
+
+@dataclass(frozen=True)
 class ReverseDns:
     """An EIP's reverse DNS as AWS reports it: the PTR it serves now, and the state of the last update asked for."""
 

@@ -64,6 +64,11 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         state["association_id"] = moto.associate_address(state["allocation_id"], eni_id, state["private_ip"])
         return state["association_id"]
 
+    def interface_network() -> object:
+        network = moto.describe_interface_network(eni_id)
+        state["subnet_id"], state["vpc_id"] = network.subnet_id, network.vpc_id
+        return network
+
     def upsert() -> object:
         state["change_id"] = moto.upsert_a_record("mail.example.com", "s1.mail.example.com", "198.18.0.1")
         return state["change_id"]
@@ -81,6 +86,8 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         "describe_instance": lambda: moto.describe_instance(instance_id),
         "describe_network_interface": lambda: moto.describe_network_interface(eni_id),
         "max_private_ips_per_interface": lambda: moto.max_private_ips_per_interface("c5.large"),
+        "describe_interface_network": interface_network,
+        "effective_route_table": lambda: moto.effective_route_table(state["subnet_id"], state["vpc_id"]),
         "assign_secondary_private_ips": assign,
         "allocate_address": allocate,
         "associate_address": associate,

@@ -34,8 +34,11 @@ def group() -> None:
 def verify(app: App, host: str, probe_at: str | None, known_hosts: Path | None, fmt: str | None) -> None:
     """Connect to HOST over SSH (host key must already be in known_hosts) and check every slot.
 
-    Exits 1 when a slot is not bound, the probe saw the wrong address, time is not synchronised, the host is
-    unreachable or its key changed; 2 when its key is unknown or the inventory lacks its address or key.
+    Then opens TCP from the host to each mailbox's submission server (smtp host and port in the inventory).
+
+    Exits 1 when a slot is not bound, the probe saw the wrong address, time is not synchronised, a submission
+    server is not reachable from the host, the host is unreachable or its key changed; 2 when its key is unknown or
+    the inventory lacks its address or key.
     """
     inventory = app.require_inventory()
     sender = inventory.host(host)
@@ -49,13 +52,15 @@ def verify(app: App, host: str, probe_at: str | None, known_hosts: Path | None, 
         raise ProvisionConfigError(
             f"{host}: no slot addresses to verify; list them in sendhost_pool.private_ips (or create its pool)"
         )
+    submission = tuple(dict.fromkeys((m.smtp.host, m.smtp.port) for m in inventory.mailboxes if m.smtp))
     with open_session(target) as session:
-        report = verify_host(session, plan, probe)
+        report = verify_host(session, plan, probe, submission=submission)
     _render(report, app.output_format(fmt))
     if not report.ok:
         failed = [f"slot {s.slot} {s.address}: {s.detail}" for s in report.slots if s.status != "ok"]
         if not report.ntp.ok:
             failed.append(f"time {report.ntp.status} ({report.ntp.source})")
+        failed += [f"submission {e.host}:{e.port} {e.status}: {e.detail}; {e.fix}" for e in report.egress if not e.ok]
         app.fail(f"{host}: verification failed: {'; '.join(failed)}", 1)
 
 
@@ -66,12 +71,22 @@ def _render(report: VerifyReport, fmt: str) -> None:
             "ok": report.ok,
             "slots": [dataclasses.asdict(s) for s in report.slots],
             "ntp": {"status": report.ntp.status, "source": report.ntp.source, "ok": report.ntp.ok},
+            "egress": [dataclasses.asdict(e) for e in report.egress],
         })
         return
     rows = [(s.slot, s.address, s.status, s.bound_on, s.seen, s.detail) for s in report.slots]
     source = f" ({report.ntp.source})" if report.ntp.source else " (no timedatectl, chronyc or ntpstat answered)"
     emit_table(f"sendhost host verify {report.host}", ["slot", "address", "status", "bound on", "probe saw", "detail"],
                rows, summary=f"time sync: {report.ntp.status}{source}")
+    _render_egress(report)
+
+
+def _render_egress(report: VerifyReport) -> None:
+    if not report.egress:
+        click.echo("outbound submission: not checked (no mailbox in the inventory names an smtp host)")
+        return
+    emit_table(f"outbound submission from {report.host}", ["server", "port", "status", "detail", "fix"],
+               [(e.host, e.port, e.status, e.detail, e.fix or None) for e in report.egress])
 
 
 @group.command("probe")

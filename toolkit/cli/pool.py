@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolkit.app import App
+from toolkit.cli.pool_doctor import doctor
 from toolkit.cli.pool_wiring import owner_id, pool_context
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -23,6 +24,9 @@ ROTATION_COLUMNS = ["host", "slot", "outcome", "old ip", "new ip", "redraws", "d
 @click.group("pool")
 def group() -> None:
     """Elastic IP pools: create, rotate, retire, destroy, inspect, reconcile."""
+
+
+group.add_command(doctor)
 
 
 @group.command("status")
