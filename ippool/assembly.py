@@ -1,6 +1,9 @@
 """The composition root of the pool machinery: one place that wires the slot store, ledger, denylist, parker,
 reaper, rotator, reconciler, pool lifecycle (create/destroy) and worker loop from a Redis client, an AWS adapter,
 the host specs, a clock and the pool name. The CLI, the simulation, the tests and the benches all build through it.
+
+An AWS adapter speaks to one region, so hosts in several regions get one `PoolMachinery` per region
+(`build_regional`): each acts on its own region's hosts through its own adapter, and all share one Redis.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ from ippool.ledger import Ledger
 from ippool.parking import Parker, Reaper, no_checkpoint
 from ippool.pool import Pool
 from ippool.pool_lifecycle import PoolLifecycle
-from ippool.reconcile import Reconciler
+from ippool.reconcile import Difference, Reconciler
 from ippool.rotator import DEFAULT_MAX_DRAWS, Rotator
 from ippool.screen import Screen, no_screen
 from ippool.slot_store import SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, HostSpec
-from ippool.worker_loop import Worker
+from ippool.worker_loop import Lane, Worker
 
 Checkpoint = Callable[[str], None]
 
@@ -101,3 +104,65 @@ def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, HostSpec],
     """
     return PoolMachinery(Pool(client, clock=store_clock, rng=rng), aws, dict(specs), clock, pool_name,
                          screen if screen is not None else no_screen)
+
+
+@dataclass
+class RegionalPools:
+    """The pool machinery of hosts in one or more regions: one `PoolMachinery` per region, each holding only that
+    region's hosts and that region's adapter, all over one Redis (so one slot store, ledger and denylist).
+
+    A host is always served by the machinery of its own region: there is no default adapter a host could fall
+    through to.
+    """
+
+    regions: dict[str, PoolMachinery]  # region -> the machinery of the hosts in it
+
+    def of_host(self, host: str) -> PoolMachinery:
+        """The machinery of `host`'s region (KeyError for a host of no region: callers check the inventory)."""
+        for machinery in self.regions.values():
+            if host in machinery.specs:
+                return machinery
+        raise KeyError(host)
+
+    @property
+    def shared(self) -> PoolMachinery:
+        """A machinery for the parts that live only in Redis (slot store, ledger, denylist): every region's are
+        the same."""
+        return next(iter(self.regions.values()))
+
+    @property
+    def specs(self) -> dict[str, HostSpec]:
+        return {name: spec for machinery in self.regions.values() for name, spec in machinery.specs.items()}
+
+    def adapters(self) -> list[Ec2Adapter]:
+        return [machinery.aws for machinery in self.regions.values()]
+
+    def reconcile(self, hosts: Sequence[str] | None = None, *, fix: bool = False,
+                  grace_s: float = 120.0) -> list[Difference]:
+        """Each region's reconciler over its own hosts among `hosts` (default: every host)."""
+        found: list[Difference] = []
+        for machinery in self.regions.values():
+            mine = [h for h in (hosts if hosts is not None else machinery.specs) if h in machinery.specs]
+            if mine:
+                found += machinery.reconciler(grace_s=grace_s).run(mine, fix=fix)
+        return found
+
+    def worker(self, owner: str, *, interval_s: float = 10.0, reconcile: bool = True) -> Worker:
+        """One worker loop over every host, each rotated and reaped through its own region's adapter; with
+        `reconcile`, every region is reconciled (`--fix`) at start and whenever a host vanishes from Redis."""
+        first, *others = [Lane(m.rotator(owner), m.reaper(), list(m.specs)) for m in self.regions.values()]
+        return Worker(first.rotator, first.reaper, first.hosts, interval_s=interval_s,
+                      reconcile=(lambda: self.reconcile(fix=True)) if reconcile else None, more_lanes=others)
+
+
+def build_regional(client: Any, adapters: Mapping[str, Ec2Adapter], specs: Mapping[str, Mapping[str, HostSpec]],
+                   clock: Callable[[], float], pool_name: str = DEFAULT_POOL_NAME, *,
+                   screen: Screen | None = None) -> RegionalPools:
+    """The machinery of every region of `adapters` (region -> its adapter), each over its own hosts of `specs`
+    (region -> host name -> spec); one `Pool` on `client` under all of them."""
+    if not adapters:
+        raise ValueError("no region: the pool machinery needs at least one region's adapter")
+    pool = Pool(client)
+    return RegionalPools({region: PoolMachinery(pool, aws, dict(specs.get(region, {})), clock, pool_name,
+                                                screen if screen is not None else no_screen)
+                          for region, aws in adapters.items()})

@@ -39,9 +39,20 @@ class CycleReport:
                 "errors": self.errors}
 
 
+@dataclass(frozen=True)
+class Lane:
+    """Hosts the worker serves through one rotator and reaper: those of one region, whose AWS adapter they use."""
+
+    rotator: Rotator
+    reaper: Reaper
+    hosts: Sequence[str]
+
+
 @dataclass
 class Worker:
-    """Runs `rotator` and `reaper` over `hosts`; `reconcile()` (if given) runs once before the first cycle."""
+    """Runs `rotator` and `reaper` over `hosts` (and each of `more_lanes` over its own hosts: other regions);
+    `reconcile()` (if given) runs once before the first cycle. Heartbeats go through `rotator`: every lane's
+    rotator shares its Redis and owner."""
 
     rotator: Rotator
     reaper: Reaper
@@ -53,6 +64,13 @@ class Worker:
     _stop: threading.Event = field(default_factory=threading.Event)
     reconciled: object = None  # what the last reconcile returned
     rebuilt_hosts: set[str] = field(default_factory=set)  # hosts in Redis after the start-up reconcile
+    more_lanes: Sequence[Lane] = ()  # the hosts of further regions, with their region's rotator and reaper
+
+    def lanes(self) -> list[Lane]:
+        return [Lane(self.rotator, self.reaper, self.hosts), *self.more_lanes]
+
+    def all_hosts(self) -> list[str]:
+        return [host for lane in self.lanes() for host in lane.hosts]
 
     def stop(self) -> None:
         """Finish the step in hand, then return from `run` (safe to call from a signal handler)."""
@@ -64,11 +82,11 @@ class Worker:
     def run(self, once: bool = False, on_cycle: Callable[[CycleReport], None] | None = None) -> int:
         """Cycle until stopped (or once); returns the number of cycles run."""
         log.info("worker %s started: %d host(s), sleeping %gs after each cycle", self.rotator.owner,
-                 len(self.hosts), self.interval_s)
+                 len(self.all_hosts()), self.interval_s)
         if self.reconcile is not None:
             self.reconciled, _error = self._guard("reconcile", self.reconcile)
             registered, _error = self._guard("list hosts", self.rotator.slots.hosts)
-            self.rebuilt_hosts = set(registered or []) & set(self.hosts)
+            self.rebuilt_hosts = set(registered or []) & set(self.all_hosts())
         cycles = 0
         last_reconcile = self.monotonic()
         while not self.stopping():
@@ -103,23 +121,26 @@ class Worker:
                 self.reconciled, error = self._guard("reconcile", self.reconcile)
             if error:
                 errors.append(error)
-        for host in self.hosts:
+        for lane, host in self._each_host():
             if self.stopping():
                 break
-            found, error = self._guard(f"rotate {host}", partial(self.rotator.rotate_ready, host, self.stopping))
+            found, error = self._guard(f"rotate {host}", partial(lane.rotator.rotate_ready, host, self.stopping))
             if error:
                 errors.append(error)
             rotations += found or []
             errors += [f"{r.host} slot {r.slot}: {r.detail}" for r in found or []
                        if r.outcome == RotationOutcome.FAILED]
-        for host in self.hosts:
+        for lane, host in self._each_host():
             if self.stopping():
                 break
-            done, error = self._guard(f"reap {host}", partial(self.reaper.reap, host, self.stopping))
+            done, error = self._guard(f"reap {host}", partial(lane.reaper.reap, host, self.stopping))
             if error:
                 errors.append(error)
             reaped += done or []
         return CycleReport(rotations, reaped, errors)
+
+    def _each_host(self) -> list[tuple[Lane, str]]:
+        return [(lane, host) for lane in self.lanes() for host in lane.hosts]
 
     def _guard(self, what: str, action: Callable[[], T]) -> tuple[T | None, str]:
         """Run one part of a cycle: (its result, ""), or (None, message) after a failure the next cycle may not meet

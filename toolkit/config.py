@@ -1,4 +1,11 @@
-"""Effective configuration: flag > environment > inventory > default, with where each value came from."""
+"""Effective configuration: flag > environment > inventory > default, with where each value came from.
+
+The AWS settings follow botocore's own order, so `sendhost config show` tells what the AWS calls will use: region
+`AWS_REGION` > `AWS_DEFAULT_REGION` > the profile's `region` (then the inventory's first host, then us-east-1), and
+per service `AWS_ENDPOINT_URL_<SERVICE>` > `AWS_ENDPOINT_URL` > the profile's `endpoint_url` > AWS's public
+endpoint. The region is only for what names no host: a host's own `sendhost_region` always wins for its pool. The
+endpoints are shown, not passed: botocore resolves them itself, per service.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,10 @@ from toolkit.inventory import Inventory
 
 DEFAULT_INVENTORY = Path("inventory.yml")
 DEFAULT_REGION = "us-east-1"
+# The AWS services the pool calls and the variable botocore reads for each one's endpoint: AWS_ENDPOINT_URL_ and
+# the service id in upper snake case ("Route 53" -> ROUTE_53, not ROUTE53).
+SERVICE_ENDPOINT_VARS = {"ec2": "AWS_ENDPOINT_URL_EC2", "route53": "AWS_ENDPOINT_URL_ROUTE_53",
+                         "service-quotas": "AWS_ENDPOINT_URL_SERVICE_QUOTAS"}
 log = logging.getLogger("sendhost.config")
 
 
@@ -36,11 +47,11 @@ class Config:
     redis_url: Setting
     state_dir: Setting
     aws_region: Setting
-    aws_endpoint_url: Setting
+    aws_endpoints: tuple[Setting, ...]  # one per service of SERVICE_ENDPOINT_VARS, in its order
     aws_profile: Setting
 
     def settings(self) -> list[Setting]:
-        return [self.inventory_path, self.redis_url, self.state_dir, self.aws_region, self.aws_endpoint_url,
+        return [self.inventory_path, self.redis_url, self.state_dir, self.aws_region, *self.aws_endpoints,
                 self.aws_profile]
 
 
@@ -67,13 +78,42 @@ def resolve_config(flags: Mapping[str, str | None], env: Mapping[str, str], inve
     inventory_path = resolve_inventory_path(flags.get("inventory"), env)
     redis_url = _redis_url(flags.get("redis_url"), env, inventory)
     state_dir = _simple("state_dir", flags.get("state_dir"), env, ("SENDHOST_STATE_DIR",), ".sendhost")
+    profile = _simple("aws_profile", None, env, ("AWS_PROFILE",), None)
     region_from_inventory = inventory.hosts[0].region if inventory and inventory.hosts else None
     aws_region = _simple("aws_region", flags.get("region"), env, ("SENDHOST_AWS_REGION", "AWS_REGION",
                          "AWS_DEFAULT_REGION"), DEFAULT_REGION, inventory_value=region_from_inventory,
                          inventory_source=f"inventory {inventory.path}" if inventory else "")
-    endpoint = _simple("aws_endpoint_url", None, env, ("AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL"), None)
-    profile = _simple("aws_profile", None, env, ("AWS_PROFILE",), None)
-    return Config(inventory_path, redis_url, state_dir, aws_region, endpoint, profile)
+    if not aws_region.source.startswith(("flag", "env")) and (found := _from_profile(profile.value, "region", env)):
+        aws_region = Setting("aws_region", *found)
+    return Config(inventory_path, redis_url, state_dir, aws_region, _endpoints(profile.value, env), profile)
+
+
+def _from_profile(profile: str | None, key: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """`key` of the AWS profile, or None; an unreadable AWS config file is left for the AWS commands to report
+    (toolkit.aws_profile.check_profile), not an error of every command."""
+    from toolkit.aws_profile import profile_value
+
+    try:
+        return profile_value(profile, key, env)
+    except ConfigError:
+        return None
+
+
+def _endpoints(profile: str | None, env: Mapping[str, str]) -> tuple[Setting, ...]:
+    """Each service's endpoint in botocore's order (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true turns them all off)."""
+    settings = []
+    ignored = env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true"
+    from_profile = None if ignored else _from_profile(profile, "endpoint_url", env)
+    for service, variable in SERVICE_ENDPOINT_VARS.items():
+        name = f"aws_endpoint_url ({service})"
+        found = None if ignored else _first_env(env, variable, "AWS_ENDPOINT_URL")
+        if found:
+            settings.append(Setting(name, found[1], f"env {found[0]}"))
+        elif from_profile:
+            settings.append(Setting(name, *from_profile))
+        else:
+            settings.append(Setting(name, None, "default (AWS's public endpoint of the region)"))
+    return tuple(settings)
 
 
 def _simple(name: str, flag: str | None, env: Mapping[str, str], env_names: tuple[str, ...], default: str | None,

@@ -10,7 +10,9 @@ Scoping, and why:
 - a tag change may not move an address to another pool, nor delete its pool tag;
 - EC2 and Service Quotas calls are limited with `aws:RequestedRegion` to the inventory's regions;
 - Route 53 changes are A records only, UPSERT or DELETE only, and only for names inside the configured PTR zones
-  (`route53:ChangeResourceRecordSetsNormalizedRecordNames`); with no PTR zone there is no Route 53 statement.
+  (`route53:ChangeResourceRecordSetsNormalizedRecordNames`); with no PTR zone there is no Route 53 statement;
+- ARNs name the partition of the regions (`aws`, `aws-cn` for cn-*, `aws-us-gov` for us-gov-*, from botocore's
+  endpoint data): a policy, like a set of credentials, lives in one partition, so regions of two are refused.
 
 The actions listed are exactly the calls ippool's AWS adapter makes (tests/ippool/test_aws_policy.py holds that).
 """
@@ -28,18 +30,37 @@ if TYPE_CHECKING:
 # The tag keys are part of the IAM contract with ippool (ippool.aws.models); the test checks they agree.
 TAG_POOL = "sendhost:pool"
 REQUIRED_NEW_EIP_TAGS = ("sendhost:pool", "sendhost:host", "sendhost:slot", "sendhost:state")
-EIP_ARN = "arn:aws:ec2:*:*:elastic-ip/*"
-ENI_ARN = "arn:aws:ec2:*:*:network-interface/*"
-INSTANCE_ARN = "arn:aws:ec2:*:*:instance/*"
-EIP_QUOTA_ARN = "arn:aws:servicequotas:*:*:ec2/L-0263D0A3"
-HOSTED_ZONE_ARN = "arn:aws:route53:::hostedzone/*"
+
+
+def _arns(partition: str) -> dict[str, str]:
+    return {"eip": f"arn:{partition}:ec2:*:*:elastic-ip/*",
+            "eni": f"arn:{partition}:ec2:*:*:network-interface/*",
+            "instance": f"arn:{partition}:ec2:*:*:instance/*",
+            "eip_quota": f"arn:{partition}:servicequotas:*:*:ec2/L-0263D0A3",
+            "hosted_zone": f"arn:{partition}:route53:::hostedzone/*",
+            "change": f"arn:{partition}:route53:::change/*"}
+
+
+def partition_of_regions(regions: Iterable[str]) -> str:
+    """The one AWS partition all `regions` are in; ValueError naming them when they span two (or one is in none)."""
+    from ippool.aws.client import partition_of  # late: boto3 is heavy, and only ippool.aws imports it
+
+    partitions: dict[str, list[str]] = {}
+    for region in sorted(set(regions)):
+        partitions.setdefault(partition_of(region), []).append(region)
+    if len(partitions) > 1:
+        spread = "; ".join(f"{', '.join(names)} in {partition}" for partition, names in sorted(partitions.items()))
+        raise ValueError(f"regions of different AWS partitions ({spread}): one policy and one set of credentials "
+                         "cover one partition; put the hosts of each partition in an inventory of their own")
+    if not partitions:
+        raise ValueError("no region: a policy needs at least one region the sender hosts run in")
+    return next(iter(partitions))
 
 
 def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[str] = ()) -> dict[str, Any]:
     """The policy document for one deployment: its pool name, the regions its hosts are in, its PTR zones."""
     region_list = sorted(set(regions))
-    if not region_list:
-        raise ValueError("no region: a policy needs at least one region the sender hosts run in")
+    arn = _arns(partition_of_regions(region_list))
     zones = sorted({zone.rstrip(".").lower() for zone in ptr_zones})
     in_regions = {"aws:RequestedRegion": region_list}
     ours = {f"aws:ResourceTag/{TAG_POOL}": pool_name, **in_regions}
@@ -51,16 +72,16 @@ def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[st
          "Resource": "*", "Condition": {"StringEquals": in_regions}},
         {"Sid": "SlotPrivateIpsOnOurInterfaces", "Effect": "Allow",
          "Action": ["ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
-         "Resource": ENI_ARN, "Condition": {"StringEquals": ours}},
+         "Resource": arn["eni"], "Condition": {"StringEquals": ours}},
         {"Sid": "AllocateOnlyEipsTaggedForThisPool", "Effect": "Allow", "Action": "ec2:AllocateAddress",
-         "Resource": EIP_ARN,
+         "Resource": arn["eip"],
          "Condition": {"StringEquals": {f"aws:RequestTag/{TAG_POOL}": pool_name, **in_regions},
                        "Null": {f"aws:RequestTag/{key}": "false" for key in REQUIRED_NEW_EIP_TAGS},
                        "ForAllValues:StringLike": {"aws:TagKeys": ["sendhost:*"]}}},
-        {"Sid": "TagEipsWhenAllocating", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": EIP_ARN,
+        {"Sid": "TagEipsWhenAllocating", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": arn["eip"],
          "Condition": {"StringEquals": {"ec2:CreateAction": "AllocateAddress",
                                         f"aws:RequestTag/{TAG_POOL}": pool_name, **in_regions}}},
-        {"Sid": "RetagOnlyThisPoolsEips", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": EIP_ARN,
+        {"Sid": "RetagOnlyThisPoolsEips", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": arn["eip"],
          "Condition": {"StringEquals": ours,
                        # re-tagging may repeat the pool tag, never change it to another pool's name
                        "StringEqualsIfExists": {f"aws:RequestTag/{TAG_POOL}": pool_name},
@@ -68,12 +89,12 @@ def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[st
         {"Sid": "MoveAndReleaseOnlyThisPoolsEips", "Effect": "Allow",
          "Action": ["ec2:AssociateAddress", "ec2:DisassociateAddress", "ec2:ReleaseAddress",
                     "ec2:ModifyAddressAttribute", "ec2:ResetAddressAttribute"],
-         "Resource": EIP_ARN, "Condition": {"StringEquals": ours}},
+         "Resource": arn["eip"], "Condition": {"StringEquals": ours}},
         {"Sid": "AttachToThisPoolsSenderInterfaces", "Effect": "Allow",
          "Action": ["ec2:AssociateAddress", "ec2:DisassociateAddress"],
-         "Resource": [ENI_ARN, INSTANCE_ARN], "Condition": {"StringEquals": ours}},
+         "Resource": [arn["eni"], arn["instance"]], "Condition": {"StringEquals": ours}},
         {"Sid": "ReadEipQuota", "Effect": "Allow", "Action": "servicequotas:GetServiceQuota",
-         "Resource": EIP_QUOTA_ARN, "Condition": {"StringEquals": in_regions}},
+         "Resource": arn["eip_quota"], "Condition": {"StringEquals": in_regions}},
     ]
     if zones:
         statements += [
@@ -81,9 +102,9 @@ def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[st
             {"Sid": "FindPtrZones", "Effect": "Allow", "Action": "route53:ListHostedZonesByName", "Resource": "*"},
             # The pool waits for its record changes to be INSYNC before it asks EC2 for the PTR.
             {"Sid": "WaitForRecordChanges", "Effect": "Allow", "Action": "route53:GetChange",
-             "Resource": "arn:aws:route53:::change/*"},
+             "Resource": arn["change"]},
             {"Sid": "ForwardRecordsInPtrZonesOnly", "Effect": "Allow", "Action": "route53:ChangeResourceRecordSets",
-             "Resource": HOSTED_ZONE_ARN,
+             "Resource": arn["hosted_zone"],
              "Condition": {"ForAllValues:StringEquals": {"route53:ChangeResourceRecordSetsRecordTypes": ["A"],
                                                          "route53:ChangeResourceRecordSetsActions": ["UPSERT",
                                                                                                      "DELETE"]},

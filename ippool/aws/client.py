@@ -6,6 +6,11 @@ botocore's `standard` retries: throttling, 5xx and connection errors), reports e
 to an `on_call` hook (as its IAM action name, so a test can hold the calls against `docs/iam-policy.json`), and
 turns AWS error codes into `ippool.errors`. Clients are created on first use, never at import, so moto can start
 first.
+
+Endpoints: with no `endpoint_url` given, botocore resolves each service's own, in its documented order:
+`AWS_ENDPOINT_URL_<SERVICE>` (`..._EC2`, `..._ROUTE_53`, `..._SERVICE_QUOTAS`), then `AWS_ENDPOINT_URL`, then the
+profile's `services` section and `endpoint_url`, then AWS's public endpoint of the region. An explicit
+`endpoint_url` overrides all of them, for every service of the adapter.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
     SSOError,
     TokenRetrievalError,
+    UnknownRegionError,
 )
 
 from ippool import errors
@@ -70,6 +76,15 @@ _CREDENTIAL_LOAD_ERRORS = (CredentialRetrievalError, PartialCredentialsError, SS
 def default_session_factory(profile: str | None = None) -> SessionFactory:
     """A factory of real boto3 sessions (standard credential chain, optional named profile)."""
     return lambda: boto3.Session(profile_name=profile)
+
+
+def partition_of(region: str) -> str:
+    """The AWS partition of `region` from botocore's endpoint data: `aws`, `aws-cn` for cn-*, `aws-us-gov` for
+    us-gov-*, ... ARNs name it. ValueError for a region botocore places in no partition."""
+    try:
+        return str(boto3.Session().get_partition_for_region(region))
+    except UnknownRegionError:
+        raise ValueError(f"region {region!r} is in no AWS partition this botocore knows") from None
 
 
 class AwsClient:
@@ -122,6 +137,29 @@ class AwsClient:
                 kwargs["endpoint_url"] = self._endpoint_url
             self._clients[key] = self._session.client(service, **kwargs)
         return self._clients[key]
+
+    def require_credentials(self, profile: str | None = None) -> None:
+        """AwsCredentialsError (exit 2) naming this region and `profile` when the credential chain finds none or
+        cannot load them: a command checks this before it changes anything, so it never stops halfway for want
+        of credentials."""
+        with self._clients_lock:
+            if self._session is None:
+                self._session = self._session_factory()
+            session = self._session
+        get_credentials = getattr(session, "get_credentials", None)
+        if get_credentials is None:  # a test's stubbed-client factory: it holds no credentials to resolve
+            return
+        named = f"profile {profile!r} (AWS_PROFILE)" if profile else "the default credential chain"
+        try:
+            credentials = get_credentials()
+        except _CREDENTIAL_LOAD_ERRORS as exc:
+            raise errors.AwsCredentialsError(
+                f"region {self.region}: could not load AWS credentials from {named} ({type(exc).__name__}): log in "
+                f"again (e.g. `aws sso login`) or fix AWS_PROFILE") from None
+        if credentials is None:
+            raise errors.AwsCredentialsError(
+                f"region {self.region}: no AWS credentials found in {named}: set AWS_PROFILE or "
+                f"AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (see docs/iam-policy.json for the permissions needed)")
 
     def close(self) -> None:
         """Close the HTTP connections of every client made so far."""

@@ -13,7 +13,9 @@ CHANGE_POLL_S = 5.0
 class Route53Calls(AwsClient):
     """The Route 53 half of the adapter; hosted zone ids are looked up once per zone."""
 
-    def _zone_id(self, zone_name: str) -> str:
+    def public_zone_id(self, zone_name: str) -> str:
+        """The id of the public hosted zone `zone_name`; HostedZoneNotFound (exit 2) when Route 53 has none of that
+        name, or only a private one. `pool create` asks it before allocating anything."""
         wanted = zone_name.rstrip(".").lower() + "."
         if wanted not in self._zone_ids:
             # Several zones may share the name (a private one per VPC besides the public one): ask for a page.
@@ -25,13 +27,13 @@ class Route53Calls(AwsClient):
             if not public:
                 private = " (only a private zone has that name: the forward record must be public)" if named else ""
                 raise errors.HostedZoneNotFound(
-                    f"Route 53 has no public hosted zone {wanted}{private}: create it or fix the host's PTR zone "
-                    f"in the inventory")
+                    f"Route 53 has no public hosted zone {wanted}{private}: create a public zone of that name or "
+                    f"fix the host's PTR zone in the inventory")
             self._zone_ids[wanted] = public[0]["Id"].rsplit("/", 1)[-1]
         return self._zone_ids[wanted]
 
     def _change_a_record(self, action: str, zone_name: str, record_name: str, ip: str, ttl: int) -> str:
-        zone_id = self._zone_id(zone_name)
+        zone_id = self.public_zone_id(zone_name)
         change = {"Action": action, "ResourceRecordSet": {
             "Name": record_name, "Type": "A", "TTL": ttl, "ResourceRecords": [{"Value": ip}]}}
         response = self._call("route53", "ChangeResourceRecordSets", f"record {record_name} A {ip}",

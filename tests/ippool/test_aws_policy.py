@@ -101,6 +101,8 @@ def _drive_every_method(moto: Ec2Adapter, stubbed: Ec2Adapter, fake: StubbedAws)
         "wait_reverse_dns": lambda: stubbed.wait_reverse_dns("eipalloc-0abc", "s1.mail.example.com"),
         "reset_reverse_dns": lambda: stubbed.reset_reverse_dns("eipalloc-0abc"),
         "eip_quota": stubbed.eip_quota,
+        "require_credentials": moto.require_credentials,  # resolves the credential chain locally: no AWS call
+        "public_zone_id": lambda: moto.public_zone_id("mail.example.com"),
         "upsert_a_record": upsert,
         "wait_for_change": lambda: moto.wait_for_change(state["change_id"]),
         "delete_a_record": lambda: moto.delete_a_record("mail.example.com", "s1.mail.example.com", "198.18.0.1"),

@@ -14,9 +14,9 @@ CLI_AWS_ENV = {"AWS_ACCESS_KEY_ID": FAKE_CREDENTIALS["aws_access_key_id"],
                "AWS_DEFAULT_REGION": REGION}
 
 
-def server_instance(moto_url: str, instance_type: str = "c5.large") -> str:
-    """Run an instance on the moto server (in its own VPC); return its id."""
-    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url, **FAKE_CREDENTIALS)
+def server_instance(moto_url: str, instance_type: str = "c5.large", region: str = REGION) -> str:
+    """Run an instance on the moto server (in its own VPC, in `region`); return its id."""
+    ec2 = boto3.client("ec2", region_name=region, endpoint_url=moto_url, **FAKE_CREDENTIALS)
     try:
         vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
         subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.30.1.0/24")["Subnet"]["SubnetId"]

@@ -46,14 +46,47 @@ def test_sendhost_env_beats_generic_env(inventory_with_redis: Path) -> None:
     assert redis_setting(None, env, inventory_with_redis)[1] == "env SENDHOST_REDIS_URL"
 
 
+def _endpoints(env: dict[str, str]) -> dict[str, tuple[str | None, str]]:
+    return {s.name: (s.value, s.source) for s in resolve_config({}, env, None).aws_endpoints}
+
+
 def test_aws_settings_come_from_the_standard_variables(example_inventory: Path) -> None:
     inventory = load_inventory(example_inventory)
-    config = resolve_config({}, {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", "AWS_REGION": "eu-west-1"}, inventory)
-    assert (config.aws_endpoint_url.value, config.aws_endpoint_url.source) == ("http://127.0.0.1:5000",
-                                                                                "env AWS_ENDPOINT_URL")
+    config = resolve_config({}, {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", "AWS_REGION": "eu-west-1",
+                                 "AWS_CONFIG_FILE": "/dev/null"}, inventory)
+    assert {(s.value, s.source) for s in config.aws_endpoints} == {("http://127.0.0.1:5000", "env AWS_ENDPOINT_URL")}
     assert (config.aws_region.value, config.aws_region.source) == ("eu-west-1", "env AWS_REGION")
-    assert resolve_config({}, {}, inventory).aws_region.source == f"inventory {example_inventory}"
-    assert resolve_config({}, {}, None).aws_region.value == "us-east-1"
+    assert resolve_config({}, {"AWS_CONFIG_FILE": "/dev/null"}, inventory).aws_region.source == \
+        f"inventory {example_inventory}"
+    assert resolve_config({}, {"AWS_CONFIG_FILE": "/dev/null"}, None).aws_region.value == "us-east-1"
+
+
+def test_each_service_endpoint_follows_botocore_s_order() -> None:
+    env = {"AWS_CONFIG_FILE": "/dev/null", "AWS_ENDPOINT_URL": "http://general:1",
+           "AWS_ENDPOINT_URL_EC2": "http://ec2:2", "AWS_ENDPOINT_URL_ROUTE_53": "http://r53:3"}
+    assert _endpoints(env) == {
+        "aws_endpoint_url (ec2)": ("http://ec2:2", "env AWS_ENDPOINT_URL_EC2"),
+        "aws_endpoint_url (route53)": ("http://r53:3", "env AWS_ENDPOINT_URL_ROUTE_53"),
+        "aws_endpoint_url (service-quotas)": ("http://general:1", "env AWS_ENDPOINT_URL"),
+    }
+    assert _endpoints({**env, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"})["aws_endpoint_url (ec2)"][0] is None
+
+
+def test_the_profile_s_region_and_endpoint_come_after_the_environment(tmp_path: Path,
+                                                                     example_inventory: Path) -> None:
+    aws_config = tmp_path / "config"
+    aws_config.write_text("[default]\nregion = sa-east-1\n[profile ops]\nregion = ap-south-1\n"
+                          "endpoint_url = http://profile:4\n")
+    env = {"AWS_CONFIG_FILE": str(aws_config), "AWS_PROFILE": "ops"}
+    inventory = load_inventory(example_inventory)
+    config = resolve_config({}, env, inventory)
+    assert (config.aws_region.value, config.aws_region.source) == ("ap-south-1", f"profile ops in {aws_config}")
+    assert _endpoints(env)["aws_endpoint_url (route53)"] == ("http://profile:4", f"profile ops in {aws_config}")
+    assert resolve_config({}, {"AWS_CONFIG_FILE": str(aws_config)}, None).aws_region.value == "sa-east-1"
+    assert resolve_config({}, {**env, "AWS_DEFAULT_REGION": "eu-west-2"}, inventory).aws_region.value == "eu-west-2"
+    assert resolve_config({}, {**env, "AWS_DEFAULT_REGION": "eu-west-2", "AWS_REGION": "eu-north-1"},
+                          inventory).aws_region.value == "eu-north-1"
+    assert _endpoints({**env, "AWS_ENDPOINT_URL": "http://env:5"})["aws_endpoint_url (ec2)"][0] == "http://env:5"
 
 
 def test_malformed_redis_url_from_env_is_a_config_error(example_inventory: Path) -> None:

@@ -213,3 +213,44 @@ def test_cli_without_a_deployment_is_exit_2(tmp_path: Path, args: tuple[str, ...
     result = run_cli("iam", "policy", *args, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == "" and result.stderr.startswith(message), result.stderr
+
+
+def _resources(policy: dict[str, Any]) -> list[str]:
+    return [r for s in policy["Statement"] for r in _values(s["Resource"]) if r != "*"]
+
+
+@pytest.mark.parametrize(("region", "partition"), [("us-east-1", "aws"), ("cn-north-1", "aws-cn"),
+                                                    ("us-gov-west-1", "aws-us-gov")])
+def test_arns_name_the_partition_of_the_regions(region: str, partition: str) -> None:
+    resources = _resources(render_policy("alpha", [region], ["mail.example.com"]))
+    assert len(resources) >= 7 and all(r.startswith(f"arn:{partition}:") for r in resources), resources
+
+
+def _inventory_in(tmp_path: Path, example_inventory: Path, regions: tuple[str, str]) -> Path:
+    text = example_inventory.read_text().split("sendhost_region: us-east-1")
+    assert len(text) == 3, "the example inventory has two hosts, both in us-east-1"
+    path = tmp_path / "inventory.yml"
+    path.write_text(f"{text[0]}sendhost_region: {regions[0]}{text[1]}sendhost_region: {regions[1]}{text[2]}")
+    return path
+
+
+def test_cli_renders_the_inventory_s_partition(tmp_path: Path, example_inventory: Path) -> None:
+    inventory = _inventory_in(tmp_path, example_inventory, ("cn-north-1", "cn-northwest-1"))
+    result = run_cli("--inventory", str(inventory), "iam", "policy")
+    assert result.returncode == 0, result.stderr
+    policy = json.loads(result.stdout)
+    assert all(r.startswith("arn:aws-cn:") for r in _resources(policy))
+    assert policy["Statement"][0]["Condition"]["StringEquals"]["aws:RequestedRegion"] == ["cn-north-1",
+                                                                                          "cn-northwest-1"]
+
+
+def test_an_inventory_spanning_two_partitions_is_exit_2(tmp_path: Path, example_inventory: Path) -> None:
+    inventory = _inventory_in(tmp_path, example_inventory, ("us-east-1", "cn-north-1"))
+    result = run_cli("--inventory", str(inventory), "iam", "policy")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"error: {inventory}: the hosts' sendhost_region: regions of different AWS partitions "
+                             "(us-east-1 in aws; cn-north-1 in aws-cn): one policy and one set of credentials cover "
+                             "one partition; put the hosts of each partition in an inventory of their own\n")
+    flags = run_cli("iam", "policy", "--pool-name", "a", "--region", "us-gov-west-1", "--region", "us-east-1",
+                    cwd=tmp_path)
+    assert flags.returncode == 2 and flags.stderr.startswith("error: --region: regions of different AWS partitions")

@@ -1,4 +1,5 @@
-"""`sendhost iam policy`: the IAM policy for this deployment, scoped to its pool name, regions and PTR zones."""
+"""`sendhost iam policy`: the IAM policy for this deployment, scoped to its pool name, regions and PTR zones, in the
+ARN partition of its regions."""
 
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ def policy(app: App, pool_name: str | None, regions: tuple[str, ...], ptr_zones:
     network interfaces with it when launching them.
     """
     inventory = app.inventory
+    regions_from = "--region"
     if inventory is not None:
         configured = Deployment.of(inventory)
         pool_name = pool_name or configured.pool_name
+        regions_from = "--region" if regions else f"{inventory.path}: the hosts' sendhost_region"
         regions = regions or configured.regions
         ptr_zones = ptr_zones or configured.ptr_zones
     if not pool_name or not regions:
@@ -49,4 +52,8 @@ def policy(app: App, pool_name: str | None, regions: tuple[str, ...], ptr_zones:
     for zone in ptr_zones:
         if not DOMAIN_RE.match(zone.rstrip(".").lower()):
             raise ConfigError(f"--ptr-zone: {zone!r} is not a zone name like mail.example.com")
-    click.echo(Deployment(pool_name, regions, ptr_zones).policy_json(), nl=False)
+    try:
+        document = Deployment(pool_name, regions, ptr_zones).policy_json()
+    except ValueError as exc:  # regions of two partitions, or of none botocore knows
+        raise ConfigError(f"{regions_from}: {exc}") from None
+    click.echo(document, nl=False)

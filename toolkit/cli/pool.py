@@ -95,7 +95,8 @@ def create(app: App, host: str, slots: int | None, fmt: str | None) -> None:
     """Give HOST its slots: secondary private IPs, one tagged Elastic IP each, registered in Redis. Idempotent."""
     with pool_context(app) as ctx:
         spec = ctx.spec(host)
-        records = ctx.machinery.lifecycle().create(spec, slots or spec.slots)
+        ctx.require_ptr_zones([host])  # before anything is allocated
+        records = ctx.machinery(host).lifecycle().create(spec, slots or spec.slots)
     created = sum(1 for r in records if r.action == "created")
     summary = f"{host}: {len(records)} slots, {created} created, {len(records) - created} already in place"
     if app.output_format(fmt) == "json":
@@ -120,8 +121,8 @@ def rotate(app: App, host: str, slots: tuple[int, ...], timeout_s: float, force:
     from ippool.states import RotationOutcome
 
     with pool_context(app) as ctx:
-        ctx.spec(host)
-        results = rotate_now(ctx.machinery.rotator(owner_id()), host, list(slots) or None, timeout_s=timeout_s,
+        ctx.require_ptr_zones([host])  # before a fresh address is allocated
+        results = rotate_now(ctx.machinery(host).rotator(owner_id()), host, list(slots) or None, timeout_s=timeout_s,
                              force=force, sleep=time.sleep)
     rotated = sum(1 for r in results if r.outcome == RotationOutcome.ROTATED)
     summary = f"{host}: rotated {rotated} of {len(results)} slot(s)"
@@ -152,7 +153,7 @@ def retire(app: App, address: str, reason: str, fmt: str | None) -> None:
     from ippool.states import SlotState
 
     with pool_context(app, need_aws=False, need_inventory=False) as ctx:
-        machinery = ctx.machinery
+        machinery = ctx.pools.shared  # Redis only: no region's AWS is asked
         retired = retire_address(machinery.slots, machinery.denylist, machinery.ledger, address, reason)
     logging.getLogger("ippool").warning("retired %s: %s", address, reason)
     where = f"{retired.host} slot {retired.slot}" if retired.slot is not None else f"{retired.host} (parked)"
@@ -171,7 +172,7 @@ def retire(app: App, address: str, reason: str, fmt: str | None) -> None:
 def destroy(app: App, host: str, fmt: str | None) -> None:
     """Return every Elastic IP of HOST (PTR reset, released, denied), unassign its slot IPs, forget it in Redis."""
     with pool_context(app) as ctx:
-        returned = ctx.machinery.lifecycle().destroy(ctx.spec(host))
+        returned = ctx.machinery(host).lifecycle().destroy(ctx.spec(host))
     summary = f"{host}: released {len(returned)} Elastic IP(s); no address of the host is left in AWS or Redis"
     if app.output_format(fmt) == "json":
         emit_json({"host": host, "released": [a.public_ip for a in returned], "summary": summary})
@@ -193,8 +194,10 @@ def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
     from ippool.worker_loop import CycleReport
 
     with pool_context(app) as ctx:
-        ctx.machinery.aws.on_throttle = ctx.machinery.ledger.throttled
-        runner = ctx.machinery.worker(owner_id(), interval_s=interval_s)
+        ctx.require_ptr_zones()  # before the first rotation allocates
+        for aws in ctx.pools.adapters():
+            aws.on_throttle = ctx.pools.shared.ledger.throttled
+        runner = ctx.pools.worker(owner_id(), interval_s=interval_s)
         signal.signal(signal.SIGTERM, lambda signum, frame: runner.stop())
         reports: list[CycleReport] = []
         runner.run(once=once, on_cycle=reports.append)
@@ -225,8 +228,7 @@ def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | 
     difference remains (without --fix, every difference found)."""
     with pool_context(app) as ctx:
         hosts = [ctx.spec(host).name] if host else None
-        reconciler = ctx.machinery.reconciler(grace_s=grace_s)
-        differences = reconciler.run(hosts, fix=fix)
+        differences = ctx.pools.reconcile(hosts, fix=fix, grace_s=grace_s)
     open_count = sum(1 for d in differences if not d.fixed)
     summary = (f"{len(differences)} difference(s), {len(differences) - open_count} fixed, {open_count} open"
                if differences else "AWS and Redis agree")
