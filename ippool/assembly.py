@@ -18,6 +18,7 @@ from ippool.ledger import Ledger
 from ippool.parking import Parker, Reaper, no_checkpoint
 from ippool.pool import Pool
 from ippool.pool_lifecycle import PoolLifecycle
+from ippool.quota_readings import QuotaReadings
 from ippool.reconcile import Reconciler
 from ippool.rotator import DEFAULT_MAX_DRAWS, Rotator
 from ippool.screen import Screen, no_screen
@@ -87,9 +88,11 @@ class PoolMachinery:
         """The worker loop over `hosts` (default: every host of `specs`); with `reconcile`, a `reconcile --fix` at
         start and whenever a host vanishes from Redis."""
         reconciler = self.reconciler() if reconcile else None
+        readings = QuotaReadings(self.client, self.clock)
         return Worker(self.rotator(owner), self.reaper(), list(hosts if hosts is not None else self.specs),
                       interval_s=interval_s,
-                      reconcile=(lambda: reconciler.run(fix=True)) if reconciler is not None else None)
+                      reconcile=(lambda: reconciler.run(fix=True)) if reconciler is not None else None,
+                      record_quota=lambda: readings.take(self.aws))
 
 
 def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, HostSpec], clock: Callable[[], float],
