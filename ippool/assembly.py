@@ -86,7 +86,7 @@ class PoolMachinery:
     def worker(self, owner: str, *, hosts: Sequence[str] | None = None, interval_s: float = 10.0,
                reconcile: bool = True) -> Worker:
         """The worker loop over `hosts` (default: every host of `specs`); with `reconcile`, a `reconcile --fix` at
-        start and whenever a host vanishes from Redis."""
+        start and whenever a host vanishes from Redis. It records the EIP quota reading of `aws`'s region."""
         reconciler = self.reconciler() if reconcile else None
         readings = QuotaReadings(self.client, self.clock)
         return Worker(self.rotator(owner), self.reaper(), list(hosts if hosts is not None else self.specs),

@@ -83,4 +83,7 @@ def render_health(view: HealthView, mailboxes: Sequence[str]) -> None:
         click.echo(f"mailbox health unavailable: {view.unavailable}")
         return
     rows = [health_row(health) for health in (view.of(mailbox) for mailbox in mailboxes) if health is not None]
+    if not rows:
+        click.echo("mailbox health: no mailbox sent in the last 7 days")
+        return
     emit_table(TITLE, COLUMNS, rows)
