@@ -21,6 +21,7 @@ from ippool.ledger import Ledger
 from ippool.parking import Parker, Reaper, no_checkpoint
 from ippool.pool import Pool
 from ippool.pool_lifecycle import PoolLifecycle
+from ippool.quota_readings import QuotaReadings
 from ippool.reconcile import Difference, Reconciler
 from ippool.rotator import DEFAULT_MAX_DRAWS, Rotator
 from ippool.screen import Screen, no_screen
@@ -88,11 +89,13 @@ class PoolMachinery:
     def worker(self, owner: str, *, hosts: Sequence[str] | None = None, interval_s: float = 10.0,
                reconcile: bool = True) -> Worker:
         """The worker loop over `hosts` (default: every host of `specs`); with `reconcile`, a `reconcile --fix` at
-        start and whenever a host vanishes from Redis."""
+        start and whenever a host vanishes from Redis. It records the EIP quota reading of `aws`'s region."""
         reconciler = self.reconciler() if reconcile else None
+        readings = QuotaReadings(self.client, self.clock)
         return Worker(self.rotator(owner), self.reaper(), list(hosts if hosts is not None else self.specs),
                       interval_s=interval_s,
-                      reconcile=(lambda: reconciler.run(fix=True)) if reconciler is not None else None)
+                      reconcile=(lambda: reconciler.run(fix=True)) if reconciler is not None else None,
+                      record_quota=lambda: readings.take(self.aws))
 
 
 def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, HostSpec], clock: Callable[[], float],
@@ -149,10 +152,25 @@ class RegionalPools:
 
     def worker(self, owner: str, *, interval_s: float = 10.0, reconcile: bool = True) -> Worker:
         """One worker loop over every host, each rotated and reaped through its own region's adapter; with
-        `reconcile`, every region is reconciled (`--fix`) at start and whenever a host vanishes from Redis."""
+        `reconcile`, every region is reconciled (`--fix`) at start and whenever a host vanishes from Redis. It
+        records the EIP quota reading of every region."""
         first, *others = [Lane(m.rotator(owner), m.reaper(), list(m.specs)) for m in self.regions.values()]
         return Worker(first.rotator, first.reaper, first.hosts, interval_s=interval_s,
-                      reconcile=(lambda: self.reconcile(fix=True)) if reconcile else None, more_lanes=others)
+                      reconcile=(lambda: self.reconcile(fix=True)) if reconcile else None, more_lanes=others,
+                      record_quota=self._record_quotas)
+
+    def _record_quotas(self) -> None:
+        """Record each region's EIP quota reading; one region's failure leaves the others' readings fresh and is
+        raised after them (the worker logs it)."""
+        readings = QuotaReadings(self.shared.client, self.shared.clock)
+        failures = []
+        for aws in self.adapters():
+            try:
+                readings.take(aws)
+            except Exception as exc:  # raised below, after the other regions had their turn
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
 
 def build_regional(client: Any, adapters: Mapping[str, Ec2Adapter], specs: Mapping[str, Mapping[str, HostSpec]],

@@ -15,6 +15,8 @@ HOSTS_KEY = "sendhost:hosts"
 WORKER_PREFIX = "sendhost:worker:"
 # Counter of throttled AWS attempts (RequestLimitExceeded, ...) across every worker: AWS throttles per account.
 AWS_THROTTLES_KEY = "sendhost:aws:throttles"
+# Hash of the worker's last Elastic IP quota reading per region (ippool.quota_readings), for the exporter.
+EIP_QUOTA_KEY = "sendhost:aws:eip_quota"
 
 
 def check_host_name(host: str) -> str:

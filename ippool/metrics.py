@@ -1,7 +1,9 @@
 """Prometheus metrics of the pools, read from Redis at each scrape (`sendhost pool exporter`).
 
 Every value comes from Redis, so any number of workers and senders add up, and an exporter restart loses nothing.
-Counters (`*_total`) only grow, except after Redis loses its data.
+Counters (`*_total`) only grow, except after Redis loses its data. The Elastic IP quota and usage per region are
+the worker's last reading (ippool.quota_readings), with its timestamp: reading AWS at each scrape would spend its
+Service Quotas request rate.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from prometheus_client.registry import Collector
 from ippool.denylist import Denylist
 from ippool.keys import HostKeys
 from ippool.ledger import Ledger
+from ippool.quota_readings import QuotaReadings
 from ippool.slot_store import SlotStore
 from ippool.states import SlotState
 from ippool.status import text
@@ -73,3 +76,19 @@ class PoolCollector(Collector):
                                         "(retried with backoff).")
         throttles.add_metric([], ledger.throttles())
         yield from (slots, leases, fallbacks, rotations, redraws, parked, denied, last, differences, throttles)
+        yield from self._quota()
+
+    def _quota(self) -> Iterator[Metric]:
+        quota = GaugeMetricFamily(f"{PREFIX}_eip_quota", "The region's applied Elastic IP quota (Service Quotas "
+                                  "ec2/L-0263D0A3), as the worker last read it.", labels=["region"])
+        allocated = GaugeMetricFamily(f"{PREFIX}_eip_allocated", "Elastic IPs the account holds in the region, "
+                                      "ours or not (all count against the quota), as the worker last read them.",
+                                      labels=["region"])
+        read_at = GaugeMetricFamily(f"{PREFIX}_eip_quota_read_timestamp_seconds", "When the worker last read the "
+                                    "region's quota and EIPs; an old one means the two numbers above are old.",
+                                    labels=["region"])
+        for reading in QuotaReadings(self._client, self._clock).all():
+            quota.add_metric([reading.region], reading.quota)
+            allocated.add_metric([reading.region], reading.allocated)
+            read_at.add_metric([reading.region], reading.read_at)
+        yield from (quota, allocated, read_at)

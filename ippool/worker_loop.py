@@ -1,6 +1,9 @@
 """The pool worker's loop (`sendhost pool worker`): reconcile once at start, then rotate and reap in a loop that
 sleeps after each cycle.
 
+Every `quota_every_s` it also records the region's Elastic IP quota and the EIPs the account holds
+(`record_quota`), which the exporter serves; a failed reading is logged and only ages the last one.
+
 It reconciles again when a host it saw in Redis vanishes from it (Redis restarted empty), so the pool rebuilds from
 AWS tags without waiting for a person.
 
@@ -71,6 +74,9 @@ class Worker:
 
     def all_hosts(self) -> list[str]:
         return [host for lane in self.lanes() for host in lane.hosts]
+    record_quota: Callable[[], object] | None = None  # reads the EIP quota and usage from AWS into Redis
+    quota_every_s: float = 300.0  # Service Quotas allows few requests a second: every few minutes is plenty
+    _quota_read_at: float | None = None  # monotonic time of the last attempt
 
     def stop(self) -> None:
         """Finish the step in hand, then return from `run` (safe to call from a signal handler)."""
@@ -112,6 +118,7 @@ class Worker:
         _done, error = self._guard("heartbeat", partial(self.rotator.ledger.heartbeat, self.rotator.owner, ttl))
         if error:
             errors.append(error)
+        self._record_quota_when_due()
         if self.reconcile is not None:
             # Redis lost its data (restarted empty): rebuild from AWS now rather than fall back until a restart.
             registered, error = self._guard("list hosts", self.rotator.slots.hosts)
@@ -141,6 +148,27 @@ class Worker:
 
     def _each_host(self) -> list[tuple[Lane, str]]:
         return [(lane, host) for lane in self.lanes() for host in lane.hosts]
+    def _record_quota_when_due(self) -> None:
+        """Record the EIP quota reading when `quota_every_s` passed since the last attempt (or none was made).
+
+        A failure is logged, not a cycle error, and never stops the worker, not even a refusal of credentials (a
+        policy from before servicequotas:GetServiceQuota): rotating and reaping matter more than the reading, and
+        the exporter shows the reading's age, which an alert watches."""
+        if self.record_quota is None:
+            return
+        now = self.monotonic()
+        if self._quota_read_at is not None and now - self._quota_read_at < self.quota_every_s:
+            return
+        self._quota_read_at = now
+        record = self.record_quota
+
+        def read() -> object:
+            try:
+                return record()
+            except AwsCredentialsError as exc:
+                raise IppoolError(str(exc)) from exc
+
+        self._guard("read the EIP quota", read)
 
     def _guard(self, what: str, action: Callable[[], T]) -> tuple[T | None, str]:
         """Run one part of a cycle: (its result, ""), or (None, message) after a failure the next cycle may not meet

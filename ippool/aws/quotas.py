@@ -21,14 +21,16 @@ class QuotaCalls(AwsClient):
         return int(response["Quota"]["Value"])
 
 
-class _QuotaReader(Protocol):
+class QuotaReader(Protocol):
+    """What reading the quota needs: the adapter fits."""
+
     region: str
 
     def count_region_addresses(self) -> int: ...
     def eip_quota(self) -> int: ...
 
 
-def quota_advice(aws: _QuotaReader, extra: int, planned: int | None = None) -> str:
+def quota_advice(aws: QuotaReader, extra: int, planned: int | None = None) -> str:
     """One sentence: raise Service Quotas ec2/L-0263D0A3 in the region from its current value to at least what the
     account holds now plus `extra` (or the capacity plan's `planned` EIPs, when larger)."""
     try:

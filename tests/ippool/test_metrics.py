@@ -16,6 +16,7 @@ from ippool import Pool
 from ippool.denylist import Denylist
 from ippool.ledger import Ledger
 from ippool.metrics import PoolCollector
+from ippool.quota_readings import QuotaReadings
 from tests.conftest import REPO_ROOT
 from tests.support.net import free_port
 
@@ -35,6 +36,19 @@ def scrape(url: str, deadline_s: float = 20) -> dict[tuple[str, tuple[tuple[str,
             for family in text_string_to_metric_families(body) for sample in family.samples}
 
 
+class FixedQuota:
+    """Named fake of the AWS adapter's quota reads: the region's quota and the EIPs the account holds there."""
+
+    def __init__(self, region: str, quota: int, held: int) -> None:
+        self.region, self.quota, self.held = region, quota, held
+
+    def eip_quota(self) -> int:
+        return self.quota
+
+    def count_region_addresses(self) -> int:
+        return self.held
+
+
 def test_exporter_serves_pool_metrics_from_redis(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     pool = Pool(client, rng=random.Random(3))
@@ -50,6 +64,7 @@ def test_exporter_serves_pool_metrics_from_redis(redis_url: str) -> None:
     ledger.park("sender-1", "eipalloc-9", "198.51.100.9", 0, time.time() + 600)
     Denylist(client, time.time).add("sender-1", "198.51.100.8")
     ledger.throttled("AllocateAddress")
+    QuotaReadings(client, lambda: 1_796_000_000.0).take(FixedQuota("eu-west-1", 5, 4))
     client.close()
 
     port = free_port()
@@ -70,6 +85,10 @@ def test_exporter_serves_pool_metrics_from_redis(redis_url: str) -> None:
         assert metrics[("sendhost_pool_denylist_size", host)] == 1
         assert metrics[("sendhost_pool_aws_throttles_total", ())] == 1
         assert abs(metrics[("sendhost_pool_last_rotation_timestamp_seconds", host)] - time.time()) < 60
+        region = (("region", "eu-west-1"),)
+        assert metrics[("sendhost_pool_eip_quota", region)] == 5
+        assert metrics[("sendhost_pool_eip_allocated", region)] == 4
+        assert metrics[("sendhost_pool_eip_quota_read_timestamp_seconds", region)] == 1_796_000_000.0
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=10)

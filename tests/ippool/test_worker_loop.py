@@ -1,4 +1,5 @@
-"""The worker loop: a stop request lets the slot in hand finish and starts no other; SIGTERM ends the CLI worker."""
+"""The worker loop: a stop request lets the slot in hand finish and starts no other; SIGTERM ends the CLI worker;
+it records the region's EIP quota and usage for the exporter every few minutes, and a failed reading stops nothing."""
 
 from __future__ import annotations
 
@@ -8,10 +9,18 @@ import sys
 import time
 from pathlib import Path
 
+import boto3
+import pytest
+
+from ippool.assembly import build_regional
+from ippool.aws.errors import map_aws_error
+from ippool.quota_readings import QuotaReading, QuotaReadings
 from ippool.rotator import ROTATED
 from ippool.worker_loop import Worker
 from tests.conftest import REPO_ROOT
+from tests.support.aws import REGION
 from tests.support.ippool_cli import cli_env, server_instance, unique_host, write_inventory
+from tests.support.ippool_fakes import MotoGaps
 from tests.support.ippool_world import World
 
 
@@ -59,3 +68,69 @@ def test_cli_worker_exits_cleanly_on_sigterm(moto_url: str, redis_url: str, tmp_
     _out, err = process.communicate()
     assert code == 0, err
     assert "Traceback" not in err
+
+
+class QuotaRefused(MotoGaps):
+    """Named fake: Service Quotas refuses the credentials (a policy from before servicequotas:GetServiceQuota)."""
+
+    def eip_quota(self) -> int:
+        raise map_aws_error("AccessDeniedException", "not authorized to perform servicequotas:GetServiceQuota",
+                            operation="GetServiceQuota", subject="quota ec2/L-0263D0A3", region=self.region,
+                            attempts=1)
+
+
+def _readings(world: World) -> list[QuotaReading]:
+    return QuotaReadings(world.client, world.clock).all()
+
+
+def test_the_worker_records_the_eip_quota_and_usage_every_few_minutes(world: World) -> None:
+    world.aws = world.gaps(quota=5)
+    spec = world.add_host(slots=2)
+    world.lifecycle().create(spec, 2)
+    runner = world.worker("test-worker", interval_s=0, reconcile=False)
+    runner.monotonic = world.clock
+    assert runner.run_cycle().errors == []
+    assert _readings(world) == [QuotaReading(REGION, 5, 2, world.clock())]
+    first = world.clock()
+    boto3.client("ec2", region_name=REGION).allocate_address(Domain="vpc")  # not ours: it counts all the same
+    world.clock.advance(runner.quota_every_s - 1)
+    runner.run_cycle()
+    assert _readings(world) == [QuotaReading(REGION, 5, 2, first)]  # not due yet: AWS not asked again
+    world.clock.advance(1)
+    runner.run_cycle()
+    assert _readings(world) == [QuotaReading(REGION, 5, 3, world.clock())]
+
+
+def test_a_failed_quota_reading_keeps_the_last_one_and_stops_nothing(world: World) -> None:
+    world.aws = world.gaps(quota=5)
+    spec = world.add_host(slots=1)
+    world.lifecycle().create(spec, 1)
+    runner = world.worker("test-worker", interval_s=0, reconcile=False)
+    runner.monotonic = world.clock
+    runner.run_cycle()
+    [before] = _readings(world)
+    world.aws = QuotaRefused(lambda: boto3.Session(region_name=REGION), REGION, sleep=world.clock.sleep,
+                             clock=world.clock, quota=5)  # what the worker reads the quota through from now on
+    world.exhaust("sender-1", 0)
+    world.clock.advance(runner.quota_every_s)
+    report = runner.run_cycle()  # a refusal of credentials stops the worker anywhere else
+    world.aws.close()
+    assert report.errors == []
+    assert [r.outcome for r in report.rotations] == [ROTATED]  # the cycle went on
+    assert _readings(world) == [before]  # kept, and aging: the exporter serves its timestamp
+
+
+def test_a_regional_worker_records_every_regions_quota_though_one_region_refuses(
+        world: World, caplog: pytest.LogCaptureFixture) -> None:
+    refused = QuotaRefused(lambda: boto3.Session(region_name=REGION), REGION)
+    other = MotoGaps(lambda: boto3.Session(region_name="eu-west-1"), "eu-west-1", quota=7)
+    try:
+        pools = build_regional(world.client, {REGION: refused, "eu-west-1": other}, {}, world.clock)
+        runner = pools.worker("test-worker", interval_s=0, reconcile=False)
+        runner.monotonic = world.clock
+        assert runner.run_cycle().errors == []  # a failed reading is logged, not a cycle error
+    finally:
+        refused.close()
+        other.close()
+    assert _readings(world) == [QuotaReading("eu-west-1", 7, 0, world.clock())]  # read after the refusal
+    assert "refused GetServiceQuota" in caplog.text

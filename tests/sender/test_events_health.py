@@ -58,7 +58,7 @@ def _state(guard: Guard) -> tuple[str, str | None]:
 def test_a_hard_bounce_rate_of_five_percent_pauses_the_mailbox(feedback: Feedback, guard: Guard) -> None:
     _sends(feedback, 40, bounced=2)
     (action,) = apply_health(feedback, guard, [BOX], datetime.now(UTC))
-    assert (action.sent, action.bounced, action.verdict) == (40, 2, "bounce-pause")
+    assert (action.health.sent, action.health.bounced, action.verdict) == (40, 2, "bounce-pause")
     state, reason = _state(guard)
     assert state == "paused" and reason is not None and "hard-bounce rate 5.0%" in reason
 
@@ -101,4 +101,4 @@ def test_sender_health_shows_each_mailbox(feedback: Feedback, database_url: str,
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"mailboxes": [
         {"mailbox": BOX, "sent_7d": 40, "hard_bounces_7d": 2, "hard_bounce_rate": 0.05, "complaints_7d": 1,
-         "complaint_rate": 0.025, "verdict": "pause"}]}
+         "complaint_rate": 0.025, "verdict": "pause", "gate": "paused"}]}

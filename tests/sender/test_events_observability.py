@@ -1,5 +1,6 @@
-"""Observability of the sender and its feedback: the ledger's metrics as `sendhost sender web` serves them, the
-alerting rules under promtool (Debian's `prometheus` package), and a Grafana dashboard naming only real metrics."""
+"""Observability of the sender, its feedback and the pools: the ledger's metrics as `sendhost sender web` serves
+them, the alerting rules (sender and pool) under promtool (Debian's `prometheus` package), and a Grafana dashboard
+naming only real metrics."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,7 +20,7 @@ from tests.sender.web_server import WebServer, sent_row
 from tests.support.net import on_ci
 
 RULES = REPO_ROOT / "docs" / "prometheus" / "sendhost-sender.rules.yml"
-RULE_TESTS = REPO_ROOT / "docs" / "prometheus" / "sendhost-sender.rules.test.yml"
+POOL_RULES = REPO_ROOT / "docs" / "prometheus" / "sendhost-pool.rules.yml"
 DASHBOARD = REPO_ROOT / "docs" / "grafana" / "sendhost-sender.json"
 BOX = "box0@sender.example"
 
@@ -56,11 +58,13 @@ def test_the_ledger_metrics_tell_what_the_ledger_holds(web: WebServer, feedback:
     assert seen[("sendhost_sender_queue_oldest_due_age_seconds", ())] >= 0
 
 
-def test_the_alerting_rules_pass_promtool_and_fire_on_their_series() -> None:
+@pytest.mark.parametrize("rules", [RULES, POOL_RULES], ids=lambda path: path.stem)
+def test_the_alerting_rules_pass_promtool_and_fire_on_their_series(rules: Path) -> None:
     promtool = _promtool()
-    checked = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    checked = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    tested = subprocess.run([promtool, "test", "rules", str(RULE_TESTS)], capture_output=True, text=True,
+    unit_tests = rules.with_name(rules.name.replace(".rules.yml", ".rules.test.yml"))
+    tested = subprocess.run([promtool, "test", "rules", str(unit_tests)], capture_output=True, text=True,
                             timeout=120)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
@@ -76,9 +80,11 @@ def test_the_rules_and_the_dashboard_name_only_metrics_that_exist(web: WebServer
     pool_source = (REPO_ROOT / "ippool" / "metrics.py").read_text()
     pool = {f"sendhost_pool{m}_total" for m in re.findall(r'CounterMetricFamily\(f"\{PREFIX\}(_[a-z_]+)"',
                                                              pool_source)}
+    pool |= {f"sendhost_pool{m}" for m in re.findall(r'GaugeMetricFamily\(f"\{PREFIX\}(_[a-z_]+)"', pool_source)}
     known = served | pool
     dashboard = json.loads(DASHBOARD.read_text())
     exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
-    exprs += re.findall(r"expr: [|>-]*\s*\n?((?:.+\n)+?)\s*(?:for|labels):", RULES.read_text())
+    for rules in (RULES, POOL_RULES):
+        exprs += re.findall(r"expr: [|>-]*\s*\n?((?:.+\n)+?)\s*(?:for|labels):", rules.read_text())
     used = set().union(*(_metric_names(e) for e in exprs))
     assert used and used <= known, used - known

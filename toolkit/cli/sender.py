@@ -32,14 +32,8 @@ class SenderContext:
         """(URL, where it came from), by the precedence in EXIT_HELP."""
         from sender import db
 
-        if self.database_url_flag:
-            return db.validate_url(self.database_url_flag), "flag --database-url"
-        if self.app.env.get("SENDHOST_DATABASE_URL"):
-            return db.validate_url(self.app.env["SENDHOST_DATABASE_URL"]), "env SENDHOST_DATABASE_URL"
-        inventory = self.app.inventory
-        if inventory is not None and inventory.database_url:
-            return db.validate_url(inventory.database_url), f"inventory {inventory.path}:{inventory.database_url_line}"
-        return db.embedded_url(self.app.state_dir), "embedded"
+        configured = configured_database_url(self.app, self.database_url_flag)
+        return configured if configured is not None else (db.embedded_url(self.app.state_dir), "embedded")
 
     def ledger(self, *, migrated: bool = True) -> Ledger:
         """The ledger; the embedded one is migrated on first use, a configured one must have been migrated."""
@@ -53,6 +47,21 @@ class SenderContext:
             else:
                 ledger.check_schema()
         return ledger
+
+
+def configured_database_url(app: App, flag: str | None = None) -> tuple[str, str] | None:
+    """(URL, where it came from) of a configured ledger, by the precedence in EXIT_HELP; None when none is (the
+    embedded one, which starting would write under the state directory)."""
+    from sender import db
+
+    if flag:
+        return db.validate_url(flag), "flag --database-url"
+    if app.env.get("SENDHOST_DATABASE_URL"):
+        return db.validate_url(app.env["SENDHOST_DATABASE_URL"]), "env SENDHOST_DATABASE_URL"
+    inventory = app.inventory
+    if inventory is not None and inventory.database_url:
+        return db.validate_url(inventory.database_url), f"inventory {inventory.path}:{inventory.database_url_line}"
+    return None
 
 
 @click.group("sender", epilog=EXIT_HELP)
@@ -129,13 +138,21 @@ def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str,
 @format_option()
 @pass_sender
 def status_command(sc: SenderContext, fmt: str | None) -> None:
-    """Rows per status."""
+    """Rows per status, and each mailbox's last 7 days: sends, hard bounces, complaints, their rates and what the
+    warm-up gates make of them (ok, holding-ramp, paused)."""
+    from toolkit.cli.mailbox_health import read_view, render_health
+
+    url, _source = sc.database_url()
     with sc.ledger() as ledger:
         counts = ledger.counts()
+    view = read_view(url)
+    inventory = sc.app.inventory
+    mailboxes = view.mailboxes([m.address for m in inventory.mailboxes] if inventory is not None else [])
     if sc.app.output_format(fmt) == "json":
-        emit_json({"counts": counts})
+        emit_json({"counts": counts, "health": [view.json_of(mailbox) for mailbox in mailboxes]})
     else:
         emit_table("send ledger", ["status", "rows"], list(counts.items()))
+        render_health(view, mailboxes)
 
 
 @group.command("show")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -184,32 +184,19 @@ def health_command(sc: SenderContext, fmt: str | None) -> None:
     from datetime import UTC, datetime
 
     from sender.events import Feedback
-    from sender.health import BOUNCE_MIN_SENT, BOUNCE_PAUSE_AT, WINDOW
-    from warmup.health import format_rate, verdict
+    from sender.health import judge, read_health
+    from toolkit.cli.mailbox_health import COLUMNS, TITLE, health_row
 
     url, _source = sc.database_url()
     with sc.ledger():
         pass  # the schema check
     with Feedback.from_url(url) as feedback:
-        seen = feedback.health_since(datetime.now(UTC) - WINDOW)
-    rows: list[dict[str, Any]] = []
-    for mailbox, counts in sorted(seen.items()):
-        sent, bounced, complained = counts["sent"], counts["bounced"], counts["complained"]
-        bounce_rate = bounced / sent if sent else 0.0
-        complaint_rate = complained / sent if sent else float(complained > 0)
-        judged = verdict(complaint_rate)
-        if sent >= BOUNCE_MIN_SENT and bounce_rate >= BOUNCE_PAUSE_AT:
-            judged = "pause"
-        rows.append({"mailbox": mailbox, "sent_7d": sent, "hard_bounces_7d": bounced,
-                     "hard_bounce_rate": round(bounce_rate, 6), "complaints_7d": complained,
-                     "complaint_rate": round(complaint_rate, 6), "verdict": judged})
+        seen = read_health(feedback, datetime.now(UTC))
+    healths = [judge(seen, mailbox) for mailbox in sorted(seen)]
     if sc.app.output_format(fmt) == "json":
-        emit_json({"mailboxes": rows})
+        emit_json({"mailboxes": [health.to_json() for health in healths]})
     else:
-        emit_table("mailbox health, last 7 days", ["mailbox", "sent", "hard bounces", "complaints", "verdict"],
-                   [(r["mailbox"], r["sent_7d"], f"{r['hard_bounces_7d']} ({r['hard_bounce_rate']:.1%})",
-                     f"{r['complaints_7d']} ({format_rate(r['complaint_rate'])})", r["verdict"])
-                    for r in rows])
+        emit_table(TITLE, COLUMNS, [health_row(health) for health in healths])
 
 
 def register(group: click.Group) -> None:

@@ -16,6 +16,7 @@ from toolkit.cli.warmup_views import decision_data, render_plan, render_status, 
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
+    from toolkit.cli.mailbox_health import HealthView
     from toolkit.inventory import Mailbox
     from warmup import Guard
     from warmup.schedule import DayCap, Ramp
@@ -177,10 +178,13 @@ def _inventory_mailbox(app: App, address: str) -> Mailbox | None:
 @format_option()
 @click.pass_obj
 def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
-    """Per mailbox: today's cap, sent, next eligible time, state and breaker (all mailboxes by default).
+    """Per mailbox: today's cap, sent, next eligible time, state and breaker (all mailboxes by default), and its
+    last 7 days from the ledger: sends, hard bounces, complaints, their rates and the health gate.
 
-    Reads only. Exit 1 when the store holds no warm-up state where some was expected (the inventory lists
-    mailboxes, or the embedded Redis came back without its data)."""
+    Reads only. Health needs a configured ledger (SENDHOST_DATABASE_URL or the inventory's sendhost_database_url);
+    without one, or when it does not answer, health shows as unavailable. Exit 1 when the store holds no warm-up
+    state where some was expected (the inventory lists mailboxes, or the embedded Redis came back without its
+    data)."""
     guard = _guard(app)
     output = app.output_format(fmt)
     if mailboxes:
@@ -190,7 +194,8 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
         rows = guard.status(wanted) if wanted else []
         notes = [f"not in {_store(app)} yet: {', '.join(pending)} (listed in the inventory; the next "
                  "`warmup reserve`, `pause` or `record` adds them)"] if pending else []
-        render_status(rows, output, None, notes=notes if output != "json" else [])
+        render_status(rows, output, None, notes=notes if output != "json" else [],
+                      health=_health(app) if rows else None)
         return
     rows = guard.status()
     known = {row.address for row in rows}
@@ -203,7 +208,7 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
     elif not rows:
         notes.append("no mailbox is under warm-up; add one with `sendhost warmup add ADDRESS --start DATE` or list "
                      "it under sendhost_mailboxes in the inventory")
-    render_status(rows, output, None, notes=notes if output != "json" else [])
+    render_status(rows, output, None, notes=notes if output != "json" else [], health=_health(app) if rows else None)
     if rows:
         return
     lost = guard.mailboxes.lost_note()
@@ -215,6 +220,21 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
         app.fail(f"{_store(app)} holds no warm-up state, though the inventory lists {len(missing)} mailbox"
                  f"{'es' if len(missing) != 1 else ''}: it was lost or never written; if these mailboxes have "
                  "sent, rebuild today's counters with `sendhost warmup import-sends LOG`", 1)
+
+
+def _health(app: App) -> HealthView:
+    """The mailboxes' health from a configured ledger, read only: the embedded one is not started (that writes)."""
+    from sender.errors import SenderConfigError
+    from toolkit.cli.mailbox_health import read_view
+    from toolkit.cli.sender import configured_database_url
+
+    try:
+        configured = configured_database_url(app)
+    except SenderConfigError as exc:  # a malformed URL: health cannot be read, the warm-up state still can
+        return read_view(None, str(exc))
+    return read_view(configured[0] if configured is not None else None,
+                     "no ledger configured (set SENDHOST_DATABASE_URL or sendhost_database_url in the inventory; "
+                     "`sendhost sender health` reads the embedded one)")
 
 
 @group.command("pause")

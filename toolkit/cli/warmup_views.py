@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit.output import emit_json, emit_table
 
 if TYPE_CHECKING:
+    from toolkit.cli.mailbox_health import HealthView
     from warmup import Decision
     from warmup.mailboxes import MailboxStatus
     from warmup.schedule import DayCap
@@ -24,7 +25,9 @@ def decision_data(decision: Decision) -> dict[str, Any]:
     }
 
 
-def render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, notes: Sequence[str] = ()) -> None:
+def render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, notes: Sequence[str] = (),
+                  health: HealthView | None = None) -> None:
+    """The status table (and, given `health`, each mailbox's health table), or the JSON list of mailboxes."""
     if fmt == "json":
         emit_json([{
             "mailbox": s.address, "group": s.group, "day": s.day.isoformat(), "day_number": s.day_number,
@@ -32,6 +35,7 @@ def render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, note
             "next_eligible": s.next_eligible.isoformat() if s.next_eligible else None,
             "state": s.state, "reason": s.reason, "breaker": s.breaker, "failures_in_window": s.failures_in_window,
             "trips_today": s.trips_today,
+            **({"health": health.json_of(s.address)} if health is not None else {}),
         } for s in rows])
         return
     lines = [f"{s.address}: {s.state}: {s.reason}" for s in rows if s.reason]
@@ -45,6 +49,10 @@ def render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, note
                  when_words(s.next_eligible, now) if s.next_eligible else "until resumed",
                  s.state, s.breaker) for s in rows],
                summary="\n".join(lines) or None)
+    if health is not None and rows:
+        from toolkit.cli.mailbox_health import render_health
+
+        render_health(health, [s.address for s in rows])
 
 
 def when_words(at: datetime, now: datetime) -> str:

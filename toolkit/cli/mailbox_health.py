@@ -1,0 +1,89 @@
+"""Mailbox health (sender.health) in the status commands: read from the ledger, never written, and shown.
+
+`sender status` and `warmup status` show what `sender health` shows; when the ledger cannot be read (none
+configured, unreachable, no schema) they say health is unavailable and why, never that a mailbox is fine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import click
+
+from toolkit.output import emit_table
+
+if TYPE_CHECKING:
+    from sender.health import MailboxHealth
+
+TITLE = "mailbox health, last 7 days"
+COLUMNS = ("mailbox", "sent", "hard bounces", "complaints", "gate")
+HEALTH_CONNECT_TIMEOUT_S = 3  # a status command must not hang on a ledger that does not answer
+
+
+@dataclass(frozen=True)
+class HealthView:
+    """The window's counts per lower-case mailbox, or why they could not be read (`counts` is None then)."""
+
+    counts: Mapping[str, Mapping[str, int]] | None
+    unavailable: str | None = None
+
+    def mailboxes(self, also: Iterable[str] = ()) -> list[str]:
+        """The mailboxes the ledger counted in the window and `also` (lower-case, sorted)."""
+        return sorted({*(self.counts or {}), *(address.lower() for address in also)})
+
+    def of(self, mailbox: str) -> MailboxHealth | None:
+        """The mailbox's health (zeros when it sent nothing in the window), or None when unavailable."""
+        from sender.health import judge
+
+        return judge(self.counts, mailbox) if self.counts is not None else None
+
+    def json_of(self, mailbox: str) -> dict[str, object]:
+        health = self.of(mailbox)
+        if health is not None:
+            return health.to_json()
+        from sender.health import Gate
+
+        return {"mailbox": mailbox.lower(), "sent_7d": None, "hard_bounces_7d": None, "hard_bounce_rate": None,
+                "complaints_7d": None, "complaint_rate": None, "verdict": None, "gate": str(Gate.UNAVAILABLE),
+                "reason": self.unavailable}
+
+
+def read_view(url: str | None, why_none: str = "") -> HealthView:
+    """The ledger's health window at `url` (read only; the schema must be current), or unavailable with the reason:
+    `why_none` when there is no `url`, else the ledger's own error."""
+    from datetime import UTC, datetime
+
+    from sender.events import Feedback
+    from sender.health import read_health
+    from sendhost.errors import SendhostError
+
+    if url is None:
+        return HealthView(None, why_none)
+    try:
+        with Feedback.from_url(url, connect_timeout=HEALTH_CONNECT_TIMEOUT_S) as feedback:
+            feedback.check_schema()
+            return HealthView(read_health(feedback, datetime.now(UTC)))
+    except SendhostError as exc:
+        return HealthView(None, str(exc))
+
+
+def health_row(health: MailboxHealth) -> tuple[str, int, str, str, str]:
+    """One table row: counts with their rates beside them."""
+    from warmup.health import format_rate
+
+    return (health.mailbox, health.sent, f"{health.bounced} ({health.bounce_rate:.1%})",
+            f"{health.complained} ({format_rate(health.complaint_rate)})", str(health.gate))
+
+
+def render_health(view: HealthView, mailboxes: Sequence[str]) -> None:
+    """The health table of `mailboxes`, or one line saying why health is unavailable."""
+    if view.counts is None:
+        click.echo(f"mailbox health unavailable: {view.unavailable}")
+        return
+    rows = [health_row(health) for health in (view.of(mailbox) for mailbox in mailboxes) if health is not None]
+    if not rows:
+        click.echo("mailbox health: no mailbox sent in the last 7 days")
+        return
+    emit_table(TITLE, COLUMNS, rows)
