@@ -1,5 +1,8 @@
 """Creating and destroying a host's pool: secondary private IPs, one tagged EIP per slot, the slots in Redis.
 
+The pool is the one source of slot addresses: `provision` and `host verify` read them from Redis. The inventory's
+`sendhost_pool.private_ips`, when given, only tell `create` which addresses to assign (slot n gets private_ips[n]).
+
 `create` is idempotent: it reads what AWS and Redis already hold and only adds what is missing, so a second run
 (or a run after a crash halfway) changes nothing that is already right. `destroy` returns every EIP of the host:
 PTR reset, detached, released, denied; then the slot IPs and the host's Redis keys go.
@@ -15,10 +18,11 @@ from dataclasses import dataclass
 
 from ippool import ownership
 from ippool.aws.adapter import Ec2Adapter
-from ippool.aws.models import Address
+from ippool.aws.models import Address, NetworkInterface
 from ippool.aws.quotas import quota_advice
 from ippool.eip_placement import place_new, serving
 from ippool.errors import AddressQuotaExceeded, PtrStillSet, SlotLimitExceeded
+from ippool.named_slots import check_named_slot_ips, named_slot_ips
 from ippool.parking import PTR_STILL_SET, Reaper
 from ippool.slot_store import SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_PRIVATE_IP, HostSpec
@@ -66,7 +70,7 @@ class PoolLifecycle:
                 f"({allowed} secondary private IPs per interface): lower --slots or use a larger instance type")
         eni = instance.primary_interface
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
-        private_ips = self._slot_private_ips(spec, slots, eni.eni_id, list(eni.secondary_private_ips), ours)
+        private_ips = self._slot_private_ips(spec, slots, eni, ours)  # checked and assigned before any EIP
         self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
         records = []
         for slot, private_ip in enumerate(private_ips):
@@ -88,10 +92,37 @@ class PoolLifecycle:
             records.append(SlotRecord(slot, private_ip, current.public_ip, current.allocation_id, action))
         return records
 
-    def _slot_private_ips(self, spec: HostSpec, slots: int, eni_id: str, secondary: list[str],
-                          ours: list[Address]) -> list[str]:
-        """Slot n keeps the private IP it had (Redis, else its EIP's tag); new slots take free secondary IPs,
-        assigned on the ENI when there are too few."""
+    def _slot_private_ips(self, spec: HostSpec, slots: int, eni: NetworkInterface, ours: list[Address],
+                          ) -> list[str]:
+        """Slot n's private IP. With the inventory's `private_ips`: exactly private_ips[n], checked against AWS
+        before anything is assigned (PoolConfigError otherwise). Without: slot n keeps the private IP it had (Redis,
+        else its EIP's tag); new slots take free secondary IPs, assigned on the ENI when there are too few."""
+        secondary = list(eni.secondary_private_ips)
+        known = self._kept_private_ips(spec, secondary, ours)
+        on_interface = self.aws.describe_interface_addresses(eni.eni_id)
+        if spec.private_ips:
+            named = named_slot_ips(spec.name, spec.private_ips, slots)
+            check_named_slot_ips(self.aws, self.pool_name, spec.name, eni, named, known, on_interface)
+            missing_ips = [ip for ip in named if ip not in secondary]
+            if missing_ips:
+                self.aws.assign_private_ips(eni.eni_id, missing_ips)
+            return list(named)
+        # A secondary IP that already holds an Elastic IP not tagged as this pool's belongs to someone else.
+        taken = {a.private_ip for a in on_interface if a.associated and a.private_ip and a.pool != self.pool_name}
+        free = [ip for ip in secondary if ip not in known.values() and ip not in taken]
+        missing = [slot for slot in range(slots) if slot not in known]
+        if len(free) < len(missing):
+            interface = self.aws.assign_secondary_private_ips(eni.eni_id, len(missing) - len(free))
+            free += [ip for ip in interface.secondary_private_ips
+                     if ip not in free and ip not in known.values() and ip not in taken]
+        free.sort(key=ipaddress.ip_address)
+        for slot in missing:
+            known[slot] = free.pop(0)
+        return [known[slot] for slot in range(slots)]
+
+    def _kept_private_ips(self, spec: HostSpec, secondary: list[str], ours: list[Address]) -> dict[int, str]:
+        """slot -> the private IP an existing slot serves from: Redis's when AWS says it is a secondary IP of this
+        ENI, else the tag of the slot's active EIP."""
         known: dict[int, str] = {}
         for address in ours:
             if address.slot is not None and address.tags.get(TAG_PRIVATE_IP) and address.state == EipState.ACTIVE:
@@ -100,19 +131,7 @@ class PoolLifecycle:
         for held in registered:  # Redis's private IP only when AWS says it is a secondary IP of this ENI
             if held.private_ip and held.private_ip in secondary:
                 known[held.slot] = held.private_ip
-        # A secondary IP that already holds an Elastic IP not tagged as this pool's belongs to someone else.
-        taken = {a.private_ip for a in self.aws.describe_interface_addresses(eni_id)
-                 if a.associated and a.private_ip and a.pool != self.pool_name}
-        free = [ip for ip in secondary if ip not in known.values() and ip not in taken]
-        missing = [slot for slot in range(slots) if slot not in known]
-        if len(free) < len(missing):
-            interface = self.aws.assign_secondary_private_ips(eni_id, len(missing) - len(free))
-            free += [ip for ip in interface.secondary_private_ips
-                     if ip not in free and ip not in known.values() and ip not in taken]
-        free.sort(key=ipaddress.ip_address)
-        for slot in missing:
-            known[slot] = free.pop(0)
-        return [known[slot] for slot in range(slots)]
+        return known
 
     def _release_waiting(self, host: str, address: Address) -> None:
         """Release one EIP, waiting out AWS's InvalidAddress.PtrSet after its PTR reset (minutes) instead of failing;

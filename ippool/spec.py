@@ -33,6 +33,7 @@ class HostSpec:
     budget: tuple[int, int] = (8, 15)
     park_minutes: float = 15.0
     ptr_zone: str | None = None  # Route 53 zone for the forward A record; None: no PTR
+    private_ips: tuple[str, ...] = ()  # slot n's private IP is private_ips[n] (the inventory's); (): AWS picks
 
     def ptr_name(self, slot: int, public_ip: str) -> str:
         """The host name one address of a slot resolves from and back to (`<host>-<slot>-<a-b-c-d>.<zone>`).

@@ -1,8 +1,8 @@
 """What provisioning should make true on each host: its slot addresses, interface and subnet.
 
-Slot addresses come from a `SlotSource`: the IP pool's Redis state for a host that has a pool
-(`provisioning.pool_source`), else the inventory's `private_ips`. The playbook receives what was resolved as
-extra vars.
+Slot addresses have one source: the host's IP pool (`provisioning.pool_source`), which `sendhost pool create`
+fills (from the inventory's `private_ips` when it lists them). A host without a pool is an error naming the fix,
+never a guess from the inventory. The playbook receives what was resolved as extra vars.
 """
 
 from __future__ import annotations
@@ -10,11 +10,20 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from provisioning.errors import ProvisionConfigError
 
-# host name -> its slot addresses, or None when the source knows nothing about the host
-SlotSource = Callable[[str], Sequence[str] | None]
+
+class SlotAddress(NamedTuple):
+    """One slot as its pool holds it: the private IP bound on the host and the Elastic IP it presents."""
+
+    private_ip: str
+    public_ip: str | None = None
+
+
+# host name -> its slots in slot order, or None when the source holds no pool for the host
+SlotSource = Callable[[str], Sequence[SlotAddress] | None]
 
 
 @dataclass(frozen=True)
@@ -22,9 +31,10 @@ class HostPlan:
     """One sender host as provisioning sees it."""
 
     name: str
-    interface: str
+    interface: str | None  # None: the host's default-route interface (facts for the role, `ip route` for verify)
     subnet: str | None
     slot_addresses: tuple[str, ...]
+    elastic_ips: tuple[str | None, ...] = ()  # slot n's Elastic IP, when the pool knows it
 
     @property
     def prefix(self) -> int:
@@ -32,18 +42,17 @@ class HostPlan:
         return ipaddress.IPv4Network(self.subnet).prefixlen if self.subnet else 32
 
 
-def inventory_slots(addresses_by_host: dict[str, Sequence[str]]) -> SlotSource:
-    """A slot source reading the inventory's `sendhost_pool.private_ips`."""
-    return lambda host: addresses_by_host.get(host)
-
-
-def resolve_plan(name: str, interface: str, subnet: str | None, source: SlotSource,
-                 fallback: SlotSource | None = None) -> HostPlan:
-    """Build the plan for one host from the first source that knows it; check every address against the subnet."""
-    addresses = source(name)
-    if addresses is None and fallback is not None:
-        addresses = fallback(name)
-    plan = HostPlan(name=name, interface=interface, subnet=subnet, slot_addresses=tuple(addresses or ()))
+def resolve_plan(name: str, interface: str | None, subnet: str | None, source: SlotSource) -> HostPlan:
+    """Build the plan for one host from its pool; refuse a host without one and check every address."""
+    slots = source(name)
+    if slots is None:
+        raise ProvisionConfigError(
+            f"{name}: no IP pool for this host in Redis, and only its pool says which slot addresses to bind: "
+            f"run `sendhost pool create {name}` first")
+    if not slots:
+        raise ProvisionConfigError(f"{name}: its IP pool holds no slot addresses: run `sendhost pool create {name}`")
+    plan = HostPlan(name=name, interface=interface, subnet=subnet,
+                    slot_addresses=tuple(s.private_ip for s in slots), elastic_ips=tuple(s.public_ip for s in slots))
     check_plan(plan)
     return plan
 
@@ -58,8 +67,8 @@ def check_plan(plan: HostPlan) -> None:
             raise ProvisionConfigError(f"{plan.name}: slot address {address!r} is not an IPv4 address") from None
         if network is not None and parsed not in network:
             raise ProvisionConfigError(
-                f"{plan.name}: slot address {address} is outside the host's subnet {network}; "
-                "fix sendhost_pool.private_ips or sendhost_subnet"
+                f"{plan.name}: slot address {address} of its IP pool is outside the host's subnet {network}; "
+                f"fix sendhost_subnet, or recreate the pool (`sendhost pool destroy {plan.name}`, then `create`)"
             )
 
 

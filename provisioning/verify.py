@@ -1,18 +1,20 @@
 """`host verify`: prove over SSH that each slot address is bound and presents the right source address.
 
-Per slot: the address is bound on the host (`ip -o -4 addr`); a TCP connection bound to it reaches the probe, which
-answers with the source address it saw; that address is the one the slot should present. Then time sync.
+Per slot: the address is bound on the host's interface (the inventory's, else the default-route one, `ip -j route`);
+a TCP connection bound to it reaches the probe, which answers with the source address it saw; that address is the
+one the slot should present (its Elastic IP with `--expect-public`). Then time sync.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from provisioning.egress import EgressCheck, check_submission_egress
-from provisioning.errors import ProvisionFailed
+from provisioning.errors import ProvisionConfigError, ProvisionFailed
 from provisioning.plan import HostPlan
 from provisioning.ssh import CommandResult
 
@@ -64,6 +66,7 @@ class NtpCheck:
 @dataclass(frozen=True)
 class VerifyReport:
     host: str
+    interface: str  # where the slots must be bound: the inventory's, else the host's default-route interface
     slots: tuple[SlotCheck, ...]
     ntp: NtpCheck
     egress: tuple[EgressCheck, ...] = ()  # outbound submission to the mailboxes' servers (provisioning/egress.py)
@@ -79,13 +82,33 @@ def verify_host(session: Session, plan: HostPlan, probe: tuple[str, int] | None 
     """Check every slot in `plan` over `session`. `expected_seen` maps a slot address to the address the probe
     should see (its Elastic IP when the probe is outside the VPC); by default the slot address itself.
     `submission`: the (host, port) of each mailbox's submission server, to be reached from the host."""
+    interface = plan.interface or default_route_interface(session, plan.name)
     bound = bound_addresses(session)
     slots = tuple(
-        _check_slot(session, index, address, plan.interface, bound, probe, (expected_seen or {}).get(address, address))
+        _check_slot(session, index, address, interface, bound, probe, (expected_seen or {}).get(address, address))
         for index, address in enumerate(plan.slot_addresses)
     )
-    return VerifyReport(host=plan.name, slots=slots, ntp=ntp_status(session),
+    return VerifyReport(host=plan.name, interface=interface, slots=slots, ntp=ntp_status(session),
                         egress=check_submission_egress(session, submission))
+
+
+def default_route_interface(session: Session, host: str) -> str:
+    """The interface the host's IPv4 default route leaves through (`ens5` on Nitro instances, `eth0` on Xen ones),
+    as the provisioning role takes it from facts; a host without one must name it in the inventory."""
+    result = session.run("ip -j -4 route show default")
+    if result.rc != 0:
+        raise ProvisionFailed(f"`ip -j -4 route show default` failed on the host: {result.stderr.strip() or result.rc}")
+    try:
+        routes = json.loads(result.stdout or "[]")
+    except ValueError:
+        raise ProvisionFailed(f"`ip -j -4 route show default` on the host printed no JSON: {result.stdout[:80]!r}") \
+            from None
+    devices = [route["dev"] for route in routes if isinstance(route, dict) and route.get("dev")]
+    if not devices:
+        raise ProvisionConfigError(
+            f"{host}: the host has no default route to tell its interface: set {host}.sendhost_interface in the "
+            "inventory")
+    return str(devices[0])
 
 
 def bound_addresses(session: Session) -> dict[str, str]:
@@ -121,7 +144,8 @@ def _check_slot(session: Session, index: int, address: str, interface: str, boun
         return SlotCheck(index, address, "failed", bound_on, None, f"probe {host}:{port} not reached: {reason}")
     seen = words[1]
     if seen != expected:
-        return SlotCheck(index, address, "failed", bound_on, seen, f"probe saw {seen}, expected {expected}")
+        what = expected if expected == address else f"its Elastic IP {expected}"
+        return SlotCheck(index, address, "failed", bound_on, seen, f"probe saw {seen}, expected {what}")
     return SlotCheck(index, address, "ok", bound_on, seen, f"probe saw {seen}")
 
 

@@ -67,7 +67,7 @@ def render_policy(pool_name: str, regions: Iterable[str], ptr_zones: Iterable[st
     statements: list[dict[str, Any]] = [
         {"Sid": "ReadPoolState", "Effect": "Allow",
          "Action": ["ec2:DescribeAddresses", "ec2:DescribeInstances", "ec2:DescribeInstanceTypes",
-                    "ec2:DescribeNetworkInterfaces", "ec2:DescribeAddressesAttribute",
+                    "ec2:DescribeNetworkInterfaces", "ec2:DescribeAddressesAttribute", "ec2:DescribeSubnets",
                     "ec2:DescribeRouteTables"],  # `pool doctor`: does the subnet route to an internet gateway
          "Resource": "*", "Condition": {"StringEquals": in_regions}},
         {"Sid": "SlotPrivateIpsOnOurInterfaces", "Effect": "Allow",

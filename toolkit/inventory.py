@@ -42,7 +42,7 @@ class PoolPolicy:
     park_minutes: int = 15
     ptr: bool = False
     ptr_zone: str | None = None  # Route 53 hosted zone for forward A records when ptr is on
-    private_ips: tuple[str, ...] = ()  # slot addresses, when known before a pool exists
+    private_ips: tuple[str, ...] = ()  # what `pool create` assigns (slot n gets private_ips[n]); else AWS picks
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class SenderHost:
     primary_ip: str
     pool: PoolPolicy
     subnet: str | None = None
-    interface: str = "eth0"
+    interface: str | None = None  # None: the host's default-route interface (from facts; ens5 on Nitro), never a guess
 
 
 @dataclass(frozen=True)
@@ -257,10 +257,11 @@ def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
                           expected="an AWS region like us-east-1")
     ansible_host = check.string(hv, "ansible_host", f"{name}.ansible_host", default=primary_ip)
     subnet = check.optional_network(hv, "sendhost_subnet", f"{name}.sendhost_subnet")
-    interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", default="eth0",
-                             pattern=INTERFACE_PATTERN,
-                             expected="a network interface name like eth0 or ens5 (up to 15 letters, digits, "
-                                      "'.', '_' or '-')")
+    interface = None  # not set: the default-route interface, which only the host knows (facts, `ip route`)
+    if "sendhost_interface" in hv:
+        interface = check.string(hv, "sendhost_interface", f"{name}.sendhost_interface", pattern=INTERFACE_PATTERN,
+                                 expected="a network interface name like eth0 or ens5 (up to 15 letters, digits, "
+                                          "'.', '_' or '-')")
     pool = _pool(check, name, hv)
     if subnet is not None:
         check.ips_in_network(hv, "sendhost_pool", f"{name}.sendhost_pool.private_ips", pool.private_ips, subnet)

@@ -68,6 +68,36 @@ class Ec2Calls(AwsClient):
         # Re-read rather than trust the response: AWS lists only the new IPs there, moto lists them all.
         return self.describe_network_interface(eni_id)
 
+    # --- slot addresses the inventory names (`sendhost_pool.private_ips`): checked, then assigned exactly ---------
+
+    def subnet_cidr(self, subnet_id: str) -> str:
+        """The IPv4 CIDR block of a subnet (slot addresses must lie inside the instance's)."""
+        response = self._call("ec2", "DescribeSubnets", f"subnet {subnet_id}", SubnetIds=[subnet_id])
+        return str(response["Subnets"][0]["CidrBlock"])
+
+    def interfaces_holding(self, subnet_id: str, private_ips: Sequence[str]) -> dict[str, str]:
+        """private IP -> id of the ENI in the subnet that holds it (primary or secondary), for those in use.
+
+        Narrowed to the subnet: private IPs are unique per VPC only, another VPC may use the same ones."""
+        wanted = set(private_ips)
+        response = self._call("ec2", "DescribeNetworkInterfaces", f"private IPs {', '.join(private_ips)}",
+                              Filters=[{"Name": "subnet-id", "Values": [subnet_id]},
+                                       {"Name": "addresses.private-ip-address", "Values": list(private_ips)}])
+        held: dict[str, str] = {}
+        for raw in response.get("NetworkInterfaces", []):
+            for entry in raw.get("PrivateIpAddresses", []):  # the filter matches the ENI; name only wanted IPs
+                if entry.get("PrivateIpAddress") in wanted:
+                    held[entry["PrivateIpAddress"]] = raw["NetworkInterfaceId"]
+        return held
+
+    def assign_private_ips(self, eni_id: str, private_ips: Sequence[str]) -> NetworkInterface:
+        """Add exactly these secondary private IPs to the ENI; return the ENI as it now is."""
+        if not private_ips:
+            raise ValueError("assign at least one secondary private IP")
+        self._call("ec2", "AssignPrivateIpAddresses", f"network interface {eni_id}",
+                   NetworkInterfaceId=eni_id, PrivateIpAddresses=list(private_ips))
+        return self.describe_network_interface(eni_id)
+
     def unassign_secondary_private_ips(self, eni_id: str, private_ips: Sequence[str]) -> None:
         """Remove these secondary private IPs from the ENI."""
         self._call("ec2", "UnassignPrivateIpAddresses", f"network interface {eni_id}",

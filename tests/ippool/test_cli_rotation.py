@@ -81,6 +81,25 @@ def test_bad_input_is_one_line_and_exit_2(moto_url: str, redis_url: str, tmp_pat
         assert "Traceback" not in result.stderr
 
 
+def test_inventory_private_ips_outside_the_subnet_are_one_line_exit_2_and_nothing_allocated(
+        moto_url: str, redis_url: str, tmp_path: Path) -> None:
+    host = unique_host()
+    instance = server_instance(moto_url)
+    inventory = write_inventory(tmp_path / "inventory.yml", host, instance, slots=2,
+                                private_ips=["10.30.1.40", "10.31.0.9"])
+    result = run_cli("pool", "create", host, env=cli_env(moto_url, redis_url, inventory))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {host}.sendhost_pool.private_ips: 10.31.0.9 is outside subnet "
+                                    "10.30.1.0/24 of "), result.stderr
+    assert result.stderr.endswith(": list addresses inside 10.30.1.0/24\n") and result.stderr.count("\n") == 1
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url, **FAKE_CREDENTIALS)
+    tagged = ec2.describe_addresses(Filters=[{"Name": "tag:sendhost:host", "Values": [host]}])["Addresses"]
+    [raw] = [i for r in ec2.describe_instances(InstanceIds=[instance])["Reservations"] for i in r["Instances"]]
+    ec2.close()
+    assert tagged == []
+    assert [p for p in raw["NetworkInterfaces"][0]["PrivateIpAddresses"] if not p["Primary"]] == []
+
+
 def test_reconcile_reports_then_rebuilds_redis_after_it_lost_its_data(moto_url: str, redis_url: str,
                                                                         tmp_path: Path) -> None:
     host = unique_host()

@@ -7,11 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import yaml
 
+from ippool.pool import Pool
 from provisioning.agent_package import build_wheel, checkout_root
 from tests.support.net import on_ci
 from tests.support.sshhost import SshHost, can_make_namespaces, missing_tools, ssh_host
+from toolkit.inventory import load_inventory
 
 # Ansible's persistent SSH masters must not outlive the test session's namespace: keep them for seconds, not 60 s.
 CLI_ENV = {"ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=5s"}
@@ -72,11 +75,39 @@ def host_vars(host: SshHost, files: Path, slots: list[str], **overrides: Any) ->
 
 
 def write_inventory(path: Path, hosts: dict[str, dict[str, Any]], redis_url: str | None = None) -> Path:
-    """An inventory with `hosts` in group senders (the same file shape as inventory.example.yml)."""
+    """An inventory with `hosts` in group senders (the same file shape as inventory.example.yml). With `redis_url`
+    (the pool's Redis, in all.vars) each host's pool is put there as `pool create` leaves it (`seed_pools`)."""
     if not redis_url:
         hosts = {name: {"sendhost_redis_url": UNUSED_REDIS_URL, **variables} for name, variables in hosts.items()}
     inventory: dict[str, Any] = {"all": {"children": {"senders": {"hosts": hosts}}}}
     if redis_url:
         inventory["all"]["vars"] = {"sendhost_redis_url": redis_url}
     path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    if redis_url:
+        seed_pools(redis_url, path)
     return path
+
+
+def elastic_ip(slot: int) -> str:
+    """The Elastic IP `seed_pools` gives slot n (TEST-NET-2: routed nowhere, as no probe here sees it)."""
+    return f"198.51.100.{slot + 1}"
+
+
+def seed_pools(redis_url: str, inventory: Path, slots: dict[str, list[str]] | None = None) -> None:
+    """Each host's pool in Redis as `sendhost pool create` leaves it for the inventory's private_ips (slot n on
+    private_ips[n], with `elastic_ip(n)`), or on `slots[host]` when given; a host with neither gets no pool."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    pool = Pool(client)
+    try:
+        for host in load_inventory(inventory).hosts:
+            if host.name in pool.hosts():
+                pool.slots.forget_host(host.name)
+            addresses = (slots or {}).get(host.name, list(host.pool.private_ips))
+            if not addresses:
+                continue
+            pool.register_host(host.name, host.primary_ip)
+            for n, address in enumerate(addresses):
+                pool.put_address(host.name, n, private_ip=address, public_ip=elastic_ip(n),
+                                 allocation_id=f"eipalloc-{n + 1:04d}")
+    finally:
+        client.close()

@@ -145,13 +145,14 @@ def provision(inventory: Path, *args: str) -> tuple[int, dict[str, Any], str]:
 
 
 def test_a_new_host_provisions_then_reruns_with_no_change_and_check_mode_is_clean(
-        default_route: SshHost, tmp_path: Path) -> None:
+        default_route: SshHost, tmp_path: Path, redis_url: str) -> None:
     host = default_route
     slots = [host.slot_address(1), host.slot_address(2)]
     files = tmp_path / "files"
     (files / "cloud.cfg.d").mkdir(parents=True)
     inventory = write_inventory(tmp_path / "inventory.yml",
-                                {"sender-t": host_vars(host, files, slots, sendhost_interface=None)})
+                                {"sender-t": host_vars(host, files, slots, sendhost_interface=None)},
+                                redis_url=redis_url)
 
     rc, first, stderr = provision(inventory)
     assert rc == 0, stderr
@@ -168,7 +169,8 @@ def test_a_new_host_provisions_then_reruns_with_no_change_and_check_mode_is_clea
     host.reset_addresses()
     fresh = tmp_path / "fresh"
     (fresh / "cloud.cfg.d").mkdir(parents=True)
-    write_inventory(inventory, {"sender-t": host_vars(host, fresh, slots, sendhost_interface=None)})
+    write_inventory(inventory, {"sender-t": host_vars(host, fresh, slots, sendhost_interface=None)},
+                    redis_url=redis_url)
     rc, checked, stderr = provision(inventory, "--check")
     assert rc == 0, stderr + json.dumps(checked)
     assert [h["failed"] for h in checked["hosts"]] == [0]

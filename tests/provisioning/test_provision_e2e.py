@@ -31,8 +31,8 @@ def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHos
                                                               redis_service: RedisServer) -> None:
     files = tmp_path / "files"
     slots = [fresh_host.slot_address(1), fresh_host.slot_address(2)]
-    # A real Redis with an ACL user: provision asks it for the host's pool (none here: the inventory's slots win),
-    # and its password must reach the host's env file but never the output.
+    # A real Redis with an ACL user: provision reads the host's slots from its pool there, and its password must
+    # reach the host's env file but never the output.
     client = redis_service.client()
     client.acl_setuser("sender", enabled=True, passwords=["+s3cret"], keys=["*"], commands=["+@all"])
     client.close()
@@ -60,10 +60,11 @@ def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHos
     assert fresh_host.bound_addresses() == {fresh_host.address, *slots}
 
 
-def test_check_mode_changes_nothing(fresh_host: SshHost, tmp_path: Path) -> None:
+def test_check_mode_changes_nothing(fresh_host: SshHost, tmp_path: Path, redis_url: str) -> None:
     files = tmp_path / "files"
     inventory = write_inventory(tmp_path / "inventory.yml", {
-        "sender-t": host_vars(fresh_host, files, [fresh_host.slot_address(1), fresh_host.slot_address(2)])})
+        "sender-t": host_vars(fresh_host, files, [fresh_host.slot_address(1), fresh_host.slot_address(2)])},
+        redis_url=redis_url)
 
     rc, data, stderr = provision(inventory, "--check")
 
@@ -75,18 +76,18 @@ def test_check_mode_changes_nothing(fresh_host: SshHost, tmp_path: Path) -> None
     assert not files.exists() or not [p for p in files.rglob("*") if p.is_file()]
 
 
-def test_removing_a_slot_unbinds_only_its_address(fresh_host: SshHost, tmp_path: Path) -> None:
+def test_removing_a_slot_unbinds_only_its_address(fresh_host: SshHost, tmp_path: Path, redis_url: str) -> None:
     files = tmp_path / "files"
     one, two = fresh_host.slot_address(1), fresh_host.slot_address(2)
     # an address somebody else bound (no sendhost label) must survive: the role removes only what it added
     foreign = fresh_host.slot_address(9)
     fresh_host.ip("addr", "add", f"{foreign}/24", "dev", fresh_host.interface)
     inventory = tmp_path / "inventory.yml"
-    write_inventory(inventory, {"sender-t": host_vars(fresh_host, files, [one, two])})
+    write_inventory(inventory, {"sender-t": host_vars(fresh_host, files, [one, two])}, redis_url=redis_url)
     rc, _, stderr = provision(inventory)
     assert rc == 0, stderr
 
-    write_inventory(inventory, {"sender-t": host_vars(fresh_host, files, [one])})
+    write_inventory(inventory, {"sender-t": host_vars(fresh_host, files, [one])}, redis_url=redis_url)
     rc, data, stderr = provision(inventory)
 
     assert rc == 0, stderr
@@ -97,9 +98,10 @@ def test_removing_a_slot_unbinds_only_its_address(fresh_host: SshHost, tmp_path:
     assert two not in persistent
 
 
-def test_unreachable_host_is_reported_and_exits_1(sender_host: SshHost, tmp_path: Path) -> None:
+def test_unreachable_host_is_reported_and_exits_1(sender_host: SshHost, tmp_path: Path, redis_url: str) -> None:
     inventory = write_inventory(tmp_path / "inventory.yml", {
-        "sender-t": host_vars(sender_host, tmp_path / "files", [sender_host.slot_address(1)], ansible_port=2299)})
+        "sender-t": host_vars(sender_host, tmp_path / "files", [sender_host.slot_address(1)], ansible_port=2299)},
+        redis_url=redis_url)
 
     result = run_cli("provision", "--inventory", str(inventory), env=CLI_ENV, timeout=120)
 
@@ -108,13 +110,13 @@ def test_unreachable_host_is_reported_and_exits_1(sender_host: SshHost, tmp_path
     assert "error: provisioning failed on sender-t (unreachable)" in result.stderr
 
 
-def test_ansible_refuses_a_host_whose_key_is_not_known(sender_host: SshHost, tmp_path: Path) -> None:
+def test_ansible_refuses_a_host_whose_key_is_not_known(sender_host: SshHost, tmp_path: Path, redis_url: str) -> None:
     empty_known_hosts = tmp_path / "known_hosts"
     empty_known_hosts.write_text("")
     args = f"-o UserKnownHostsFile={empty_known_hosts} -o StrictHostKeyChecking=yes"
     inventory = write_inventory(tmp_path / "inventory.yml", {
         "sender-t": host_vars(sender_host, tmp_path / "files", [sender_host.slot_address(1)],
-                              ansible_ssh_common_args=args)})
+                              ansible_ssh_common_args=args)}, redis_url=redis_url)
 
     # no shared SSH master: an earlier test's authenticated connection would skip the host key check
     result = run_cli("provision", "--inventory", str(inventory), "--format", "json",
@@ -205,10 +207,11 @@ def test_a_real_run_with_a_missing_service_group_fails_naming_it(fresh_host: Ssh
     assert "sendhost-test-no-such-group" in (data["hosts"][0]["message"] or "")
 
 
-def test_check_mode_reports_a_missing_address_without_binding_it(fresh_host: SshHost, tmp_path: Path) -> None:
+def test_check_mode_reports_a_missing_address_without_binding_it(fresh_host: SshHost, tmp_path: Path,
+                                                                redis_url: str) -> None:
     one, two = fresh_host.slot_address(1), fresh_host.slot_address(2)
     inventory = write_inventory(tmp_path / "inventory.yml",
-                                {"sender-t": host_vars(fresh_host, tmp_path / "f", [one, two])})
+                                {"sender-t": host_vars(fresh_host, tmp_path / "f", [one, two])}, redis_url=redis_url)
     rc, _, stderr = provision(inventory, "--tags", "sender_addresses")
     assert rc == 0, stderr
     fresh_host.ip("addr", "del", f"{two}/24", "dev", fresh_host.interface)  # the files still list it

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from provisioning.errors import ProvisionConfigError, ProvisionFailed
-from provisioning.plan import HostPlan, check_plan, inventory_slots, resolve_plan, slot_extravars
+from provisioning.plan import HostPlan, SlotAddress, check_plan, resolve_plan, slot_extravars
 from provisioning.runner import HostStats, ProvisionResult, _Collector, find_ansible_playbook, run_playbook
 from provisioning.ssh import CommandResult
 from provisioning.targets import known_hosts_from_ssh_args
@@ -56,16 +56,26 @@ def test_named_ansible_playbook_must_be_executable(tmp_path: Path) -> None:
         find_ansible_playbook({"SENDHOST_ANSIBLE_PLAYBOOK": str(plain)}, beside=tmp_path)
 
 
-def test_plan_takes_slots_from_the_first_source_that_knows_the_host() -> None:
-    pool = inventory_slots({"sender-1": ["10.0.1.21"]})  # stands in for an ippool-backed source
-    inventory = inventory_slots({"sender-1": ["10.0.1.11"], "sender-2": ["10.0.1.12"]})
+def test_plan_takes_the_slots_and_elastic_ips_from_the_pool() -> None:
+    pool = {"sender-1": [SlotAddress("10.0.1.21", "198.51.100.1"), SlotAddress("10.0.1.22", "198.51.100.2")]}
 
-    assert resolve_plan("sender-1", "eth0", "10.0.1.0/24", pool, inventory).slot_addresses == ("10.0.1.21",)
-    assert resolve_plan("sender-2", "eth0", "10.0.1.0/24", pool, inventory).slot_addresses == ("10.0.1.12",)
+    plan = resolve_plan("sender-1", None, "10.0.1.0/24", pool.get)
+
+    assert (plan.slot_addresses, plan.elastic_ips) == (("10.0.1.21", "10.0.1.22"), ("198.51.100.1", "198.51.100.2"))
+
+
+def test_plan_refuses_a_host_without_a_pool_never_guessing() -> None:
+    with pytest.raises(ProvisionConfigError, match=r"^sender-2: no IP pool for this host in Redis, and only its pool "
+                                                   r"says which slot addresses to bind: run `sendhost pool create "
+                                                   r"sender-2` first$"):
+        resolve_plan("sender-2", "eth0", "10.0.1.0/24", {"sender-1": [SlotAddress("10.0.1.21")]}.get)
+    with pytest.raises(ProvisionConfigError, match=r"^sender-1: its IP pool holds no slot addresses: run "):
+        resolve_plan("sender-1", "eth0", "10.0.1.0/24", {"sender-1": []}.get)
 
 
 def test_plan_refuses_a_slot_outside_the_subnet() -> None:
-    with pytest.raises(ProvisionConfigError, match=r"sender-1: slot address 10\.0\.2\.5 is outside .* 10\.0\.1\.0/24"):
+    with pytest.raises(ProvisionConfigError, match=r"sender-1: slot address 10\.0\.2\.5 of its IP pool is outside .* "
+                                                   r"10\.0\.1\.0/24; fix sendhost_subnet, or recreate the pool"):
         check_plan(HostPlan("sender-1", "eth0", "10.0.1.0/24", ("10.0.1.4", "10.0.2.5")))
 
 

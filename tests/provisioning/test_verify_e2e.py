@@ -15,23 +15,32 @@ from provisioning.ssh import open_session
 from provisioning.targets import load_targets
 from provisioning.verify import verify_host
 from tests.conftest import run_cli
-from tests.provisioning.conftest import CLI_ENV, host_vars, write_inventory
+from tests.provisioning.conftest import CLI_ENV, elastic_ip, host_vars, seed_pools, write_inventory
+from tests.support.redis_server import RedisServer
 from tests.support.sshhost import SshHost
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def provisioned(sender_host: SshHost, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SshHost, Path]]:
-    """The namespace host provisioned once with two slots; yields it and its inventory."""
+def provisioned(sender_host: SshHost, tmp_path_factory: pytest.TempPathFactory,
+                redis_service: RedisServer) -> Iterator[tuple[SshHost, Path]]:
+    """The namespace host provisioned once with the two slots of its pool; yields it and its inventory."""
     workdir = tmp_path_factory.mktemp("verify")
     sender_host.reset_addresses()
     inventory = write_inventory(workdir / "inventory.yml", {"sender-t": host_vars(
-        sender_host, workdir / "files", [sender_host.slot_address(1), sender_host.slot_address(2)])})
+        sender_host, workdir / "files", [sender_host.slot_address(1), sender_host.slot_address(2)])},
+        redis_url=redis_service.url)
     result = run_cli("provision", "--inventory", str(inventory), env=CLI_ENV, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     yield sender_host, inventory
     sender_host.reset_addresses()
+
+
+@pytest.fixture(autouse=True)
+def pool(provisioned: tuple[SshHost, Path], redis_service: RedisServer) -> None:
+    """The host's pool as provisioned, again for each test (another test's fixtures may have emptied Redis)."""
+    seed_pools(redis_service.url, provisioned[1])
 
 
 @pytest.fixture
@@ -96,7 +105,54 @@ def test_verify_fails_when_the_probe_sees_another_address(provisioned: tuple[Ssh
 
     assert not report.ok
     assert report.slots[0].seen == host.slot_address(1)
-    assert report.slots[0].detail == f"probe saw {host.slot_address(1)}, expected 203.0.113.7"
+    assert report.slots[0].detail == f"probe saw {host.slot_address(1)}, expected its Elastic IP 203.0.113.7"
+
+
+def test_verify_checks_the_pools_slots_not_the_inventorys(provisioned: tuple[SshHost, Path],
+                                                          redis_service: RedisServer) -> None:
+    host, inventory = provisioned  # the inventory lists slot addresses 1 and 2, both bound
+    seed_pools(redis_service.url, inventory, {"sender-t": [host.slot_address(1), host.slot_address(3)]})
+
+    result = verify(inventory, "--format", "json")
+
+    assert result.returncode == 1
+    assert [(s["address"], s["status"]) for s in json.loads(result.stdout)["slots"]] == [
+        (host.slot_address(1), "ok"), (host.slot_address(3), "failed")]
+    assert f"slot 1 {host.slot_address(3)}: not bound on {host.interface}" in result.stderr
+
+
+def test_expect_public_fails_a_slot_the_probe_sees_without_its_elastic_ip(provisioned: tuple[SshHost, Path],
+                                                                         probe: str) -> None:
+    host, inventory = provisioned  # no NAT here: the probe sees each slot's private address, not its Elastic IP
+
+    result = verify(inventory, "--probe", probe, "--expect-public")
+
+    assert result.returncode == 1
+    assert (f"slot 0 {host.slot_address(1)}: probe saw {host.slot_address(1)}, expected its Elastic IP "
+            f"{elastic_ip(0)}; slot 1 {host.slot_address(2)}: probe saw {host.slot_address(2)}, expected its "
+            f"Elastic IP {elastic_ip(1)}") in result.stderr
+
+
+def test_without_sendhost_interface_slots_are_checked_on_the_default_route_interface(
+        provisioned: tuple[SshHost, Path], probe: str, tmp_path: Path, redis_service: RedisServer) -> None:
+    host, _ = provisioned
+    slots = [host.slot_address(1), host.slot_address(2)]
+    inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(
+        host, tmp_path / "files", slots, sendhost_interface=None)}, redis_url=redis_service.url)
+    host.ip("route", "add", "default", "via", host.root_address)  # as an instance has: it names the interface
+    try:
+        found = verify(inventory, "--probe", probe, "--format", "json")
+    finally:
+        host.ip("route", "del", "default")
+    missing = verify(inventory)
+
+    assert found.returncode == 0, found.stderr
+    report = json.loads(found.stdout)
+    assert report["interface"] == host.interface  # a name like shpNNNNn: no guess (eth0) would match it
+    assert [s["bound_on"] for s in report["slots"]] == [host.interface, host.interface]
+    assert missing.returncode == 2
+    assert missing.stderr == ("error: sender-t: the host has no default route to tell its interface: set "
+                              "sender-t.sendhost_interface in the inventory\n")
 
 
 def test_verify_fails_when_the_probe_is_unreachable(provisioned: tuple[SshHost, Path]) -> None:
@@ -136,10 +192,11 @@ def test_verify_refuses_an_unknown_host_key(provisioned: tuple[SshHost, Path], t
     assert empty.read_text() == ""  # never auto-added
 
 
-def test_verify_reports_an_unreachable_port(provisioned: tuple[SshHost, Path], tmp_path: Path) -> None:
+def test_verify_reports_an_unreachable_port(provisioned: tuple[SshHost, Path], tmp_path: Path,
+                                            redis_service: RedisServer) -> None:
     host, _ = provisioned
     inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(
-        host, tmp_path / "files", [host.slot_address(1)], ansible_port=2299)})
+        host, tmp_path / "files", [host.slot_address(1)], ansible_port=2299)}, redis_url=redis_service.url)
 
     result = verify(inventory)
 

@@ -32,7 +32,7 @@ def unique_host() -> str:
 
 
 def write_inventory(path: Path, host: str, instance_id: str, slots: int = 2, park_minutes: int = 15,
-                    pool_name: str | None = None) -> Path:
+                    pool_name: str | None = None, private_ips: list[str] | None = None) -> Path:
     pool_vars = f"  vars:\n    sendhost_pool_name: {pool_name}\n" if pool_name else ""
     path.write_text(f"""\
 all:
@@ -46,7 +46,7 @@ all:
           sendhost_pool:
             slots: {slots}
             park_minutes: {park_minutes}
-""")
+""" + (f"            private_ips: {private_ips}\n" if private_ips else ""))
     return path
 
 

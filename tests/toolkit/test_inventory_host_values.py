@@ -90,6 +90,11 @@ def test_real_interface_names_load(tmp_path: Path, interface: str) -> None:
     assert load_inventory(write(tmp_path, text)).hosts[0].interface == interface
 
 
+def test_without_sendhost_interface_the_host_names_its_default_route_interface(tmp_path: Path) -> None:
+    # never a literal eth0: Nitro instances call it ens5; the role reads facts, `host verify` asks `ip route`
+    assert [h.interface for h in load_inventory(write(tmp_path, EXAMPLE)).hosts] == [None, None]
+
+
 def strings_of(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]

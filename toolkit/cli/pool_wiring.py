@@ -32,7 +32,7 @@ def host_spec(host: SenderHost) -> HostSpec:
     policy = host.pool
     return HostSpec(name=host.name, instance_id=host.instance_id, primary_ip=host.primary_ip, slots=policy.slots,
                     budget=policy.budget, park_minutes=float(policy.park_minutes),
-                    ptr_zone=policy.ptr_zone if policy.ptr else None)
+                    ptr_zone=policy.ptr_zone if policy.ptr else None, private_ips=policy.private_ips)
 
 
 def owner_id() -> str:

@@ -9,13 +9,16 @@ from pathlib import Path
 import click
 
 from provisioning.agent_package import agent_package
-from provisioning.plan import HostPlan, SlotSource, inventory_slots, resolve_plan, slot_extravars
+from provisioning.plan import HostPlan, SlotSource, resolve_plan, slot_extravars
+from provisioning.pool_source import no_redis_source
 from provisioning.runner import ProvisionResult, find_ansible_playbook, run_playbook
 from provisioning.targets import load_targets
 from sendhost.errors import ConfigError
 from toolkit.app import App
 from toolkit.inventory import Inventory
 from toolkit.output import emit_json, emit_table, format_option
+
+ADDRESSES_TAG = "sender_addresses"  # playbooks/site.yml's tag of the role binding the slot addresses
 
 
 @click.command("provision")
@@ -35,15 +38,18 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
     same version from the inventory's sendhost_package_index_url.
 
     Ends with a table per host (ok, changed, failed, unreachable); exits 1 when any host failed or was
-    unreachable, 2 for bad input (a host without ansible_host or key, a slot outside its subnet,
-    ansible-playbook missing).
+    unreachable, 2 for bad input (a host without ansible_host or key, a host without an IP pool, a slot outside
+    its subnet, ansible-playbook missing). Slot addresses come from each host's IP pool in Redis (`sendhost pool
+    create` first); a run whose --tags leave out sender_addresses needs no pool.
     """
     if inventory_path is not None:
         app.inventory_flag = str(inventory_path)
     inventory = app.require_inventory()
-    plans = _plans(inventory, limit, _pool_source(app))
+    tag_list = [t.strip() for t in (tags or "").split(",") if t.strip()]
+    binds = binds_slots(tag_list)
+    plans = _plans(inventory, limit, slot_source(app) if binds else None)
     binary = find_ansible_playbook(app.env)
-    extravars: dict[str, object] = slot_extravars(plans)
+    extravars: dict[str, object] = slot_extravars(plans) if binds else {}
     redis_url = app.config.redis_url
     if redis_url.value and not redis_url.source.startswith("inventory"):
         extravars["sendhost_redis_url"] = redis_url.value  # a flag or env var beats the inventory, as everywhere
@@ -54,7 +60,7 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
     with tempfile.TemporaryDirectory(prefix="sendhost-agent-wheel-") as build_dir:
         extravars.update(agent_package(inventory.path, app.env, Path(build_dir)).extravars())
         result = run_playbook(inventory.path, binary=binary, extravars=extravars, limit=limit,
-                              tags=[t.strip() for t in (tags or "").split(",") if t.strip()], check=check,
+                              tags=tag_list, check=check,
                               progress=progress)
     _render(result, app.output_format(fmt))
     if result.failed:
@@ -62,20 +68,25 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
         app.fail(f"provisioning failed on {bad or 'the playbook run'}", 1)
 
 
-def _pool_source(app: App) -> SlotSource | None:
-    """ippool's Redis as a slot source, when a Redis is configured (the embedded default never holds a pool)."""
+def binds_slots(tags: list[str]) -> bool:
+    """Whether the run includes the sender_addresses role, the one that needs the slot addresses."""
+    return not tags or ADDRESSES_TAG in tags or "all" in tags
+
+
+def slot_source(app: App) -> SlotSource:
+    """The IP pool in the configured Redis: the one source of slot addresses (the embedded Redis a command starts
+    when none is configured never holds a pool, so that is an error naming the fix)."""
     if not app.config.redis_url.value:
-        return None
+        return no_redis_source
     from ippool.pool import Pool  # late: only a configured Redis needs the client
     from provisioning.pool_source import pool_slot_source
 
     return pool_slot_source(Pool(app.redis()))
 
 
-def _plans(inventory: Inventory, limit: str | None, pool_source: SlotSource | None = None) -> list[HostPlan]:
-    """Check every targeted host is reachable in principle and resolve its slot addresses: from the pool when
-    one exists for the host, else from the inventory's `sendhost_pool.private_ips`."""
-    from_inventory = inventory_slots({h.name: h.pool.private_ips for h in inventory.hosts})
+def _plans(inventory: Inventory, limit: str | None, source: SlotSource | None) -> list[HostPlan]:
+    """Check every targeted host is reachable in principle and, with a `source`, resolve its slot addresses from
+    its pool (an error for a host without one); without, plans carry no slots (the run binds none)."""
     by_name = {h.name: h for h in inventory.hosts}
     plans = []
     for target in load_targets(inventory.path, limit):
@@ -83,10 +94,10 @@ def _plans(inventory: Inventory, limit: str | None, pool_source: SlotSource | No
         host = by_name.get(target.name)
         if host is None:
             raise ConfigError(f"{inventory.path}: host {target.name} is not a sender host sendhost knows")
-        if pool_source is None:
-            plans.append(resolve_plan(host.name, host.interface, host.subnet, from_inventory))
+        if source is None:
+            plans.append(HostPlan(host.name, host.interface, host.subnet, ()))
         else:
-            plans.append(resolve_plan(host.name, host.interface, host.subnet, pool_source, fallback=from_inventory))
+            plans.append(resolve_plan(host.name, host.interface, host.subnet, source))
     return plans
 
 
