@@ -18,7 +18,8 @@ from provisioning.egress import EgressStatus, check_submission_egress, judge
 from provisioning.ssh import CommandResult, open_session
 from provisioning.targets import load_targets
 from tests.conftest import run_cli
-from tests.provisioning.conftest import UNUSED_REDIS_URL, host_vars
+from tests.provisioning.conftest import host_vars, seed_pools
+from tests.support.redis_server import RedisServer
 from tests.support.sshhost import SshHost
 
 pytestmark = pytest.mark.slow
@@ -57,13 +58,14 @@ def _smtp_mailbox(local: str, host: str, port: int) -> dict[str, Any]:
                      "password_env": "UNUSED_SMTP_PASSWORD"}}
 
 
-def _inventory(path: Path, host: SshHost, endpoints: list[tuple[str, int]]) -> Path:
+def _inventory(path: Path, host: SshHost, endpoints: list[tuple[str, int]], redis_url: str) -> Path:
+    """The host with mailboxes on `endpoints`, and its pool (one slot) in the Redis at `redis_url`."""
     mailboxes = [_smtp_mailbox(f"m{i}", server, port) for i, (server, port) in enumerate(endpoints)]
-    variables = {"sendhost_redis_url": UNUSED_REDIS_URL,
-                 **host_vars(host, path.parent / "files", [host.slot_address(1)])}
-    path.write_text(yaml.safe_dump({"all": {"vars": {"sendhost_mailboxes": mailboxes},
+    variables = host_vars(host, path.parent / "files", [host.slot_address(1)])
+    path.write_text(yaml.safe_dump({"all": {"vars": {"sendhost_mailboxes": mailboxes, "sendhost_redis_url": redis_url},
                                             "children": {"senders": {"hosts": {"sender-t": variables}}}}},
                                    sort_keys=False))
+    seed_pools(redis_url, path)
     return path
 
 
@@ -72,11 +74,12 @@ def _verify(inventory: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_verify_reports_each_submission_server_reachable_or_blocked(bound_host: SshHost, servers: Servers,
+                                                                    redis_service: RedisServer,
                                                                     tmp_path: Path) -> None:
     inventory = _inventory(tmp_path / "inventory.yml", bound_host, [
         (servers.host, servers.open_port), (servers.host, servers.closed_port), NO_ROUTE,
         (servers.host, servers.open_port),  # a second mailbox on the same server is one check
-    ])
+    ], redis_service.url)
 
     result = _verify(inventory, "--format", "json")
 
@@ -97,8 +100,9 @@ def test_verify_reports_each_submission_server_reachable_or_blocked(bound_host: 
 
 
 def test_verify_passes_when_every_submission_server_is_reachable(bound_host: SshHost, servers: Servers,
-                                                                 tmp_path: Path) -> None:
-    inventory = _inventory(tmp_path / "inventory.yml", bound_host, [(servers.host, servers.open_port)])
+                                                                 redis_service: RedisServer, tmp_path: Path) -> None:
+    inventory = _inventory(tmp_path / "inventory.yml", bound_host, [(servers.host, servers.open_port)],
+                           redis_service.url)
 
     result = _verify(inventory)
 
@@ -112,8 +116,8 @@ def test_verify_passes_when_every_submission_server_is_reachable(bound_host: Ssh
 
 
 def test_a_closed_port_is_blocked_over_a_real_session(sender_host: SshHost, servers: Servers,
-                                                      tmp_path: Path) -> None:
-    [target] = load_targets(_inventory(tmp_path / "inventory.yml", sender_host, []))
+                                                      redis_service: RedisServer, tmp_path: Path) -> None:
+    [target] = load_targets(_inventory(tmp_path / "inventory.yml", sender_host, [], redis_service.url))
     with open_session(target) as session:
         [check] = check_submission_egress(session, [(servers.host, servers.closed_port)])
     assert check.status == EgressStatus.BLOCKED
