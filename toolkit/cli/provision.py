@@ -48,8 +48,10 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
     if redis_url.value and not redis_url.source.startswith("inventory"):
         extravars["sendhost_redis_url"] = redis_url.value  # a flag or env var beats the inventory, as everywhere
     if redis_url.value:  # each agent gets its own host's ACL user, never the admin URL
-        extravars["sendhost_sender_redis_urls"] = _sender_redis_urls(app, redis_url.value,
-                                                                     [plan.name for plan in plans], check)
+        from provisioning.sender_redis import key_path, sender_redis_urls  # late: only a configured Redis needs it
+
+        extravars["sendhost_sender_redis_urls"] = sender_redis_urls(
+            app.redis, redis_url.value, [plan.name for plan in plans], key_path(app.env, app.state_dir), check=check)
     if app.env.get("SENDHOST_DATABASE_URL"):
         extravars["sendhost_database_url"] = app.env["SENDHOST_DATABASE_URL"]  # the agent's ledger, env over inventory
     progress = (lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None
@@ -63,37 +65,6 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
     if result.failed:
         bad = ", ".join(f"{h.host} ({h.status})" for h in result.hosts if h.status in ("failed", "unreachable"))
         app.fail(f"provisioning failed on {bad or 'the playbook run'}", 1)
-
-
-def _sender_redis_urls(app: App, admin_url: str, hosts: list[str], check: bool) -> dict[str, str]:
-    """Create or refresh each host's sender ACL user on the pool's Redis (ippool.sender_acl) and return the URL
-    each agent connects with. Passwords derive from the key file (SENDHOST_SENDER_ACL_KEY_FILE, default
-    STATE_DIR/sender-acl.key, created 0600 on first use), so a rerun writes the same URLs. A dry run
-    (`--check`) changes neither Redis nor the key file."""
-    import secrets
-
-    from ippool.sender_acl import apply_sender_acl, sender_key, sender_password, sender_url
-    from sendhost.redis_conn import redis_errors
-
-    key_path = Path(app.env.get("SENDHOST_SENDER_ACL_KEY_FILE") or app.state_dir / "sender-acl.key")
-    try:
-        key = sender_key(key_path, create=not check)
-    except OSError as exc:
-        raise ConfigError(f"cannot read or create the sender ACL key {key_path}: {exc.strerror}; fix its "
-                          "permissions or set SENDHOST_SENDER_ACL_KEY_FILE") from None
-    if key is None:  # a dry run before the first real one: preview with passwords nobody will use
-        key = secrets.token_bytes(32)
-    if not check:
-        client = app.redis()
-        try:
-            with redis_errors("create the sender hosts' Redis ACL users", client):
-                for host in hosts:
-                    apply_sender_acl(client, host, sender_password(key, host))
-        except ValueError as exc:  # a Redis too old for the rule
-            raise ConfigError(f"{exc}, or provision against a Redis 7 (redis_url)") from None
-        finally:
-            client.close()
-    return {host: sender_url(admin_url, host, sender_password(key, host)) for host in hosts}
 
 
 def _pool_source(app: App) -> SlotSource | None:
