@@ -37,7 +37,7 @@ KEYLESS_COMMANDS = ("ping", "time", "script|load", "script|exists", "multi", "ex
 # How a script runs: EVALSHA, and EVAL when the server answers NOSCRIPT (`ippool.pool.Pool._run`).
 SCRIPT_RUNNERS = ("evalsha", "eval")
 # What ippool/lua/lease.lua, renew.lua and warmup/lua/*.lua call, besides TIME (the clock prelude, keyless).
-LEASE_SCRIPT_COMMANDS = ("hmget", "hset", "hincrby", "zadd", "zscore")
+LEASE_SCRIPT_COMMANDS = ("hmget", "hset", "incr", "zadd", "zscore")
 WARMUP_SCRIPT_COMMANDS = ("hmget", "hget", "hset", "hincrby", "del", "zadd", "zcard", "zcount", "zrangebyscore",
                           "zrevrangebyscore", "zremrangebyscore")
 # What `warmup.mailboxes.Mailboxes` sends itself for the agent: group_of/exists/add (registry), config/status/
@@ -68,12 +68,13 @@ def sender_grants(host: str) -> list[Grant]:
     """What `host`'s sender may run on which keys, one grant per kind of key."""
     keys = HostKeys(host)
     meta, leases, slots = _glob_escape(keys.meta), _glob_escape(keys.leases), f"{_glob_escape(keys.prefix)}:slot:*"
+    fallbacks = _glob_escape(keys.fallbacks)
     warmup = (_glob_escape(warmup_keys.REGISTRY), f"{warmup_keys.PREFIX}:{{*}}:*")
     return [
-        Grant((meta, leases, slots), SCRIPT_RUNNERS, "run lease.lua and renew.lua on its own host's keys"),
+        Grant((meta, leases, fallbacks, slots), SCRIPT_RUNNERS, "run lease.lua and renew.lua on its own host's keys"),
         Grant((meta, slots), ("hmget",), "lease.lua reads the host's meta and slot hashes"),
         Grant((slots,), ("hset",), "lease.lua counts a send in its slot's used count and state"),
-        Grant((meta,), ("hincrby",), "lease.lua counts a fallback in the meta hash"),
+        Grant((fallbacks,), ("incr",), "lease.lua counts a fallback (INCR: it can only add one)"),
         Grant((leases,), ("zadd", "zscore", "zrem"), "take and renew a lease (scripts), release it (ZREM)"),
         Grant(warmup, tuple(sorted({*SCRIPT_RUNNERS, *WARMUP_SCRIPT_COMMANDS, *WARMUP_CLIENT_COMMANDS})),
               "the warm-up guard: reserve, confirm, cancel, restore, schedule refresh, pause and resume"),

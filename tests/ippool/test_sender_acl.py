@@ -67,13 +67,14 @@ def test_the_rule_allows_exactly_what_the_scripts_call() -> None:
     assert called(*(ROOT / "warmup/lua").glob("*.lua")) == set(WARMUP_SCRIPT_COMMANDS)
     assert called(ROOT / "sendhost/lua/_clock.lua") == {"time"} <= set(KEYLESS_COMMANDS)
     grants = sender_grants(HOST)
-    lease_keys = {HostKeys(HOST).meta, HostKeys(HOST).leases, f"{HostKeys(HOST).prefix}:slot:*"}
+    lease_keys = {HostKeys(HOST).meta, HostKeys(HOST).leases, HostKeys(HOST).fallbacks,
+                  f"{HostKeys(HOST).prefix}:slot:*"}
     on_lease_keys = {c for g in grants if set(g.patterns) <= lease_keys for c in g.commands}
     assert on_lease_keys == {*LEASE_SCRIPT_COMMANDS, "evalsha", "eval", "zrem"}
     assert sender_acl_command(HOST).startswith(
         "ACL SETUSER sender-sender-1 reset on resetkeys resetchannels -@all +ping +time +script|load "
         "+script|exists +multi +exec \"(~sendhost:{sender-1}:meta ~sendhost:{sender-1}:leases "
-        "~sendhost:{sender-1}:slot:* +evalsha +eval)\" ")
+        "~sendhost:{sender-1}:fallbacks ~sendhost:{sender-1}:slot:* +evalsha +eval)\" ")
     assert sender_acl_command(HOST).endswith(" >PASSWORD")
 
 
@@ -112,9 +113,9 @@ def test_a_sender_leases_renews_and_releases(sender_client: tuple[redis.Redis, r
     with pool.lease(HOST) as again:
         assert not again.fallback, again.reason
     assert admin.hget(HostKeys(HOST).slot(0), "used") == "2"
-    admin.hset(HostKeys(HOST).slot(0), "state", "retiring")  # no slot left: the fallback is counted in meta
+    admin.hset(HostKeys(HOST).slot(0), "state", "retiring")  # no slot left: the fallback is counted
     assert pool.lease(HOST).reason == "no_slot"
-    assert admin.hget(HostKeys(HOST).meta, "fallbacks_total") == "1"
+    assert admin.get(HostKeys(HOST).fallbacks) == "1"
 
 
 @pytest.mark.parametrize("command", [
@@ -123,6 +124,8 @@ def test_a_sender_leases_renews_and_releases(sender_client: tuple[redis.Redis, r
     ("HSET", HostKeys(HOST).meta, "budget_max", "1000"),
     ("HSET", HostKeys(HOST).meta, "primary_ip", "203.0.113.9"),
     ("HINCRBY", HostKeys(HOST).slot(0), "budget", "100"),
+    ("HINCRBY", HostKeys(HOST).meta, "budget_max", "100"),
+    ("SET", HostKeys(HOST).fallbacks, "0"),
     ("HSET", HOSTS_KEY, "x", "y"),
     ("SADD", HOSTS_KEY, "x"),
     ("HSET", HostKeys(HOST).stats, "rotations", "0"),
@@ -137,6 +140,7 @@ def test_a_sender_leases_renews_and_releases(sender_client: tuple[redis.Redis, r
     ("KEYS", "*"),
     ("ACL", "LIST"),
 ], ids=["hset-other-host", "zrem-other-host", "hset-meta-budget", "hset-meta-primary", "hincrby-slot",
+        "hincrby-meta", "set-fallbacks",
         "hset-hosts", "sadd-hosts", "hset-stats", "hset-claims", "hgetall", "del-slot", "del-meta",
         "hset-domain-health", "set-elsewhere", "flushall", "config", "keys", "acl"])
 def test_a_sender_cannot(sender_client: tuple[redis.Redis, redis.Redis], command: tuple[str, ...]) -> None:
