@@ -8,8 +8,8 @@ it is used on: HSET on the host's slot hashes (the lease script writes a slot's 
 not on its meta hash (primary IP, budgets: the admin's), nor on any other host's keys. Redis holds a script's own
 commands to the caller's ACL, so a sender cannot smuggle a DEL or FLUSHALL through EVAL.
 
-Each grant's commands are those the code run on its keys calls (tests/ippool/test_sender_acl.py holds the script
-commands to what the Lua files call, and runs the agent's full send cycle as this user).
+Each grant holds the commands the send path calls on its keys (tests/ippool/test_sender_acl.py holds the script
+commands to what the Lua files call; tests/sender/test_sender_acl_agent.py runs the agent's send cycle as this user).
 """
 
 from __future__ import annotations

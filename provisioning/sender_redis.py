@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 KEY_FILE_ENV = "SENDHOST_SENDER_ACL_KEY_FILE"
 KEY_FILE_NAME = "sender-acl.key"
+MIN_KEY_BYTES = 16
 
 
 def key_path(env: dict[str, str] | None, state_dir: Path) -> Path:
@@ -38,6 +39,9 @@ def sender_redis_urls(connect: Callable[[], redis.Redis], admin_url: str, hosts:
                           f"permissions or set {KEY_FILE_ENV}") from None
     if key is None:  # a dry run before the first real one: a preview with passwords nobody will use
         key = secrets.token_bytes(32)
+    if len(key) < MIN_KEY_BYTES:
+        raise ConfigError(f"the sender ACL key {key_file} holds {len(key)} bytes, too few to derive passwords from; "
+                          "delete it (provision creates a new one and rotates every sender's password)")
     if not check:
         client = connect()
         try:

@@ -74,10 +74,15 @@ def test_a_dry_run_changes_neither_redis_nor_the_key_file(tmp_path: Path, redis7
     assert admin.acl_users() == ["default"]
 
 
-def test_the_key_file_can_be_named(tmp_path: Path) -> None:
+def test_the_key_file_can_be_named_and_a_truncated_one_is_refused(tmp_path: Path, redis7: RedisServer,
+                                                                   admin: redis.Redis) -> None:
     named = tmp_path / "elsewhere.key"
     assert key_path({"SENDHOST_SENDER_ACL_KEY_FILE": str(named)}, tmp_path / "state") == named
     assert key_path({}, tmp_path / "state") == tmp_path / "state" / "sender-acl.key"
+    named.write_bytes(b"")
+    with pytest.raises(ConfigError, match=r"holds 0 bytes, too few .* delete it"):
+        sender_redis_urls(redis7.client, redis7.url, HOSTS, named)
+    assert admin.acl_users() == ["default"]
 
 
 def test_a_redis_without_selectors_is_refused_before_anything_runs(tmp_path: Path, redis_url: str) -> None:
