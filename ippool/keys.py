@@ -37,8 +37,15 @@ class HostKeys:
 
     @cached_property
     def meta(self) -> str:
-        """Hash: primary_ip, budget_min, budget_max, slot_count, fallbacks_total, leases_retired."""
+        """Hash: primary_ip, budget_min, budget_max, slot_count, leases_retired (fallbacks_total before the
+        fallback counter got its own key)."""
         return f"{self.prefix}:meta"
+
+    @cached_property
+    def fallbacks(self) -> str:
+        """String: leases that fell back to the primary IP, raised by lease.lua with INCR. A key of its own, not a
+        meta field, so the sender's ACL user can count a fallback without any write to the meta hash."""
+        return f"{self.prefix}:fallbacks"
 
     @cached_property
     def leases(self) -> str:
@@ -72,6 +79,10 @@ class HostKeys:
     def slots(self, count: int) -> list[str]:
         """Slot hashes 0..count-1, in slot order (scripts index them as KEYS[first + n])."""
         return [self.slot(index) for index in range(count)]
+
+    def lease_keys(self, count: int) -> list[str]:
+        """KEYS of lease.lua: meta, leases, the fallback counter, then slot 0..count-1."""
+        return [self.meta, self.leases, self.fallbacks, *self.slots(count)]
 
     def with_slots(self, count: int) -> list[str]:
         """KEYS for the scripts that scan every slot: meta, leases, then slot 0..count-1."""

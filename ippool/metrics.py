@@ -60,7 +60,9 @@ class PoolCollector(Collector):
             meta = {text(k): text(v) for k, v in self._client.hgetall(HostKeys(host).meta).items()}
             # Counted without a write on the hot path: the lease already counts in its slot's used.
             leases.add_metric([host], float(meta.get("leases_retired", 0)) + sum(s.used for s in state.slots))
-            fallbacks.add_metric([host], float(meta.get("fallbacks_total", 0)))
+            # the counter's own key, plus what the meta hash counted before it had one (a counter never drops)
+            fallbacks.add_metric([host], float(meta.get("fallbacks_total", 0))
+                                 + float(self._client.get(HostKeys(host).fallbacks) or 0))
             stats = ledger.stats(host)
             rotations.add_metric([host], stats.get("rotations", 0.0))
             for key, value in stats.items():

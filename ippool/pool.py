@@ -107,7 +107,7 @@ class Pool:
             args = (self._now_arg(None), int(ttl_s * 1000), token)
             reply = text(self._run(self._scripts.lease, keys, args)).split("|")
             if reply[0] == "resize":  # the host has more slots than we passed keys for: once per growth
-                keys = self._lease_keys[host] = self._keys(host).with_slots(int(reply[1]))
+                keys = self._lease_keys[host] = self._keys(host).lease_keys(int(reply[1]))
                 reply = text(self._run(self._scripts.lease, keys, args)).split("|")
             return self._lease_from(host, keys, reply, token, ttl_s, primary_ip)
         # Any failure at all must cost the sender a fallback, never the send: hence the broad catch.
@@ -121,8 +121,8 @@ class Pool:
         if kind == "unknown":
             return self._fall_back(host, primary_ip, UNKNOWN_HOST, ttl_s)
         self._primary_ips[host] = primary = reply[1]
-        if len(keys) != int(reply[2]) + 2:  # pass exactly the host's slot keys from now on
-            self._lease_keys[host] = self._keys(host).with_slots(int(reply[2]))
+        if len(keys) != int(reply[2]) + 3:  # pass exactly the host's slot keys from now on
+            self._lease_keys[host] = self._keys(host).lease_keys(int(reply[2]))
         if kind != "leased":
             return self._fall_back(host, primary_ip or primary, NO_SLOT, ttl_s)
         slot = reply[3]
@@ -160,7 +160,7 @@ class Pool:
         return Lease(self, host, source_ip=source_ip, public_ip=None, ttl_s=ttl_s, reason=reason)
 
     def _guess_lease_keys(self, host: str) -> list[str]:
-        keys = self._lease_keys[host] = self._keys(host).with_slots(DEFAULT_SLOT_GUESS)
+        keys = self._lease_keys[host] = self._keys(host).lease_keys(DEFAULT_SLOT_GUESS)
         return keys
 
     def _keys(self, host: str) -> HostKeys:

@@ -202,7 +202,8 @@ class SlotStore:
         keys = self._checked_keys(host)
         with _redis_op(f"forget host {host!r}"):
             count = int(self._client.hget(keys.meta, "slot_count") or 0)
-            for key in [keys.meta, keys.leases, keys.parked, keys.claims, keys.stats, *keys.slots(count)]:
+            for key in [keys.meta, keys.leases, keys.fallbacks, keys.parked, keys.claims, keys.stats,
+                        *keys.slots(count)]:
                 self._client.delete(key)
             self._client.srem(HOSTS_KEY, host)
 

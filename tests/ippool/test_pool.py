@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ippool import Pool
+from ippool.keys import HostKeys
 from ippool.lease import NO_SLOT, UNKNOWN_HOST, FallbackMeter
 from tests.support.clock import FakeClock
 from tests.support.ippool_backends import register
@@ -129,6 +130,19 @@ def test_unknown_host_falls_back_on_the_given_primary_ip(pool: Pool) -> None:
     assert (lease.fallback, lease.reason, lease.source_ip, lease.slot) == (True, UNKNOWN_HOST, "10.9.9.9", None)
     assert pool.lease("bad{name}").reason == UNKNOWN_HOST
     assert pool.fallbacks.totals[UNKNOWN_HOST] == 2
+
+
+def test_a_fallback_is_counted_in_its_own_key_and_never_writes_the_meta_hash(pool: Pool) -> None:
+    """The sender's ACL user may not write the meta hash (primary IP, budgets): lease.lua counts with INCR."""
+    register(pool, slots=1, budget=(1, 1))
+    keys = HostKeys("sender-1")
+    assert not pool.lease("sender-1").fallback
+    meta = pool.client.hgetall(keys.meta)
+    assert [pool.lease("sender-1").reason for _ in range(2)] == [NO_SLOT, NO_SLOT]
+    assert pool.client.hgetall(keys.meta) == meta
+    assert int(pool.client.get(keys.fallbacks)) == 2
+    pool.slots.forget_host("sender-1")  # `pool destroy` leaves no counter behind
+    assert not pool.client.exists(keys.fallbacks)
 
 
 def test_host_with_more_slots_than_the_first_guess_is_leased_over_all_of_them(pool: Pool) -> None:

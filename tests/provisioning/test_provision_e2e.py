@@ -8,39 +8,59 @@ import os
 import pty
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
+from ippool.sender_acl import sender_password
 from provisioning.runner import find_ansible_playbook, run_playbook
 from tests.conftest import REPO_ROOT, run_cli
 from tests.provisioning.conftest import CLI_ENV, host_vars, write_inventory
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, redis_server_with_selectors
 from tests.support.sshhost import SshHost
 
 pytestmark = pytest.mark.slow
 
 
-def provision(inventory: Path, *args: str) -> tuple[int, dict, str]:
-    result = run_cli("provision", "--inventory", str(inventory), "--format", "json", *args, env=CLI_ENV, timeout=240)
+@pytest.fixture(scope="module")
+def redis7() -> Iterator[RedisServer]:
+    """The pool's Redis: provision creates each host's sender ACL user there (ACL selectors: Redis >= 7)."""
+    with redis_server_with_selectors() as server:
+        yield server
+
+
+def provision(inventory: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
+    result = run_cli("provision", "--inventory", str(inventory), "--format", "json", *args,
+                     env={**CLI_ENV, **(env or {})}, timeout=240)
     data = json.loads(result.stdout) if result.stdout.strip() else {}
     return result.returncode, data, result.stderr
 
 
+def sender_credentials(server: RedisServer, state_dir: Path, host: str = "sender-t") -> tuple[str, str]:
+    """The URL provision gives `host`'s agent (its own ACL user, the password derived from the state dir's key,
+    the admin URL's server and database), and that password."""
+    password = sender_password((state_dir / "sender-acl.key").read_bytes(), host)
+    return f"redis://sender-{host}:{password}@{server.url.removeprefix('redis://')}", password
+
+
 def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHost, tmp_path: Path,
-                                                              redis_service: RedisServer) -> None:
+                                                              redis7: RedisServer) -> None:
     files = tmp_path / "files"
+    state = {"SENDHOST_STATE_DIR": str(tmp_path / "state")}
     slots = [fresh_host.slot_address(1), fresh_host.slot_address(2)]
-    # A real Redis with an ACL user: provision reads the host's slots from its pool there, and its password must
-    # reach the host's env file but never the output.
-    client = redis_service.client()
-    client.acl_setuser("sender", enabled=True, passwords=["+s3cret"], keys=["*"], commands=["+@all"])
+    # A real Redis with an admin ACL user: provision reads the host's slots from its pool there and creates the
+    # host's sender user; the host gets that user's URL, never the admin's, and no password reaches the output.
+    client = redis7.client()
+    client.flushall()
+    client.acl_setuser("admin", enabled=True, passwords=["+s3cret"], keys=["*"], commands=["+@all"])
     client.close()
-    redis_url = redis_service.url.replace("redis://", "redis://sender:s3cret@")
+    redis_url = redis7.url.replace("redis://", "redis://admin:s3cret@")
     inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(fresh_host, files, slots)},
                                 redis_url=redis_url)
 
-    rc, first, stderr = provision(inventory)
+    rc, first, stderr = provision(inventory, env=state)
     assert rc == 0, stderr
     assert stderr == ""  # progress goes to a terminal only, never into a pipe
     [host] = first["hosts"]
@@ -51,10 +71,21 @@ def test_provision_binds_slots_and_second_run_changes_nothing(fresh_host: SshHos
     assert all(f"Address={slot}/24" in persistent for slot in slots)
     env_file = files / "sendhost" / "agent.env"
     assert "SENDHOST_HOST=sender-t\n" in env_file.read_text()
-    assert f"SENDHOST_REDIS_URL={redis_url}\n" in env_file.read_text()
+    sender, password = sender_credentials(redis7, tmp_path / "state")
+    assert f"SENDHOST_REDIS_URL={sender}\n" in env_file.read_text()
+    assert "s3cret" not in env_file.read_text()
     assert oct(env_file.stat().st_mode & 0o777) == "0o600"
+    assert oct((tmp_path / "state" / "sender-acl.key").stat().st_mode & 0o777) == "0o600"
+    assert password not in json.dumps(first) + stderr
+    agent = redis.Redis.from_url(sender)  # the user exists with that password, and is not an admin
+    try:
+        assert agent.ping()
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            agent.flushall()
+    finally:
+        agent.close()
 
-    rc, second, stderr = provision(inventory)
+    rc, second, stderr = provision(inventory, env=state)
     assert rc == 0, stderr
     assert [(h["status"], h["changed"]) for h in second["hosts"]] == [("ok", 0)]
     assert fresh_host.bound_addresses() == {fresh_host.address, *slots}
@@ -148,16 +179,17 @@ def test_service_unit_is_skipped_visibly_without_systemd(fresh_host: SshHost, tm
 
 
 def test_progress_is_shown_per_task_on_a_terminal_without_secrets(fresh_host: SshHost, tmp_path: Path,
-                                                                  redis_service: RedisServer) -> None:
+                                                                  redis7: RedisServer) -> None:
     inventory = write_inventory(tmp_path / "inventory.yml", {"sender-t": host_vars(fresh_host, tmp_path / "f", [])})
     controller, terminal = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SENDHOST_")}
     # a Redis URL from the environment beats the inventory's and reaches the host as an extra var
-    client = redis_service.client()
+    client = redis7.client()
     client.acl_setuser("agent", enabled=True, passwords=["+pa55word"], keys=["*"], commands=["+@all"])
     client.close()
-    redis_url = redis_service.url.replace("redis://", "redis://agent:pa55word@")
-    env.update(CLI_ENV, PYTHONPATH=str(REPO_ROOT), SENDHOST_REDIS_URL=redis_url)
+    redis_url = redis7.url.replace("redis://", "redis://agent:pa55word@")
+    env.update(CLI_ENV, PYTHONPATH=str(REPO_ROOT), SENDHOST_REDIS_URL=redis_url,
+               SENDHOST_STATE_DIR=str(tmp_path / "state"))
     try:
         try:
             process = subprocess.run(
@@ -178,9 +210,11 @@ def test_progress_is_shown_per_task_on_a_terminal_without_secrets(fresh_host: Ss
         "sender-t: changed: Write the sender environment file" in lines
     assert "sender-t: ok: Report the service unit skipped (no systemd)" in lines
     assert "sender-t" in process.stdout  # the table still goes to stdout
+    sender, password = sender_credentials(redis7, tmp_path / "state")
     assert "pa55word" not in shown.decode() + process.stdout
+    assert password not in shown.decode() + process.stdout
     env_file = tmp_path / "f" / "sendhost" / "agent.env"
-    assert f"SENDHOST_REDIS_URL={redis_url}\n" in env_file.read_text()
+    assert f"SENDHOST_REDIS_URL={sender}\n" in env_file.read_text()
 
 
 def test_check_mode_before_the_service_group_exists_does_not_fail(fresh_host: SshHost, tmp_path: Path) -> None:

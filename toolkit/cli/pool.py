@@ -348,8 +348,9 @@ def exporter(app: App, listen: str) -> None:
                    "SENDHOST_SENDER_REDIS_PASSWORD.")
 @click.pass_obj
 def sender_acl(app: App, host: str, apply_: bool) -> None:
-    """Print the Redis ACL rule of HOST's sender user: its own host's lease keys, the lease scripts' commands,
-    nothing else (docs/security.md). The password shows as >PASSWORD; --apply sets it from the environment."""
+    """Print the Redis ACL rule of HOST's sender user: what the sender agent runs (leases on its own host, the
+    warm-up guard), on the keys it runs it on, nothing else (docs/security.md; Redis >= 7.0). The password shows
+    as >PASSWORD; --apply sets it from the environment (`sendhost provision` applies it itself)."""
     import os
 
     from ippool.keys import check_host_name
@@ -371,6 +372,8 @@ def sender_acl(app: App, host: str, apply_: bool) -> None:
     try:
         with redis_errors(f"create the ACL user of {host}'s sender", client):
             user = apply_sender_acl(client, host, password)
+    except ValueError as exc:  # a Redis too old for the rule
+        app.fail(str(exc), code=2)
     finally:
         client.close()
     click.echo(f"{user}: ACL user set on Redis (its URL: redis[s]://{user}:***@<your Redis>)")

@@ -53,6 +53,11 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
     redis_url = app.config.redis_url
     if redis_url.value and not redis_url.source.startswith("inventory"):
         extravars["sendhost_redis_url"] = redis_url.value  # a flag or env var beats the inventory, as everywhere
+    if redis_url.value:  # each agent gets its own host's ACL user, never the admin URL
+        from provisioning.sender_redis import key_path, sender_redis_urls  # late: only a configured Redis needs it
+
+        extravars["sendhost_sender_redis_urls"] = sender_redis_urls(
+            app.redis, redis_url.value, [plan.name for plan in plans], key_path(app.env, app.state_dir), check=check)
     if app.env.get("SENDHOST_DATABASE_URL"):
         extravars["sendhost_database_url"] = app.env["SENDHOST_DATABASE_URL"]  # the agent's ledger, env over inventory
     progress = (lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None
