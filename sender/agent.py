@@ -152,14 +152,9 @@ class Agent:
                 return Report(row.id, "suppressed" if outcome == "suppressed" else "lost", outcome, mailbox.address)
             attempt_started = True
             self._checkpoint("attempt_started")
-            try:
-                # Built while the session may still be opening: the TLS handshake runs outside the GIL.
-                message = self._message(row, mailbox, message_id)
-            except BaseException:
-                _close(opening)
-                raise
             session = opening.result()
-            result = session if isinstance(session, Result) else session.hand_over(message)
+            result = session if isinstance(session, Result) else session.hand_over(self._message(row, mailbox,
+                                                                                                  message_id))
             self._checkpoint("submitted")
             report = self._settle(ledger, row, reserved, mailbox, lease, result, message_id)
             if result.kind is Kind.ACCEPTED:
