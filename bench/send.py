@@ -23,6 +23,7 @@ import argparse
 import multiprocessing
 import os
 import secrets
+import shutil
 import smtplib
 import socket
 import ssl
@@ -350,6 +351,8 @@ def main() -> None:
         server.terminate()
         if redis_proc is not None:
             redis_proc.terminate()
+            redis_proc.wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
         if admin_url != database_url:
             import psycopg
 
