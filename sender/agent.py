@@ -119,6 +119,7 @@ class Agent:
         reservation: Reservation | None = reserved
         self._checkpoint("reserved")
         lease: Lease | None = None
+        confirm: Reservation | None = None  # the reservation of a message the server accepted
         attempt_started = False
         try:
             lease = self.pool.lease(self.settings.host, ttl_s=self.settings.lease_ttl,
@@ -155,7 +156,10 @@ class Agent:
             result = session if isinstance(session, Result) else session.hand_over(self._message(row, mailbox,
                                                                                                   message_id))
             self._checkpoint("submitted")
-            return self._settle(ledger, row, reserved, mailbox, lease, result, message_id)
+            report = self._settle(ledger, row, reserved, mailbox, lease, result, message_id)
+            if result.kind is Kind.ACCEPTED:
+                confirm = reserved
+            return report
         except BaseException:
             # Undo in reverse. A started attempt is never undone: the reservation stays used and the row stays
             # `sending` for the sweep to settle as unconfirmed (the server may have the message).
@@ -167,9 +171,10 @@ class Agent:
             raise
         finally:
             if lease is not None:
-                # Off the hot path: a release never fails the send (a lost one expires by its TTL), and it must
-                # not delay the next claim.
-                self._side_tasks.submit(lease.release)
+                # Off the hot path, in one side task: neither step fails the send (a lost release expires by its
+                # TTL; confirm only settles a reservation that already counts against the cap), and neither
+                # may delay the next claim.
+                self._side_tasks.submit(self._finish, lease, confirm)
 
     def _reserve(self, ledger: Ledger, row: Claimed) -> Reservation | Report:
         addresses = self._addresses.get(row.group)
@@ -214,8 +219,6 @@ class Agent:
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")
-            # Off the hot path too: confirm only settles a reservation that already counts against the cap.
-            self._side_tasks.submit(self.guard.confirm, reservation)
             return Report(row.id, "sent", result.text, mailbox.address, lease.source_ip,
                           message_id=message_id)
         settle = outcome.settle
@@ -228,6 +231,14 @@ class Agent:
         unreachable = result.kind is Kind.CERTIFICATE or (result.kind is Kind.NO_REPLY
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))
         return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip, unreachable)
+
+    def _finish(self, lease: Lease, sent: Reservation | None) -> None:
+        """After a send, beside the next one: confirm the reservation of an accepted message, release the lease."""
+        try:
+            if sent is not None:
+                self.guard.confirm(sent)
+        finally:
+            lease.release()
 
     def _persist(self, ledger: Ledger, write: Callable[[], object]) -> object:
         """Write what already happened, through a database restart: reconnect and retry for a while."""

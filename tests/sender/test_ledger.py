@@ -68,6 +68,34 @@ def test_claims_never_overlap(ledger: Ledger, database_url: str) -> None:
     assert not {c.id for c in first} & {c.id for c in second}
 
 
+def test_a_claim_reads_the_head_of_the_queue_not_all_of_it(ledger: Ledger, database_url: str) -> None:
+    """On a fresh ledger the statistics are stale (autovacuum has not analyzed it yet): the planner believes the
+    queue holds a few rows. A claim must still take the oldest due rows off the due index without reading the
+    whole queue to sort it, or every claim costs the length of the queue."""
+    ledger.enqueue_many([{"lead": f"L{n}", "step": 1, "to": f"a{n}@example.com", "group": "sales", "subject": "s",
+                          "text": "t", "not_before": None} for n in range(1500)])
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE sender_emails SET (autovacuum_enabled = false)")  # keep the statistics stale
+
+        def due_index_reads() -> int:
+            conn.execute("SELECT pg_stat_force_next_flush()")
+            conn.execute("SELECT 1")  # the end of a transaction flushes this backend's counters
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            row = conn.execute("SELECT idx_tup_read FROM pg_stat_user_indexes "
+                               "WHERE indexrelname = 'sender_emails_due'").fetchone()
+            assert row is not None
+            return int(row[0])
+
+        claim = "SELECT id FROM sender_claim('w', 1, ARRAY['sales'])"
+        for _ in range(6):  # past PL/pgSQL's first custom plans, onto the plan it keeps
+            conn.execute(claim).fetchall()
+        before = due_index_reads()
+        claimed = conn.execute(claim).fetchall()
+        reads = due_index_reads() - before
+    assert len(claimed) == 1
+    assert reads <= 10, f"one claim read {reads} entries of the due index"
+
+
 def _attempt(ledger: Ledger, email_id: int) -> str | None:
     outcome, message_id = ledger.begin_attempt(email_id, uuid.uuid4(), "m@example.com", "127.0.0.2",
                                                f"<{uuid.uuid4()}@example.com>")
