@@ -13,7 +13,7 @@ import redis
 
 from tests.support.clock import FakeClock
 from tests.support.moto_server import moto_server
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer, redis_server, redis_server_with_selectors
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,6 +25,26 @@ pytest_plugins = ["tests.support.aws", "tests.support.ippool_backends", "tests.s
 def redis_service() -> Iterator[RedisServer]:
     with redis_server() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def redis7() -> Iterator[RedisServer]:
+    """A private Redis >= 7.0: ACL selectors, which the sender's ACL user needs (skipped off CI where none is)."""
+    with redis_server_with_selectors() as server:
+        yield server
+
+
+@pytest.fixture
+def redis7_admin(redis7: RedisServer) -> Iterator[redis.Redis]:
+    """An admin client of `redis7`, its data empty at the start and its ACL users other than default deleted at the
+    end."""
+    client = redis7.client()
+    client.flushall()
+    yield client
+    for user in client.acl_users():
+        if user != "default":
+            client.acl_deluser(user)
+    client.close()
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from ippool.sender_acl import (
     sender_user,
 )
 from tests.conftest import run_cli
-from tests.support.redis_server import RedisServer, redis_server_with_selectors
+from tests.support.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST, OTHER = "sender-1", "sender-2"
@@ -45,21 +45,9 @@ def called(*paths: Path) -> set[str]:
     return {name.lower() for path in paths for name in CALL.findall(path.read_text())}
 
 
-@pytest.fixture(scope="module")
-def redis7() -> Iterator[RedisServer]:
-    with redis_server_with_selectors() as server:
-        yield server
-
-
 @pytest.fixture
-def redis7_url(redis7: RedisServer) -> Iterator[str]:
-    admin = redis7.client()
-    admin.flushall()
-    yield redis7.url
-    for user in admin.acl_users():
-        if user != "default":
-            admin.acl_deluser(user)
-    admin.close()
+def redis7_url(redis7: RedisServer, redis7_admin: redis.Redis) -> str:
+    return redis7.url
 
 
 def test_the_rule_allows_exactly_what_the_scripts_call() -> None:

@@ -8,7 +8,6 @@ import os
 import pty
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,10 @@ from ippool.sender_acl import sender_password
 from provisioning.runner import find_ansible_playbook, run_playbook
 from tests.conftest import REPO_ROOT, run_cli
 from tests.provisioning.conftest import CLI_ENV, host_vars, write_inventory
-from tests.support.redis_server import RedisServer, redis_server_with_selectors
+from tests.support.redis_server import RedisServer
 from tests.support.sshhost import SshHost
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def redis7() -> Iterator[RedisServer]:
-    """The pool's Redis: provision creates each host's sender ACL user there (ACL selectors: Redis >= 7)."""
-    with redis_server_with_selectors() as server:
-        yield server
 
 
 def provision(inventory: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:

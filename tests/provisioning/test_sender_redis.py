@@ -4,7 +4,6 @@ before anything runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,30 +15,13 @@ from sendhost.errors import ConfigError
 from tests.conftest import run_cli
 from tests.provisioning.conftest import write_inventory
 from tests.provisioning.test_cli_input import sender
-from tests.support.redis_server import RedisServer, redis_server_with_selectors
+from tests.support.redis_server import RedisServer
 
 HOSTS = ["sender-1", "sender-2"]
 
 
-@pytest.fixture(scope="module")
-def redis7() -> Iterator[RedisServer]:
-    with redis_server_with_selectors() as server:
-        yield server
-
-
-@pytest.fixture
-def admin(redis7: RedisServer) -> Iterator[redis.Redis]:
-    client = redis7.client()
-    client.flushall()
-    yield client
-    for user in client.acl_users():
-        if user != "default":
-            client.acl_deluser(user)
-    client.close()
-
-
 def test_each_host_gets_its_own_user_and_a_rerun_the_same_url(tmp_path: Path, redis7: RedisServer,
-                                                               admin: redis.Redis) -> None:
+                                                               redis7_admin: redis.Redis) -> None:
     key_file = key_path({}, tmp_path / "state")
     urls = sender_redis_urls(redis7.client, redis7.url, HOSTS, key_file)
 
@@ -66,23 +48,23 @@ def test_each_host_gets_its_own_user_and_a_rerun_the_same_url(tmp_path: Path, re
 
 
 def test_a_dry_run_changes_neither_redis_nor_the_key_file(tmp_path: Path, redis7: RedisServer,
-                                                          admin: redis.Redis) -> None:
+                                                          redis7_admin: redis.Redis) -> None:
     key_file = tmp_path / "state" / "sender-acl.key"
     urls = sender_redis_urls(redis7.client, redis7.url, HOSTS, key_file, check=True)
     assert sorted(urls) == HOSTS
     assert not key_file.exists()
-    assert admin.acl_users() == ["default"]
+    assert redis7_admin.acl_users() == ["default"]
 
 
 def test_the_key_file_can_be_named_and_a_truncated_one_is_refused(tmp_path: Path, redis7: RedisServer,
-                                                                   admin: redis.Redis) -> None:
+                                                                   redis7_admin: redis.Redis) -> None:
     named = tmp_path / "elsewhere.key"
     assert key_path({"SENDHOST_SENDER_ACL_KEY_FILE": str(named)}, tmp_path / "state") == named
     assert key_path({}, tmp_path / "state") == tmp_path / "state" / "sender-acl.key"
     named.write_bytes(b"")
     with pytest.raises(ConfigError, match=r"holds 0 bytes, too few .* delete it"):
         sender_redis_urls(redis7.client, redis7.url, HOSTS, named)
-    assert admin.acl_users() == ["default"]
+    assert redis7_admin.acl_users() == ["default"]
 
 
 def test_a_redis_without_selectors_is_refused_before_anything_runs(tmp_path: Path, redis_url: str) -> None:

