@@ -93,9 +93,11 @@ def elastic_ip(slot: int) -> str:
     return f"198.51.100.{slot + 1}"
 
 
-def seed_pools(redis_url: str, inventory: Path, slots: dict[str, list[str]] | None = None) -> None:
+def seed_pools(redis_url: str, inventory: Path, slots: dict[str, list[str]] | None = None,
+               elastic_ips: dict[str, list[str]] | None = None) -> None:
     """Each host's pool in Redis as `sendhost pool create` leaves it for the inventory's private_ips (slot n on
-    private_ips[n], with `elastic_ip(n)`), or on `slots[host]` when given; a host with neither gets no pool."""
+    private_ips[n], with `elastic_ip(n)`), or on `slots[host]` when given; a host with neither gets no pool.
+    `elastic_ips[host][n]`, when given, is slot n's Elastic IP instead of `elastic_ip(n)`."""
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     pool = Pool(client)
     try:
@@ -106,8 +108,9 @@ def seed_pools(redis_url: str, inventory: Path, slots: dict[str, list[str]] | No
             if not addresses:
                 continue
             pool.register_host(host.name, host.primary_ip)
-            for n, address in enumerate(addresses):
-                pool.put_address(host.name, n, private_ip=address, public_ip=elastic_ip(n),
+            public_ips = (elastic_ips or {}).get(host.name, [elastic_ip(n) for n in range(len(addresses))])
+            for n, (address, public_ip) in enumerate(zip(addresses, public_ips, strict=True)):
+                pool.put_address(host.name, n, private_ip=address, public_ip=public_ip,
                                  allocation_id=f"eipalloc-{n + 1:04d}")
     finally:
         client.close()

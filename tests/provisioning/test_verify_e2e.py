@@ -16,6 +16,8 @@ from provisioning.targets import load_targets
 from provisioning.verify import verify_host
 from tests.conftest import run_cli
 from tests.provisioning.conftest import CLI_ENV, elastic_ip, host_vars, seed_pools, write_inventory
+from tests.support.nat import elastic_ip_nat, nft_missing, routable_elastic_ip
+from tests.support.net import on_ci
 from tests.support.redis_server import RedisServer
 from tests.support.sshhost import SshHost
 
@@ -50,6 +52,18 @@ def probe(provisioned: tuple[SshHost, Path]) -> Iterator[str]:
     with Probe(host.root_address, 0) as server:
         address, port = server.address
         yield f"{address}:{port}"
+
+
+@pytest.fixture
+def routed_elastic_ips(provisioned: tuple[SshHost, Path], redis_service: RedisServer) -> list[str]:
+    """The pool's two slots with Elastic IPs the root namespace can route back to the host (for `elastic_ip_nat`);
+    the next test's `pool` fixture puts the default ones back."""
+    if nft_missing() and not on_ci():  # on CI .ci/run installs nftables: a missing nft fails there
+        pytest.skip("modelling AWS's Elastic IP NAT needs nft: apt-get install nftables")
+    host, inventory = provisioned
+    public = [routable_elastic_ip(host, 0), routable_elastic_ip(host, 1)]
+    seed_pools(redis_service.url, inventory, elastic_ips={"sender-t": public})
+    return public
 
 
 def verify(inventory: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -131,6 +145,41 @@ def test_expect_public_fails_a_slot_the_probe_sees_without_its_elastic_ip(provis
     assert (f"slot 0 {host.slot_address(1)}: probe saw {host.slot_address(1)}, expected its Elastic IP "
             f"{elastic_ip(0)}; slot 1 {host.slot_address(2)}: probe saw {host.slot_address(2)}, expected its "
             f"Elastic IP {elastic_ip(1)}") in result.stderr
+
+
+def test_expect_public_passes_when_each_slot_arrives_from_its_elastic_ip(
+        provisioned: tuple[SshHost, Path], probe: str, routed_elastic_ips: list[str]) -> None:
+    host, inventory = provisioned
+    private = [host.slot_address(1), host.slot_address(2)]
+
+    with elastic_ip_nat(host, dict(zip(private, routed_elastic_ips, strict=True))):
+        public = verify(inventory, "--probe", probe, "--expect-public", "--format", "json")
+        private_expected = verify(inventory, "--probe", probe)
+
+    assert public.returncode == 0, public.stderr
+    report = json.loads(public.stdout)
+    assert report["ok"] is True
+    assert [(s["address"], s["status"], s["seen"]) for s in report["slots"]] == [
+        (private[0], "ok", routed_elastic_ips[0]), (private[1], "ok", routed_elastic_ips[1])]
+    # the same NAT without --expect-public fails: the flag is what accepts the Elastic IP in place of the address
+    assert private_expected.returncode == 1
+    assert (f"slot 0 {private[0]}: probe saw {routed_elastic_ips[0]}, expected {private[0]}; slot 1 {private[1]}: "
+            f"probe saw {routed_elastic_ips[1]}, expected {private[1]}") in private_expected.stderr
+
+
+def test_expect_public_fails_only_the_slot_that_arrives_without_its_elastic_ip(
+        provisioned: tuple[SshHost, Path], probe: str, routed_elastic_ips: list[str]) -> None:
+    host, inventory = provisioned
+    natted, bare = host.slot_address(1), host.slot_address(2)
+
+    with elastic_ip_nat(host, {natted: routed_elastic_ips[0]}):  # slot 1's Elastic IP is not associated
+        result = verify(inventory, "--probe", probe, "--expect-public", "--format", "json")
+
+    assert result.returncode == 1
+    assert [(s["address"], s["status"], s["seen"]) for s in json.loads(result.stdout)["slots"]] == [
+        (natted, "ok", routed_elastic_ips[0]), (bare, "failed", bare)]
+    assert result.stderr.endswith(f"error: sender-t: verification failed: slot 1 {bare}: probe saw {bare}, expected "
+                                  f"its Elastic IP {routed_elastic_ips[1]}\n")
 
 
 def test_without_sendhost_interface_slots_are_checked_on_the_default_route_interface(
