@@ -102,20 +102,22 @@ def naive_loop(url: str) -> Callable[[], None]:
     client = client_like_pool(url)
     keys = HostKeys(HOST)
     slot_keys = keys.slots(SLOTS)
+    used_keys = [keys.used(index) for index in range(SLOTS)]
     counter = iter(range(10**12))
 
     def lease() -> str:
         while True:
             with client.pipeline() as pipe:
                 try:
-                    pipe.watch(*slot_keys)
-                    states: list[Any] = [pipe.hmget(key, "state", "used", "budget") for key in slot_keys]
-                    choices = [(int(used), i) for i, (state, used, budget) in enumerate(states)
-                               if state == "active" and int(used) < int(budget)]
+                    pipe.watch(*slot_keys, *used_keys)
+                    states: list[Any] = [pipe.hmget(key, "state", "budget") for key in slot_keys]
+                    counts = [int(pipe.get(key) or 0) for key in used_keys]
+                    choices = [(counts[i], i) for i, (state, budget) in enumerate(states)
+                               if state == "active" and counts[i] < int(budget)]
                     _used, slot = min(choices)
                     member = f"{slot}:naive-{next(counter)}"
                     pipe.multi()
-                    pipe.hincrby(slot_keys[slot], "used", 1)
+                    pipe.incr(used_keys[slot])
                     pipe.zadd(keys.leases, {member: time.time() * 1000 + 30_000})
                     pipe.execute()
                     return member

@@ -73,17 +73,28 @@ class HostKeys:
         return f"{self.prefix}:claims"
 
     def slot(self, index: int) -> str:
-        """Hash of one slot: private_ip, public_ip, allocation_id, state, used, budget, generation."""
+        """Hash of one slot: private_ip, public_ip, allocation_id, state, budget, generation (admin-written only;
+        before the used count got its own key it held `used` too, see `used`)."""
         return f"{self.prefix}:slot:{index}"
+
+    def used(self, index: int) -> str:
+        """String: sends leased on the slot's current address. lease.lua raises it with INCR; only the scripts that
+        place an address (_place.lua, fenced by the generation) reset it. A key of its own, not a slot-hash field,
+        so the sender's ACL user can count a send (INCR only adds) without any write to the slot hash."""
+        return f"{self.prefix}:slot:{index}:used"
 
     def slots(self, count: int) -> list[str]:
         """Slot hashes 0..count-1, in slot order (scripts index them as KEYS[first + n])."""
         return [self.slot(index) for index in range(count)]
 
+    def slots_with_used(self, count: int) -> list[str]:
+        """Slot hash and used key of slots 0..count-1, in pairs (scripts index them as KEYS[first + 2n], +1)."""
+        return [key for index in range(count) for key in (self.slot(index), self.used(index))]
+
     def lease_keys(self, count: int) -> list[str]:
-        """KEYS of lease.lua: meta, leases, the fallback counter, then slot 0..count-1."""
-        return [self.meta, self.leases, self.fallbacks, *self.slots(count)]
+        """KEYS of lease.lua: meta, leases, the fallback counter, then slot 0..count-1's hash and used key."""
+        return [self.meta, self.leases, self.fallbacks, *self.slots_with_used(count)]
 
     def with_slots(self, count: int) -> list[str]:
-        """KEYS for the scripts that scan every slot: meta, leases, then slot 0..count-1."""
-        return [self.meta, self.leases, *self.slots(count)]
+        """KEYS for the scripts that scan every slot: meta, leases, then slot 0..count-1's hash and used key."""
+        return [self.meta, self.leases, *self.slots_with_used(count)]

@@ -121,7 +121,7 @@ class Pool:
         if kind == "unknown":
             return self._fall_back(host, primary_ip, UNKNOWN_HOST, ttl_s)
         self._primary_ips[host] = primary = reply[1]
-        if len(keys) != int(reply[2]) + 3:  # pass exactly the host's slot keys from now on
+        if len(keys) != 2 * int(reply[2]) + 3:  # pass exactly the host's slot keys from now on
             self._lease_keys[host] = self._keys(host).lease_keys(int(reply[2]))
         if kind != "leased":
             return self._fall_back(host, primary_ip or primary, NO_SLOT, ttl_s)

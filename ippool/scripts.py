@@ -1,7 +1,8 @@
 """The pool's Lua scripts, loaded by the shared loader (`sendhost.lua_prelude`) and registered once per client.
 
 Scripts that read the time are prefixed with the clock prelude shared with warmup (`sendhost/lua/_clock.lua`),
-those that ask whether a slot still has live leases with `_live.lua` too, and the two that put an address into a
+those that ask whether a slot still has live leases with `_live.lua` too, lease.lua with `_used.lua` (a slot's
+used count, legacy field included), and the two that put an address into a
 slot with `_place.lua`, so each rule exists in one place.
 """
 
@@ -15,7 +16,8 @@ from sendhost.lua_prelude import CLOCK
 
 LIVE = ("ippool", "_live")
 PLACE = ("ippool", "_place")
-PRELUDES = {"lease": (CLOCK,), "renew": (CLOCK,), "reap": (CLOCK, LIVE), "retire": (CLOCK, LIVE),
+USED = ("ippool", "_used")
+PRELUDES = {"lease": (CLOCK, USED), "renew": (CLOCK,), "reap": (CLOCK, LIVE), "retire": (CLOCK, LIVE),
             "put_address": (PLACE,), "publish": (PLACE,)}
 # A lease's release is no script: it is a plain ZREM of the lease's member (see lease.lua).
 NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "abort_rotation", "retire",

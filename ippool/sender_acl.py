@@ -4,8 +4,9 @@ holds a Redis URL; with the admin user's, any of them could rewrite any slot has
 host's keys. With this user's, it reaches only what the agent's own Redis calls need.
 
 The rule is written with Redis 7 ACL selectors, one per kind of key, so each command is allowed only on the keys
-it is used on: HSET on the host's slot hashes (the lease script writes a slot's used count and state there), but
-not on its meta hash (primary IP, budgets: the admin's), nor on any other host's keys. Redis holds a script's own
+it is used on: INCR and GET on the host's slot used keys (the lease script counts a send there: INCR can only add,
+so a sender can use up its own budget but never reset it), HMGET only on its slot and meta hashes (address, budget,
+state, generation: the admin's), and nothing on any other host's keys. Redis holds a script's own
 commands to the caller's ACL, so a sender cannot smuggle a DEL or FLUSHALL through EVAL.
 
 Each grant holds the commands the send path calls on its keys (tests/ippool/test_sender_acl.py holds the script
@@ -37,7 +38,7 @@ KEYLESS_COMMANDS = ("ping", "time", "script|load", "script|exists", "multi", "ex
 # How a script runs: EVALSHA, and EVAL when the server answers NOSCRIPT (`ippool.pool.Pool._run`).
 SCRIPT_RUNNERS = ("evalsha", "eval")
 # What ippool/lua/lease.lua, renew.lua and warmup/lua/*.lua call, besides TIME (the clock prelude, keyless).
-LEASE_SCRIPT_COMMANDS = ("hmget", "hset", "incr", "zadd", "zscore")
+LEASE_SCRIPT_COMMANDS = ("hmget", "get", "incr", "zadd", "zscore")
 WARMUP_SCRIPT_COMMANDS = ("hmget", "hget", "hset", "hincrby", "del", "zadd", "zcard", "zcount", "zrangebyscore",
                           "zrevrangebyscore", "zremrangebyscore")
 # What `warmup.mailboxes.Mailboxes` sends itself for the agent: group_of/exists/add (registry), config/status/
@@ -68,12 +69,14 @@ def sender_grants(host: str) -> list[Grant]:
     """What `host`'s sender may run on which keys, one grant per kind of key."""
     keys = HostKeys(host)
     meta, leases, slots = _glob_escape(keys.meta), _glob_escape(keys.leases), f"{_glob_escape(keys.prefix)}:slot:*"
-    fallbacks = _glob_escape(keys.fallbacks)
+    # `slot:*` matches the used keys too; what it grants there (scripts, HMGET) cannot change a string key.
+    fallbacks, used = _glob_escape(keys.fallbacks), f"{_glob_escape(keys.prefix)}:slot:*:used"
     warmup = (_glob_escape(warmup_keys.REGISTRY), f"{warmup_keys.PREFIX}:{{*}}:*")
     return [
         Grant((meta, leases, fallbacks, slots), SCRIPT_RUNNERS, "run lease.lua and renew.lua on its own host's keys"),
         Grant((meta, slots), ("hmget",), "lease.lua reads the host's meta and slot hashes"),
-        Grant((slots,), ("hset",), "lease.lua counts a send in its slot's used count and state"),
+        Grant((used,), ("get", "incr"), "lease.lua reads a slot's used count and counts a send (INCR: it can only "
+              "add one)"),
         Grant((fallbacks,), ("incr",), "lease.lua counts a fallback (INCR: it can only add one)"),
         Grant((leases,), ("zadd", "zscore", "zrem"), "take and renew a lease (scripts), release it (ZREM)"),
         Grant(warmup, tuple(sorted({*SCRIPT_RUNNERS, *WARMUP_SCRIPT_COMMANDS, *WARMUP_CLIENT_COMMANDS})),

@@ -105,7 +105,7 @@ class SlotStore:
             _check_ip(public_ip, "public_ip")
         with _redis_op(f"put an address in {host!r} slot {slot}"):
             reply = self._scripts.put_address(
-                keys=[keys.meta, keys.slot(slot)],
+                keys=[keys.meta, keys.slot(slot), keys.used(slot)],
                 args=[slot, private_ip, public_ip or "", allocation_id or "", repr(self._rng.random()),
                       "spent" if spent else ""])
         return Placement(int(reply[0]), int(reply[1]))
@@ -145,7 +145,7 @@ class SlotStore:
         keys = self._checked_keys(host)
         _check_slot(slot)
         with _redis_op(f"mark {host!r} slot {slot} rotating"):
-            reply = self._scripts.mark_rotating(keys=[keys.slot(slot)], args=[generation])
+            reply = self._scripts.mark_rotating(keys=[keys.slot(slot), keys.used(slot)], args=[generation])
         if not reply:
             return None
         fields = dict(zip(reply[::2], reply[1::2], strict=True))
@@ -164,7 +164,7 @@ class SlotStore:
         _check_ip(public_ip, "public_ip")
         with _redis_op(f"publish an address in {host!r} slot {slot}"):
             reply = self._scripts.publish(
-                keys=[keys.meta, keys.slot(slot)],
+                keys=[keys.meta, keys.slot(slot), keys.used(slot)],
                 args=[generation, private_ip, public_ip, allocation_id, repr(self._rng.random())])
         return Placement(int(reply[0]), int(reply[1])) if reply else None
 
@@ -203,7 +203,7 @@ class SlotStore:
         with _redis_op(f"forget host {host!r}"):
             count = int(self._client.hget(keys.meta, "slot_count") or 0)
             for key in [keys.meta, keys.leases, keys.fallbacks, keys.parked, keys.claims, keys.stats,
-                        *keys.slots(count)]:
+                        *keys.slots_with_used(count)]:
                 self._client.delete(key)
             self._client.srem(HOSTS_KEY, host)
 

@@ -145,6 +145,68 @@ def test_a_fallback_is_counted_in_its_own_key_and_never_writes_the_meta_hash(poo
     assert not pool.client.exists(keys.fallbacks)
 
 
+def test_a_lease_counts_in_the_used_key_and_never_writes_the_slot_hash(pool: Pool) -> None:
+    """The sender's ACL user may not write the slot hash (address, budget, state): lease.lua counts a send with INCR
+    on the slot's used key. A spent slot is derived (not leasable, shown retiring); the rotator's reap stores it."""
+    register(pool, slots=1, budget=(3, 3))
+    keys = HostKeys("sender-1")
+    slot_hash = pool.client.hgetall(keys.slot(0))
+    leases = [pool.lease("sender-1") for _ in range(3)]
+    assert [lease.fallback for lease in leases] == [False, False, False]
+    assert pool.client.hgetall(keys.slot(0)) == slot_hash
+    assert pool.client.get(keys.used(0)) == "3"
+    assert pool.lease("sender-1").reason == NO_SLOT
+    assert pool.slots.slot_status("sender-1", 0).state == "retiring"
+    assert pool.slots.ready_slots("sender-1") == []
+    assert pool.client.hget(keys.slot(0), "state") == "retiring"  # stored by the rotator's reap, an admin
+    for lease in leases:
+        lease.release()
+    assert [ready.slot for ready in pool.slots.ready_slots("sender-1")] == [0]
+    pool.slots.forget_host("sender-1")  # `pool destroy` leaves no count behind
+    assert not pool.client.exists(keys.used(0))
+
+
+def test_placing_an_address_resets_its_used_key_and_keeps_the_old_count_in_the_totals(pool: Pool) -> None:
+    register(pool, slots=1, budget=(5, 5))
+    keys = HostKeys("sender-1")
+    for _ in range(2):
+        pool.lease("sender-1").release()
+    generation = pool.slots.slot_status("sender-1", 0).generation
+    placed = pool.slots.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="203.0.113.77")
+    assert placed.generation == generation + 1
+    assert pool.client.get(keys.used(0)) == "0"
+    assert pool.client.hget(keys.meta, "leases_retired") == "2"
+    pool.slots.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="203.0.113.78", spent=True)
+    assert pool.client.get(keys.used(0)) == "5"
+    assert pool.lease("sender-1").reason == NO_SLOT
+
+
+def test_a_count_an_older_version_left_in_the_slot_hash_never_gets_a_fresh_budget(pool: Pool) -> None:
+    """Upgrade: the old lease.lua counted in the slot hash's `used` field. Until an admin step carries it into the
+    used key (the rotator's reap, idempotent), the slot is not leasable; after it, only the rest of its budget is."""
+    register(pool, slots=1, budget=(5, 5))
+    keys = HostKeys("sender-1")
+    pool.client.delete(keys.used(0))
+    pool.client.hset(keys.slot(0), "used", 3)  # as the old lease.lua left it
+    assert pool.lease("sender-1").reason == NO_SLOT
+    assert pool.slots.slot_status("sender-1", 0).used == 3
+    pool.slots.reap("sender-1")
+    pool.slots.reap("sender-1")  # a second carry changes nothing
+    assert (pool.client.get(keys.used(0)), pool.client.hexists(keys.slot(0), "used")) == ("3", False)
+    assert [pool.lease("sender-1").fallback for _ in range(3)] == [False, False, True]
+    assert pool.client.get(keys.used(0)) == "5"
+
+
+def test_placing_an_address_keeps_a_count_an_older_version_left_in_the_slot_hash(pool: Pool) -> None:
+    register(pool, slots=1, budget=(5, 5))
+    keys = HostKeys("sender-1")
+    pool.client.delete(keys.used(0))
+    pool.client.hset(keys.slot(0), "used", 4)  # as the old lease.lua left it
+    pool.slots.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="203.0.113.77")
+    assert pool.client.hget(keys.meta, "leases_retired") == "4"
+    assert (pool.client.get(keys.used(0)), pool.client.hexists(keys.slot(0), "used")) == ("0", False)
+
+
 def test_host_with_more_slots_than_the_first_guess_is_leased_over_all_of_them(pool: Pool) -> None:
     register(pool, slots=10)
     for slot in range(9):

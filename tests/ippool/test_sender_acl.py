@@ -2,9 +2,8 @@
 guard, and can neither touch another host's keys, write its host's meta hash, delete or read whole keys, nor run
 anything else. (tests/sender/test_sender_acl_agent.py runs the whole agent as this user.)
 
-It can still HSET its own host's slot hashes: lease.lua writes a slot's used count and state with HSET, and Redis
-has no field-level ACL. An address it writes there is refused by the pool before AWS is touched
-(tests/ippool/test_ownership.py)."""
+Nor can it write its own host's slot hashes: lease.lua counts a send with INCR on the slot's used key, the only
+write it may make there, so a sender can use up its own budget but never reset it."""
 
 from __future__ import annotations
 
@@ -56,7 +55,7 @@ def test_the_rule_allows_exactly_what_the_scripts_call() -> None:
     assert called(ROOT / "sendhost/lua/_clock.lua") == {"time"} <= set(KEYLESS_COMMANDS)
     grants = sender_grants(HOST)
     lease_keys = {HostKeys(HOST).meta, HostKeys(HOST).leases, HostKeys(HOST).fallbacks,
-                  f"{HostKeys(HOST).prefix}:slot:*"}
+                  f"{HostKeys(HOST).prefix}:slot:*", f"{HostKeys(HOST).prefix}:slot:*:used"}
     on_lease_keys = {c for g in grants if set(g.patterns) <= lease_keys for c in g.commands}
     assert on_lease_keys == {*LEASE_SCRIPT_COMMANDS, "evalsha", "eval", "zrem"}
     assert sender_acl_command(HOST).startswith(
@@ -95,12 +94,12 @@ def test_a_sender_leases_renews_and_releases(sender_client: tuple[redis.Redis, r
     assert lease.renew(60)
     lease.release()
     assert admin.zcard(HostKeys(HOST).leases) == 0
-    assert admin.hget(HostKeys(HOST).slot(0), "used") == "1"
+    assert admin.get(HostKeys(HOST).used(0)) == "1"
 
     admin.script_flush()  # the server forgot the script: the sender's EVAL fallback must be allowed too
     with pool.lease(HOST) as again:
         assert not again.fallback, again.reason
-    assert admin.hget(HostKeys(HOST).slot(0), "used") == "2"
+    assert admin.get(HostKeys(HOST).used(0)) == "2"
     admin.hset(HostKeys(HOST).slot(0), "state", "retiring")  # no slot left: the fallback is counted
     assert pool.lease(HOST).reason == "no_slot"
     assert admin.get(HostKeys(HOST).fallbacks) == "1"
@@ -121,6 +120,14 @@ def test_a_sender_leases_renews_and_releases(sender_client: tuple[redis.Redis, r
     ("HGETALL", HostKeys(HOST).slot(0)),
     ("DEL", HostKeys(HOST).slot(0)),
     ("DEL", HostKeys(HOST).meta),
+    ("HSET", HostKeys(HOST).slot(0), "state", "active"),
+    ("HSET", HostKeys(HOST).slot(0), "used", "0"),
+    ("HDEL", HostKeys(HOST).slot(0), "state"),
+    ("SET", HostKeys(HOST).used(0), "0"),
+    ("DEL", HostKeys(HOST).used(0)),
+    ("DECR", HostKeys(HOST).used(0)),
+    ("INCRBY", HostKeys(HOST).used(0), "-5"),
+    ("INCR", HostKeys(OTHER).used(0)),
     ("HSET", "sendhost:warmup:health:domain:example.com", "2026-11-30", "0"),
     ("SET", "sendhost:anything", "x"),
     ("FLUSHALL",),
@@ -130,6 +137,8 @@ def test_a_sender_leases_renews_and_releases(sender_client: tuple[redis.Redis, r
 ], ids=["hset-other-host", "zrem-other-host", "hset-meta-budget", "hset-meta-primary", "hincrby-slot",
         "hincrby-meta", "set-fallbacks",
         "hset-hosts", "sadd-hosts", "hset-stats", "hset-claims", "hgetall", "del-slot", "del-meta",
+        "hset-own-slot-state", "hset-own-slot-used", "hdel-own-slot", "set-own-used", "del-own-used",
+        "decr-own-used", "incrby-own-used", "incr-other-used",
         "hset-domain-health", "set-elsewhere", "flushall", "config", "keys", "acl"])
 def test_a_sender_cannot(sender_client: tuple[redis.Redis, redis.Redis], command: tuple[str, ...]) -> None:
     admin, sender = sender_client

@@ -26,7 +26,7 @@ def run_agent(world: World, redis_url: str) -> None:
 
 
 def used(redis7_admin: redis.Redis) -> int:
-    return sum(int(redis7_admin.hget(HostKeys(HOST).slot(n), "used") or 0) for n in range(len(SLOTS)))
+    return sum(int(redis7_admin.get(HostKeys(HOST).used(n)) or 0) for n in range(len(SLOTS)))
 
 
 def test_the_agent_runs_its_send_cycle_as_the_sender_user(tmp_path: Path, database_url: str, redis7: RedisServer,

@@ -23,6 +23,6 @@ def set_used(store: Pool | SlotStore, host: str, slot: int, used: int, now: floa
     slots = store.slots if isinstance(store, Pool) else store
     client: Any = slots.client
     keys = HostKeys(host)
-    reply = client.register_script(_SOURCE)(keys=[keys.slot(slot), keys.leases],
+    reply = client.register_script(_SOURCE)(keys=[keys.slot(slot), keys.used(slot), keys.leases],
                                             args=[used, slot, now_arg(now, slots._clock)])
     return int(reply[0]), text(reply[1])
