@@ -160,8 +160,8 @@ def mandatory_worker(index: int, count: int, port: int, ca_file: str, database_u
 
     from ippool import Pool
     from sender import Ledger
-    from sender.counters import rebuild
-    from sender.message import message_id_for
+    from sender.sending.counters import rebuild
+    from sender.sending.message import message_id_for
     from warmup import Guard
 
     settings = agent_settings(port, ca_file, MANDATORY_MAILBOXES, MANDATORY_GROUP)
@@ -219,7 +219,7 @@ def agent_worker(index: int, count: int, port: int, ca_file: str, database_url: 
 
     from ippool import Pool
     from sender import Ledger
-    from sender.agent import Agent
+    from sender.sending.agent import Agent
     from warmup import Guard
 
     settings = agent_settings(port, ca_file, MAILBOXES, "bench")
@@ -345,7 +345,7 @@ def database(admin_url: str | None) -> tuple[str, str]:
                 return url, url.rsplit("/", 1)[0] + f"/{name}"
         except psycopg.Error:
             continue
-    from sender import db
+    from sender.ledger import connection as db
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

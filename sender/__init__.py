@@ -4,6 +4,6 @@
     Ledger.from_url(url).enqueue(lead="L1", step=1, to="a@b.com", group="sales", subject="Hi", text="...")
 """
 
-from sender.ledger import Claimed, Enqueued, Ledger, Settle, Status
+from sender.ledger.store import Claimed, Enqueued, Ledger, Settle, Status
 
 __all__ = ["Claimed", "Enqueued", "Ledger", "Settle", "Status"]

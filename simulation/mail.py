@@ -36,7 +36,7 @@ import redis
 
 from ippool import Lease, Pool
 from sender.errors import LedgerUnavailable
-from sender.ledger import Ledger, Settle, Status
+from sender.ledger.store import Ledger, Settle, Status
 from sender.settings import AgentSettings, MailboxSettings, Submission
 from simulation.errors import SimulationFailed
 from simulation.model import SimInventory
@@ -226,7 +226,7 @@ def submission_server(users: dict[str, str]) -> Iterator[tuple[int, SubmissionRe
 @contextmanager
 def embedded_ledger(state_dir: Path) -> Iterator[str]:
     """A private embedded PostgreSQL under `state_dir`, migrated, stopped when the block ends; yields its URL."""
-    from sender import db
+    from sender.ledger import connection as db
 
     try:
         with warnings.catch_warnings():
@@ -262,7 +262,7 @@ class MailWorld:
     """What the simulated senders send through: the ledger, one agent per (host, group), the server's record."""
 
     ledger: SimulatedTimeLedger
-    agents: dict[tuple[str, str], Any]  # (host, group) -> sender.agent.Agent
+    agents: dict[tuple[str, str], Any]  # (host, group) -> sender.sending.agent.Agent
     recorder: SubmissionRecorder
     pool: LoopbackPool
     guard: SimulatedTimeGuard
@@ -289,8 +289,8 @@ def mailbox_settings(inventory: SimInventory, port: int,
 def mail_world(state_dir: Path, inventory: SimInventory, guard: SimulatedTimeGuard, pool: LoopbackPool,
                redis_client: redis.Redis) -> Iterator[MailWorld]:
     """The ledger on an embedded PostgreSQL, the submission server, and an agent per (host, group)."""
-    from sender import db
-    from sender.agent import Agent
+    from sender.ledger import connection as db
+    from sender.sending.agent import Agent
 
     passwords = {mailbox.address: secrets.token_urlsafe(12) for mailbox in inventory.mailboxes}
     with (embedded_ledger(state_dir) as url, contextlib.closing(SimulatedTimeLedger(db.connect(url), url)) as ledger,

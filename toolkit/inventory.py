@@ -109,7 +109,7 @@ class Mailbox:
     smtp: SmtpSettings | None = None
     auth: str = "password"  # password | xoauth2
     token_file: str | None = None  # xoauth2: an access token, re-read at each connection
-    imap: ImapSettings | None = None  # where the inbox reader reads bounces and replies (sender.inbox)
+    imap: ImapSettings | None = None  # where the inbox reader reads bounces and replies (sender.feedback.inbox)
 
 
 @dataclass(frozen=True)

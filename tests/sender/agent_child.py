@@ -2,7 +2,7 @@
 
     python -m tests.sender.agent_child INVENTORY DATABASE_URL REDIS_URL STEP
 
-STEP is one of sender.agent.CHECKPOINTS; the agent sends at most one row before the step comes.
+STEP is one of sender.sending.agent.CHECKPOINTS; the agent sends at most one row before the step comes.
 """
 
 from __future__ import annotations

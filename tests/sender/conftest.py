@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sender import Ledger
-from sender.events import Feedback
+from sender.ledger.events import Feedback
 from tests.sender.web_server import WebServer, web_server
 from tests.sender.world import World, make_world
 from tests.support.postgres_server import fresh_database, postgres_admin_url

@@ -7,7 +7,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
-from sender.tokens import verify_token
+from sender.sending.tokens import verify_token
 from tests.sender.world import PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World, make_world
 from tests.support.submission import SubmissionServer
 

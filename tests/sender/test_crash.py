@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from sender.agent import CHECKPOINTS
+from sender.sending.agent import CHECKPOINTS
 from tests.conftest import REPO_ROOT
 from tests.sender.world import World
 

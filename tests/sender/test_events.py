@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from sender import Ledger, Settle, Status
-from sender.events import RANK, Applied, Event, Feedback
+from sender.ledger.events import RANK, Applied, Event, Feedback
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 import redis
 
-from sender.events import Event, Feedback
-from sender.health import apply_health
+from sender.feedback.health import apply_health
+from sender.ledger.events import Event, Feedback
 from tests.conftest import REPO_ROOT
 from tests.sender.web_server import sent_row
 from warmup import Guard

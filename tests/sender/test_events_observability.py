@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sender.events import Event, Feedback
+from sender.ledger.events import Event, Feedback
 from tests.conftest import REPO_ROOT
 from tests.sender.web_server import WebServer, sent_row
 from tests.support.net import on_ci

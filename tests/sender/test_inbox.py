@@ -15,8 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sender.bounces import Kind, parse
-from sender.events import Feedback
+from sender.feedback.bounces import Kind, parse
+from sender.ledger.events import Feedback
 from sendhost.embedded import stop_embedded
 from tests.conftest import REPO_ROOT
 from tests.sender import inbox_samples as samples

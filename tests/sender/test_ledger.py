@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from sender import Enqueued, Ledger, Settle, Status
-from sender.migrate import latest_version
-from sender.queries import migrations
+from sender.ledger.migrate import latest_version
+from sender.ledger.queries import migrations
 from tests.conftest import REPO_ROOT
 
 

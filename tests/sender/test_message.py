@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sender.message import build_message, message_id_for
-from sender.tokens import make_token, verify_token
+from sender.sending.message import build_message, message_id_for
+from sender.sending.tokens import make_token, verify_token
 
 KEY = b"k" * 32
 
@@ -38,7 +38,7 @@ def test_key_file(tmp_path: Path) -> None:
     import pytest
 
     from sender.errors import SenderConfigError
-    from sender.tokens import read_key_file
+    from sender.sending.tokens import read_key_file
 
     hex_key = tmp_path / "hex.key"
     hex_key.write_text("ab" * 32 + "\n")

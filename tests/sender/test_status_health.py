@@ -13,8 +13,8 @@ from subprocess import CompletedProcess
 import pytest
 import redis
 
-from sender.events import Event, Feedback
-from sender.health import Gate, MailboxHealth
+from sender.feedback.health import Gate, MailboxHealth
+from sender.ledger.events import Event, Feedback
 from tests.conftest import run_cli
 from tests.sender.web_server import sent_row
 from warmup import Guard

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sender.message import build_message
+from sender.sending.message import build_message
+from sender.sending.submission import Kind, Stage, submit
 from sender.settings import Submission
-from sender.submit import Kind, Stage, submit
 from tests.support.submission import Scripted, submission_server
 
 

@@ -14,8 +14,8 @@ import httpx
 import psycopg
 import pytest
 
-from sender.events import Feedback
-from sender.tokens import make_token
+from sender.ledger.events import Feedback
+from sender.sending.tokens import make_token
 from tests.sender.web_server import WebServer, sent_row
 from tests.support.cdp import chromium_page
 from tests.support.chromium import chromium_or_skip

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from sender.events import Feedback
+from sender.ledger.events import Feedback
 from tests.conftest import REPO_ROOT
 from tests.support.net import free_port, stop_process
 

@@ -12,7 +12,7 @@ import redis
 
 from ippool import Pool
 from sender import Ledger
-from sender.agent import Agent
+from sender.sending.agent import Agent
 from tests.support.submission import SubmissionServer
 from toolkit.app import App
 from toolkit.cli.sender import SenderContext, build_agent

@@ -1,4 +1,4 @@
-"""Mailbox health (sender.health) in the status commands: read from the ledger, never written, and shown.
+"""Mailbox health (sender.feedback.health) in the status commands: read from the ledger, never written, and shown.
 
 `sender status` and `warmup status` show what `sender health` shows; when the ledger cannot be read (none
 configured, unreachable, no schema) they say health is unavailable and why, never that a mailbox is fine.
@@ -15,7 +15,7 @@ import click
 from toolkit.output import emit_table
 
 if TYPE_CHECKING:
-    from sender.health import MailboxHealth
+    from sender.feedback.health import MailboxHealth
 
 TITLE = "mailbox health, last 7 days"
 COLUMNS = ("mailbox", "sent", "hard bounces", "complaints", "gate")
@@ -35,7 +35,7 @@ class HealthView:
 
     def of(self, mailbox: str) -> MailboxHealth | None:
         """The mailbox's health (zeros when it sent nothing in the window), or None when unavailable."""
-        from sender.health import judge
+        from sender.feedback.health import judge
 
         return judge(self.counts, mailbox) if self.counts is not None else None
 
@@ -43,7 +43,7 @@ class HealthView:
         health = self.of(mailbox)
         if health is not None:
             return health.to_json()
-        from sender.health import Gate
+        from sender.feedback.health import Gate
 
         return {"mailbox": mailbox.lower(), "sent_7d": None, "hard_bounces_7d": None, "hard_bounce_rate": None,
                 "complaints_7d": None, "complaint_rate": None, "verdict": None, "gate": str(Gate.UNAVAILABLE),
@@ -55,8 +55,8 @@ def read_view(url: str | None, why_none: str = "") -> HealthView:
     `why_none` when there is no `url`, else the ledger's own error."""
     from datetime import UTC, datetime
 
-    from sender.events import Feedback
-    from sender.health import read_health
+    from sender.feedback.health import read_health
+    from sender.ledger.events import Feedback
     from sendhost.errors import SendhostError
 
     if url is None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from sender import Ledger
-    from sender.agent import Agent
+    from sender.sending.agent import Agent
 
 EXIT_HELP = ("Exit 0 ok; 1 the database or a service failed; 2 bad input (the message names it). "
              "Database: --database-url > SENDHOST_DATABASE_URL > inventory sendhost_database_url > an embedded "
@@ -30,7 +30,7 @@ class SenderContext:
 
     def database_url(self) -> tuple[str, str]:
         """(URL, where it came from), by the precedence in EXIT_HELP."""
-        from sender import db
+        from sender.ledger import connection as db
 
         configured = configured_database_url(self.app, self.database_url_flag)
         return configured if configured is not None else (db.embedded_url(self.app.state_dir), "embedded")
@@ -52,7 +52,7 @@ class SenderContext:
 def configured_database_url(app: App, flag: str | None = None) -> tuple[str, str] | None:
     """(URL, where it came from) of a configured ledger, by the precedence in EXIT_HELP; None when none is (the
     embedded one, which starting would write under the state directory)."""
-    from sender import db
+    from sender.ledger import connection as db
 
     if flag:
         return db.validate_url(flag), "flag --database-url"
@@ -96,7 +96,7 @@ def migrate_command(sc: SenderContext, fmt: str | None) -> None:
 @pass_sender
 def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
     """Queue each row of FILE.csv (lead,step,to,group,subject,text[,not_before]); all rows or none."""
-    from sender.csvfile import read_rows
+    from sender.ledger.csvfile import read_rows
 
     inventory = sc.app.inventory
     groups = {m.group for m in inventory.mailboxes} if inventory is not None and inventory.mailboxes else None
@@ -120,7 +120,7 @@ def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
 @pass_sender
 def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str, fmt: str | None) -> None:
     """Never send to ADDRESS again; queued rows to it are withdrawn."""
-    from sender.csvfile import ADDRESS_RE
+    from sender.ledger.csvfile import ADDRESS_RE
 
     bad = [a for a in addresses if not ADDRESS_RE.match(a.strip())]
     if bad:
@@ -207,10 +207,10 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
 
     from ippool import Pool
     from sender import Ledger
-    from sender.agent import Agent
     from sender.errors import SenderConfigError
+    from sender.sending.agent import Agent
+    from sender.sending.tokens import read_key_file
     from sender.settings import AgentSettings, MailboxSettings, Submission
-    from sender.tokens import read_key_file
     from sendhost import redis_conn
     from warmup import Guard
 

@@ -1,4 +1,4 @@
-"""`sendhost sender web` and `sendhost sender inbox`: feedback into the ledger (sender.web, sender.inbox)."""
+"""`sendhost sender web` and `sendhost sender inbox`: feedback into the ledger (sender.feedback.web and .inbox)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from toolkit.output import emit_json, emit_table, format_option
 if TYPE_CHECKING:
     import threading
 
-    from sender.events import Feedback
-    from sender.inbox import InboxAccount, MailboxReport
+    from sender.feedback.inbox import InboxAccount, MailboxReport
+    from sender.ledger.events import Feedback
 
 pass_sender = click.make_pass_decorator(SenderContext)
 
@@ -29,7 +29,7 @@ def _listen(value: str) -> tuple[str, int]:
 
 def _key_file(path: str, option: str) -> bytes:
     from sender.errors import SenderConfigError
-    from sender.tokens import read_key_file
+    from sender.sending.tokens import read_key_file
 
     try:
         return read_key_file(path)
@@ -50,8 +50,8 @@ def _key_file(path: str, option: str) -> bytes:
 @pass_sender
 def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, events_key_file: str | None) -> None:
     """Serve one-click unsubscribe (RFC 8058), its confirm page, relay events, /healthz and /metrics."""
-    from sender.tokens import read_key_file
-    from sender.web import WebKeys, serve
+    from sender.feedback.web import WebKeys, serve
+    from sender.sending.tokens import read_key_file
 
     host, port = _listen(listen)
     inventory = sc.app.inventory
@@ -68,7 +68,7 @@ def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, e
 
 
 def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[InboxAccount]:
-    from sender.inbox import InboxAccount
+    from sender.feedback.inbox import InboxAccount
 
     inventory = sc.app.inventory
     if inventory is None:
@@ -81,8 +81,8 @@ def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[InboxAccoun
 
 
 def _one_pass(sc: SenderContext, url: str, accounts: list[InboxAccount]) -> list[MailboxReport]:
-    from sender.events import Feedback
-    from sender.inbox import read_all
+    from sender.feedback.inbox import read_all
+    from sender.ledger.events import Feedback
 
     with Feedback.from_url(url) as feedback:
         reports = read_all(feedback, accounts, env=sc.app.env)
@@ -159,14 +159,14 @@ def start_inbox_reader(sc: SenderContext, stop: threading.Event, every_s: float 
 
 
 def _health(sc: SenderContext, feedback: Feedback, mailboxes: list[str]) -> None:
-    """New bounces or complaints: judge those mailboxes and tell the warm-up guard (sender.health)."""
+    """New bounces or complaints: judge those mailboxes and tell the warm-up guard (sender.feedback.health)."""
     if not mailboxes:
         return
     from datetime import UTC, datetime
 
     from redis.exceptions import RedisError
 
-    from sender.health import apply_health
+    from sender.feedback.health import apply_health
     from sendhost.errors import SendhostError
     from warmup import Guard
 
@@ -183,8 +183,8 @@ def health_command(sc: SenderContext, fmt: str | None) -> None:
     """Each mailbox's last 7 days: sends, hard bounces, complaints, and what the warm-up gates make of them."""
     from datetime import UTC, datetime
 
-    from sender.events import Feedback
-    from sender.health import judge, read_health
+    from sender.feedback.health import judge, read_health
+    from sender.ledger.events import Feedback
     from toolkit.cli.mailbox_health import COLUMNS, TITLE, health_row
 
     url, _source = sc.database_url()

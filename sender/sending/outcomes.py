@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sender.ledger import Settle
-from sender.submit import Kind, Result, Stage
+from sender.ledger.store import Settle
+from sender.sending.submission import Kind, Result, Stage
 from warmup import FailureClass, SmtpStage, classify
 
 # The submission's stages as warmup.classify knows them (the TLS handshake belongs to the greeting's exchange).

@@ -19,9 +19,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from psycopg_pool import ConnectionPool
 
-from sender.events import Feedback
-from sender.health import WINDOW
-from sender.ledger import Status
+from sender.feedback.health import WINDOW
+from sender.ledger.events import Feedback
+from sender.ledger.store import Status
 
 log = logging.getLogger("sendhost.sender.metrics")
 

@@ -6,8 +6,8 @@
     GET  /healthz     200 when the ledger answers
     GET  /metrics     Prometheus
 
-Tokens are the agent's (sender.tokens); a token made with a key no longer configured (rotated out) is as unknown as
-a forged one: 404, nothing changed. Logs name rows by id, never a recipient's address.
+Tokens are the agent's (sender.sending.tokens); a token made with a key no longer configured (rotated out) is as
+unknown as a forged one: 404, nothing changed. Logs name rows by id, never a recipient's address.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
-from sender import db
 from sender.errors import LedgerUnavailable
-from sender.events import Applied, Event, Feedback
-from sender.metrics import LedgerCollector
-from sender.tokens import verify_token
+from sender.feedback.metrics import LedgerCollector
+from sender.ledger import connection as db
+from sender.ledger.events import Applied, Event, Feedback
+from sender.sending.tokens import verify_token
 
 log = logging.getLogger("sendhost.sender.web")
 
@@ -232,7 +232,7 @@ def _parse_events(body: bytes) -> tuple[list[dict[str, Any]], str | None]:
 
 
 def open_pool(database_url: str, size: int = 8) -> ConnectionPool:
-    """Autocommit ledger connections, as sender.db makes them, shared by the requests."""
+    """Autocommit ledger connections, as sender.ledger.connection makes them, shared by the requests."""
     return ConnectionPool(database_url, min_size=1, max_size=size, open=True, timeout=10,
                           kwargs={"autocommit": True, "connect_timeout": db.CONNECT_TIMEOUT_S,
                                   "options": f"-c statement_timeout={db.STATEMENT_TIMEOUT_MS}",

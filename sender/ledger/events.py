@@ -1,6 +1,6 @@
 """Feedback into the ledger: every event after the handoff goes through one database function with a rank guard.
 
-    from sender.events import Feedback, Event
+    from sender.ledger.events import Feedback, Event
     with Feedback.from_url(url) as feedback:
         feedback.apply_by_message_id("<id@domain>", Event.DELIVERED, source="webhook", ref="2026-11-30T10:00:00Z")
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sender import db
-from sender.ledger import Ledger
+from sender.ledger import connection as db
+from sender.ledger.store import Ledger
 
 _APPLY = "SELECT sender_apply_event(%(id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(detail)s)"
 _APPLY_BY_MESSAGE_ID = ("SELECT sender_apply_event_by_message_id(%(message_id)s, %(event)s, %(at)s, %(source)s, "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sender.events import Feedback
+from sender.ledger.events import Feedback
 from warmup import Guard
 from warmup.health import Verdict, format_rate, verdict
 

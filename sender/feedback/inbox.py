@@ -1,9 +1,9 @@
 """The inbox reader: each sending mailbox's new messages over IMAP, into the ledger through the rank guard.
 
 For each message after the mailbox's high-water mark (UIDVALIDITY, last UID, kept in the ledger): classify it
-(sender.bounces), find the row it is about (the returned message's Message-ID, In-Reply-To/References, a single
+(sender.feedback.bounces), find the row it is about (the returned message's Message-ID, In-Reply-To/References, a single
 quoted Message-ID that names a row, or for a reply the last row this mailbox sent to its author), and apply the
-event (sender.events). A message that matches no row is left alone and counted; nothing changes on a guess. The
+event (sender.ledger.events). A message that matches no row is left alone and counted; nothing changes on a guess. The
 mailbox is opened read-only: the reader never changes a flag or moves a message.
 """
 
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from sender.bounces import Kind, Parsed, parse
 from sender.errors import SenderConfigError
-from sender.events import Applied, Event, Feedback
+from sender.feedback.bounces import Kind, Parsed, parse
+from sender.ledger.events import Applied, Event, Feedback
 
 log = logging.getLogger("sendhost.sender.inbox")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import psycopg
 
 from sender.errors import LedgerUnavailable
-from sender.queries import migrations, sql_text
+from sender.ledger.queries import migrations, sql_text
 
 BASELINE_VERSION = 1
 # pg_advisory_xact_lock key: the same for every process migrating any ledger ("sendhost" in ASCII, as an int).

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 
-from sender.ledger import Ledger
+from sender.ledger.store import Ledger
 from sender.settings import MailboxSettings
 from warmup import Guard
 from warmup import keys as warmup_keys

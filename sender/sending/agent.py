@@ -25,14 +25,14 @@ from email.message import EmailMessage
 import redis
 
 from ippool import Lease, Pool
-from sender.counters import rebuild
 from sender.errors import LedgerUnavailable, SenderConfigError
-from sender.ledger import Claimed, Ledger, Settle
-from sender.message import build_message, message_id_for, unsubscribe_url
-from sender.outcomes import decide
+from sender.ledger.store import Claimed, Ledger, Settle
+from sender.sending.counters import rebuild
+from sender.sending.message import build_message, message_id_for, unsubscribe_url
+from sender.sending.outcomes import decide
+from sender.sending.submission import Kind, Result, Session, Stage, open_session
+from sender.sending.tokens import make_token
 from sender.settings import AgentSettings, MailboxSettings
-from sender.submit import Kind, Result, Session, Stage, open_session
-from sender.tokens import make_token
 from warmup import FailureClass, Guard, Reservation
 from warmup.errors import WarmupConfigError, WarmupUnavailable
 

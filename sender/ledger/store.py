@@ -20,10 +20,10 @@ from typing import Any
 
 import psycopg
 
-from sender import db
 from sender.errors import LedgerUnavailable, SenderConfigError
-from sender.migrate import MigrateResult, current_version, latest_version, migrate
-from sender.queries import query
+from sender.ledger import connection as db
+from sender.ledger.migrate import MigrateResult, current_version, latest_version, migrate
+from sender.ledger.queries import query
 
 MAX_ATTEMPTS = 3
 
@@ -43,7 +43,7 @@ class Status(StrEnum):
     UNCONFIRMED = "unconfirmed"
     SUPPRESSED = "suppressed"
     CANCELLED = "cancelled"
-    # feedback after the handoff (migration 2, sender/events.py): ranked above sent, see docs/feedback.md
+    # feedback after the handoff (migration 2, sender/ledger/events.py): ranked above sent, see docs/feedback.md
     DELIVERED = "delivered"
     REPLIED = "replied"
     BOUNCED = "bounced"
