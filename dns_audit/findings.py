@@ -45,7 +45,7 @@ class CheckSkipped(Exception):
 
 
 @dataclass(frozen=True)
-class Rule:
+class FindingRule:
     severity: Severity
     remediation: str
     reference: str
@@ -56,236 +56,246 @@ RFC6376 = "RFC 6376"
 RFC7489 = "RFC 7489"
 GMAIL = "Google email sender guidelines (support.google.com/a/answer/81126)"
 
-CATALOG: dict[str, Rule] = {
-    "spf.missing": Rule(
+CATALOG: dict[str, FindingRule] = {
+    "spf.missing": FindingRule(
         "error",
         "Publish one TXT record starting `v=spf1` ending in `-all` or `~all`.",
         f"{RFC7208} §4.5; {GMAIL}"),
-    "spf.multiple": Rule("error", "Merge the SPF TXT records into exactly one `v=spf1` record.", f"{RFC7208} §3.2"),
-    "spf.syntax": Rule("error", "Fix the SPF record so every term is a valid mechanism or modifier.", f"{RFC7208} §12"),
-    "spf.lookup_limit": Rule(
+    "spf.multiple": FindingRule(
+        "error", "Merge the SPF TXT records into exactly one `v=spf1` record.", f"{RFC7208} §3.2"),
+    "spf.syntax": FindingRule(
+        "error", "Fix the SPF record so every term is a valid mechanism or modifier.", f"{RFC7208} §12"),
+    "spf.lookup_limit": FindingRule(
         "error",
         "Flatten includes or drop mechanisms: at most 10 DNS-querying terms in total.",
         f"{RFC7208} §4.6.4"),
-    "spf.void_limit": Rule(
+    "spf.void_limit": FindingRule(
         "error",
         "Remove terms pointing at names that do not exist (at most 2 void lookups).",
         f"{RFC7208} §4.6.4"),
-    "spf.include_void": Rule(
+    "spf.include_void": FindingRule(
         "error",
         "Remove the include, or publish an SPF record at its target.",
         f"{RFC7208} §5.2"),
-    "spf.include_missing": Rule(
+    "spf.include_missing": FindingRule(
         "error",
         "Add the provider's `include:` that the inventory expects (spf_includes) to the domain's SPF record.",
         f"{RFC7208} §5.2; {GMAIL}"),
-    "spf.not_followed": Rule(
+    "spf.not_followed": FindingRule(
         "info",
         "Add the zone file of the included domain, or pass --nameserver so names outside the files are looked up.",
         f"{RFC7208} §4.6.4"),
-    "spf.skipped": Rule(
+    "spf.skipped": FindingRule(
         "error",
         "Give the audit the domain's SPF data (its zone file or a nameserver), or --waive spf.skipped.",
         f"{RFC7208} §2.3; {GMAIL}"),
-    "spf.permissive_all": Rule("error", "End the record with `-all` or `~all`.", f"{RFC7208} §5.1; {GMAIL}"),
-    "spf.ptr_mechanism": Rule("warning", "Replace `ptr` with `ip4`/`ip6`/`a` mechanisms.", f"{RFC7208} §5.5"),
-    "spf.too_long": Rule(
+    "spf.permissive_all": FindingRule("error", "End the record with `-all` or `~all`.", f"{RFC7208} §5.1; {GMAIL}"),
+    "spf.ptr_mechanism": FindingRule("warning", "Replace `ptr` with `ip4`/`ip6`/`a` mechanisms.", f"{RFC7208} §5.5"),
+    "spf.too_long": FindingRule(
         "warning",
         "Shorten the record (keep the TXT answer under 512 bytes) e.g. with includes.",
         f"{RFC7208} §3.4"),
-    "spf.ip_not_authorized": Rule(
+    "spf.ip_not_authorized": FindingRule(
         "error",
         "Add the sending IP (ip4:/ip6:) or its provider's include to SPF.",
         f"{RFC7208} §2.6; {GMAIL}"),
-    "spf.lookup_failed": Rule(
+    "spf.lookup_failed": FindingRule(
         "error",
         "Check the domain's nameservers: the lookup timed out or failed (not missing).",
         f"{RFC7208} §2.6.6"),
-    "dkim.missing": Rule(
+    "dkim.missing": FindingRule(
         "error",
         "Publish the selector's public key as TXT at `<selector>._domainkey.<domain>`.",
         f"{RFC6376} §3.6.2; {GMAIL}"),
-    "dkim.revoked": Rule(
+    "dkim.revoked": FindingRule(
         "error",
         "The key has an empty `p=`: publish a live key or stop signing with this selector.",
         f"{RFC6376} §3.6.1"),
-    "dkim.syntax": Rule("error", "Fix the key record: `v=DKIM1; k=rsa; p=<base64 key>`.", f"{RFC6376} §3.6.1"),
-    "dkim.weak_key": Rule("error", "Rotate to a 2048-bit RSA (or ed25519) key.", "RFC 8301 §3.2"),
-    "dkim.short_key": Rule(
+    "dkim.syntax": FindingRule("error", "Fix the key record: `v=DKIM1; k=rsa; p=<base64 key>`.", f"{RFC6376} §3.6.1"),
+    "dkim.weak_key": FindingRule("error", "Rotate to a 2048-bit RSA (or ed25519) key.", "RFC 8301 §3.2"),
+    "dkim.short_key": FindingRule(
         "warning",
         "Rotate to a 2048-bit RSA key (1024 bits is the minimum, 2048 recommended).",
         f"RFC 8301 §3.2; {GMAIL}"),
-    "dkim.testing": Rule(
+    "dkim.testing": FindingRule(
         "warning",
         "Remove `t=y` once signing works: receivers may ignore test-mode signatures.",
         f"{RFC6376} §3.6.1"),
-    "dkim.no_selector": Rule(
+    "dkim.no_selector": FindingRule(
         "error",
         "Name the DKIM selectors the domain signs with (dkim_selectors in the inventory, or --selector).",
         f"{RFC6376} §3.1; {GMAIL}"),
-    "dkim.skipped": Rule(
+    "dkim.skipped": FindingRule(
         "error",
         "Give the audit the selector's key record (zone file or nameserver), or --waive dkim.skipped.",
         f"{RFC6376} §3.6.2; {GMAIL}"),
-    "dkim.lookup_failed": Rule(
+    "dkim.lookup_failed": FindingRule(
         "error",
         "Check the domain's nameservers: the selector lookup timed out or failed.",
         f"{RFC6376} §6.1.2"),
-    "dmarc.missing": Rule(
+    "dmarc.missing": FindingRule(
         "error",
         "Publish TXT at `_dmarc.<domain>`: `v=DMARC1; p=none; rua=mailto:...` at least.",
         f"{RFC7489} §6.1; {GMAIL}"),
-    "dmarc.multiple": Rule("error", "Keep exactly one `v=DMARC1` record at `_dmarc.<domain>`.", f"{RFC7489} §6.6.3"),
-    "dmarc.syntax": Rule(
+    "dmarc.multiple": FindingRule(
+        "error", "Keep exactly one `v=DMARC1` record at `_dmarc.<domain>`.", f"{RFC7489} §6.6.3"),
+    "dmarc.syntax": FindingRule(
         "error",
         "Fix the record: `v=DMARC1` first, then `p=none|quarantine|reject` and valid tags.",
         f"{RFC7489} §6.4"),
-    "dmarc.policy_none": Rule(
+    "dmarc.policy_none": FindingRule(
         "warning",
         "Move to `p=quarantine` or `p=reject` once reports show aligned mail.",
         f"{RFC7489} §6.3"),
-    "dmarc.rua_missing": Rule("warning", "Add `rua=mailto:...` so you receive aggregate reports.", f"{RFC7489} §6.3"),
-    "dmarc.rua_unauthorized": Rule(
+    "dmarc.rua_missing": FindingRule(
+        "warning", "Add `rua=mailto:...` so you receive aggregate reports.", f"{RFC7489} §6.3"),
+    "dmarc.rua_unauthorized": FindingRule(
         "warning",
         "Have the report destination publish `<domain>._report._dmarc.<dest>` TXT `v=DMARC1`.",
         f"{RFC7489} §7.1"),
-    "dmarc.below_floor": Rule(
+    "dmarc.below_floor": FindingRule(
         "error",
         "Raise the DMARC policy (p=) to at least the inventory's dmarc_floor.",
         f"{RFC7489} §6.3"),
-    "dmarc.skipped": Rule(
+    "dmarc.skipped": FindingRule(
         "error",
         "Give the audit the `_dmarc` record (zone file or nameserver), or --waive dmarc.skipped.",
         f"{RFC7489} §6.1; {GMAIL}"),
-    "alignment.skipped": Rule(
+    "alignment.skipped": FindingRule(
         "error",
         "Alignment needs the DMARC record: give the audit its data, or --waive alignment.skipped.",
         f"{RFC7489} §3.1; {GMAIL}"),
-    "dmarc.lookup_failed": Rule(
+    "dmarc.lookup_failed": FindingRule(
         "error",
         "Check the domain's nameservers: the DMARC lookup timed out or failed.",
         f"{RFC7489} §6.6.3"),
-    "alignment.none": Rule(
+    "alignment.none": FindingRule(
         "error",
         "Use an envelope (Return-Path) domain in the From domain's organization, or sign with DKIM d= that domain.",
         f"{RFC7489} §3.1; {GMAIL}"),
-    "ptr.missing": Rule(
+    "ptr.missing": FindingRule(
         "error",
         "Set reverse DNS (PTR) for the sending IP to a name that resolves back to it.",
         f"RFC 1912 §2.1; {GMAIL}"),
-    "ptr.mismatch": Rule(
+    "ptr.mismatch": FindingRule(
         "error",
         "Make the PTR name's A/AAAA record point back at the sending IP.",
         f"RFC 8601 §3; {GMAIL}"),
-    "ptr.generic": Rule(
+    "ptr.generic": FindingRule(
         "warning",
         "Use a PTR name under your own domain instead of the provider's generic name.",
         GMAIL),
-    "ptr.submission": Rule(
+    "ptr.submission": FindingRule(
         "info",
         "Nothing required: the provider's servers deliver; receivers read this address in the Received header.",
         GMAIL),
-    "ptr.skipped": Rule(
+    "ptr.skipped": FindingRule(
         "error",
         "Give the audit the sending IPs and their reverse zone (or a nameserver), or --waive ptr.skipped.",
         f"RFC 1912 §2.1; {GMAIL}"),
-    "ptr.lookup_failed": Rule(
+    "ptr.lookup_failed": FindingRule(
         "error",
         "Check the reverse zone's nameservers: the lookup timed out or failed.",
         "RFC 1912 §2.1"),
-    "mx.missing": Rule("warning", "Publish MX records so bounces and replies reach you.", "RFC 5321 §5.1"),
-    "mx.null": Rule("warning", "A Null MX says the domain takes no mail: senders need to receive bounces.", "RFC 7505"),
-    "mx.cname": Rule("error", "Point MX at a name with A/AAAA records, not a CNAME.", "RFC 2181 §10.3"),
-    "mx.lookup_failed": Rule(
+    "mx.missing": FindingRule("warning", "Publish MX records so bounces and replies reach you.", "RFC 5321 §5.1"),
+    "mx.null": FindingRule(
+        "warning", "A Null MX says the domain takes no mail: senders need to receive bounces.", "RFC 7505"),
+    "mx.cname": FindingRule("error", "Point MX at a name with A/AAAA records, not a CNAME.", "RFC 2181 §10.3"),
+    "mx.lookup_failed": FindingRule(
         "error",
         "Check the domain's nameservers: the MX lookup timed out or failed.",
         "RFC 5321 §5.1"),
-    "tls.no_starttls": Rule("error", "Enable STARTTLS on the MX host.", f"RFC 3207; {GMAIL}"),
-    "tls.cert_invalid": Rule("error", "Serve a certificate for the MX name, chaining to a public CA.", "RFC 7672 §3"),
-    "tls.cert_expired": Rule("error", "Renew the MX host's certificate.", "RFC 5280 §4.1.2.5"),
-    "tls.cert_expiring": Rule(
+    "tls.no_starttls": FindingRule("error", "Enable STARTTLS on the MX host.", f"RFC 3207; {GMAIL}"),
+    "tls.cert_invalid": FindingRule(
+        "error", "Serve a certificate for the MX name, chaining to a public CA.", "RFC 7672 §3"),
+    "tls.cert_expired": FindingRule("error", "Renew the MX host's certificate.", "RFC 5280 §4.1.2.5"),
+    "tls.cert_expiring": FindingRule(
         "warning",
         "Renew the MX host's certificate: it expires within 14 days.",
         "RFC 5280 §4.1.2.5"),
-    "tls.old_protocol": Rule("error", "Enable TLS 1.2 or 1.3 on the MX host.", "RFC 8996"),
-    "tls.probe_limit": Rule(
+    "tls.old_protocol": FindingRule("error", "Enable TLS 1.2 or 1.3 on the MX host.", "RFC 8996"),
+    "tls.probe_limit": FindingRule(
         "info",
         "Only the first MX host addresses were probed; check the rest by hand or reduce the MX set.",
         "RFC 3207"),
-    "tls.lookup_failed": Rule(
+    "tls.lookup_failed": FindingRule(
         "error",
         "The MX host did not answer in time: check it is up and reachable on its SMTP port.",
         "RFC 3207"),
-    "mta_sts.missing": Rule(
+    "mta_sts.missing": FindingRule(
         "info",
         "Publish `_mta-sts.<domain>` TXT `v=STSv1; id=...` and a policy file.",
         "RFC 8461 §3.1"),
-    "mta_sts.invalid": Rule("warning", "Fix the record: `v=STSv1; id=<1-32 alphanumerics>`.", "RFC 8461 §3.1"),
-    "mta_sts.lookup_failed": Rule(
+    "mta_sts.invalid": FindingRule("warning", "Fix the record: `v=STSv1; id=<1-32 alphanumerics>`.", "RFC 8461 §3.1"),
+    "mta_sts.lookup_failed": FindingRule(
         "error",
         "Check the domain's nameservers: the MTA-STS lookup timed out or failed.",
         "RFC 8461 §3.1"),
-    "tlsrpt.missing": Rule("info", "Publish `_smtp._tls.<domain>` TXT `v=TLSRPTv1; rua=mailto:...`.", "RFC 8460 §3"),
-    "tlsrpt.invalid": Rule("warning", "Fix the record: `v=TLSRPTv1; rua=mailto:...` or `https:`.", "RFC 8460 §3"),
-    "tlsrpt.lookup_failed": Rule(
+    "tlsrpt.missing": FindingRule(
+        "info", "Publish `_smtp._tls.<domain>` TXT `v=TLSRPTv1; rua=mailto:...`.", "RFC 8460 §3"),
+    "tlsrpt.invalid": FindingRule(
+        "warning", "Fix the record: `v=TLSRPTv1; rua=mailto:...` or `https:`.", "RFC 8460 §3"),
+    "tlsrpt.lookup_failed": FindingRule(
         "error",
         "Check the domain's nameservers: the TLS-RPT lookup timed out or failed.",
         "RFC 8460 §3"),
-    "dnsbl.ip_listed": Rule(
+    "dnsbl.ip_listed": FindingRule(
         "error",
         "Find out why the IP is listed, fix it, and request delisting (or rotate the IP).",
         "RFC 5782"),
-    "dnsbl.domain_listed": Rule(
+    "dnsbl.domain_listed": FindingRule(
         "error",
         "Find out why the domain is listed, fix it, and request delisting.",
         "RFC 5782"),
-    "dnsbl.refused": Rule(
+    "dnsbl.refused": FindingRule(
         "warning",
         "The list refused the query (rate limit or public resolver): query it from your own resolver.",
         "RFC 5782 §2.1"),
-    "dnsbl.lookup_failed": Rule("error", "The list did not answer: retry, or check the list's zone name.", "RFC 5782"),
-    "audit.no_data": Rule(
+    "dnsbl.lookup_failed": FindingRule(
+        "error", "The list did not answer: retry, or check the list's zone name.", "RFC 5782"),
+    "audit.no_data": FindingRule(
         "error",
         "Add the domain's zone file (<domain>.zone) to --zone-dir, or pass --nameserver to audit it live.",
         "sendhost"),
-    "audit.deadline": Rule(
+    "audit.deadline": FindingRule(
         "error",
         "The domain's audit ran past its deadline: raise --deadline or check slow nameservers/MX hosts.",
         "sendhost"),
-    "message.unsubscribe_missing": Rule(
+    "message.unsubscribe_missing": FindingRule(
         "error",
         "Add `List-Unsubscribe: <https://...>` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click`.",
         f"RFC 8058 §3.1; {GMAIL}"),
-    "message.unsubscribe_not_https": Rule(
+    "message.unsubscribe_not_https": FindingRule(
         "error",
         "Put an https URI in List-Unsubscribe for one-click unsubscribe.",
         "RFC 8058 §3.1"),
-    "message.unsubscribe_post_missing": Rule(
+    "message.unsubscribe_post_missing": FindingRule(
         "error",
         "Add `List-Unsubscribe-Post: List-Unsubscribe=One-Click`.",
         "RFC 8058 §3.1"),
-    "message.unsubscribe_no_brackets": Rule(
+    "message.unsubscribe_no_brackets": FindingRule(
         "warning",
         "Write each List-Unsubscribe URI in angle brackets: `List-Unsubscribe: <https://...>`.",
         "RFC 2369 §2; RFC 8058 §3.1"),
-    "message.unsubscribe_link_missing": Rule(
+    "message.unsubscribe_link_missing": FindingRule(
         "error",
         "Put a clearly visible unsubscribe link in every text and HTML body part.",
         f"{GMAIL} (a clearly visible unsubscribe link in the body)"),
-    "message.dkim_key_missing": Rule(
+    "message.dkim_key_missing": FindingRule(
         "error",
         "Publish the signing selector's key at `<s>._domainkey.<d>`, or sign with a selector that has one.",
         f"{RFC6376} §6.1.2"),
-    "message.dkim_missing": Rule("error", "Sign the message with DKIM (d= the From domain).", f"{RFC6376}; {GMAIL}"),
-    "message.dkim_invalid": Rule(
+    "message.dkim_missing": FindingRule(
+        "error", "Sign the message with DKIM (d= the From domain).", f"{RFC6376}; {GMAIL}"),
+    "message.dkim_invalid": FindingRule(
         "error",
         "The DKIM signature does not verify with the key in DNS: check the key and the signer.",
         f"{RFC6376} §6"),
-    "message.unsubscribe_unsigned": Rule(
+    "message.unsubscribe_unsigned": FindingRule(
         "error",
         "Include List-Unsubscribe and List-Unsubscribe-Post in the DKIM signature's h=.",
         "RFC 8058 §4"),
-    "message.alignment": Rule(
+    "message.alignment": FindingRule(
         "error",
         "Align From with the DKIM d= domain or the Return-Path domain.",
         f"{RFC7489} §3.1; {GMAIL}"),

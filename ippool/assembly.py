@@ -1,4 +1,4 @@
-"""The composition root of the pool machinery: one place that wires the slot store, ledger, denylist, parker,
+"""The composition root of the pool machinery: one place that wires the slot store, records, denylist, parker,
 reaper, rotator, reconciler, pool lifecycle (create/destroy) and worker loop from a Redis client, an AWS adapter,
 the host specs, a clock and the pool name. The CLI, the simulation, the tests and the benches all build through it.
 
@@ -17,12 +17,12 @@ from typing import Any
 
 from ippool.aws.adapter import Ec2Adapter
 from ippool.denylist import Denylist
-from ippool.ledger import Ledger
 from ippool.parking import Parker, Reaper, no_checkpoint
 from ippool.pool import Pool
 from ippool.pool_lifecycle import PoolLifecycle
 from ippool.quota_readings import QuotaReadings
 from ippool.reconcile import Difference, Reconciler
+from ippool.records import PoolRecords
 from ippool.rotator import DEFAULT_MAX_DRAWS, Rotator
 from ippool.screen import Screen, no_screen
 from ippool.slot_store import SlotStore
@@ -54,30 +54,30 @@ class PoolMachinery:
         self.client, self.slots = self.pool.client, self.pool.slots
 
     @cached_property
-    def ledger(self) -> Ledger:
-        return Ledger(self.client, self.clock)
+    def records(self) -> PoolRecords:
+        return PoolRecords(self.client, self.clock)
 
     @cached_property
     def denylist(self) -> Denylist:
         return Denylist(self.client, self.clock)
 
     def parker(self, aws: Ec2Adapter | None = None) -> Parker:
-        return Parker(aws or self.aws, self.ledger, self.pool_name)
+        return Parker(aws or self.aws, self.records, self.pool_name)
 
     def reaper(self, *, aws: Ec2Adapter | None = None, checkpoint: Checkpoint = no_checkpoint) -> Reaper:
-        return Reaper(aws or self.aws, self.denylist, self.ledger, self.clock, pool_name=self.pool_name,
+        return Reaper(aws or self.aws, self.denylist, self.records, self.clock, pool_name=self.pool_name,
                       checkpoint=checkpoint)
 
     def rotator(self, owner: str, *, aws: Ec2Adapter | None = None, screen: Screen | None = None,
                 max_draws: int = DEFAULT_MAX_DRAWS, checkpoint: Checkpoint = no_checkpoint,
                 heartbeat_s: float = 30.0) -> Rotator:
-        return Rotator(self.slots, aws or self.aws, self.specs, self.denylist, self.ledger, self.clock, owner,
+        return Rotator(self.slots, aws or self.aws, self.specs, self.denylist, self.records, self.clock, owner,
                        pool_name=self.pool_name, screen=screen if screen is not None else self.screen,
                        max_draws=max_draws, checkpoint=checkpoint, heartbeat_s=heartbeat_s)
 
     def reconciler(self, *, aws: Ec2Adapter | None = None, grace_s: float = 120.0, stale_s: float = 600.0,
                    checkpoint: Checkpoint = no_checkpoint) -> Reconciler:
-        return Reconciler(self.slots, aws or self.aws, self.specs, self.ledger,
+        return Reconciler(self.slots, aws or self.aws, self.specs, self.records,
                           self.reaper(aws=aws, checkpoint=checkpoint), self.clock, pool_name=self.pool_name,
                           grace_s=grace_s, stale_s=stale_s)
 
@@ -112,7 +112,7 @@ def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, HostSpec],
 @dataclass
 class RegionalPools:
     """The pool machinery of hosts in one or more regions: one `PoolMachinery` per region, each holding only that
-    region's hosts and that region's adapter, all over one Redis (so one slot store, ledger and denylist).
+    region's hosts and that region's adapter, all over one Redis (so one slot store, records and denylist).
 
     A host is always served by the machinery of its own region: there is no default adapter a host could fall
     through to.
@@ -129,7 +129,7 @@ class RegionalPools:
 
     @property
     def shared(self) -> PoolMachinery:
-        """A machinery for the parts that live only in Redis (slot store, ledger, denylist): every region's are
+        """A machinery for the parts that live only in Redis (slot store, records, denylist): every region's are
         the same."""
         return next(iter(self.regions.values()))
 

@@ -1,7 +1,7 @@
 """Redis key names of the ippool, built in one place.
 
 Every per-host key carries the hash tag `{host}`, so all keys one Lua script touches live in one Redis Cluster
-slot. Scripts receive these names in KEYS and never build key names themselves.
+slot. PoolScripts receive these names in KEYS and never build key names themselves.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from prometheus_client.registry import Collector
 
 from ippool.denylist import Denylist
 from ippool.keys import HostKeys
-from ippool.ledger import Ledger
 from ippool.quota_readings import QuotaReadings
+from ippool.records import PoolRecords
 from ippool.slot_store import SlotStore
 from ippool.states import SlotState
 from ippool.status import text
@@ -34,8 +34,8 @@ class PoolCollector(Collector):
         self._clock = clock
 
     def collect(self) -> Iterator[Metric]:
-        pool, ledger, denylist = SlotStore(self._client), Ledger(self._client, self._clock), Denylist(self._client,
-                                                                                                      self._clock)
+        pool, records = SlotStore(self._client), PoolRecords(self._client, self._clock)
+        denylist = Denylist(self._client, self._clock)
         slots = GaugeMetricFamily(f"{PREFIX}_slots", "Slots by state (active, retiring, ready, rotating, empty).",
                                   labels=["host", "state"])
         leases = CounterMetricFamily(f"{PREFIX}_leases", "Leases granted on a slot (the used counts of the slots' "
@@ -63,7 +63,7 @@ class PoolCollector(Collector):
             # the counter's own key, plus what the meta hash counted before it had one (a counter never drops)
             fallbacks.add_metric([host], float(meta.get("fallbacks_total", 0))
                                  + float(self._client.get(HostKeys(host).fallbacks) or 0))
-            stats = ledger.stats(host)
+            stats = records.stats(host)
             rotations.add_metric([host], stats.get("rotations", 0.0))
             for key, value in stats.items():
                 if key.startswith("redraws:"):
@@ -72,11 +72,11 @@ class PoolCollector(Collector):
                     differences.add_metric([host, key.split(":", 1)[1]], value)
             if "last_rotation_ms" in stats:
                 last.add_metric([host], stats["last_rotation_ms"] / 1000)
-            parked.add_metric([host], len(ledger.parked(host)))
+            parked.add_metric([host], len(records.parked(host)))
             denied.add_metric([host], denylist.size(host))
         throttles = CounterMetricFamily(f"{PREFIX}_aws_throttles", "AWS calls answered RequestLimitExceeded "
                                         "(retried with backoff).")
-        throttles.add_metric([], ledger.throttles())
+        throttles.add_metric([], records.throttles())
         yield from (slots, leases, fallbacks, rotations, redraws, parked, denied, last, differences, throttles)
         yield from self._quota()
 

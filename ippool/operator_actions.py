@@ -12,7 +12,7 @@ from typing import Any
 
 from ippool.denylist import Denylist
 from ippool.errors import PoolConfigError, PoolOperationFailed
-from ippool.ledger import Ledger
+from ippool.records import PoolRecords
 from ippool.rotator import RotationResult, Rotator
 from ippool.slot_store import SlotStore
 from ippool.states import SlotState
@@ -68,7 +68,7 @@ class Retired:
                 "reason": self.reason}
 
 
-def retire_address(pool: SlotStore, denylist: Denylist, ledger: Ledger, public_ip: str, reason: str) -> Retired:
+def retire_address(pool: SlotStore, denylist: Denylist, records: PoolRecords, public_ip: str, reason: str) -> Retired:
     """Take `public_ip` out of service now (no new lease) and deny it for 7 days, wherever it is.
 
     The slot rotates as soon as its live leases end (the worker, or `pool rotate`); a parked address only gets
@@ -79,9 +79,9 @@ def retire_address(pool: SlotStore, denylist: Denylist, ledger: Ledger, public_i
             if slot.public_ip == public_ip and slot.state != SlotState.EMPTY:
                 after = pool.retire(state.host, slot.slot)
                 denylist.add(state.host, public_ip)
-                ledger.count(state.host, "retired")
+                records.count(state.host, "retired")
                 return Retired(state.host, slot.slot, public_ip, after, reason)
-        if any(entry.public_ip == public_ip for entry in ledger.parked(state.host)):
+        if any(entry.public_ip == public_ip for entry in records.parked(state.host)):
             denylist.add(state.host, public_ip)
             return Retired(state.host, None, public_ip, "parked", reason)
     hosts = ", ".join(s.host for s in pool.status()) or "none registered"
@@ -98,10 +98,10 @@ class HostExtras:
     last_rotation: float | None  # epoch seconds
 
 
-def host_extras(ledger: Ledger, denylist: Denylist, host: str, now: float) -> HostExtras:
+def host_extras(records: PoolRecords, denylist: Denylist, host: str, now: float) -> HostExtras:
     """The parked EIPs, denylist size and last rotation of `host`, read at `now` (epoch seconds)."""
-    stats = ledger.stats(host)
+    stats = records.stats(host)
     last = stats.get("last_rotation_ms")
-    return HostExtras(parked=[entry.to_json(now) for entry in ledger.parked(host)],
+    return HostExtras(parked=[entry.to_json(now) for entry in records.parked(host)],
                       denylist_size=denylist.size(host), last_rotation=last / 1000 if last else None)
 

@@ -19,7 +19,7 @@ from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address, pool_tags
 from ippool.denylist import Denylist
 from ippool.errors import AddressGone, IppoolError, PtrStillSet
-from ippool.ledger import Ledger
+from ippool.records import PoolRecords
 from ippool.spec import DEFAULT_POOL_NAME, TAG_PTR, TAG_PTR_ZONE
 from ippool.states import EipState
 
@@ -52,7 +52,7 @@ class Parker:
     """Parks EIPs: tags them `parked` with a deadline in AWS (the durable record), then indexes them in Redis."""
 
     aws: Ec2Adapter
-    ledger: Ledger
+    records: PoolRecords
     pool_name: str = DEFAULT_POOL_NAME
 
     def park(self, host: str, slot: int, address: Address, until: float, *, let_go: bool = False) -> bool:
@@ -72,9 +72,9 @@ class Parker:
             self.aws.create_tags(address.allocation_id,
                                  pool_tags(self.pool_name, host, slot, EipState.PARKED, parked_until=until))
         except AddressGone:
-            self.ledger.unpark(host, address.allocation_id)
+            self.records.unpark(host, address.allocation_id)
             return False
-        self.ledger.park(host, address.allocation_id, address.public_ip, slot, until)
+        self.records.park(host, address.allocation_id, address.public_ip, slot, until)
         return True
 
 
@@ -84,7 +84,7 @@ class Reaper:
 
     aws: Ec2Adapter
     denylist: Denylist
-    ledger: Ledger
+    records: PoolRecords
     clock: Callable[[], float]
     pool_name: str = DEFAULT_POOL_NAME
     checkpoint: Callable[[str], None] = no_checkpoint
@@ -137,7 +137,7 @@ class Reaper:
                      address.allocation_id)
             return ReapResult(host, address.allocation_id, address.public_ip, False, PTR_STILL_SET)
         self.checkpoint("release")
-        self.ledger.unpark(host, address.allocation_id)
+        self.records.unpark(host, address.allocation_id)
         log.info("%s: released %s (%s)", host, address.public_ip, address.allocation_id)
         return ReapResult(host, address.allocation_id, address.public_ip, True,
                           "" if released else "already released")

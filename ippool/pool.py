@@ -22,7 +22,7 @@ from typing import Any
 
 from ippool.keys import HostKeys
 from ippool.lease import NO_SLOT, REDIS_ERROR, UNKNOWN_HOST, FallbackMeter, Lease
-from ippool.scripts import Scripts
+from ippool.scripts import PoolScripts
 from ippool.slot_store import DEFAULT_BUDGET, Placement, SlotStore, now_arg
 from ippool.status import HostStatus, text
 
@@ -47,7 +47,7 @@ class Pool:
 
         self._no_script = NoScriptError
         self._client = client
-        self._scripts = Scripts.register(client)
+        self._scripts = PoolScripts.register(client)
         self._clock = clock
         self._owns_client = owns_client
         self.slots = SlotStore(client, clock=clock, rng=rng or random.Random(), scripts=self._scripts)

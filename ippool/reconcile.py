@@ -35,8 +35,8 @@ from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import Address, NetworkInterface, parse_parked_until
 from ippool.eip_placement import activate, serving
 from ippool.errors import AddressAlreadyAssociated, AddressInUse, AwsCredentialsError, PtrStillSet
-from ippool.ledger import Ledger
 from ippool.parking import PTR_STILL_SET, Parker, Reaper, ReapResult
+from ippool.records import PoolRecords
 from ippool.slot_store import SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_REPLACES, TAG_SINCE, HostSpec
 from ippool.states import EipState, SlotState
@@ -81,7 +81,7 @@ class Reconciler:
     slots: SlotStore
     aws: Ec2Adapter
     specs: Mapping[str, HostSpec]
-    ledger: Ledger
+    records: PoolRecords
     reaper: Reaper
     clock: Callable[[], float]
     pool_name: str = DEFAULT_POOL_NAME
@@ -96,7 +96,7 @@ class Reconciler:
         for host in hosts if hosts is not None else list(self.specs):
             found += self.host(self.specs[host])
         for difference in found:
-            self.ledger.count(difference.host, f"reconcile:{difference.kind}")
+            self.records.count(difference.host, f"reconcile:{difference.kind}")
         return found
 
     # -- one host --------------------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ class Reconciler:
             self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
             registered = True
         slots = self._slots(spec) if registered else {}
-        parked_index = {e.allocation_id for e in self.ledger.parked(spec.name)} if registered else set()
+        parked_index = {e.allocation_id for e in self.records.parked(spec.name)} if registered else set()
 
         for address in ours:
             if address.state == EipState.INCOMING:
@@ -134,7 +134,7 @@ class Reconciler:
     def _abandoned(self, address: Address) -> bool:
         since = parse_parked_until(address.tags.get(TAG_SINCE, ""))
         age = self.clock() - since if since is not None else float("inf")
-        if self.ledger.alive(address.tags.get(TAG_OWNER)):
+        if self.records.alive(address.tags.get(TAG_OWNER)):
             return age >= self.stale_s
         return age >= self.grace_s
 
@@ -154,7 +154,7 @@ class Reconciler:
         def finish() -> None:
             replaced = next((a for a in ours if a.allocation_id == new.tags.get(TAG_REPLACES)), None)
             if replaced is not None and replaced.state != EipState.PARKED:
-                Parker(self.aws, self.ledger, self.pool_name).park(
+                Parker(self.aws, self.records, self.pool_name).park(
                     spec.name, slot, replaced, self.clock() + spec.park_minutes * 60, let_go=True)
             activate(self.aws, new)
             held = slots.get(slot)
@@ -163,7 +163,7 @@ class Reconciler:
                 self._finish_rotation(spec, slot, held, private_ip, new)
             elif private_ip:  # Redis lost the slot: nobody can count the new address's sends
                 self._put_spent(spec, slot, private_ip, new)
-            self.ledger.unclaim(spec.name, slot)
+            self.records.unclaim(spec.name, slot)
         return [self._diff(spec, DifferenceKind.INCOMING, new, f"slot {slot}: associated, not published: finished",
                            finish)]
 
@@ -174,7 +174,7 @@ class Reconciler:
                                lambda: self._reap(spec, address))]
         if address.allocation_id not in indexed:
             return [self._diff(spec, DifferenceKind.PARKED_UNINDEXED, address, "parked in AWS, not in Redis: indexed",
-                               lambda: self.ledger.park(spec.name, address.allocation_id, address.public_ip,
+                               lambda: self.records.park(spec.name, address.allocation_id, address.public_ip,
                                                         address.slot or 0, until))]
         return []
 
@@ -243,8 +243,8 @@ class Reconciler:
 
     def _rotating(self, spec: HostSpec, slot: int, held: SlotStatus, ours: list[Address]) -> list[Difference]:
         """A slot left rotating: fine while its rotator lives or an incoming EIP of it is being handled."""
-        owner = self.ledger.claim_owner(spec.name, slot)
-        if self.ledger.alive(owner):
+        owner = self.records.claim_owner(spec.name, slot)
+        if self.records.alive(owner):
             return []
         if any(a.slot == slot and a.state == EipState.INCOMING for a in ours):
             return []  # the incoming EIP's difference covers it
@@ -252,7 +252,7 @@ class Reconciler:
         if live is not None and live.allocation_id != held.allocation_id and held.private_ip:
             def publish() -> None:  # tagged and associated, killed before publishing: no lease went out on it
                 self._finish_rotation(spec, slot, held, held.private_ip or "", live)
-                self.ledger.unclaim(spec.name, slot)
+                self.records.unclaim(spec.name, slot)
             return [self._slot_diff(spec, DifferenceKind.INCOMING, slot,
                                     f"rotated to {live.public_ip} in AWS, not published (its rotator is gone): "
                                     f"published", publish)]
@@ -305,7 +305,7 @@ class Reconciler:
 
     def _park(self, spec: HostSpec, address: Address, for_s: float) -> None:
         slot = address.slot if address.slot is not None else 0
-        Parker(self.aws, self.ledger, self.pool_name).park(spec.name, slot, address, self.clock() + for_s)
+        Parker(self.aws, self.records, self.pool_name).park(spec.name, slot, address, self.clock() + for_s)
 
     def _reap(self, spec: HostSpec, address: Address) -> None:
         _released_or_raise(self.reaper.release(spec.name, address))
@@ -314,7 +314,7 @@ class Reconciler:
         held = slots.get(slot)
         if held is not None and held.state == SlotState.ROTATING:
             self.slots.abort_rotation(spec.name, slot, held.generation)
-        self.ledger.unclaim(spec.name, slot)
+        self.records.unclaim(spec.name, slot)
 
     def _adopt(self, spec: HostSpec, slot: int, live: Address, held: SlotStatus | None) -> None:
         private_ip = live.tags.get(TAG_PRIVATE_IP) or (held.private_ip if held else None)

@@ -27,8 +27,8 @@ from ippool.aws.models import Address, NetworkInterface, format_parked_until
 from ippool.aws.quotas import quota_advice
 from ippool.denylist import Denylist
 from ippool.errors import AddressQuotaExceeded, IppoolError
-from ippool.ledger import Ledger
 from ippool.parking import Parker, no_checkpoint
+from ippool.records import PoolRecords
 from ippool.screen import Screen, no_screen
 from ippool.slot_store import ReadySlot, SlotStore
 from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_SINCE, HostSpec
@@ -74,7 +74,7 @@ class Rotator:
     aws: Ec2Adapter
     specs: Mapping[str, HostSpec]
     denylist: Denylist
-    ledger: Ledger
+    records: PoolRecords
     clock: Callable[[], float]
     owner: str
     pool_name: str = DEFAULT_POOL_NAME
@@ -86,7 +86,7 @@ class Rotator:
 
     @property
     def parker(self) -> Parker:
-        return Parker(self.aws, self.ledger, self.pool_name)
+        return Parker(self.aws, self.records, self.pool_name)
 
     def eni(self, spec: HostSpec) -> str:
         """The host's primary ENI, looked up once."""
@@ -134,7 +134,7 @@ class Rotator:
         if claimed is None:
             return RotationResult(host, ready.slot, LOST_CLAIM)
         self._beat()
-        self.ledger.claim(host, ready.slot, self.owner)
+        self.records.claim(host, ready.slot, self.owner)
         old_ip = claimed.public_ip
         try:
             private_ip, old = self._verified(spec, ready.slot, claimed)
@@ -177,7 +177,7 @@ class Rotator:
             if reason is None:
                 return address, tuple(rejected)
             rejected.append(reason)
-            self.ledger.count(spec.name, f"redraws:{reason.split(':')[0]}")
+            self.records.count(spec.name, f"redraws:{reason.split(':')[0]}")
             log.info("%s slot %d: drew %s, %s: parked, redrawing", spec.name, slot, address.public_ip, reason)
             self.parker.park(spec.name, slot, address, self.clock() + spec.park_minutes * 60)
         return None, tuple(rejected)
@@ -185,7 +185,7 @@ class Rotator:
     def _rejection(self, public_ip: str) -> str | None:
         if self.denylist.listed(public_ip):
             return "denylist"
-        if self.ledger.is_parked_ip(public_ip):
+        if self.records.is_parked_ip(public_ip):
             return "parked"
         return self.screen(public_ip)
 
@@ -211,14 +211,14 @@ class Rotator:
         placed = self.slots.publish(host, slot, ready.generation, private_ip=private_ip, public_ip=new.public_ip,
                                    allocation_id=new.allocation_id)
         self._step("publish")
-        self.ledger.unclaim(host, slot)
+        self.records.unclaim(host, slot)
         if placed is None:
             # The fence moved while we associated (a reconcile rebuilt the slot): AWS holds our EIP on the slot,
             # and the next reconcile adopts whatever AWS associates there.
             log.warning("%s slot %d: fenced out after associating %s; reconcile adopts it", host, slot,
                         new.public_ip)
             return LOST_CLAIM
-        self.ledger.rotated(host)
+        self.records.rotated(host)
         log.info("%s slot %d: %s -> %s (budget %d)", host, slot, old_ip, new.public_ip, placed.budget)
         return ROTATED
 
@@ -228,7 +228,7 @@ class Rotator:
 
     def _give_back(self, host: str, ready: ReadySlot) -> None:
         self.slots.abort_rotation(host, ready.slot, ready.generation)
-        self.ledger.unclaim(host, ready.slot)
+        self.records.unclaim(host, ready.slot)
 
     def _abandon(self, spec: HostSpec, ready: ReadySlot, new: Address) -> None:
         """After a failed step: the new EIP goes to the reaper (due now), unless AWS already serves it on the slot,
@@ -248,4 +248,4 @@ class Rotator:
         self._beat()
 
     def _beat(self) -> None:
-        self.ledger.heartbeat(self.owner, self.heartbeat_s)
+        self.records.heartbeat(self.owner, self.heartbeat_s)

@@ -1,6 +1,6 @@
 """The pool's Lua scripts, loaded by the shared loader (`sendhost.lua_prelude`) and registered once per client.
 
-Scripts that read the time are prefixed with the clock prelude shared with warmup (`sendhost/lua/_clock.lua`),
+PoolScripts that read the time are prefixed with the clock prelude shared with warmup (`sendhost/lua/_clock.lua`),
 those that ask whether a slot still has live leases with `_live.lua` too, lease.lua with `_used.lua` (a slot's
 used count, legacy field included), and the two that put an address into a
 slot with `_place.lua`, so each rule exists in one place.
@@ -30,7 +30,7 @@ def script_text(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class Scripts:
+class PoolScripts:
     """One registered `redis.commands.core.Script` per Lua file; calling one is one EVALSHA."""
 
     lease: Any
@@ -44,6 +44,6 @@ class Scripts:
     force_ready: Any
 
     @classmethod
-    def register(cls, client: Any) -> Scripts:
+    def register(cls, client: Any) -> PoolScripts:
         """Register every script with `client` (no round trip: redis-py loads a script on its first NOSCRIPT)."""
         return cls(**lua_prelude.register_scripts(client, "ippool", NAMES, PRELUDES))

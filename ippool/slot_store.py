@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from ippool.errors import PoolConfigError, PoolOperationFailed
 from ippool.keys import HOSTS_KEY, HostKeys
-from ippool.scripts import Scripts
+from ippool.scripts import PoolScripts
 from ippool.states import SlotState
 from ippool.status import HostStatus, SlotStatus, read_host, text
 
@@ -63,9 +63,9 @@ class SlotStore:
     """
 
     def __init__(self, client: Any, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
-                 scripts: Scripts | None = None) -> None:
+                 scripts: PoolScripts | None = None) -> None:
         self._client = client
-        self._scripts = scripts if scripts is not None else Scripts.register(client)
+        self._scripts = scripts if scripts is not None else PoolScripts.register(client)
         self._clock = clock
         self._rng = rng or random.Random()
 

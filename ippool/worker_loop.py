@@ -106,7 +106,7 @@ class Worker:
             if once:
                 break
             self._stop.wait(self.interval_s)  # the sleep after the cycle; stop() wakes it
-        self._guard("drop heartbeat", partial(self.rotator.ledger.drop_heartbeat, self.rotator.owner))
+        self._guard("drop heartbeat", partial(self.rotator.records.drop_heartbeat, self.rotator.owner))
         return cycles
 
     def run_cycle(self) -> CycleReport:
@@ -115,7 +115,7 @@ class Worker:
         reaped: list[ReapResult] = []
         errors: list[str] = []
         ttl = max(self.rotator.heartbeat_s, 3 * self.interval_s)
-        _done, error = self._guard("heartbeat", partial(self.rotator.ledger.heartbeat, self.rotator.owner, ttl))
+        _done, error = self._guard("heartbeat", partial(self.rotator.records.heartbeat, self.rotator.owner, ttl))
         if error:
             errors.append(error)
         self._record_quota_when_due()

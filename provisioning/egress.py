@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from provisioning.verify import Session
+    from provisioning.verify import RemoteShell
 
 CONNECT_TIMEOUT_S = 5.0
 NOT_FOUND = 127
@@ -68,7 +68,7 @@ class EgressCheck:
         return self.status == EgressStatus.REACHABLE
 
 
-def check_submission_egress(session: Session, endpoints: Sequence[tuple[str, int]],
+def check_submission_egress(session: RemoteShell, endpoints: Sequence[tuple[str, int]],
                             timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[EgressCheck, ...]:
     """Open a TCP connection from the host to each (host, port); one check per endpoint, in order."""
     if not endpoints:

@@ -27,7 +27,7 @@ SlotSource = Callable[[str], Sequence[SlotAddress] | None]
 
 
 @dataclass(frozen=True)
-class HostPlan:
+class ProvisionPlan:
     """One sender host as provisioning sees it."""
 
     name: str
@@ -42,7 +42,7 @@ class HostPlan:
         return ipaddress.IPv4Network(self.subnet).prefixlen if self.subnet else 32
 
 
-def resolve_plan(name: str, interface: str | None, subnet: str | None, source: SlotSource) -> HostPlan:
+def resolve_plan(name: str, interface: str | None, subnet: str | None, source: SlotSource) -> ProvisionPlan:
     """Build the plan for one host from its pool; refuse a host without one and check every address."""
     slots = source(name)
     if slots is None:
@@ -51,13 +51,13 @@ def resolve_plan(name: str, interface: str | None, subnet: str | None, source: S
             f"run `sendhost pool create {name}` first")
     if not slots:
         raise ProvisionConfigError(f"{name}: its IP pool holds no slot addresses: run `sendhost pool create {name}`")
-    plan = HostPlan(name=name, interface=interface, subnet=subnet,
+    plan = ProvisionPlan(name=name, interface=interface, subnet=subnet,
                     slot_addresses=tuple(s.private_ip for s in slots), elastic_ips=tuple(s.public_ip for s in slots))
     check_plan(plan)
     return plan
 
 
-def check_plan(plan: HostPlan) -> None:
+def check_plan(plan: ProvisionPlan) -> None:
     """Raise ProvisionConfigError for an address that is not IPv4 or lies outside the host's subnet."""
     network = ipaddress.IPv4Network(plan.subnet) if plan.subnet else None
     for address in plan.slot_addresses:
@@ -72,6 +72,6 @@ def check_plan(plan: HostPlan) -> None:
             )
 
 
-def slot_extravars(plans: Iterable[HostPlan]) -> dict[str, object]:
+def slot_extravars(plans: Iterable[ProvisionPlan]) -> dict[str, object]:
     """Extra vars carrying the resolved slot addresses to the `sender_addresses` role."""
     return {"sendhost_slot_addresses": {plan.name: list(plan.slot_addresses) for plan in plans}}

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from provisioning.egress import EgressCheck, check_submission_egress
 from provisioning.errors import ProvisionConfigError, ProvisionFailed
-from provisioning.plan import HostPlan
+from provisioning.plan import ProvisionPlan
 from provisioning.ssh import CommandResult
 
 # Runs on the sender host: connect from SRC to the probe, print what the probe saw.
@@ -38,7 +38,7 @@ print("seen", data.decode(errors="replace").strip())
 NOT_FOUND = 127
 
 
-class Session(Protocol):
+class RemoteShell(Protocol):
     def run(self, command: str, timeout: float = ...) -> CommandResult: ...
 
 
@@ -76,7 +76,7 @@ class VerifyReport:
         return all(s.status == "ok" for s in self.slots) and self.ntp.ok and all(e.ok for e in self.egress)
 
 
-def verify_host(session: Session, plan: HostPlan, probe: tuple[str, int] | None = None,
+def verify_host(session: RemoteShell, plan: ProvisionPlan, probe: tuple[str, int] | None = None,
                 expected_seen: Mapping[str, str] | None = None,
                 submission: Sequence[tuple[str, int]] = ()) -> VerifyReport:
     """Check every slot in `plan` over `session`. `expected_seen` maps a slot address to the address the probe
@@ -92,7 +92,7 @@ def verify_host(session: Session, plan: HostPlan, probe: tuple[str, int] | None 
                         egress=check_submission_egress(session, submission))
 
 
-def default_route_interface(session: Session, host: str) -> str:
+def default_route_interface(session: RemoteShell, host: str) -> str:
     """The interface the host's IPv4 default route leaves through (`ens5` on Nitro instances, `eth0` on Xen ones),
     as the provisioning role takes it from facts; a host without one must name it in the inventory."""
     result = session.run("ip -j -4 route show default")
@@ -111,7 +111,7 @@ def default_route_interface(session: Session, host: str) -> str:
     return str(devices[0])
 
 
-def bound_addresses(session: Session) -> dict[str, str]:
+def bound_addresses(session: RemoteShell) -> dict[str, str]:
     """IPv4 address -> interface, from `ip -o -4 addr show` on the host."""
     result = session.run("ip -o -4 addr show")
     if result.rc != 0:
@@ -124,7 +124,7 @@ def bound_addresses(session: Session) -> dict[str, str]:
     return bound
 
 
-def _check_slot(session: Session, index: int, address: str, interface: str, bound: dict[str, str],
+def _check_slot(session: RemoteShell, index: int, address: str, interface: str, bound: dict[str, str],
                 probe: tuple[str, int] | None, expected: str) -> SlotCheck:
     bound_on = bound.get(address)
     if bound_on is None:
@@ -149,7 +149,7 @@ def _check_slot(session: Session, index: int, address: str, interface: str, boun
     return SlotCheck(index, address, "ok", bound_on, seen, f"probe saw {seen}")
 
 
-def ntp_status(session: Session) -> NtpCheck:
+def ntp_status(session: RemoteShell) -> NtpCheck:
     """Ask timedatectl, then chronyc, then ntpstat; unknown when none of them can tell."""
     result = session.run("timedatectl show -p NTPSynchronized --value")
     answer = result.stdout.strip()

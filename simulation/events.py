@@ -38,7 +38,7 @@ class Skip:
 
 
 @dataclass(frozen=True)
-class Placement:
+class PlacementRecord:
     """An address put into service in a slot, with the budget drawn for it; `fresh` if never seen before."""
 
     at: float
@@ -107,7 +107,7 @@ class EventLog:
 
     sends: list[Send] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
-    placements: list[Placement] = field(default_factory=list)
+    placements: list[PlacementRecord] = field(default_factory=list)
     retirements: list[Retirement] = field(default_factory=list)
     parked: list[Parked] = field(default_factory=list)
     released: list[Released] = field(default_factory=list)

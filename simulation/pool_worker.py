@@ -38,7 +38,7 @@ class PoolWorker:
         self.log = log
         self.specs = {world.host.name: _spec(world) for world in hosts}
         self.machinery = PoolMachinery(pool, adapter, self.specs, clock, pool_name)
-        self.ledger = self.machinery.ledger
+        self.records = self.machinery.records
         self.denylist = self.machinery.denylist
         self.worker = self.machinery.worker("simulation", reconcile=False)
         self.outcomes: Counter[str] = Counter()  # rotation outcomes as the rotator reported them
@@ -84,7 +84,7 @@ class PoolWorker:
         if current.public_ip is None or current.state != SlotState.ACTIVE:
             return current.state  # already on its way out (or empty): the command changes nothing
         self._by_command.add((host, slot, current.generation))
-        return retire_address(self.pool.slots, self.denylist, self.ledger, current.public_ip, reason).state
+        return retire_address(self.pool.slots, self.denylist, self.records, current.public_ip, reason).state
 
     def leasable(self) -> int:
         """Slots active and under budget, across hosts: the addresses in service now."""
@@ -114,8 +114,8 @@ class PoolWorker:
                 by: str) -> None:
         fresh = public_ip not in self.seen_ips
         self.seen_ips.add(public_ip)
-        self.log.placements.append(events.Placement(self.clock(), host, slot, generation, public_ip, allocation_id,
-                                                    budget, fresh, by))
+        self.log.placements.append(events.PlacementRecord(self.clock(), host, slot, generation, public_ip,
+                                                          allocation_id, budget, fresh, by))
 
     def _read_aws(self) -> None:
         """Parked and held EIPs from their AWS tags; log what was parked or released since the last look."""

@@ -253,29 +253,29 @@ def _content(r: Reply) -> bool:
 
 
 @dataclass(frozen=True)
-class Rule:
+class FailureRule:
     name: str
     failure: FailureClass
     applies: Predicate
 
 
-RULES: tuple[Rule, ...] = (
-    Rule("no_reply_before_end_of_data", FailureClass.TRANSIENT, _no_reply_before_end_of_data),
-    Rule("no_reply_after_end_of_data", FailureClass.UNKNOWN, _no_reply_after_end_of_data),
-    Rule("sending_quota_text", FailureClass.ACCOUNT_QUOTA, lambda r: r.says(SENDING_QUOTA)),
-    Rule("rate_limit_text", FailureClass.RATE_LIMITED, lambda r: r.says(RATE_LIMIT)),
-    Rule("account_refused", FailureClass.ACCOUNT_AUTH, _account_refused),
-    Rule("sender_refused_for_now", FailureClass.TRANSIENT, _sender_refused_for_now),
-    Rule("recipient_flooded", FailureClass.TRANSIENT, lambda r: r.says(RECIPIENT_FLOODED)),
-    Rule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
-    Rule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
-    Rule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
-    Rule("network_code", FailureClass.TRANSIENT, _network_code),
-    Rule("sender_throttled", FailureClass.RATE_LIMITED, _sender_throttled),
-    Rule("recipient_mailbox", FailureClass.RECIPIENT, _recipient_mailbox),
-    Rule("content", FailureClass.CONTENT, _content),
-    Rule("temporary_reply", FailureClass.TRANSIENT, lambda r: r.code is not None and 400 <= r.code < 500),
-    Rule("permanent_reply", FailureClass.CONTENT, lambda r: r.permanent),
+RULES: tuple[FailureRule, ...] = (
+    FailureRule("no_reply_before_end_of_data", FailureClass.TRANSIENT, _no_reply_before_end_of_data),
+    FailureRule("no_reply_after_end_of_data", FailureClass.UNKNOWN, _no_reply_after_end_of_data),
+    FailureRule("sending_quota_text", FailureClass.ACCOUNT_QUOTA, lambda r: r.says(SENDING_QUOTA)),
+    FailureRule("rate_limit_text", FailureClass.RATE_LIMITED, lambda r: r.says(RATE_LIMIT)),
+    FailureRule("account_refused", FailureClass.ACCOUNT_AUTH, _account_refused),
+    FailureRule("sender_refused_for_now", FailureClass.TRANSIENT, _sender_refused_for_now),
+    FailureRule("recipient_flooded", FailureClass.TRANSIENT, lambda r: r.says(RECIPIENT_FLOODED)),
+    FailureRule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
+    FailureRule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
+    FailureRule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
+    FailureRule("network_code", FailureClass.TRANSIENT, _network_code),
+    FailureRule("sender_throttled", FailureClass.RATE_LIMITED, _sender_throttled),
+    FailureRule("recipient_mailbox", FailureClass.RECIPIENT, _recipient_mailbox),
+    FailureRule("content", FailureClass.CONTENT, _content),
+    FailureRule("temporary_reply", FailureClass.TRANSIENT, lambda r: r.code is not None and 400 <= r.code < 500),
+    FailureRule("permanent_reply", FailureClass.CONTENT, lambda r: r.permanent),
 )
 
 _ENHANCED = r"[245]\.\d{1,3}\.\d{1,3}"

@@ -36,7 +36,7 @@ from warmup.mailboxes import (
     validate_timezone,
 )
 from warmup.schedule import DayCap, Ramp
-from warmup.scripts import Scripts
+from warmup.scripts import GuardScripts
 
 log = logging.getLogger("sendhost.warmup")
 T = TypeVar("T")
@@ -114,7 +114,7 @@ class Guard:
     def __init__(self, client: redis.Redis, *, fail_open: bool = False, breaker: BreakerPolicy = BreakerPolicy(),
                  cooldown_s: int = 4 * 3600, new_seed: Callable[[], str] | None = None) -> None:
         self._client = client
-        self._scripts = Scripts.register(client)
+        self._scripts = GuardScripts.register(client)
         self.fail_open = fail_open
         self.breaker = breaker
         self.cooldown_s = cooldown_s

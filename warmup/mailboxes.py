@@ -22,7 +22,7 @@ from warmup.days import format_duration, local_day, midnight_ms, parse_member, s
 from warmup.errors import WarmupConfigError
 from warmup.health import Verdict, format_rate, verdict
 from warmup.schedule import DayCap, Ramp, cap_on, plan
-from warmup.scripts import Scripts
+from warmup.scripts import GuardScripts
 
 log = logging.getLogger("sendhost.warmup")
 
@@ -148,7 +148,7 @@ def _count_on(fields: Mapping[str, str], day: str) -> int:
 class Mailboxes:
     """The mailbox records; `now_ms` is Redis TIME unless a caller passes `now`."""
 
-    def __init__(self, client: redis.Redis, scripts: Scripts,
+    def __init__(self, client: redis.Redis, scripts: GuardScripts,
                  new_seed: Callable[[], str] = lambda: secrets.token_hex(8)) -> None:
         self._client = client
         self._scripts = scripts

@@ -12,7 +12,7 @@ from sendhost import lua_prelude
 from sendhost.lua_prelude import CLOCK
 
 SCRIPT_NAMES = ("reserve", "confirm", "cancel", "successes", "restore")
-# Scripts that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once.
+# GuardScripts that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once.
 WITH_CLOCK = frozenset({"reserve", "confirm", "cancel", "successes"})
 
 
@@ -22,7 +22,7 @@ def script_source(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class Scripts:
+class GuardScripts:
     reserve: Script
     confirm: Script
     cancel: Script
@@ -30,7 +30,7 @@ class Scripts:
     restore: Script
 
     @classmethod
-    def register(cls, client: redis.Redis) -> Scripts:
+    def register(cls, client: redis.Redis) -> GuardScripts:
         """Register every script on `client` (redis-py loads it on first use and on NOSCRIPT)."""
         return cls(**lua_prelude.register_scripts(client, "warmup", SCRIPT_NAMES,
                                                   {name: (CLOCK,) for name in WITH_CLOCK}))

@@ -33,7 +33,7 @@ _UNSUBSCRIBE_SUBJECT = re.compile(r"^\s*(re:\s*)?unsubscribe\s*$", re.IGNORECASE
 _MESSAGE_ID = re.compile(r"<[^<>\s@]+@[^<>\s@]+>")
 
 
-class Kind(StrEnum):
+class MessageKind(StrEnum):
     HARD_BOUNCE = "hard_bounce"
     SOFT_BOUNCE = "soft_bounce"
     COMPLAINT = "complaint"
@@ -45,7 +45,7 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True)
 class Parsed:
-    kind: Kind
+    kind: MessageKind
     own_message_id: str | None  # the feedback message's own Message-ID (a stable replay reference)
     sender: str  # the From address, lower case ('' when none)
     # Message-IDs this message is about, most trustworthy first: the returned message or headers part, then
@@ -63,44 +63,44 @@ def parse(raw: bytes) -> Parsed:
     try:
         message = email.message_from_bytes(raw)
     except Exception as exc:  # the parser is lenient; this is belt and braces
-        return Parsed(Kind.MALFORMED, None, "", detail=f"unparseable: {exc}")
+        return Parsed(MessageKind.MALFORMED, None, "", detail=f"unparseable: {exc}")
     own = _one_id(message.get("Message-ID", ""))
     sender = parseaddr(str(message.get("From", "")))[1].lower()
     threaded = _ids(message.get_all("In-Reply-To", []) + message.get_all("References", []))
     if _is_complaint(message):
         returned = _returned_ids(message)
-        return Parsed(Kind.COMPLAINT, own, sender, about=returned, quoted=_quoted(message), detail="ARF report")
+        return Parsed(MessageKind.COMPLAINT, own, sender, about=returned, quoted=_quoted(message), detail="ARF report")
     try:
         temporary, permanent = all_failures(message)
     except Exception as exc:  # a detector choking on a malformed part
         log.warning("inbox: bounce detectors failed on %s: %s", own or "a message without Message-ID", exc)
-        return Parsed(Kind.MALFORMED, own, sender, detail=f"bounce detectors failed: {type(exc).__name__}")
+        return Parsed(MessageKind.MALFORMED, own, sender, detail=f"bounce detectors failed: {type(exc).__name__}")
     if temporary or permanent or _is_report(message):
         about = _returned_ids(message) + threaded
         quoted = _quoted(message)
         status, diagnostic = _delivery_status(message)
         recipients = frozenset(a.decode("ascii", "replace").lower() for a in permanent | temporary)
         if not (temporary or permanent or status):
-            return Parsed(Kind.MALFORMED, own, sender, about, quoted, "a delivery report naming no failure")
-        kind = Kind.HARD_BOUNCE if permanent else Kind.SOFT_BOUNCE
+            return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, "a delivery report naming no failure")
+        kind = MessageKind.HARD_BOUNCE if permanent else MessageKind.SOFT_BOUNCE
         detail = f"{status} {diagnostic}".strip() or (
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
         if status:
             try:
                 failure = classify_bounce(status, diagnostic)
             except ValueError:  # a 2.x.x status: a delivery, not a failure
-                return Parsed(Kind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}")
+                return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}")
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
             # nothing against the address, so it is noted as soft and never suppresses.
-            kind = Kind.HARD_BOUNCE if failure is FailureClass.RECIPIENT and status.startswith("5") else \
-                Kind.SOFT_BOUNCE
+            kind = MessageKind.HARD_BOUNCE if failure is FailureClass.RECIPIENT and status.startswith("5") else \
+                MessageKind.SOFT_BOUNCE
             detail = f"{failure}: {detail}"
         return Parsed(kind, own, sender, about, quoted, detail[:300], recipients)
     if _is_auto_reply(message):
-        return Parsed(Kind.AUTO_REPLY, own, sender, threaded, detail=str(message.get("Subject", ""))[:200])
+        return Parsed(MessageKind.AUTO_REPLY, own, sender, threaded, detail=str(message.get("Subject", ""))[:200])
     if _UNSUBSCRIBE_SUBJECT.match(str(message.get("Subject", ""))):
-        return Parsed(Kind.UNSUBSCRIBE, own, sender, threaded, detail="unsubscribe by mail")
-    return Parsed(Kind.REPLY, own, sender, threaded, detail=str(message.get("Subject", ""))[:200])
+        return Parsed(MessageKind.UNSUBSCRIBE, own, sender, threaded, detail="unsubscribe by mail")
+    return Parsed(MessageKind.REPLY, own, sender, threaded, detail=str(message.get("Subject", ""))[:200])
 
 
 def _one_id(value: object) -> str | None:

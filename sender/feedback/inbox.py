@@ -21,18 +21,19 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from sender.errors import SenderConfigError
-from sender.feedback.bounces import Kind, Parsed, parse
+from sender.feedback.bounces import MessageKind, Parsed, parse
 from sender.ledger.events import Applied, Event, Feedback
 
 log = logging.getLogger("sendhost.sender.inbox")
 
-EVENT_OF: dict[Kind, Event] = {
-    Kind.HARD_BOUNCE: Event.BOUNCED, Kind.SOFT_BOUNCE: Event.DEFERRED, Kind.COMPLAINT: Event.COMPLAINED,
-    Kind.AUTO_REPLY: Event.AUTO_REPLIED, Kind.UNSUBSCRIBE: Event.UNSUBSCRIBED, Kind.REPLY: Event.REPLIED,
+EVENT_OF: dict[MessageKind, Event] = {
+    MessageKind.HARD_BOUNCE: Event.BOUNCED, MessageKind.SOFT_BOUNCE: Event.DEFERRED,
+    MessageKind.COMPLAINT: Event.COMPLAINED, MessageKind.AUTO_REPLY: Event.AUTO_REPLIED,
+    MessageKind.UNSUBSCRIBE: Event.UNSUBSCRIBED, MessageKind.REPLY: Event.REPLIED,
 }
 
 
-class Outcome(StrEnum):
+class ReadOutcome(StrEnum):
     """What reading one message did."""
 
     APPLIED = "applied"  # a new event on its row
@@ -78,7 +79,7 @@ class InboxAccount:
 @dataclass
 class MailboxReport:
     mailbox: str
-    outcomes: Counter[str] = field(default_factory=Counter)  # by Outcome, and by event for applied ones
+    outcomes: Counter[str] = field(default_factory=Counter)  # by ReadOutcome, and by event for applied ones
     error: str | None = None
 
     def as_dict(self) -> dict[str, object]:
@@ -146,7 +147,7 @@ class InboxReader:
             status, fetched = imap.uid("FETCH", str(uid), "(BODY.PEEK[])")
             raw = next((item[1] for item in fetched if isinstance(item, tuple)), None) if status == "OK" else None
             if raw is None:
-                report.outcomes[Outcome.MALFORMED] += 1
+                report.outcomes[ReadOutcome.MALFORMED] += 1
                 log.warning("inbox %s: UID %d could not be fetched; skipped", account.mailbox, uid)
             else:
                 self._one(account, uidvalidity, uid, raw, report)
@@ -155,27 +156,27 @@ class InboxReader:
     def _one(self, account: InboxAccount, uidvalidity: int, uid: int, raw: bytes, report: MailboxReport) -> None:
         parsed = parse(raw)
         where = f"inbox {account.mailbox} UID {uid}"
-        if parsed.kind is Kind.MALFORMED:
-            report.outcomes[Outcome.MALFORMED] += 1
+        if parsed.kind is MessageKind.MALFORMED:
+            report.outcomes[ReadOutcome.MALFORMED] += 1
             log.warning("%s: %s; left alone", where, parsed.detail)
             return
         row = self._row_of(parsed, account)
         if row is None:
-            report.outcomes[Outcome.UNMATCHED] += 1
+            report.outcomes[ReadOutcome.UNMATCHED] += 1
             log.info("%s: a %s about no row of ours; left alone", where, parsed.kind)
             return
         if parsed.recipients and self._feedback.recipient_of(row) not in parsed.recipients:
             # The bounce names other addresses than the row's: it is not about this row after all.
-            report.outcomes[Outcome.UNMATCHED] += 1
+            report.outcomes[ReadOutcome.UNMATCHED] += 1
             log.warning("%s: a %s naming row %d but not its recipient; left alone", where, parsed.kind, row)
             return
         event = EVENT_OF[parsed.kind]
         ref = parsed.own_message_id or f"imap:{account.mailbox}:{uidvalidity}:{uid}"
         applied = self._feedback.apply(row, event, source="inbox", ref=ref, detail=parsed.detail)
         if applied is Applied.REPLAY:
-            report.outcomes[Outcome.REPLAY] += 1
+            report.outcomes[ReadOutcome.REPLAY] += 1
             return
-        report.outcomes[Outcome.APPLIED] += 1
+        report.outcomes[ReadOutcome.APPLIED] += 1
         report.outcomes[event.value] += 1
         log.info("%s: %s on row %d (%s)", where, event, row, applied)
 
@@ -187,7 +188,7 @@ class InboxReader:
         named = {row for row in (self._feedback.row_of(m) for m in parsed.quoted) if row is not None}
         if len(named) == 1:
             return named.pop()
-        if parsed.kind in (Kind.REPLY, Kind.AUTO_REPLY, Kind.UNSUBSCRIBE) and parsed.sender and \
+        if parsed.kind in (MessageKind.REPLY, MessageKind.AUTO_REPLY, MessageKind.UNSUBSCRIBE) and parsed.sender and \
                 parsed.sender != account.mailbox.lower():
             return self._feedback.latest_row_to(parsed.sender, account.mailbox)
         return None

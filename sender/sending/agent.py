@@ -30,7 +30,7 @@ from sender.ledger.store import Claimed, Ledger, Settle
 from sender.sending.counters import rebuild
 from sender.sending.message import build_message, message_id_for, unsubscribe_url
 from sender.sending.outcomes import decide
-from sender.sending.submission import Kind, Result, Session, Stage, open_session
+from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession, open_session
 from sender.sending.tokens import make_token
 from sender.settings import AgentSettings, MailboxSettings
 from warmup import FailureClass, Guard, Reservation
@@ -60,10 +60,10 @@ class Report:
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
 
 
-def _close(opening: Future[Session | Result]) -> None:
+def _close(opening: Future[SubmissionSession | Result]) -> None:
     """Wait for a session being opened and end it without handing anything over."""
     session = opening.result()
-    if isinstance(session, Session):
+    if isinstance(session, SubmissionSession):
         session.close()
 
 
@@ -157,7 +157,7 @@ class Agent:
                                                                                                   message_id))
             self._checkpoint("submitted")
             report = self._settle(ledger, row, reserved, mailbox, lease, result, message_id)
-            if result.kind is Kind.ACCEPTED:
+            if result.kind is ResultKind.ACCEPTED:
                 confirm = reserved
             return report
         except BaseException:
@@ -228,7 +228,7 @@ class Agent:
         if outcome.failure is not None and outcome.failure is not FailureClass.RECIPIENT:
             log.warning("sender: %s via %s: %s", row.recipient, mailbox.address, outcome.detail)
         kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
-        unreachable = result.kind is Kind.CERTIFICATE or (result.kind is Kind.NO_REPLY
+        unreachable = result.kind is ResultKind.CERTIFICATE or (result.kind is ResultKind.NO_REPLY
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))
         return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip, unreachable)
 

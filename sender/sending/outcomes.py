@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sender.ledger.store import Settle
-from sender.sending.submission import Kind, Result, Stage
+from sender.sending.submission import Result, ResultKind, Stage
 from warmup import FailureClass, SmtpStage, classify
 
 # The submission's stages as warmup.classify knows them (the TLS handshake belongs to the greeting's exchange).
@@ -20,7 +20,7 @@ THROTTLED_DELAY_S = 0.0  # quota / rate limit: the guard parks the mailbox; the 
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Disposition:
     settle: Settle | None  # None: accepted (record the send)
     failure: FailureClass | None  # the guard's class; None with keep=True: an unknown outcome
     keep_reservation: bool  # True: neither confirm nor cancel (unknown outcome: the slot stays used)
@@ -28,25 +28,25 @@ class Outcome:
     detail: str
 
 
-def decide(result: Result, retry_delay_s: float) -> Outcome:
+def decide(result: Result, retry_delay_s: float) -> Disposition:
     """The response to one submission result (DESIGN.md, "Outcomes")."""
     detail = str(result)
-    if result.kind is Kind.ACCEPTED:
-        return Outcome(None, None, False, 0.0, detail)
-    if result.kind is Kind.CERTIFICATE:
+    if result.kind is ResultKind.ACCEPTED:
+        return Disposition(None, None, False, 0.0, detail)
+    if result.kind is ResultKind.CERTIFICATE:
         # The mailbox's server setting is wrong, not the lead: disconnect the mailbox, reroute the row.
-        return Outcome(Settle.REROUTE, FailureClass.ACCOUNT_AUTH, False, REROUTE_DELAY_S, detail)
+        return Disposition(Settle.REROUTE, FailureClass.ACCOUNT_AUTH, False, REROUTE_DELAY_S, detail)
     # No reply before the end of DATA is transient (nothing was handed over); after it, unknown.
     failure = classify(result.code, None, result.text, stage=_CLASSIFY_STAGE[result.stage])
     if failure is FailureClass.UNKNOWN:
         # Lost after the end of DATA: the server may have it. Never retried; a person checks Sent Items.
-        return Outcome(Settle.UNCONFIRMED, None, True, 0.0, detail + "; check Sent Items")
+        return Disposition(Settle.UNCONFIRMED, None, True, 0.0, detail + "; check Sent Items")
     if failure in (FailureClass.ACCOUNT_QUOTA, FailureClass.RATE_LIMITED):
-        return Outcome(Settle.REROUTE, failure, False, THROTTLED_DELAY_S, detail)
+        return Disposition(Settle.REROUTE, failure, False, THROTTLED_DELAY_S, detail)
     if failure is FailureClass.ACCOUNT_AUTH:
-        return Outcome(Settle.REROUTE, failure, False, REROUTE_DELAY_S, detail)
+        return Disposition(Settle.REROUTE, failure, False, REROUTE_DELAY_S, detail)
     if failure is FailureClass.RECIPIENT:
-        return Outcome(Settle.SUPPRESS, failure, False, 0.0, detail)
+        return Disposition(Settle.SUPPRESS, failure, False, 0.0, detail)
     if failure is FailureClass.CONTENT:
-        return Outcome(Settle.FAILED, failure, False, 0.0, detail)
-    return Outcome(Settle.RETRY, failure, False, retry_delay_s, detail)
+        return Disposition(Settle.FAILED, failure, False, 0.0, detail)
+    return Disposition(Settle.RETRY, failure, False, retry_delay_s, detail)

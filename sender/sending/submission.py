@@ -31,7 +31,7 @@ class Stage(StrEnum):
     DONE = "done"
 
 
-class Kind(StrEnum):
+class ResultKind(StrEnum):
     ACCEPTED = "accepted"  # 250 after the end of data
     REJECTED = "rejected"  # an SMTP error reply at some stage
     NO_REPLY = "no_reply"  # timeout, refused or dropped connection at some stage
@@ -40,7 +40,7 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True)
 class Result:
-    kind: Kind
+    kind: ResultKind
     stage: Stage
     code: int | None = None
     text: str = ""
@@ -48,7 +48,7 @@ class Result:
     @property
     def unknown(self) -> bool:
         """Did we lose the server after handing the message over? Then nobody knows whether it left."""
-        return self.kind is Kind.NO_REPLY and self.stage is Stage.AFTER_DATA
+        return self.kind is ResultKind.NO_REPLY and self.stage is Stage.AFTER_DATA
 
     def __str__(self) -> str:
         code = f"{self.code} " if self.code is not None else ""
@@ -66,7 +66,7 @@ def _text(reply: bytes | str) -> str:
     return (reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)).replace("\n", " ")
 
 
-class Session:
+class SubmissionSession:
     """An open, authenticated submission session: nothing handed over yet. `hand_over` once, or `close`."""
 
     def __init__(self, client: smtplib.SMTP) -> None:
@@ -80,15 +80,15 @@ class Session:
         try:
             code, reply = client.mail(str(message["From"]))
             if code != 250:
-                return Result(Kind.REJECTED, stage, code, _text(reply))
+                return Result(ResultKind.REJECTED, stage, code, _text(reply))
             stage = Stage.RCPT
             code, reply = client.rcpt(str(message["To"]))
             if code not in (250, 251):
-                return Result(Kind.REJECTED, stage, code, _text(reply))
+                return Result(ResultKind.REJECTED, stage, code, _text(reply))
             stage = Stage.DATA
             code, reply = client.docmd("DATA")
             if code != 354:
-                return Result(Kind.REJECTED, stage, code, _text(reply))
+                return Result(ResultKind.REJECTED, stage, code, _text(reply))
             payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SMTP))
             if not payload.endswith(b"\r\n"):
                 payload += b"\r\n"
@@ -98,16 +98,16 @@ class Session:
             stage = Stage.AFTER_DATA
             code, reply = client.getreply()
             if code == -1:  # smtplib's "connection closed" marker, not a server reply
-                return Result(Kind.NO_REPLY, stage, None, _text(reply))
+                return Result(ResultKind.NO_REPLY, stage, None, _text(reply))
             if code != 250:
-                return Result(Kind.REJECTED, stage, code, _text(reply))
+                return Result(ResultKind.REJECTED, stage, code, _text(reply))
             with contextlib.suppress(smtplib.SMTPException, OSError):  # accepted is accepted; the goodbye is not
                 client.quit()
-            return Result(Kind.ACCEPTED, Stage.DONE, code, _text(reply))
+            return Result(ResultKind.ACCEPTED, Stage.DONE, code, _text(reply))
         except smtplib.SMTPResponseException as exc:  # 421 anywhere
-            return Result(Kind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
+            return Result(ResultKind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
         except (smtplib.SMTPException, OSError) as exc:  # timed out, dropped
-            return Result(Kind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
+            return Result(ResultKind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
         finally:
             self.close()
 
@@ -122,9 +122,9 @@ class Session:
 
 
 def open_session(server: Submission, secret: str, *, source_ip: str | None, timeout_s: float,
-                 context: ssl.SSLContext | None = None) -> Session | Result:
+                 context: ssl.SSLContext | None = None) -> SubmissionSession | Result:
     """Connect from `source_ip` (None: the OS's default), secure the connection (certificate verified) and
-    authenticate; a Session, or the Result of the stage that failed. Never raises for SMTP trouble."""
+    authenticate; a SubmissionSession, or the Result of the stage that failed. Never raises for SMTP trouble."""
     stage = Stage.CONNECT
     source = (source_ip, 0) if source_ip else None
     context = context or tls_context(server.ca_file)
@@ -143,15 +143,15 @@ def open_session(server: Submission, secret: str, *, source_ip: str | None, time
                 client.ehlo()
         stage = Stage.AUTH
         _authenticate(client, server, secret)
-        session, client = Session(client), None
+        session, client = SubmissionSession(client), None
         return session
     except ssl.SSLCertVerificationError as exc:
-        return Result(Kind.CERTIFICATE, stage, None, f"certificate of {server.host} does not verify: "
+        return Result(ResultKind.CERTIFICATE, stage, None, f"certificate of {server.host} does not verify: "
                       f"{exc.verify_message}; set smtp.ca_file for a private CA")
     except smtplib.SMTPResponseException as exc:  # AUTH and STARTTLS refusals, 421 anywhere
-        return Result(Kind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
+        return Result(ResultKind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
     except (smtplib.SMTPException, OSError) as exc:  # refused, timed out, dropped, TLS failures
-        return Result(Kind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
+        return Result(ResultKind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
     finally:
         if client is not None:
             with contextlib.suppress(OSError):

@@ -14,9 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ippool import Pool
 from ippool.denylist import Denylist
-from ippool.ledger import Ledger
 from ippool.metrics import PoolCollector
 from ippool.quota_readings import QuotaReadings
+from ippool.records import PoolRecords
 from tests.conftest import REPO_ROOT
 from tests.support.net import free_port
 
@@ -57,13 +57,13 @@ def test_exporter_serves_pool_metrics_from_redis(redis_url: str) -> None:
     pool.put_address("sender-1", 1, private_ip="10.0.1.2", public_ip="203.0.113.2", allocation_id="eipalloc-2")
     leases = [pool.lease("sender-1", ttl_s=300) for _ in range(5)]  # 4 on slots (budget 2 each), 1 fallback
     assert [lease.fallback for lease in leases].count(True) == 1
-    ledger = Ledger(client, time.time)
-    ledger.rotated("sender-1")
-    ledger.count("sender-1", "redraws:denylist", 3)
-    ledger.count("sender-1", "reconcile:leaked")
-    ledger.park("sender-1", "eipalloc-9", "198.51.100.9", 0, time.time() + 600)
+    records = PoolRecords(client, time.time)
+    records.rotated("sender-1")
+    records.count("sender-1", "redraws:denylist", 3)
+    records.count("sender-1", "reconcile:leaked")
+    records.park("sender-1", "eipalloc-9", "198.51.100.9", 0, time.time() + 600)
     Denylist(client, time.time).add("sender-1", "198.51.100.8")
-    ledger.throttled("AllocateAddress")
+    records.throttled("AllocateAddress")
     QuotaReadings(client, lambda: 1_796_000_000.0).take(FixedQuota("eu-west-1", 5, 4))
     client.close()
 

@@ -62,14 +62,14 @@ def test_forced_rotation_does_not_wait_for_live_leases(world: World) -> None:
 def test_retire_takes_an_address_out_of_service_now_and_denies_it(world: World) -> None:
     spec = world.add_host(slots=2)
     records = world.lifecycle().create(spec, 2)
-    retired = retire_address(world.slots, world.denylist, world.ledger, records[1].public_ip, "on spamhaus")
+    retired = retire_address(world.slots, world.denylist, world.records, records[1].public_ip, "on spamhaus")
     assert (retired.host, retired.slot, retired.state) == ("sender-1", 1, "ready")
     assert world.denylist.listed(records[1].public_ip)
     assert all(world.pool.lease("sender-1").slot == 0 for _ in range(3))
     [result] = world.rotator().rotate_ready("sender-1")
     assert (result.slot, result.outcome) == (1, ROTATED)
     with pytest.raises(PoolConfigError, match=r"address 192\.0\.2\.1 is in no slot and not parked"):
-        retire_address(world.slots, world.denylist, world.ledger, "192.0.2.1", "typo")
+        retire_address(world.slots, world.denylist, world.records, "192.0.2.1", "typo")
 
 
 def test_quota_exhausted_keeps_the_old_address_and_says_which_quota_to_raise_to_what(world: World) -> None:

@@ -17,6 +17,6 @@ def test_reaper_releases_only_past_the_deadline_and_denies_the_address(world: Wo
     assert (reaped.public_ip, reaped.released) == (record.public_ip, True)
     assert world.aws.get_address(record.allocation_id) is None
     assert world.denylist.listed(record.public_ip) and world.denylist.size("sender-1") == 1
-    assert world.ledger.parked("sender-1") == []
+    assert world.records.parked("sender-1") == []
     world.clock.advance(7 * 86_400 + 1)
     assert not world.denylist.listed(record.public_ip)

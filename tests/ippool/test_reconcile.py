@@ -105,7 +105,7 @@ def test_parked_unindexed_is_indexed_in_redis(world: World) -> None:
                                                   parked_until=world.clock() + 600))
     reconciler = world.reconciler()
     assert kinds(reconciler, fix=True) == [DifferenceKind.PARKED_UNINDEXED]
-    assert [entry.allocation_id for entry in world.ledger.parked(HOST)] == [parked.allocation_id]
+    assert [entry.allocation_id for entry in world.records.parked(HOST)] == [parked.allocation_id]
     assert reconciler.run() == []
 
 
@@ -147,11 +147,11 @@ def test_stale_claim_of_a_dead_rotator_is_given_back(world: World) -> None:
     world.exhaust(HOST, 0)
     [ready] = world.slots.ready_slots(HOST)
     assert world.slots.mark_rotating(HOST, 0, ready.generation) is not None
-    world.ledger.claim(HOST, 0, "dead-rotator")  # no heartbeat: it died before allocating
+    world.records.claim(HOST, 0, "dead-rotator")  # no heartbeat: it died before allocating
     reconciler = world.reconciler()
     assert kinds(reconciler, fix=True) == [DifferenceKind.STALE_CLAIM]
     assert world.slots.slot_status(HOST, 0).state == SlotState.READY
-    assert world.ledger.claim_owner(HOST, 0) is None
+    assert world.records.claim_owner(HOST, 0) is None
     assert reconciler.run() == []
 
 
@@ -160,8 +160,8 @@ def test_a_live_rotators_claim_is_not_stale(world: World) -> None:
     world.exhaust(HOST, 0)
     [ready] = world.slots.ready_slots(HOST)
     world.slots.mark_rotating(HOST, 0, ready.generation)
-    world.ledger.claim(HOST, 0, "live-rotator")
-    world.ledger.heartbeat("live-rotator", 60)
+    world.records.claim(HOST, 0, "live-rotator")
+    world.records.heartbeat("live-rotator", 60)
     assert world.reconciler().run() == []
 
 

@@ -30,7 +30,7 @@ def test_rotation_puts_a_fresh_eip_in_service_and_parks_the_old_one(world: World
     assert new is not None and (new.state, new.associated, new.slot) == (EipState.ACTIVE, True, 0)
     assert old is not None and (old.state, old.associated) == (EipState.PARKED, False)
     assert old.parked_until == world.clock() + 15 * 60
-    assert [e.public_ip for e in world.ledger.parked("sender-1")] == [records[0].public_ip]
+    assert [e.public_ip for e in world.records.parked("sender-1")] == [records[0].public_ip]
     assert world.pool.slots.slot_status("sender-1", 1).public_ip == records[1].public_ip  # untouched
 
 
@@ -51,12 +51,12 @@ def test_a_denylisted_draw_is_parked_and_redrawn(world: World) -> None:
     assert result.new_ip != rejected[0]
     parked = {a.public_ip: a for a in world.aws.describe_pool_addresses("sendhost", states=[EipState.PARKED])}
     assert rejected[0] in parked and not parked[rejected[0]].associated
-    assert world.ledger.stats("sender-1")["redraws:dnsbl"] == 1
+    assert world.records.stats("sender-1")["redraws:dnsbl"] == 1
     # Parked for the host's park_minutes, like a retired address (a listed address must not come straight back),
     # in its AWS tag (the record) and in Redis's index; the reaper leaves it alone until then.
     deadline = world.clock() + 20 * 60
     assert parked[rejected[0]].parked_until == deadline
-    assert [(e.public_ip, e.parked_until) for e in world.ledger.parked("sender-1")
+    assert [(e.public_ip, e.parked_until) for e in world.records.parked("sender-1")
             if e.public_ip == rejected[0]] == [(rejected[0], deadline)]
     world.clock.advance(20 * 60 - 1)
     assert rejected[0] not in [r.public_ip for r in world.reaper().reap("sender-1")]
@@ -81,7 +81,7 @@ def test_bounded_redraws_leave_the_slot_falling_back_until_the_next_cycle(world:
 def test_a_draw_matching_a_parked_or_denied_address_is_rejected_with_its_reason(world: World) -> None:
     world.add_host(slots=1)
     world.pool.register_host("sender-1", "10.20.1.250")
-    world.ledger.park("sender-1", "eipalloc-0abc", "198.51.100.1", 0, world.clock() + 60)
+    world.records.park("sender-1", "eipalloc-0abc", "198.51.100.1", 0, world.clock() + 60)
     world.denylist.add("sender-1", "198.51.100.2")
     rotator = world.rotator(screen=lambda ip: "dnsbl:zone" if ip == "198.51.100.3" else None)
     assert [rotator._rejection(f"198.51.100.{n}") for n in (1, 2, 3, 4)] == ["parked", "denylist", "dnsbl:zone", None]

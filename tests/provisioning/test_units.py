@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from provisioning.errors import ProvisionConfigError, ProvisionFailed
-from provisioning.plan import HostPlan, SlotAddress, check_plan, resolve_plan, slot_extravars
+from provisioning.plan import ProvisionPlan, SlotAddress, check_plan, resolve_plan, slot_extravars
 from provisioning.runner import HostStats, ProvisionResult, _Collector, find_ansible_playbook, run_playbook
 from provisioning.ssh import CommandResult
 from provisioning.targets import known_hosts_from_ssh_args
@@ -76,11 +76,11 @@ def test_plan_refuses_a_host_without_a_pool_never_guessing() -> None:
 def test_plan_refuses_a_slot_outside_the_subnet() -> None:
     with pytest.raises(ProvisionConfigError, match=r"sender-1: slot address 10\.0\.2\.5 of its IP pool is outside .* "
                                                    r"10\.0\.1\.0/24; fix sendhost_subnet, or recreate the pool"):
-        check_plan(HostPlan("sender-1", "eth0", "10.0.1.0/24", ("10.0.1.4", "10.0.2.5")))
+        check_plan(ProvisionPlan("sender-1", "eth0", "10.0.1.0/24", ("10.0.1.4", "10.0.2.5")))
 
 
 def test_plan_prefix_and_extravars() -> None:
-    plans = [HostPlan("a", "eth0", "10.0.1.0/26", ("10.0.1.5",)), HostPlan("b", "ens5", None, ())]
+    plans = [ProvisionPlan("a", "eth0", "10.0.1.0/26", ("10.0.1.5",)), ProvisionPlan("b", "ens5", None, ())]
 
     assert [p.prefix for p in plans] == [26, 32]
     assert slot_extravars(plans) == {"sendhost_slot_addresses": {"a": ["10.0.1.5"], "b": []}}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.plan import HostPlan
+from provisioning.plan import ProvisionPlan
 from provisioning.probe import Probe
 from provisioning.ssh import open_session
 from provisioning.targets import load_targets
@@ -110,7 +110,7 @@ def test_verify_fails_when_a_slot_address_is_missing(provisioned: tuple[SshHost,
 def test_verify_fails_when_the_probe_sees_another_address(provisioned: tuple[SshHost, Path], probe: str) -> None:
     host, inventory = provisioned
     [target] = load_targets(inventory)
-    plan = HostPlan("sender-t", host.interface, host.subnet, (host.slot_address(1),))
+    plan = ProvisionPlan("sender-t", host.interface, host.subnet, (host.slot_address(1),))
     probe_host, probe_port = probe.rsplit(":", 1)
 
     with open_session(target) as session:

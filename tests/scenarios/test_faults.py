@@ -22,9 +22,9 @@ import redis
 from ippool import Pool
 from ippool.assembly import PoolMachinery, build_machinery
 from ippool.denylist import Denylist
-from ippool.ledger import Ledger
 from ippool.parking import Reaper
 from ippool.reconcile import Reconciler
+from ippool.records import PoolRecords
 from ippool.rotator import ROTATED, Rotator
 from ippool.spec import HostSpec
 from ippool.states import EipState
@@ -152,7 +152,7 @@ def test_redis_loss_is_rebuilt_from_aws_tags_with_no_new_sends_on_old_addresses(
         (s.private_ip, s.public_ip, s.allocation_id) for s in before]
     assert all(s.used >= s.budget and s.state == "ready" for s in after)  # no send until rotated
     assert rig.pool.lease(rig.host).fallback
-    assert len(Ledger(rig.client, rig.clock).parked(rig.host)) == 1
+    assert len(PoolRecords(rig.client, rig.clock).parked(rig.host)) == 1
     rig.check()
     assert {r.outcome for r in rig.rotator().rotate_ready(rig.host)} == {ROTATED}
     rig.check()

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sender.feedback.bounces import Kind, parse
+from sender.feedback.bounces import MessageKind, parse
 from sender.ledger.events import Feedback
 from sendhost.embedded import stop_embedded
 from tests.conftest import REPO_ROOT
@@ -178,7 +178,7 @@ def test_an_untrusted_certificate_is_refused_before_any_login(
 @pytest.mark.parametrize("raw", [b"", b"\x00\xff garbage", b"Content-Type: multipart/report; boundary=x\r\n\r\n--x",
                                  b"From: a\r\nContent-Type: message/delivery-status\r\n\r\nStatus: 9.9.9\r\n"])
 def test_garbage_never_raises(raw: bytes) -> None:
-    assert parse(raw).kind in set(Kind)
+    assert parse(raw).kind in set(MessageKind)
 
 
 def test_the_agent_reads_the_inbox_on_an_interval(imap: Dovecot, feedback: Feedback, database_url: str,

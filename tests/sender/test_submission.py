@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sender.sending.message import build_message
-from sender.sending.submission import Kind, Stage, submit
+from sender.sending.submission import ResultKind, Stage, submit
 from sender.settings import Submission
 from tests.support.submission import Scripted, submission_server
 
@@ -25,7 +25,7 @@ def test_submits_from_the_source_address(tmp_path: Path, implicit_tls: bool) -> 
         settings = Submission(server.host, server.port, "tls" if implicit_tls else "starttls", "box@sender.example",
                               ca_file=str(server.ca_file))
         result = submit(settings, "pw", _message(), source_ip="127.0.0.7", timeout_s=5)
-        assert result.kind is Kind.ACCEPTED, result
+        assert result.kind is ResultKind.ACCEPTED, result
         (received,) = server.recorder.received
     assert received.peer == "127.0.0.7"
     assert received.message["Message-ID"] == "<k1@sender.example>"
@@ -37,7 +37,7 @@ def test_a_certificate_that_does_not_verify_is_refused(tmp_path: Path) -> None:
         settings = Submission(server.host, server.port, "starttls", "box@sender.example")  # no ca_file
         result = submit(settings, "pw", _message(), source_ip=None, timeout_s=5)
         assert not server.recorder.received
-    assert (result.kind, result.stage) == (Kind.CERTIFICATE, Stage.TLS)
+    assert (result.kind, result.stage) == (ResultKind.CERTIFICATE, Stage.TLS)
     assert "does not verify" in result.text and "ca_file" in result.text
 
 
@@ -47,10 +47,10 @@ def test_xoauth2(tmp_path: Path) -> None:
     with submission_server(tmp_path, {"box@sender.example": "token:ya29.fresh"}) as server:
         settings = Submission(server.host, server.port, "starttls", "box@sender.example", ca_file=str(server.ca_file),
                               auth="xoauth2", token_file=str(token))
-        assert submit(settings, settings.secret(), _message(), source_ip=None, timeout_s=5).kind is Kind.ACCEPTED
+        assert submit(settings, settings.secret(), _message(), source_ip=None, timeout_s=5).kind is ResultKind.ACCEPTED
         token.write_text("ya29.expired\n")  # re-read at each connection
         refused = submit(settings, settings.secret(), _message(), source_ip=None, timeout_s=5)
-    assert (refused.kind, refused.stage, refused.code) == (Kind.REJECTED, Stage.AUTH, 535)
+    assert (refused.kind, refused.stage, refused.code) == (ResultKind.REJECTED, Stage.AUTH, 535)
 
 
 def test_stage_of_failures(tmp_path: Path) -> None:
@@ -61,8 +61,8 @@ def test_stage_of_failures(tmp_path: Path) -> None:
         gone = submit(settings, "pw", _message("gone@rcpt.example"), source_ip=None, timeout_s=5)
         slow = submit(settings, "pw", _message("slow@rcpt.example"), source_ip=None, timeout_s=0.5)
         wrong = submit(settings, "nope", _message(), source_ip=None, timeout_s=5)
-    assert (gone.kind, gone.stage, gone.code) == (Kind.REJECTED, Stage.RCPT, 550)
-    assert (slow.kind, slow.stage, slow.unknown) == (Kind.NO_REPLY, Stage.AFTER_DATA, True)
-    assert (wrong.kind, wrong.stage, wrong.code) == (Kind.REJECTED, Stage.AUTH, 535)
+    assert (gone.kind, gone.stage, gone.code) == (ResultKind.REJECTED, Stage.RCPT, 550)
+    assert (slow.kind, slow.stage, slow.unknown) == (ResultKind.NO_REPLY, Stage.AFTER_DATA, True)
+    assert (wrong.kind, wrong.stage, wrong.code) == (ResultKind.REJECTED, Stage.AUTH, 535)
     refused = submit(Submission("127.0.0.1", 1, "starttls", "x"), "pw", _message(), source_ip=None, timeout_s=2)
-    assert (refused.kind, refused.stage, refused.unknown) == (Kind.NO_REPLY, Stage.CONNECT, False)
+    assert (refused.kind, refused.stage, refused.unknown) == (ResultKind.NO_REPLY, Stage.CONNECT, False)

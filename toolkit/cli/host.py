@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from provisioning.errors import ProvisionConfigError
-from provisioning.plan import HostPlan, resolve_plan
+from provisioning.plan import ProvisionPlan, resolve_plan
 from provisioning.probe import Probe, parse_endpoint
 from provisioning.ssh import open_session
 from provisioning.targets import load_targets
@@ -69,7 +69,7 @@ def verify(app: App, host: str, probe_at: str | None, expect_public: bool, known
         app.fail(f"{host}: verification failed: {'; '.join(failed)}", 1)
 
 
-def _elastic_ips(plan: HostPlan) -> dict[str, str]:
+def _elastic_ips(plan: ProvisionPlan) -> dict[str, str]:
     """slot address -> the Elastic IP a probe outside the VPC must see; a slot without one is refused."""
     for slot, (address, public) in enumerate(zip(plan.slot_addresses, plan.elastic_ips, strict=True)):
         if not public:

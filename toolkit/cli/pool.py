@@ -40,8 +40,8 @@ def status(app: App, host: str | None, fmt: str | None) -> None:
     JSON: one object for HOST ({host, primary_ip, slots: [...], parked, denylist_size, last_rotation}), else a list.
     """
     from ippool.denylist import Denylist  # late: `sendhost --help` must not import the Redis client
-    from ippool.ledger import Ledger
     from ippool.operator_actions import host_extras
+    from ippool.records import PoolRecords
     from ippool.slot_store import SlotStore
     from sendhost.redis_conn import redis_errors
 
@@ -50,7 +50,7 @@ def status(app: App, host: str | None, fmt: str | None) -> None:
         with redis_errors("read the pool status", client):
             hosts = SlotStore(client).status(host)
             now = time.time()
-            extras = [host_extras(Ledger(client, time.time), Denylist(client, time.time), s.host, now)
+            extras = [host_extras(PoolRecords(client, time.time), Denylist(client, time.time), s.host, now)
                       for s in hosts]
     finally:
         client.close()
@@ -154,7 +154,7 @@ def retire(app: App, address: str, reason: str, fmt: str | None) -> None:
 
     with pool_context(app, need_aws=False, need_inventory=False) as ctx:
         machinery = ctx.pools.shared  # Redis only: no region's AWS is asked
-        retired = retire_address(machinery.slots, machinery.denylist, machinery.ledger, address, reason)
+        retired = retire_address(machinery.slots, machinery.denylist, machinery.records, address, reason)
     logging.getLogger("ippool").warning("retired %s: %s", address, reason)
     where = f"{retired.host} slot {retired.slot}" if retired.slot is not None else f"{retired.host} (parked)"
     summary = (f"{address} ({where}) takes no new leases and is denied for 7 days; state now {retired.state}"
@@ -196,7 +196,7 @@ def worker(app: App, once: bool, interval_s: float, fmt: str | None) -> None:
     with pool_context(app) as ctx:
         ctx.require_ptr_zones()  # before the first rotation allocates
         for aws in ctx.pools.adapters():
-            aws.on_throttle = ctx.pools.shared.ledger.throttled
+            aws.on_throttle = ctx.pools.shared.records.throttled
         runner = ctx.pools.worker(owner_id(), interval_s=interval_s)
         signal.signal(signal.SIGTERM, lambda signum, frame: runner.stop())
         reports: list[CycleReport] = []

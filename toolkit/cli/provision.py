@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from provisioning.agent_package import agent_package
-from provisioning.plan import HostPlan, SlotSource, resolve_plan, slot_extravars
+from provisioning.plan import ProvisionPlan, SlotSource, resolve_plan, slot_extravars
 from provisioning.pool_source import no_redis_source
 from provisioning.runner import ProvisionResult, find_ansible_playbook, run_playbook
 from provisioning.targets import load_targets
@@ -89,7 +89,7 @@ def slot_source(app: App) -> SlotSource:
     return pool_slot_source(Pool(app.redis()))
 
 
-def _plans(inventory: Inventory, limit: str | None, source: SlotSource | None) -> list[HostPlan]:
+def _plans(inventory: Inventory, limit: str | None, source: SlotSource | None) -> list[ProvisionPlan]:
     """Check every targeted host is reachable in principle and, with a `source`, resolve its slot addresses from
     its pool (an error for a host without one); without, plans carry no slots (the run binds none)."""
     by_name = {h.name: h for h in inventory.hosts}
@@ -100,7 +100,7 @@ def _plans(inventory: Inventory, limit: str | None, source: SlotSource | None) -
         if host is None:
             raise ConfigError(f"{inventory.path}: host {target.name} is not a sender host sendhost knows")
         if source is None:
-            plans.append(HostPlan(host.name, host.interface, host.subnet, ()))
+            plans.append(ProvisionPlan(host.name, host.interface, host.subnet, ()))
         else:
             plans.append(resolve_plan(host.name, host.interface, host.subnet, source))
     return plans

@@ -29,7 +29,7 @@ class ParkedEntry:
                 "parked_until": self.parked_until, "seconds_left": max(0, int(self.parked_until - now))}
 
 
-class Ledger:
+class PoolRecords:
     """The Redis side-records of the pools; `clock` gives epoch seconds."""
 
     def __init__(self, client: Any, clock: Callable[[], float]) -> None:
