@@ -133,3 +133,11 @@ def test_a_missing_file_is_a_configuration_error_naming_it(tmp_path: Path) -> No
 
 def test_a_campaign_error_exits_2() -> None:
     assert issubclass(CampaignError, ConfigError) and CampaignError("x").exit_code == 2
+
+
+def test_the_guide_shows_the_shipped_examples_as_they_are() -> None:
+    guide = (REPO_ROOT / "docs" / "campaigns.md").read_text(encoding="utf-8")
+    example = (REPO_ROOT / "campaign.example.yml").read_text(encoding="utf-8")
+    leads = (REPO_ROOT / "leads.example.csv").read_text(encoding="utf-8")
+    assert f"```yaml\n{example}```" in guide
+    assert f"```csv\n{leads}```" in guide
