@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sender.csv_input import CSV_OPEN_ERRORS, csv_open_error
 from sender.errors import SenderConfigError
 
 REQUIRED = ("lead", "step", "to", "group", "subject", "text")
@@ -46,12 +47,8 @@ def read_rows(path: Path, known_groups: Collection[str] | None = None) -> list[R
                 raise SenderConfigError(f"{path}:1: unknown column(s) {', '.join(unknown)}; allowed: "
                                         f"{','.join(REQUIRED + OPTIONAL)}")
             return [_row(path, reader.line_num, raw, known_groups) for raw in reader]
-    except FileNotFoundError:
-        raise SenderConfigError(f"{path}: no such file; pass the CSV to enqueue") from None
-    except UnicodeDecodeError:
-        raise SenderConfigError(f"{path}: not UTF-8 text; save the CSV as UTF-8") from None
-    except csv.Error as exc:
-        raise SenderConfigError(f"{path}: malformed CSV: {exc}") from None
+    except CSV_OPEN_ERRORS as exc:
+        raise csv_open_error(path, "the CSV to enqueue", exc) from None
 
 
 def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups: Collection[str] | None) -> Row:

@@ -1,0 +1,38 @@
+"""A CSV that cannot be read: the same words for the enqueue CSV and the leads CSV, naming the file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sender.campaigns.leads import LeadsError, read_leads
+from sender.campaigns.spec import load_campaign
+from sender.errors import SenderConfigError
+from sender.ledger.csvfile import read_rows
+from tests.conftest import REPO_ROOT
+
+ENQUEUE_HEADER = "lead,step,to,group,subject,text\n"
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, "no such file; pass the CSV to enqueue"),
+    (ENQUEUE_HEADER.encode() + b"l1,1,a@rcpt.example,default,Caf\xe9,x\n", "not UTF-8 text; save the CSV as UTF-8"),
+    ((ENQUEUE_HEADER + 'l1,1,a@rcpt.example,default,s,"' + "x" * 131_073 + '"\n').encode(),
+     "malformed CSV: field larger than field limit (131072)"),
+])
+def test_the_enqueue_csv_names_the_file_it_cannot_read(tmp_path: Path, content: bytes | None, expected: str) -> None:
+    path = tmp_path / "rows.csv"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SenderConfigError, match=re.escape(f"{path}: {expected}")):
+        read_rows(path)
+
+
+def test_the_leads_csv_says_the_same_with_its_own_error(tmp_path: Path) -> None:
+    spec = load_campaign(REPO_ROOT / "campaign.example.yml")
+    path = tmp_path / "leads.csv"
+    path.write_text('email,company\na@rcpt.example,"' + ("x" * 1000 + "\n") * 140 + '"\n', encoding="utf-8")
+    with pytest.raises(LeadsError, match=re.escape(f"{path}: malformed CSV: field larger than field limit")):
+        read_leads(path, spec)
