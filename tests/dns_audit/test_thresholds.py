@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from dns_audit.spf import check_host
+from dns_audit.spf import audit_spf, check_host
 from tests.dns_audit.conftest import Audit, codes
 from tests.dns_audit.memory_dns import FakeDns
 
@@ -57,3 +57,17 @@ def _voids(count: int) -> FakeDns:
 def test_check_host_allows_2_void_lookups_and_permerrors_at_3() -> None:
     assert asyncio.run(check_host(_voids(2), "192.0.2.1", "example.test")) == "pass"
     assert asyncio.run(check_host(_voids(3), "192.0.2.1", "example.test")) == "permerror"
+
+
+def test_the_spf_walk_stops_at_the_void_limit_and_follows_nothing_after_it() -> None:
+    """Past 2 void lookups a receiver has returned permerror: the audit reports that alone and follows nothing
+    after it (here an include whose record uses `ptr`, then enough terms to pass 10 lookups)."""
+    later = [f"a:host{n}.example.test" for n in range(8)]
+    dns = FakeDns({
+        "example.test": {"TXT": [" ".join(["v=spf1", *(f"a:nx{n}.example.test" for n in range(3)),
+                                           "include:later.example.test", *later, "-all"])]},
+        "later.example.test": {"TXT": ["v=spf1 ptr -all"]},
+        **{f"host{n}.example.test": {"A": ["192.0.2.1"]} for n in range(8)},
+    })
+    assert {f.code for f in asyncio.run(audit_spf(dns, "example.test"))} == {"spf.void_limit"}
+    assert not [name for name, _type in dns.queries if name.startswith(("later.", "host"))], dns.queries

@@ -8,6 +8,7 @@ import pytest
 
 from ippool import Pool
 from ippool.errors import PoolConfigError
+from tests.support.clock import FakeClock
 from tests.support.ippool_backends import register
 from tests.support.ippool_slots import set_used
 
@@ -104,6 +105,14 @@ def test_retire_with_live_leases_waits_for_them(pool: Pool) -> None:
     assert pool.slots.slot_status("sender-1", 0).state == "ready"
     assert pool.slots.retire("sender-1", 0) == "ready"
     assert pool.slots.retire("sender-1", 5) == "empty"
+
+
+def test_retire_does_not_wait_for_a_lease_whose_holder_died(pool: Pool, clock: FakeClock) -> None:
+    # The lease set still holds the dead sender's entry (nothing reaped it yet): past its expiry it holds nothing.
+    register(pool, slots=1)
+    pool.lease("sender-1", ttl_s=5)  # never released
+    clock.advance(5.001)
+    assert pool.slots.retire("sender-1", 0) == "ready"
 
 
 def test_set_used_never_lowers_and_retires_at_budget(pool: Pool) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from email.message import Message
 from pathlib import Path
 from typing import Any
 
+from ippool.states import SlotState
+from sender.sending.agent import Agent
 from sender.sending.tokens import verify_token
-from tests.sender.world import PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World, make_world
-from tests.support.submission import SubmissionServer
+from tests.sender.world import HOST, PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World, make_world
+from tests.support.submission import Scripted, SubmissionServer
 
 
 def _run_once(world: World, workers: int = 1) -> None:
@@ -45,6 +48,26 @@ def test_suppressed_after_queueing_receives_nothing(world: World) -> None:
     assert sorted(r.rcpt for r in world.server.recorder.received) == ["lead0@rcpt.example", "lead2@rcpt.example"]
     with world.ledger() as ledger:
         assert ledger.counts()["suppressed"] == 1
+
+
+def test_a_recipient_suppressed_after_the_claim_receives_nothing(world: World) -> None:
+    """The last suppression check is right before the handoff: an unsubscribe that lands while the row is already
+    claimed (here: once its source IP is leased) still stops it, and the row ends suppressed."""
+    world.enqueue(1)
+
+    def checkpoint(name: str) -> None:
+        if name == "leased":
+            with world.ledger() as ledger:
+                ledger.suppress("lead0@rcpt.example", "unsubscribed meanwhile")
+
+    agent, factory = world.agent(checkpoint)
+    reports = agent.run(factory, 1, once=True, stop=threading.Event())
+    assert world.server.recorder.received == []
+    assert [r.kind for r in reports] == ["suppressed"]
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+    assert shown is not None and shown.row["status"] == "suppressed"
+    assert shown.send_log is None
 
 
 def test_no_slot_address_beyond_its_budget_then_the_primary(world: World) -> None:
@@ -108,3 +131,31 @@ def test_run_once_exits_1_when_the_certificate_does_not_verify(world: World, cli
     assert error.startswith("error: 4 send(s) could not reach their submission server; first, via box")
     assert "certificate of 127.0.0.1 does not verify" in error and "set smtp.ca_file" in error
     assert world.server.recorder.received == []
+
+
+def test_a_refused_send_releases_its_lease_so_a_retiring_slot_is_ready_at_once(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> None:
+    """A send the server refused ends its lease like an accepted one: no live lease of it remains, and the slot it
+    spent (its last send) is ready to rotate now, not once the lease's TTL runs out."""
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    submission.recorder.script["lead0@rcpt.example"] = Scripted(
+        "data", "550 5.7.1 This message was blocked because its content presents a potential security issue.")
+    world.enqueue(1)
+    built, factory = world.agent(smtp_timeout_s=1.0)
+    pool = built.pool
+    # Every slot spent but slot 0, which has one send left: the refused send below is slot 0's last.
+    pool.register_host(HOST, PRIMARY, (1, 1))
+    for slot, address in enumerate(SLOTS):
+        pool.put_address(HOST, slot, private_ip=address, spent=slot != 0)
+    with factory() as ledger:
+        key = ledger.unsubscribe_key()
+    # The agent releases leases in a side task, off the send path: an executor of our own, so leaving its block
+    # waits for them.
+    with ThreadPoolExecutor(max_workers=4) as side_tasks:
+        agent = Agent(built.settings, built.guard, pool, pool.client, unsubscribe_key=key, side_tasks=side_tasks)
+        (report,) = agent.run(factory, 1, once=True, stop=threading.Event())
+    assert (report.kind, report.source_ip) == ("failed", SLOTS[0])
+    assert world.server.recorder.received == []
+    (status,) = pool.status(HOST)
+    assert (status.slots[0].state, status.slots[0].live_leases) == (SlotState.READY, 0)
+    assert 0 in {ready.slot for ready in pool.slots.ready_slots(HOST)}  # what a rotator polls for

@@ -4,6 +4,8 @@ and late events change nothing; the guard holds for the agent's own writes and f
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -12,6 +14,7 @@ import psycopg
 import pytest
 
 from sender import Ledger, Settle, Status
+from sender.ledger import connection as db
 from sender.ledger.events import RANK, Applied, Event, Feedback
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -97,6 +100,54 @@ def test_replays_change_nothing(feedback: Feedback, database_url: str) -> None:
         assert conn.execute("SELECT count(*) FROM sender_feedback").fetchone() == (1,)
 
 
+def _until_blocked_by(watcher: psycopg.Connection, waiting_pid: int, holder_pid: int) -> None:
+    """Return once the database reports `waiting_pid` waiting on a lock `holder_pid` holds."""
+    deadline = time.monotonic() + 10
+    while True:
+        row = watcher.execute("SELECT %s = ANY (pg_blocking_pids(%s))", (holder_pid, waiting_pid)).fetchone()
+        if row is not None and row[0]:
+            return
+        assert time.monotonic() < deadline, "the second arrival never met the first one in flight"
+        time.sleep(0.01)
+
+
+def test_two_first_arrivals_at_once_answer_both_and_leave_one_feedback_row(feedback: Feedback,
+                                                                         database_url: str) -> None:
+    """A webhook retried while its first call is still in flight: the second arrival of the same (row, event,
+    reference) meets the first one uncommitted (it passed the replay read before the first committed). It waits,
+    then is answered as a replay, not with an error; one feedback row is written."""
+    row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
+    feedback.record_sent(row, "250 ok")
+    answers: list[object] = []
+    second_conn = db.connect(database_url)
+    second_pid = second_conn.info.backend_pid
+    with psycopg.connect(database_url) as first, Feedback(second_conn, database_url) as second, \
+            psycopg.connect(database_url, autocommit=True) as watcher:
+        applied = first.execute("SELECT sender_apply_event(%s, 'delivered', %s, 'webhook', 't', '')",
+                                (row, AT)).fetchone()  # in a transaction left open
+
+        def arrive() -> None:
+            try:
+                answers.append(second.apply(row, Event.DELIVERED, source="webhook", ref="t", at=AT))
+            except Exception as exc:  # what the test is about: the second arrival must not see one
+                answers.append(exc)
+
+        arriving = threading.Thread(target=arrive)
+        arriving.start()
+        try:
+            _until_blocked_by(watcher, second_pid, first.info.backend_pid)
+            first.commit()
+        finally:
+            first.rollback()  # a no-op after the commit; unblocks the second arrival when the wait failed
+            arriving.join(timeout=30)
+        assert not arriving.is_alive()
+        written = watcher.execute("SELECT count(*) FROM sender_feedback WHERE email_id = %s", (row,)).fetchone()
+    assert applied == ("applied",)
+    assert answers == [Applied.REPLAY]
+    assert written == (1,)
+    assert _status(feedback, "L1") == "delivered"
+
+
 def test_a_late_sent_never_overwrites_delivered(feedback: Feedback) -> None:
     # A relay's webhook can beat the agent's own record of the send.
     row, message_id = _handed_over(feedback, "L1", "a@rcpt.example")
@@ -127,6 +178,16 @@ def test_the_guard_holds_for_a_person_at_psql(feedback: Feedback, database_url: 
         conn.execute("UPDATE sender_emails SET status = 'queued' WHERE id = %s", (row,))
         conn.execute("UPDATE sender_emails SET status = 'sent' WHERE id = %s", (row,))
     assert _status(feedback, "L1") == "complained"
+    assert feedback.claim("w2", 10) == []
+
+
+def test_the_guard_holds_a_row_that_is_only_sent(feedback: Feedback, database_url: str) -> None:
+    # The guard starts at sent itself, not one rank above: a handed-over row is never queued again by hand.
+    row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
+    assert feedback.record_sent(row, "250 ok")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE sender_emails SET status = 'queued' WHERE id = %s", (row,))
+    assert _status(feedback, "L1") == "sent"
     assert feedback.claim("w2", 10) == []
 
 

@@ -68,6 +68,21 @@ def test_claims_never_overlap(ledger: Ledger, database_url: str) -> None:
     assert not {c.id for c in first} & {c.id for c in second}
 
 
+def test_claim_skips_rows_another_claim_holds(ledger: Ledger, database_url: str) -> None:
+    """A claim still open in one transaction (its rows locked, not yet committed) must not hold up another: the
+    second claim takes the other due rows at once (FOR UPDATE SKIP LOCKED), it never waits for the first."""
+    for n in range(5):
+        _queue(ledger, f"L{n}")
+    # The waiting a claim must never do is bounded here, so a claim that waits fails at once instead of hanging.
+    with psycopg.connect(database_url) as holder, \
+            Ledger(psycopg.connect(database_url, autocommit=True, options="-c lock_timeout=2000")) as other:
+        held = holder.execute("SELECT id FROM sender_claim('a', 2, NULL)").fetchall()  # a transaction left open
+        taken = other.claim("b", 10)
+        holder.rollback()
+    assert len(held) == 2
+    assert len(taken) == 3 and not {c.id for c in taken} & {row_id for (row_id,) in held}
+
+
 def test_a_claim_reads_the_head_of_the_queue_not_all_of_it(ledger: Ledger, database_url: str) -> None:
     """On a fresh ledger the statistics are stale (autovacuum has not analyzed it yet): the planner believes the
     queue holds a few rows. A claim must still take the oldest due rows off the due index without reading the
@@ -152,6 +167,19 @@ def test_sweep_requeues_unstarted_and_never_resends_started(ledger: Ledger) -> N
     assert requeued.id == first.id
     shown = ledger.show("L2", 1)
     assert shown is not None and shown.row["status"] == "unconfirmed"
+
+
+def test_suppression_withdraws_a_row_waiting_to_retry(ledger: Ledger) -> None:
+    """A row waiting in `retry` is as much a future send as a queued one: suppressing its address withdraws it at
+    once (not when it comes due), and the count says so."""
+    _queue(ledger)
+    (row,) = ledger.claim("w", 1)
+    _attempt(ledger, row.id)
+    assert ledger.settle(row.id, Settle.RETRY, "451 4.3.0 try later", delay_s=1800) is Status.RETRY
+    assert ledger.suppress("a@example.com", "unsubscribed") == 1
+    shown = ledger.show("L1", 1)
+    assert shown is not None and shown.row["status"] == "suppressed"
+    assert ledger.counts()["retry"] == 0
 
 
 def test_suppression_right_before_the_handoff(ledger: Ledger) -> None:

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import redis
 
 from sender import Ledger
-from tests.sender.world import World, make_world
+from tests.sender.world import World, clear_of_midnight, make_world
 from tests.support.submission import Scripted, SubmissionServer
 from warmup import Guard
 
@@ -82,6 +83,29 @@ def test_unconfirmed_is_never_retried(world: World) -> None:
         assert ledger.sweep(0) == (0, 0)
     _run_once(world)
     assert len(world.server.recorder.received) == 1
+
+
+def test_an_unknown_outcome_counts_against_the_day_rebuilt_from_the_ledger(tmp_path: Path, database_url: str,
+                                                                           redis_url: str,
+                                                                           submission: SubmissionServer) -> None:
+    """A timeout after the end of DATA keeps its reservation (the provider may have sent it). When Redis loses the
+    day's counters, the ones rebuilt from the ledger still count that attempt, beside the accepted send."""
+    clear_of_midnight()
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    submission.recorder.script[LEAD] = Scripted("hang", hang_s=3.0)
+    world.enqueue(2)  # lead0 times out after DATA, lead1 is accepted
+    _run_once(world)
+    with Ledger.from_url(database_url) as ledger:
+        shown = [ledger.show(f"L{n}", 1) for n in range(2)]
+    assert [s.row["status"] if s else None for s in shown] == ["unconfirmed", "sent"]
+    assert _mailbox_state(world, world.mailboxes[0]) == ("ready", 2)
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    client.close()
+    agent, factory = world.agent()
+    with factory() as ledger:
+        agent.prepare(ledger)  # what an agent does at its start: the counters come back from the ledger
+    assert _mailbox_state(world, world.mailboxes[0]) == ("ready", 2)
 
 
 def test_auth_failure_disconnects_the_mailbox_and_reroutes(tmp_path: Path, database_url: str, redis_url: str,

@@ -1,0 +1,1 @@
+"""Developer tools run from the checkout (not shipped in the wheel)."""

@@ -1,0 +1,449 @@
+"""Mutation checks: break one rule of the core logic at a time and see that a test notices.
+
+    .venv/bin/python tools/mutate.py --list            # the catalogue
+    .venv/bin/python tools/mutate.py                   # every mutation
+    .venv/bin/python tools/mutate.py 'claim-*' spf-walk-ignores-void-limit   # a subset, by name or glob
+
+Each mutation replaces one exact text in one file and names the tests that must fail with it. The checkout is
+never touched: the tool copies the working tree (committed or not, ignored files left out) into a temporary
+directory, first runs every named test there unmutated (a failing baseline makes every result meaningless), then
+applies one mutation at a time to the copy, runs its tests with a timeout, and puts the file back. It reports each
+mutation as caught (a named test failed), SURVIVED (they all passed), timeout (counted as caught: the tests did not
+pass, but a test should fail, not hang) or error (the tests could not run: a stale node id, an import error).
+Exit 0 when every mutation was caught, 1 when one survived or errored, 2 for bad arguments or a failing baseline.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TIMEOUT_S = 300.0
+
+# The files the catalogue mutates and the test files it names, each spelled once: a moved file is one line here.
+LEDGER_SQL = "sender/sql/schema.sql"
+FEEDBACK_SQL = "sender/sql/migrations/2_1_feedback.sql"
+CLAIM_SQL = "sender/sql/migrations/3_1_claim_plan.sql"
+QUERIES_SQL = "sender/sql/queries.sql"
+AGENT = "sender/sending/agent.py"
+OUTCOMES = "sender/sending/outcomes.py"
+RESERVE_LUA = "warmup/lua/reserve.lua"
+CANCEL_LUA = "warmup/lua/cancel.lua"
+LEASE_LUA = "ippool/lua/lease.lua"
+REAP_LUA = "ippool/lua/reap.lua"
+LIVE_LUA = "ippool/lua/_live.lua"
+SPF = "dns_audit/spf.py"
+SPF_EVAL = "dns_audit/spf_eval.py"
+DKIM = "dns_audit/dkim.py"
+DNSBL = "dns_audit/dnsbl.py"
+
+LEDGER_TESTS = "tests/sender/test_ledger.py"
+EVENTS_TESTS = "tests/sender/test_events.py"
+OUTCOMES_TESTS = "tests/sender/test_outcomes.py"
+AGENT_TESTS = "tests/sender/test_agent.py"
+CRASH_TESTS = "tests/sender/test_crash.py"
+GUARD_TESTS = "tests/warmup/test_guard.py"
+GUARD_FAILURE_TESTS = "tests/warmup/test_failures_guard.py"
+POOL_TESTS = "tests/ippool/test_pool.py"
+SLOT_STORE_TESTS = "tests/ippool/test_slot_store.py"
+THRESHOLD_TESTS = "tests/dns_audit/test_thresholds.py"
+CODES_TESTS = "tests/dns_audit/test_codes.py"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One change to one rule: `original` (exactly once in `path`) becomes `replacement`; `tests` must fail."""
+
+    name: str
+    path: str
+    original: str
+    replacement: str
+    tests: tuple[str, ...]
+    description: str
+
+
+def _m(name: str, path: str, original: str, replacement: str, tests: Sequence[str], description: str) -> Mutation:
+    return Mutation(name, path, original, replacement, tuple(tests), description)
+
+
+# Issue 31: rules that no test pinned until each of these mutations had a test that fails with it.
+ISSUE_31 = (
+    _m("claim-waits-for-locked-rows", CLAIM_SQL,
+       "        FOR UPDATE SKIP LOCKED\n", "        FOR UPDATE\n",
+       [f"{LEDGER_TESTS}::test_claim_skips_rows_another_claim_holds"],
+       "the claim waits for rows another open claim holds instead of skipping them"),
+    _m("feedback-race-unguarded", FEEDBACK_SQL,
+       "    ON CONFLICT (email_id, event, ref) DO NOTHING\n    RETURNING id INTO recorded;",
+       "    RETURNING id INTO recorded;",
+       [f"{EVENTS_TESTS}::test_two_first_arrivals_at_once_answer_both_and_leave_one_feedback_row"],
+       "two first arrivals of one event at once: the second gets a unique violation, not an answer"),
+    _m("rank-guard-starts-above-sent", FEEDBACK_SQL,
+       "WHEN sender_rank(p_old) >= 4 AND", "WHEN sender_rank(p_old) >= 5 AND",
+       [f"{EVENTS_TESTS}::test_the_guard_holds_a_row_that_is_only_sent"],
+       "the rank guard starts one rank above sent: a sent row can be queued again by hand"),
+    _m("sends-since-forgets-unconfirmed", QUERIES_SQL,
+       "SELECT mailbox, accepted_at FROM sender_send_log WHERE accepted_at >= %(since)s AND mailbox = ANY "
+       "(%(mailboxes)s)\nUNION ALL\nSELECT mailbox, attempt_started_at FROM sender_emails\n"
+       "WHERE status IN ('unconfirmed', 'sending') AND attempt_started_at >= %(since)s AND mailbox = ANY "
+       "(%(mailboxes)s);",
+       "SELECT mailbox, accepted_at FROM sender_send_log WHERE accepted_at >= %(since)s AND mailbox = ANY "
+       "(%(mailboxes)s);",
+       [f"{OUTCOMES_TESTS}::test_an_unknown_outcome_counts_against_the_day_rebuilt_from_the_ledger"],
+       "counters rebuilt from the ledger forget attempts whose outcome is unknown"),
+    _m("suppress-spares-retries", LEDGER_SQL,
+       "WHERE recipient = lower(p_address) AND status IN ('queued', 'retry')",
+       "WHERE recipient = lower(p_address) AND status IN ('queued')",
+       [f"{LEDGER_TESTS}::test_suppression_withdraws_a_row_waiting_to_retry"],
+       "suppression withdraws queued rows only, leaving rows that wait to retry"),
+    _m("failed-send-keeps-its-lease", AGENT,
+       "            if lease is not None:\n                # Off the hot path",
+       "            if lease is not None and confirm is not None:\n                # Off the hot path",
+       [f"{AGENT_TESTS}::test_a_refused_send_releases_its_lease_so_a_retiring_slot_is_ready_at_once"],
+       "the agent releases a lease only after an accepted send; a refused one holds it until its TTL"),
+    _m("undo-after-attempt-started", AGENT,
+       "if reservation is not None and not attempt_started:", "if reservation is not None:",
+       [f"{CRASH_TESTS}::test_an_exception_after_the_attempt_started_undoes_nothing"],
+       "an exception after the attempt started gives the mailbox's reservation back"),
+    _m("handoff-ignores-suppression", AGENT,
+       'if outcome != "ok" or message_id is None:', 'if outcome == "lost":',
+       [f"{AGENT_TESTS}::test_a_recipient_suppressed_after_the_claim_receives_nothing"],
+       "the agent stops only on `lost`, handing over a row the last check found suppressed"),
+    _m("spf-walk-ignores-void-limit", SPF,
+       "return self.lookups > LOOKUP_LIMIT or self.voids > VOID_LIMIT", "return self.lookups > LOOKUP_LIMIT",
+       [f"{THRESHOLD_TESTS}::test_the_spf_walk_stops_at_the_void_limit_and_follows_nothing_after_it"],
+       "the SPF walk goes on past the third void lookup"),
+)
+
+# Rules whose tests already caught these before issue 31: kept here so they stay caught.
+CAUGHT = (
+    _m("enqueue-ignores-suppression", LEDGER_SQL,
+       "    IF sender_is_suppressed(p_recipient) THEN\n        RETURN 'suppressed';\n    END IF;\n", "",
+       [f"{LEDGER_TESTS}::test_suppressed_address_is_refused_and_withdrawn"],
+       "enqueue accepts a suppressed address"),
+    _m("begin-attempt-skips-suppression", LEDGER_SQL,
+       "    IF sender_is_suppressed(r.recipient) THEN\n        UPDATE sender_emails SET status = 'suppressed'",
+       "    IF false THEN\n        UPDATE sender_emails SET status = 'suppressed'",
+       [f"{LEDGER_TESTS}::test_suppression_right_before_the_handoff"],
+       "the attempt's start skips the last suppression check"),
+    _m("send-log-twice", LEDGER_SQL,
+       "    ON CONFLICT (email_id) DO NOTHING\n    RETURNING email_id INTO logged;",
+       "    RETURNING email_id INTO logged;",
+       [f"{LEDGER_TESTS}::test_a_sent_row_is_never_downgraded"],
+       "recording a send twice is an error instead of a no-op"),
+    _m("retry-one-attempt-more", LEDGER_SQL,
+       "ELSIF p_outcome = 'retry' AND r.attempts >= p_max_attempts THEN",
+       "ELSIF p_outcome = 'retry' AND r.attempts > p_max_attempts THEN",
+       [f"{LEDGER_TESTS}::test_retry_stops_after_three_attempts_and_reroute_refunds"],
+       "a row is retried after its third attempt"),
+    _m("reroute-costs-an-attempt", LEDGER_SQL,
+       "THEN greatest(attempts - 1, 0) ELSE attempts END", "THEN attempts ELSE attempts END",
+       [f"{LEDGER_TESTS}::test_retry_stops_after_three_attempts_and_reroute_refunds"],
+       "a reroute (the mailbox's fault) uses up one of the lead's attempts"),
+    _m("sweep-requeues-started-attempts", LEDGER_SQL,
+       "        WHERE status = 'sending' AND attempt_id IS NULL\n          AND claimed_at < now()",
+       "        WHERE status = 'sending'\n          AND claimed_at < now()",
+       [f"{LEDGER_TESTS}::test_sweep_requeues_unstarted_and_never_resends_started"],
+       "the sweep puts a row whose attempt had started back in the queue"),
+    _m("claim-ignores-not-before", CLAIM_SQL,
+       "WHERE status IN ('queued', 'retry') AND not_before <= now()", "WHERE status IN ('queued', 'retry')",
+       [f"{LEDGER_TESTS}::test_retry_waits_thirty_minutes"],
+       "the claim takes rows before they are due"),
+    _m("bounce-does-not-suppress", FEEDBACK_SQL,
+       "    IF p_event IN ('bounced', 'unsubscribed', 'complained') THEN",
+       "    IF p_event IN ('unsubscribed', 'complained') THEN",
+       [f"{EVENTS_TESTS}::test_nothing_overwrites_a_bounce"],
+       "a hard bounce leaves its recipient unsuppressed"),
+    _m("reply-spares-the-next-step", FEEDBACK_SQL,
+       "WHERE lead = r.lead AND step > r.step AND", "WHERE lead = r.lead AND step > r.step + 1 AND",
+       [f"{EVENTS_TESTS}::test_a_reply_cancels_the_leads_later_steps"],
+       "a reply cancels the lead's later steps but the next one"),
+    _m("rank-replied-above-bounced", FEEDBACK_SQL,
+       "WHEN 'replied' THEN 6 WHEN 'bounced' THEN 7", "WHEN 'replied' THEN 7 WHEN 'bounced' THEN 6",
+       [f"{EVENTS_TESTS}::test_the_documented_rank_is_the_databases"],
+       "a reply outranks a bounce"),
+    _m("redelivered-attempt-retried", AGENT,
+       "ledger.settle(row.id, Settle.UNCONFIRMED,\n", "ledger.settle(row.id, Settle.RETRY,\n",
+       [f"{AGENT_TESTS}::test_a_redelivered_row_with_an_attempt_takes_the_crash_path"],
+       "a row claimed again after its attempt had started is queued to retry, not settled unconfirmed"),
+    _m("unknown-outcome-retried", OUTCOMES,
+       'return Disposition(Settle.UNCONFIRMED, None, True, 0.0, detail + "; check Sent Items")',
+       "return Disposition(Settle.RETRY, None, True, 0.0, detail)",
+       [f"{OUTCOMES_TESTS}::test_unconfirmed_is_never_retried"],
+       "a timeout after the end of DATA is retried (a possible second delivery)"),
+    _m("unknown-outcome-frees-the-slot", OUTCOMES,
+       'return Disposition(Settle.UNCONFIRMED, None, True, 0.0, detail + "; check Sent Items")',
+       'return Disposition(Settle.UNCONFIRMED, None, False, 0.0, detail + "; check Sent Items")',
+       [f"{OUTCOMES_TESTS}::test_provider_reply_drives_the_outcome[timeout after DATA]"],
+       "a timeout after the end of DATA gives the mailbox's reservation back"),
+    _m("auth-failure-costs-an-attempt", OUTCOMES,
+       "    if failure is FailureClass.ACCOUNT_AUTH:\n        return Disposition(Settle.REROUTE,",
+       "    if failure is FailureClass.ACCOUNT_AUTH:\n        return Disposition(Settle.RETRY,",
+       [f"{OUTCOMES_TESTS}::test_auth_failure_disconnects_the_mailbox_and_reroutes"],
+       "a mailbox's failed login costs the lead an attempt and waits 30 minutes"),
+    _m("daily-cap-one-more", RESERVE_LUA,
+       "    elseif count >= cap then", "    elseif count > cap then",
+       [f"{GUARD_TESTS}::test_reserve_counts_against_the_cap_and_confirm_keeps_it"],
+       "the guard reserves one send past the day's cap"),
+    _m("gap-not-enforced", RESERVE_LUA,
+       "    elseif last >= 0 and now < eligible then", "    elseif false then",
+       [f"{GUARD_TESTS}::test_gap_plus_jitter_is_enforced_and_the_wait_is_stored"],
+       "the guard ignores the minimum gap between sends"),
+    _m("pick-most-used", RESERVE_LUA,
+       "elseif best == nil or count < best_count or", "elseif best == nil or count > best_count or",
+       [f"{GUARD_TESTS}::test_pick_takes_the_least_used_eligible_mailbox"],
+       "pick takes the most-used eligible mailbox"),
+    _m("paused-mailbox-reserves", RESERVE_LUA,
+       '    if f[2] == "1" then\n      consider_skip(i, "skipped-paused"',
+       '    if false then\n      consider_skip(i, "skipped-paused"',
+       [f"{GUARD_TESTS}::test_paused_mailbox_is_skipped_until_resumed"],
+       "a paused mailbox still reserves sends"),
+    _m("cancel-settles-twice", CANCEL_LUA,
+       'if redis.call("ZADD", KEYS[1], "NX", now, ARGV[2]) == 0 then',
+       'if redis.call("ZADD", KEYS[1], now, ARGV[2]) == -1 then',
+       [f"{GUARD_FAILURE_TESTS}::test_an_unknown_outcome_is_settled_once"],
+       "a reservation can be settled twice: a late cancel frees a slot an unknown outcome kept"),
+    _m("lease-past-budget", LEASE_LUA,
+       "if used ~= nil and used < tonumber(f[2]) and", "if used ~= nil and used <= tonumber(f[2]) and",
+       [f"{POOL_TESTS}::test_slot_at_budget_retires_and_gets_no_new_lease"],
+       "a slot is leased once more after its budget is spent"),
+    _m("lease-most-used-slot", LEASE_LUA,
+       "(best == nil or used < best_used)", "(best == nil or used > best_used)",
+       [f"{POOL_TESTS}::test_lease_takes_the_least_used_active_slot"],
+       "the lease takes the most-used slot"),
+    _m("reap-ignores-live-leases", REAP_LUA,
+       "if state == 'retiring' and not live[index] then", "if state == 'retiring' then",
+       [f"{POOL_TESTS}::test_release_of_the_last_live_lease_of_a_retiring_slot_makes_it_ready"],
+       "a retiring slot is ready to rotate while a send still holds a lease on it"),
+    _m("spf-lookup-limit-at-ten", SPF,
+       "    if walk.lookups > LOOKUP_LIMIT:", "    if walk.lookups >= LOOKUP_LIMIT:",
+       [f"{THRESHOLD_TESTS}::test_spf_with_exactly_10_lookups_passes_the_audit"],
+       "the audit reports 10 SPF lookups (the limit itself) as over it"),
+    _m("check-host-void-limit-at-two", SPF_EVAL,
+       "            if self.voids > VOID_LIMIT:", "            if self.voids >= VOID_LIMIT:",
+       [f"{THRESHOLD_TESTS}::test_check_host_allows_2_void_lookups_and_permerrors_at_3"],
+       "check_host permerrors at 2 void lookups (the limit itself)"),
+    _m("dkim-1024-bits-weak", DKIM,
+       "elif key.bits is not None and key.bits < MIN_RSA_BITS:",
+       "elif key.bits is not None and key.bits <= MIN_RSA_BITS:",
+       [f"{THRESHOLD_TESTS}::test_dkim_key_size_thresholds"],
+       "a 1024-bit DKIM key (the minimum) is reported as rejected"),
+    _m("dnsbl-refusal-is-a-listing", DNSBL,
+       'return address.startswith("127.255.255.")', "return False",
+       [f"{CODES_TESTS}::test_a_listed_ip_is_an_error_and_a_refusal_is_only_a_warning"],
+       "a blocklist's 127.255.255.x refusal is reported as a listing"),
+)
+
+# Survivors this catalogue found itself, each caught since by a test written for it.
+FOUND = (
+    # reap.lua drops expired leases before it counts live ones, so it hides this; retire.lua does not.
+    _m("expired-leases-stay-live", LIVE_LUA,
+       "ZRANGEBYSCORE', leases_key, '(' .. now, '+inf'", "ZRANGEBYSCORE', leases_key, '-inf', '+inf'",
+       [f"{SLOT_STORE_TESTS}::test_retire_does_not_wait_for_a_lease_whose_holder_died"],
+       "an expired lease (its sender died) still counts as live: a retired slot waits for it"),
+)
+
+CATALOGUE = ISSUE_31 + CAUGHT + FOUND
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mutation: Mutation
+    verdict: str  # caught | SURVIVED | timeout | error
+    seconds: float
+    detail: str  # the first failing test, or why the tests could not run
+    output: str
+
+
+def select(patterns: Sequence[str]) -> list[Mutation]:
+    """The mutations whose names match any of `patterns` (names or globs), in catalogue order; all for none."""
+    if not patterns:
+        return list(CATALOGUE)
+    unknown = [p for p in patterns if not any(fnmatch.fnmatchcase(m.name, p) for m in CATALOGUE)]
+    if unknown:
+        raise SystemExit(f"mutate: no mutation named {', '.join(unknown)}; see --list")
+    return [m for m in CATALOGUE if any(fnmatch.fnmatchcase(m.name, p) for p in patterns)]
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """The working tree as it is (tracked and untracked files, ignored ones left out), symlinks as symlinks."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=source,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        origin, copy = source / name, target / name
+        if not origin.is_symlink() and not origin.is_file():
+            continue  # deleted in the working tree, or a submodule
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if origin.is_symlink():
+            copy.symlink_to(os.readlink(origin))
+        else:
+            shutil.copy2(origin, copy)
+
+
+@contextmanager
+def mutated(tree: Path, mutation: Mutation) -> Iterator[None]:
+    """`mutation` applied to its file under `tree` for the block; the file's bytes put back however it ends."""
+    path = tree / mutation.path
+    before = path.read_bytes()
+    text = before.decode()
+    found = text.count(mutation.original)
+    if found != 1:
+        raise ValueError(f"{mutation.name}: its original text occurs {found} times in {mutation.path}, not once")
+    try:
+        path.write_bytes(text.replace(mutation.original, mutation.replacement).encode())
+        yield
+    finally:
+        path.write_bytes(before)
+
+
+def _environment(tree: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(tree)  # the copy's packages, never the checkout's (the venv has it installed editable)
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+def run_tests(tree: Path, tests: Sequence[str], timeout_s: float) -> tuple[int | None, str, float]:
+    """pytest on `tests` in `tree`: (exit code or None on timeout, output, seconds). Stops at the first failure."""
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", *tests]
+    began = time.monotonic()
+    # A session of its own, so a timeout (or Ctrl-C here) ends pytest and every server its fixtures started.
+    process = subprocess.Popen(command, cwd=tree, env=_environment(tree), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout_s)
+        return process.returncode, output, time.monotonic() - began
+    except subprocess.TimeoutExpired:
+        output = _stop(process)
+        return None, output, time.monotonic() - began
+    except BaseException:
+        _stop(process)
+        raise
+
+
+def _stop(process: subprocess.Popen[str]) -> str:
+    """End a pytest run we started: SIGINT first (its fixtures stop their servers), SIGKILL if it lingers."""
+    for sig, grace_s in ((signal.SIGINT, 30.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            output, _ = process.communicate(timeout=grace_s)
+            return output or ""
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # a second Ctrl-C: on to SIGKILL
+            continue
+    return ""
+
+
+def _first_failure(output: str) -> str:
+    """The first FAILED or ERROR line of pytest's short summary, else its last line."""
+    lines = output.strip().splitlines()
+    summary = next((n for n, line in enumerate(lines) if "short test summary info" in line), len(lines))
+    for line in lines[summary:]:
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line
+    return lines[-1] if lines else ""
+
+
+def check(tree: Path, mutation: Mutation, timeout_s: float) -> Outcome:
+    with mutated(tree, mutation):
+        code, output, seconds = run_tests(tree, mutation.tests, timeout_s)
+    if code is None:
+        verdict, detail = "timeout", f"the tests ran longer than {timeout_s:.0f}s"
+    elif code == 0:
+        verdict, detail = "SURVIVED", "every named test passed"
+    elif code == 1:
+        verdict, detail = "caught", _first_failure(output)
+    else:  # 2 interrupted or a collection error, 3 internal error, 4 usage error (a stale node id), 5 no tests
+        verdict, detail = "error", f"pytest exited {code}: {_first_failure(output)}"
+    return Disposition(mutation, verdict, seconds, detail, output)
+
+
+def _check_imports_from(tree: Path) -> None:
+    """Refuse to go on when the copy's interpreter would import the checkout's packages instead of the copy's."""
+    probe = subprocess.run([sys.executable, "-c", "import sender; print(sender.__file__)"], cwd=tree,
+                           env=_environment(tree), capture_output=True, text=True, check=False)
+    found = Path(probe.stdout.strip() or ".").resolve()
+    if probe.returncode != 0 or not found.is_relative_to(tree.resolve()):
+        raise SystemExit(f"mutate: the copy imports `sender` from {found}, not from {tree}: {probe.stderr.strip()}")
+
+
+def _list(mutations: Sequence[Mutation]) -> None:
+    width = max(len(m.name) for m in mutations)
+    for mutation in mutations:
+        print(f"{mutation.name:<{width}}  {mutation.path}: {mutation.description}")
+        for test in mutation.tests:
+            print(f"{'':<{width}}    {test}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("names", nargs="*", help="mutations to run, by name or glob (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"per mutation (default {DEFAULT_TIMEOUT_S:.0f})")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of the named tests")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print pytest's output of each run")
+    args = parser.parse_args(argv)
+    mutations = select(args.names)
+    if args.list:
+        _list(mutations)
+        return 0
+    # Ctrl-C, a kill or a closed terminal all unwind the same way: pytest stopped, the copy deleted.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    try:
+        return _run(mutations, args.timeout, baseline=not args.no_baseline, verbose=args.verbose)
+    except KeyboardInterrupt:
+        print("mutate: interrupted; the checkout was never touched and the copy is deleted", file=sys.stderr)
+        return 130
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(mutations: Sequence[Mutation], timeout_s: float, *, baseline: bool, verbose: bool) -> int:
+    with tempfile.TemporaryDirectory(prefix="sendhost-mutate-") as scratch:
+        tree = Path(scratch) / "tree"
+        copy_tree(ROOT, tree)
+        _check_imports_from(tree)
+        if baseline:
+            tests = list(dict.fromkeys(t for m in mutations for t in m.tests))
+            print(f"baseline: {len(tests)} test(s) unmutated ...", flush=True)
+            code, output, seconds = run_tests(tree, tests, timeout_s * 2)
+            if code != 0:
+                print(output)
+                print(f"mutate: the tests fail without any mutation (pytest exited {code}); fix that first",
+                      file=sys.stderr)
+                return 2
+            print(f"baseline: passed in {seconds:.0f}s", flush=True)
+        outcomes = []
+        for mutation in mutations:
+            outcome = check(tree, mutation, timeout_s)
+            outcomes.append(outcome)
+            print(f"{outcome.verdict:<8}  {mutation.name}  ({outcome.seconds:.0f}s)  {outcome.detail}", flush=True)
+            if verbose:
+                print(outcome.output)
+    bad = [o for o in outcomes if o.verdict in ("SURVIVED", "error")]
+    timeouts = sum(o.verdict == "timeout" for o in outcomes)
+    print(f"{len(outcomes) - len(bad)} of {len(outcomes)} caught" + (f" ({timeouts} by timeout)" if timeouts else "")
+          + (f"; not caught: {', '.join(o.mutation.name for o in bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
