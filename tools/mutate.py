@@ -369,7 +369,7 @@ def check(tree: Path, mutation: Mutation, timeout_s: float) -> Outcome:
         verdict, detail = "caught", _first_failure(output)
     else:  # 2 interrupted or a collection error, 3 internal error, 4 usage error (a stale node id), 5 no tests
         verdict, detail = "error", f"pytest exited {code}: {_first_failure(output)}"
-    return Disposition(mutation, verdict, seconds, detail, output)
+    return Outcome(mutation, verdict, seconds, detail, output)
 
 
 def _check_imports_from(tree: Path) -> None:
