@@ -24,7 +24,7 @@ from redis.retry import Retry
 
 from sendhost import redis_conn
 from warmup import keys
-from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 from warmup.failures import FailureClass
 from warmup.mailboxes import (
     MailboxConfig,
@@ -262,7 +262,7 @@ class Guard:
                 continue
             mailbox_address = wanted[int(index) - 1]
             if kind == "unknown":
-                raise WarmupConfigError(f"unknown mailbox {mailbox_address!r}; add it first")
+                raise UnknownMailbox(mailbox_address, "add it first")
             if kind == "reserved":
                 token, count, cap, at_ms = rest
                 reservation = Reservation(token, mailbox_address, group_keys.group, token.split(":", 2)[1],

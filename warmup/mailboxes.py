@@ -19,7 +19,7 @@ import redis
 from sendhost.embedded import LOST_KEY
 from warmup import keys
 from warmup.days import format_duration, local_day, midnight_ms, parse_member, schedule_rows
-from warmup.errors import WarmupConfigError
+from warmup.errors import UnknownMailbox, WarmupConfigError
 from warmup.health import Verdict, format_rate, verdict
 from warmup.schedule import DayCap, Ramp, cap_on, plan
 from warmup.scripts import GuardScripts
@@ -167,8 +167,8 @@ class Mailboxes:
         if group is None:
             group = _text(self._client.hget(keys.REGISTRY, address))
             if group is None:
-                raise WarmupConfigError(f"unknown mailbox {address!r}; add it with `sendhost warmup add` "
-                                        "or list it under sendhost_mailboxes in the inventory")
+                raise UnknownMailbox(address, "add it with `sendhost warmup add` or list it under sendhost_mailboxes "
+                                     "in the inventory")
             self._groups[address] = group
         return group
 

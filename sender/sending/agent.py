@@ -34,7 +34,7 @@ from sender.sending.submission import Result, ResultKind, Stage, SubmissionSessi
 from sender.sending.tokens import make_token
 from sender.settings import AgentSettings, MailboxSettings
 from warmup import FailureClass, Guard, Reservation
-from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
 log = logging.getLogger("sendhost.sender")
 
@@ -184,7 +184,7 @@ class Agent:
         try:
             decision = self.guard.pick(addresses)
         except WarmupConfigError as exc:
-            if "unknown mailbox" not in str(exc):
+            if not isinstance(exc, UnknownMailbox):
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(exc))
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.

@@ -13,7 +13,7 @@ from tests.support.net import free_port
 from tests.warmup.conftest import NOW
 from warmup import FailureClass, Guard
 from warmup.days import jitter_ms
-from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 from warmup.keys import GroupKeys
 
 TODAY = date(2026, 11, 30)
@@ -218,6 +218,16 @@ def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: re
 def test_unknown_mailbox_is_a_config_error(guard: Guard) -> None:
     with pytest.raises(WarmupConfigError, match=r"unknown mailbox 'nobody@x\.com'"):
         guard.reserve("nobody@x.com", now=NOW)
+
+
+def test_an_unknown_mailbox_is_told_by_its_type_wherever_it_is_met(guard: Guard) -> None:
+    # The sender's agent tells "Redis lost the mailbox" from other bad input by this type, not by the message.
+    with pytest.raises(UnknownMailbox) as picked:
+        guard.pick(["nobody@x.com"], now=NOW)
+    assert picked.value.address == "nobody@x.com"
+    for call in (lambda: guard.pause("nobody@x.com"), lambda: guard.status(["nobody@x.com"], now=NOW)):
+        with pytest.raises(UnknownMailbox):
+            call()
 
 
 def test_redis_down_fails_closed_by_default_and_open_when_asked() -> None:
