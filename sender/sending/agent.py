@@ -97,7 +97,7 @@ class Agent:
     def prepare(self, ledger: Ledger) -> None:
         """Rebuild every group's warm-up counters from the ledger (at start: Redis may have lost them)."""
         for group, mailboxes in self._groups.items():
-            rebuild(self.guard, self._redis, ledger, group, mailboxes)
+            rebuild(self.guard, ledger, group, mailboxes)
 
     # --- one row ------------------------------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class Agent:
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
             try:
-                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])
+                rebuild(self.guard, ledger, row.group, self._groups[row.group])
             except WarmupUnavailable as unavailable:
                 ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
                 return Report(row.id, "blocked", str(unavailable))

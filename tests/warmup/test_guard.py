@@ -117,6 +117,29 @@ def test_paused_mailbox_is_skipped_until_resumed(guard: Guard) -> None:
     assert guard.reserve("a@x.com", now=NOW).reserved
 
 
+def test_a_mailbox_added_paused_reserves_nothing_until_resumed(guard: Guard) -> None:
+    assert guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW, paused="rebuilding")
+    skipped = guard.reserve("a@x.com", now=NOW)
+    assert (skipped.status, skipped.reason) == ("skipped-paused", "rebuilding")
+    guard.resume("a@x.com")
+    assert guard.reserve("a@x.com", now=NOW).reserved
+
+
+def test_the_rebuild_lock_is_one_holders_and_a_dead_holders_expires(guard: Guard,
+                                                                    redis_client: redis.Redis) -> None:
+    lock = GroupKeys("sales").rebuild_lock
+    assert lock == "sendhost:sender:{sales}:rebuild"  # the name sender ACL users already grant
+    waited: list[float] = []
+    with guard.rebuilding("sales"):
+        token = redis_client.get(lock)
+        assert token
+        # A second holder waits (here: sleeps, its sleep injected) until the first gives up or dies.
+        with guard.rebuilding("sales", wait_s=0.2, sleep=waited.append):
+            assert redis_client.get(lock) == token  # a live holder's lock is never taken over
+        assert waited
+    assert redis_client.get(lock) is None
+
+
 def test_pick_takes_the_least_used_eligible_mailbox(guard: Guard) -> None:
     for address in ("a@x.com", "b@x.com", "c@x.com"):
         guard.add_mailbox(address, start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
