@@ -89,13 +89,17 @@ class Ledger:
 
     `clock` gives the time in epoch seconds (as `ippool.Pool(clock=...)`); every rule that depends on the time
     (which rows are due, a retry's delay, the sweep's age, every timestamp written) then lives in its time.
-    None: the database's own now()."""
+    None: the database's own now(). `put_back_delay` maps the delay asked for a row given back (unclaim, a
+    settle's retry) to the one written; None: as asked. A caller whose own scheduler does the waiting (the
+    simulation) sees the asked delay there and writes 0."""
 
     def __init__(self, conn: psycopg.Connection, url: str | None = None, *,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 put_back_delay: Callable[[float], float] | None = None) -> None:
         self._conn = conn
         self.url = url
         self.clock = clock
+        self._put_back_delay = put_back_delay
 
     @classmethod
     def from_url(cls, url: str, *, connect_timeout: int = db.CONNECT_TIMEOUT_S,
@@ -243,7 +247,8 @@ class Ledger:
         return [Claimed(*row) for row in rows]
 
     def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
-        return bool(self._one("unclaim", {"id": email_id, "delay_s": delay_s, "why": why}, "unclaim"))
+        return bool(self._one("unclaim", {"id": email_id, "delay_s": self._put_back(delay_s), "why": why},
+                              "unclaim"))
 
     def begin_attempt(self, email_id: int, attempt: uuid.UUID, mailbox: str, source_ip: str | None,
                       message_id: str) -> tuple[str, str | None]:
@@ -259,7 +264,11 @@ class Ledger:
 
     def settle(self, email_id: int, outcome: Settle, detail: str, delay_s: float = 0.0) -> Status:
         return Status(self._one("settle", {"id": email_id, "outcome": outcome.value, "detail": detail[:500],
-                                           "delay_s": delay_s, "max_attempts": MAX_ATTEMPTS}, "settle"))
+                                           "delay_s": self._put_back(delay_s), "max_attempts": MAX_ATTEMPTS},
+                                  "settle"))
+
+    def _put_back(self, delay_s: float) -> float:
+        return delay_s if self._put_back_delay is None else self._put_back_delay(delay_s)
 
     def sweep(self, older_than_s: float) -> tuple[int, int]:
         """Settle rows left `sending` longer than `older_than_s`: (requeued, unconfirmed)."""

@@ -113,3 +113,20 @@ def test_without_a_clock_the_database_keeps_the_time(ledger: Ledger, database_ur
     ledger.unclaim(row.id, 3600.0, "")
     assert ledger.claim("w1") == []
     assert ledger.next_due_s() == pytest.approx(3600.0, abs=60)
+
+
+def test_a_put_back_delay_maps_what_is_written(database_url: str, clock: Clock) -> None:
+    asked: list[float] = []
+
+    def due_at_once(delay_s: float) -> float:
+        asked.append(delay_s)
+        return 0.0
+
+    with psycopg.connect(database_url, autocommit=True) as conn, \
+            Ledger(conn, database_url, clock=clock, put_back_delay=due_at_once) as ledger:
+        ledger.migrate()
+        _queue(ledger)
+        (row,) = ledger.claim("w1")
+        ledger.unclaim(row.id, 300.0, "cooling down")
+        assert [r.id for r in ledger.claim("w1")] == [row.id]  # due again at once: the caller does the waiting
+        assert asked == [300.0]
