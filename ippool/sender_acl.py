@@ -30,8 +30,8 @@ from warmup import keys as warmup_keys
 
 # Selectors (`(~keys +commands)`) arrived in Redis 7.0: older servers cannot hold commands to the keys they are for.
 MIN_REDIS = (7, 0)
-# The agent's rebuild lock (`sender.sending.counters`): one per warm-up group.
-REBUILD_LOCK_PATTERN = "sendhost:sender:{*}:rebuild"
+# The agent's rebuild lock (`sender.sending.counters`, `warmup.Guard.rebuilding`): one per warm-up group.
+REBUILD_LOCK_PATTERN = warmup_keys.GroupKeys("*").rebuild_lock
 # Commands that take no key: liveness, the clock (`Mailboxes.now_ms`), loading a script redis-py's Script finds
 # missing (a pipeline asks SCRIPT EXISTS first), and the MULTI/EXEC of the guard's schedule refresh and resume.
 KEYLESS_COMMANDS = ("ping", "time", "script|load", "script|exists", "multi", "exec")

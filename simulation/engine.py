@@ -98,7 +98,7 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
             guard = SimulatedTimeGuard(client, clock, new_seed=lambda: f"{mailbox_seeds.getrandbits(64):016x}")
             pool_worker = PoolWorker(pool, adapter, POOL_NAME, worlds, clock, log)
             pool_worker.provision()
-            with mail_world(state_dir, inventory, guard, pool, client) as mail:
+            with mail_world(state_dir, inventory, guard, pool, client, clock) as mail:
                 senders = [SenderWorker(f"{world.host.name}/w{index + 1}", world.host.name, mail,
                                         inventory.mailboxes, clock, random.Random(seeds.randrange(2**32)), log,
                                         config.send_seconds, backlog_limit=max(1, config.sends_per_day))

@@ -5,13 +5,15 @@ Each simulated send is one `sender.Agent.send_one`: claim a row from the ledger 
 the send record. The submission server is aiosmtpd on 127.0.0.1 (AUTH required, plain over loopback, which the
 sender allows only for a loopback host); it records the peer address of every message it accepts.
 
-Three narrow adapters keep the real code on the simulated clock, each named for what it changes:
+Three narrow adapters keep the real code on the simulated clock and schedule, each named for what it changes:
 - `SimulatedTimeGuard` passes the simulated `now` to the guard (the agent asks without one), and lets a group
   pick only among the mailboxes whose start date has come (the simulation adds them as they start);
 - `LoopbackPool` gives each leased address (a slot's Elastic IP of one generation, or a host's primary) its own
   127.x address, so what the server saw *is* the per-address record;
-- `SimulatedTimeLedger` keeps a row due in PostgreSQL's real time when the agent puts it back for later, and
-  leaves the waiting to the simulation's scheduler (which reads `last_delay_s`).
+- `PutBackDelays` keeps a row due when the agent puts it back for later, and leaves the waiting to the
+  simulation's scheduler (which reads `last_s`).
+The ledger itself runs on the simulated clock (`Ledger(clock=...)`): every row is due, claimed, started and
+stamped in simulated time.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import redis
 
 from ippool import Lease, Pool
 from sender.errors import LedgerUnavailable
-from sender.ledger.store import Ledger, Settle, Status
+from sender.ledger.store import Ledger
 from sender.settings import AgentSettings, MailboxSettings, Submission
 from simulation.errors import SimulationFailed
 from simulation.model import SimInventory
@@ -120,18 +122,17 @@ class LoopbackPool(Pool):
         return lease
 
 
-class SimulatedTimeLedger(Ledger):
-    """The real ledger, except that a row put back for later stays due: the simulation waits in simulated time."""
+@dataclass
+class PutBackDelays:
+    """The ledger's `put_back_delay` here: a row the agent gives back stays due, and the delay it asked for is
+    left to the simulation's scheduler (which reads `last_s`), as the model always had it: any worker may claim
+    the row again at once (and meet the same block), the one that gave it back waits that long."""
 
-    last_delay_s: float | None = None
+    last_s: float | None = None
 
-    def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
-        self.last_delay_s = delay_s
-        return super().unclaim(email_id, 0.0, why)
-
-    def settle(self, email_id: int, outcome: Settle, detail: str, delay_s: float = 0.0) -> Status:
-        self.last_delay_s = delay_s
-        return super().settle(email_id, outcome, detail, 0.0)
+    def __call__(self, asked_s: float) -> float:
+        self.last_s = asked_s
+        return 0.0
 
 
 class InlineExecutor(Executor):
@@ -261,7 +262,8 @@ def embedded_ledger(state_dir: Path) -> Iterator[str]:
 class MailWorld:
     """What the simulated senders send through: the ledger, one agent per (host, group), the server's record."""
 
-    ledger: SimulatedTimeLedger
+    ledger: Ledger  # on the simulated clock
+    put_back: PutBackDelays
     agents: dict[tuple[str, str], Any]  # (host, group) -> sender.sending.agent.Agent
     recorder: SubmissionRecorder
     pool: LoopbackPool
@@ -287,13 +289,15 @@ def mailbox_settings(inventory: SimInventory, port: int,
 
 @contextmanager
 def mail_world(state_dir: Path, inventory: SimInventory, guard: SimulatedTimeGuard, pool: LoopbackPool,
-               redis_client: redis.Redis) -> Iterator[MailWorld]:
+               redis_client: redis.Redis, clock: Callable[[], float]) -> Iterator[MailWorld]:
     """The ledger on an embedded PostgreSQL, the submission server, and an agent per (host, group)."""
     from sender.ledger import connection as db
     from sender.sending.agent import Agent
 
     passwords = {mailbox.address: secrets.token_urlsafe(12) for mailbox in inventory.mailboxes}
-    with (embedded_ledger(state_dir) as url, contextlib.closing(SimulatedTimeLedger(db.connect(url), url)) as ledger,
+    put_back = PutBackDelays()
+    with (embedded_ledger(state_dir) as url,
+          contextlib.closing(Ledger(db.connect(url), url, clock=clock, put_back_delay=put_back)) as ledger,
           submission_server(passwords) as (port, recorder)):
         key = ledger.unsubscribe_key()
         env, mailboxes = mailbox_settings(inventory, port, passwords)
@@ -309,7 +313,7 @@ def mail_world(state_dir: Path, inventory: SimInventory, guard: SimulatedTimeGua
                 agents[(host.name, group)] = Agent(settings, guard, pool, redis_client, unsubscribe_key=key,
                                                    env=env, side_tasks=side_tasks)
         try:
-            yield MailWorld(ledger, agents, recorder, pool, guard, groups)
+            yield MailWorld(ledger, put_back, agents, recorder, pool, guard, groups)
         except LedgerUnavailable as exc:
             raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
 

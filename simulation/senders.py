@@ -67,7 +67,7 @@ class SenderWorker:
         retry: float | None = None
         due = False
         for group in self.mail.groups:
-            self.mail.ledger.last_delay_s = None
+            self.mail.put_back.last_s = None
             report = self.mail.agents[(self.host, group)].send_one(self.mail.ledger, self.name)
             if report is None:
                 continue  # nothing due in this group
@@ -78,7 +78,7 @@ class SenderWorker:
                 return None
             status = report.detail.split(" ", 1)[0] if report.kind == "blocked" else report.kind
             self.log.skips.append(events.Skip(now, self.name, status))
-            delay = self.mail.ledger.last_delay_s
+            delay = self.mail.put_back.last_s
             wait = delay if delay else NO_RETRY_HINT_S
             retry = wait if retry is None else min(retry, wait)
         if not due:

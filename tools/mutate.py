@@ -34,9 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT_S = 300.0
 
 # The files the catalogue mutates and the test files it names, each spelled once: a moved file is one line here.
-LEDGER_SQL = "sender/sql/schema.sql"
-FEEDBACK_SQL = "sender/sql/migrations/2_1_feedback.sql"
-CLAIM_SQL = "sender/sql/migrations/3_1_claim_plan.sql"
+LEDGER_SQL = "sender/sql/schema.sql"  # the current schema: what a fresh (test) database is made from
 QUERIES_SQL = "sender/sql/queries.sql"
 AGENT = "sender/sending/agent.py"
 OUTCOMES = "sender/sending/outcomes.py"
@@ -81,17 +79,17 @@ def _m(name: str, path: str, original: str, replacement: str, tests: Sequence[st
 
 # Issue 31: rules that no test pinned until each of these mutations had a test that fails with it.
 ISSUE_31 = (
-    _m("claim-waits-for-locked-rows", CLAIM_SQL,
+    _m("claim-waits-for-locked-rows", LEDGER_SQL,
        "        FOR UPDATE SKIP LOCKED\n", "        FOR UPDATE\n",
        [f"{LEDGER_TESTS}::test_claim_skips_rows_another_claim_holds"],
        "the claim waits for rows another open claim holds instead of skipping them"),
-    _m("feedback-race-unguarded", FEEDBACK_SQL,
+    _m("feedback-race-unguarded", LEDGER_SQL,
        "    ON CONFLICT (email_id, event, ref) DO NOTHING\n    RETURNING id INTO recorded;",
        "    RETURNING id INTO recorded;",
        [f"{EVENTS_TESTS}::test_two_first_arrivals_at_once_answer_both_and_leave_one_feedback_row"],
        "two first arrivals of one event at once: the second gets a unique violation, not an answer"),
-    _m("rank-guard-starts-above-sent", FEEDBACK_SQL,
-       "WHEN sender_rank(p_old) >= 4 AND", "WHEN sender_rank(p_old) >= 5 AND",
+    _m("rank-guard-starts-above-sent", LEDGER_SQL,
+       "WHEN sender_rank(p_old) >= sender_rank('sent') AND", "WHEN sender_rank(p_old) > sender_rank('sent') AND",
        [f"{EVENTS_TESTS}::test_the_guard_holds_a_row_that_is_only_sent"],
        "the rank guard starts one rank above sent: a sent row can be queued again by hand"),
     _m("sends-since-forgets-unconfirmed", QUERIES_SQL,
@@ -153,25 +151,25 @@ CAUGHT = (
        [f"{LEDGER_TESTS}::test_retry_stops_after_three_attempts_and_reroute_refunds"],
        "a reroute (the mailbox's fault) uses up one of the lead's attempts"),
     _m("sweep-requeues-started-attempts", LEDGER_SQL,
-       "        WHERE status = 'sending' AND attempt_id IS NULL\n          AND claimed_at < now()",
-       "        WHERE status = 'sending'\n          AND claimed_at < now()",
+       "        WHERE status = 'sending' AND attempt_id IS NULL\n          AND claimed_at < now_at",
+       "        WHERE status = 'sending'\n          AND claimed_at < now_at",
        [f"{LEDGER_TESTS}::test_sweep_requeues_unstarted_and_never_resends_started"],
        "the sweep puts a row whose attempt had started back in the queue"),
-    _m("claim-ignores-not-before", CLAIM_SQL,
-       "WHERE status IN ('queued', 'retry') AND not_before <= now()", "WHERE status IN ('queued', 'retry')",
+    _m("claim-ignores-not-before", LEDGER_SQL,
+       "WHERE status IN ('queued', 'retry') AND not_before <= now_at", "WHERE status IN ('queued', 'retry')",
        [f"{LEDGER_TESTS}::test_retry_waits_thirty_minutes"],
        "the claim takes rows before they are due"),
-    _m("bounce-does-not-suppress", FEEDBACK_SQL,
+    _m("bounce-does-not-suppress", LEDGER_SQL,
        "    IF p_event IN ('bounced', 'unsubscribed', 'complained') THEN",
        "    IF p_event IN ('unsubscribed', 'complained') THEN",
        [f"{EVENTS_TESTS}::test_nothing_overwrites_a_bounce"],
        "a hard bounce leaves its recipient unsuppressed"),
-    _m("reply-spares-the-next-step", FEEDBACK_SQL,
+    _m("reply-spares-the-next-step", LEDGER_SQL,
        "WHERE lead = r.lead AND step > r.step AND", "WHERE lead = r.lead AND step > r.step + 1 AND",
        [f"{EVENTS_TESTS}::test_a_reply_cancels_the_leads_later_steps"],
        "a reply cancels the lead's later steps but the next one"),
-    _m("rank-replied-above-bounced", FEEDBACK_SQL,
-       "WHEN 'replied' THEN 6 WHEN 'bounced' THEN 7", "WHEN 'replied' THEN 7 WHEN 'bounced' THEN 6",
+    _m("rank-replied-above-bounced", LEDGER_SQL,
+       "('replied', 6), ('bounced', 7)", "('replied', 7), ('bounced', 6)",
        [f"{EVENTS_TESTS}::test_the_documented_rank_is_the_databases"],
        "a reply outranks a bounce"),
     _m("redelivered-attempt-retried", AGENT,

@@ -12,7 +12,10 @@ Redis errors on the hot path fail closed (`skipped-unavailable`) unless the guar
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -24,7 +27,7 @@ from redis.retry import Retry
 
 from sendhost import redis_conn
 from warmup import keys
-from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 from warmup.failures import FailureClass
 from warmup.mailboxes import (
     MailboxConfig,
@@ -45,6 +48,7 @@ DEFAULT_RAMP = Ramp()
 Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-not-started",
                  "skipped-unavailable"]
 HOT_PATH_RETRIES = 1
+REBUILD_LOCK_S = 30.0  # how long a rebuild lock lives, and is waited for, when its holder died
 CALL_PLAN_CACHE = 1024
 # Settled tokens are remembered this long: far longer than a send can stay in flight.
 SETTLED_KEEP_MS = 2 * 86_400_000
@@ -148,11 +152,12 @@ class Guard:
     def add_mailbox(self, address: str, *, start: date, min_gap_s: float = 420,
                     jitter_s: tuple[float, float] = (0, 90), group: str = "default", timezone: str = "UTC",
                     domain: str | None = None, ramp: Ramp = DEFAULT_RAMP,
-                    now: float | None = None, force: bool = False) -> bool:
+                    now: float | None = None, force: bool = False, paused: str | None = None) -> bool:
         """Put a mailbox under the guard (or update its settings, keeping today's counters); True if new.
 
         The start may be in the future: the mailbox reserves nothing until then (`skipped-not-started`).
-        Moving the start earlier out of week one today needs `force`."""
+        Moving the start earlier out of week one today needs `force`. `paused` (a reason) adds it paused: it
+        reserves nothing until `resume`, not even once between the add and a pause."""
         address = validate_address(address)
         low, high = jitter_s
         if min_gap_s < 0 or not 0 <= low <= high:
@@ -163,7 +168,27 @@ class Guard:
             timezone=validate_timezone(timezone), start=start, min_gap_ms=int(min_gap_s * 1000),
             jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp,
         )
-        return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(now), force=force))
+        return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(now), force=force,
+                                                      paused=paused))
+
+    @contextmanager
+    def rebuilding(self, group: str, *, wait_s: float = REBUILD_LOCK_S,
+                   sleep: Callable[[float], None] = time.sleep) -> Iterator[None]:
+        """Hold `group`'s rebuild lock while its counters are restored from an outside record (the sender's
+        ledger), so two processes do not rebuild at once. A holder that died is waited for at most `wait_s`,
+        then overruled: a rebuild only ever raises counters."""
+        lock = keys.GroupKeys(validate_group(group)).rebuild_lock
+        token = uuid.uuid4().hex
+        deadline = time.monotonic() + wait_s
+        while not self._admin(lambda: self._client.set(lock, token, nx=True, px=int(wait_s * 1000))):
+            if time.monotonic() > deadline:
+                break
+            sleep(0.05)
+        try:
+            yield
+        finally:
+            if self._admin(lambda: self._client.get(lock)) == token:
+                self._admin(lambda: self._client.delete(lock))
 
     def knows(self, address: str) -> bool:
         """Is `address` under the guard already?"""
@@ -262,7 +287,7 @@ class Guard:
                 continue
             mailbox_address = wanted[int(index) - 1]
             if kind == "unknown":
-                raise WarmupConfigError(f"unknown mailbox {mailbox_address!r}; add it first")
+                raise UnknownMailbox(mailbox_address, "add it first")
             if kind == "reserved":
                 token, count, cap, at_ms = rest
                 reservation = Reservation(token, mailbox_address, group_keys.group, token.split(":", 2)[1],

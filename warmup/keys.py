@@ -15,6 +15,7 @@ GROUP_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 REGISTRY = f"{PREFIX}:mailboxes"  # hash: address -> group
 SYSTEM_SUCCESSES = f"{PREFIX}:{{system}}:successes"  # zset: confirmed reservation -> confirmed at (ms)
+REBUILD_LOCK_PREFIX = "sendhost:sender"  # GroupKeys.rebuild_lock: outside PREFIX, see there
 
 
 def domain_health(domain: str) -> str:
@@ -34,6 +35,12 @@ class GroupKeys:
     def settled(self) -> str:
         """Zset: settled (confirmed or cancelled) reservation token -> settled at (ms), so settling is once."""
         return f"{self.tag}:settled"
+
+    @property
+    def rebuild_lock(self) -> str:
+        """String: the token of the one process restoring the group's counters from the sender's ledger. Named as
+        the sender first named it, so the Redis ACL users already provisioned for senders still grant it."""
+        return f"{REBUILD_LOCK_PREFIX}:{{{self.group}}}:rebuild"
 
     def mailbox(self, address: str) -> MailboxKeys:
         return MailboxKeys(self, address)

@@ -19,7 +19,7 @@ import redis
 from sendhost.embedded import LOST_KEY
 from warmup import keys
 from warmup.days import format_duration, local_day, midnight_ms, parse_member, schedule_rows
-from warmup.errors import WarmupConfigError
+from warmup.errors import UnknownMailbox, WarmupConfigError
 from warmup.health import Verdict, format_rate, verdict
 from warmup.schedule import DayCap, Ramp, cap_on, plan
 from warmup.scripts import GuardScripts
@@ -167,8 +167,8 @@ class Mailboxes:
         if group is None:
             group = _text(self._client.hget(keys.REGISTRY, address))
             if group is None:
-                raise WarmupConfigError(f"unknown mailbox {address!r}; add it with `sendhost warmup add` "
-                                        "or list it under sendhost_mailboxes in the inventory")
+                raise UnknownMailbox(address, "add it with `sendhost warmup add` or list it under sendhost_mailboxes "
+                                     "in the inventory")
             self._groups[address] = group
         return group
 
@@ -189,8 +189,9 @@ class Mailboxes:
         fields = self._client.hgetall(self.keys_of(address).state)
         return MailboxConfig.from_fields({str(k): str(v) for k, v in fields.items()})
 
-    def add(self, config: MailboxConfig, now_ms: int, *, force: bool = False) -> bool:
-        """Create the mailbox, or update its settings keeping its counters; True when it was new.
+    def add(self, config: MailboxConfig, now_ms: int, *, force: bool = False, paused: str | None = None) -> bool:
+        """Create the mailbox, or update its settings keeping its counters; True when it was new. With `paused`
+        (a reason) it is paused in the same write, before the registry makes it visible to `pick`.
 
         Moving the start date earlier so that today leaves week one needs `force`: a mailbox that has not sent
         for a week must not jump to a ramped cap on the day someone edits a date. Every move is recorded."""
@@ -208,6 +209,8 @@ class Mailboxes:
         # What reserve.lua needs on every call, in one field (one HMGET slot instead of five).
         fields["guard"] = (f"{config.min_gap_ms}|{config.jitter_ms[0]}|{config.jitter_ms[1]}|"
                            f"{fields['jitter_seed']}|{config.address}")
+        if paused is not None:
+            fields.update(paused="1", pause_reason=paused)
         self._client.hset(state_key, mapping=fields)
         self._client.hset(keys.REGISTRY, config.address, config.group)
         self._groups[config.address] = config.group

@@ -21,16 +21,11 @@ from psycopg_pool import ConnectionPool
 
 from sender.feedback.health import WINDOW
 from sender.ledger.events import Feedback
-from sender.ledger.store import Status
+from sender.ledger.store import Ledger
 
 log = logging.getLogger("sendhost.sender.metrics")
 
 PREFIX = "sendhost_sender"
-_ROWS = "SELECT status::text, count(*) FROM sender_emails GROUP BY status"
-_OLDEST_DUE = """
-SELECT coalesce(extract(epoch FROM now() - min(not_before)), 0)::double precision FROM sender_emails
-WHERE status IN ('queued', 'retry') AND not_before <= now()"""
-_EVENTS = "SELECT kind, count(*) FROM sender_events GROUP BY kind"
 
 
 class LedgerCollector(Collector):
@@ -52,14 +47,13 @@ class LedgerCollector(Collector):
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
         try:
             with self._pool.connection(timeout=5) as conn:
-                feedback = Feedback(conn)
-                counts = {status.value: 0 for status in Status}
-                counts.update({str(s): int(n) for s, n in conn.execute(_ROWS).fetchall()})
-                for status, count in sorted(counts.items()):
+                ledger = Ledger(conn)
+                feedback = Feedback(ledger)
+                for status, count in sorted(ledger.counts().items()):
                     rows.add_metric([status], count)
-                found = conn.execute(_OLDEST_DUE).fetchone()
+                found = ledger.fetch_one("oldest_due_age", {}, "metrics")
                 oldest.add_metric([], max(float(found[0]) if found else 0.0, 0.0))
-                for kind, count in conn.execute(_EVENTS).fetchall():
+                for kind, count in ledger.fetch_all("event_counts", {}, "metrics"):
                     events.add_metric([str(kind)], int(count))
                 for mailbox, seen in sorted(feedback.health_since(datetime.now(UTC) - WINDOW).items()):
                     sends.add_metric([mailbox], seen["sent"])

@@ -37,6 +37,7 @@ from sender.errors import LedgerUnavailable
 from sender.feedback.metrics import LedgerCollector
 from sender.ledger import connection as db
 from sender.ledger.events import Applied, Event, Feedback
+from sender.ledger.store import Ledger
 from sender.sending.tokens import verify_token
 
 log = logging.getLogger("sendhost.sender.web")
@@ -98,12 +99,12 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
 
     def unsubscribe(email_id: int) -> Applied:
         with pool.connection() as conn:
-            return Feedback(conn).apply(email_id, Event.UNSUBSCRIBED, source="one-click", ref="one-click",
-                                        detail="List-Unsubscribe one-click")
+            return Feedback(Ledger(conn)).apply(email_id, Event.UNSUBSCRIBED, source="one-click",
+                                                ref="one-click", detail="List-Unsubscribe one-click")
 
     def row_exists(email_id: int) -> bool:
         with pool.connection() as conn:
-            return Feedback(conn).has_row(email_id)
+            return Feedback(Ledger(conn)).has_row(email_id)
 
     async def unsubscribe_page(request: Request) -> Response:
         token = request.path_params["token"]
@@ -143,7 +144,7 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
     def apply_events(items: list[dict[str, Any]]) -> list[str]:
         results = []
         with pool.connection() as conn:
-            feedback = Feedback(conn)
+            feedback = Feedback(Ledger(conn))
             for item in items:
                 results.append(str(feedback.apply_by_message_id(
                     item["message_id"], Event(item["event"]), source="webhook", ref=item["ref"], at=item["at"],
@@ -183,7 +184,7 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
     async def healthz(request: Request) -> Response:
         def ping() -> None:
             with pool.connection(timeout=5) as conn:
-                conn.execute("SELECT 1")
+                Ledger(conn).ping()
 
         try:
             await run_in_threadpool(ping)

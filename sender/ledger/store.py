@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -43,7 +43,8 @@ class Status(StrEnum):
     UNCONFIRMED = "unconfirmed"
     SUPPRESSED = "suppressed"
     CANCELLED = "cancelled"
-    # feedback after the handoff (migration 2, sender/ledger/events.py): ranked above sent, see docs/feedback.md
+    # feedback after the handoff (sender/ledger/events.py): ranked above sent (sender_status_ranks in
+    # sql/schema.sql, docs/feedback.md)
     DELIVERED = "delivered"
     REPLIED = "replied"
     BOUNCED = "bounced"
@@ -84,15 +85,30 @@ class Shown:
 
 
 class Ledger:
-    """A connection to the send ledger. Not shared between threads: give each worker its own."""
+    """A connection to the send ledger. Not shared between threads: give each worker its own.
 
-    def __init__(self, conn: psycopg.Connection, url: str | None = None) -> None:
+    `clock` gives the time in epoch seconds (as `ippool.Pool(clock=...)`); every rule that depends on the time
+    (which rows are due, a retry's delay, the sweep's age, every timestamp written) then lives in its time.
+    None: the database's own now(). `put_back_delay` maps the delay asked for a row given back (unclaim, a
+    settle's retry) to the one written; None: as asked. A caller whose own scheduler does the waiting (the
+    simulation) sees the asked delay there and writes 0."""
+
+    def __init__(self, conn: psycopg.Connection, url: str | None = None, *,
+                 clock: Callable[[], float] | None = None,
+                 put_back_delay: Callable[[float], float] | None = None) -> None:
         self._conn = conn
         self.url = url
+        self.clock = clock
+        self._put_back_delay = put_back_delay
 
     @classmethod
-    def from_url(cls, url: str, *, connect_timeout: int = db.CONNECT_TIMEOUT_S) -> Ledger:
-        return cls(db.connect(url, connect_timeout=connect_timeout), url)
+    def from_url(cls, url: str, *, connect_timeout: int = db.CONNECT_TIMEOUT_S,
+                 clock: Callable[[], float] | None = None) -> Ledger:
+        return cls(db.connect(url, connect_timeout=connect_timeout), url, clock=clock)
+
+    def now(self) -> datetime | None:
+        """The clock's time, what every named query gets as %(now)s; None: the database's now()."""
+        return None if self.clock is None else datetime.fromtimestamp(self.clock(), UTC)
 
     def reconnect(self) -> None:
         """Open a fresh connection (after the server restarted); LedgerUnavailable while it is still down."""
@@ -127,9 +143,24 @@ class Ledger:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise LedgerUnavailable(f"{what}: database {db.mask(self.url or '?')} failed: {first}") from None
 
-    def _one(self, name: str, params: dict[str, Any], what: str) -> Any:
+    def fetch_one(self, name: str, params: Mapping[str, Any], what: str) -> tuple[Any, ...] | None:
+        """Run the named query `name` (sql/*.sql) with `params` and the clock's now; its first row, if any.
+        `what` names the call in errors."""
         with self._calling(what) as conn:
-            row = conn.execute(query(name), params).fetchone()
+            return conn.execute(query(name), {**params, "now": self.now()}).fetchone()
+
+    def fetch_all(self, name: str, params: Mapping[str, Any], what: str) -> list[tuple[Any, ...]]:
+        """As fetch_one, every row."""
+        with self._calling(what) as conn:
+            return conn.execute(query(name), {**params, "now": self.now()}).fetchall()
+
+    def run(self, name: str, params: Mapping[str, Any], what: str) -> None:
+        """As fetch_one, for a statement that returns no rows."""
+        with self._calling(what) as conn:
+            conn.execute(query(name), {**params, "now": self.now()})
+
+    def _one(self, name: str, params: Mapping[str, Any], what: str) -> Any:
+        row = self.fetch_one(name, params, what)
         assert row is not None
         return row[0] if len(row) == 1 else row
 
@@ -159,9 +190,10 @@ class Ledger:
     def enqueue_many(self, rows: Sequence[dict[str, Any]]) -> list[Enqueued]:
         """Enqueue every row in one transaction: all are written, or (on a failure) none."""
         results: list[Enqueued] = []
+        now = self.now()
         with self._calling("enqueue") as conn, conn.transaction():
             for row in rows:
-                found = conn.execute(query("enqueue"), row).fetchone()
+                found = conn.execute(query("enqueue"), {**row, "now": now}).fetchone()
                 assert found is not None
                 results.append(Enqueued(found[0]))
         return results
@@ -176,10 +208,17 @@ class Ledger:
     def counts(self) -> dict[str, int]:
         """Rows per status, every status listed."""
         counts = {status.value: 0 for status in Status}
-        with self._calling("status") as conn:
-            for status, count in conn.execute(query("status_counts")).fetchall():
-                counts[status] = int(count)
+        for status, count in self.fetch_all("status_counts", {}, "status"):
+            counts[status] = int(count)
         return counts
+
+    def status_ranks(self) -> dict[Status, int]:
+        """The rank of each status, as the database's rank guard reads it (sender_status_ranks)."""
+        return {Status(status): int(rank) for status, rank in self.fetch_all("status_ranks", {}, "status ranks")}
+
+    def ping(self) -> None:
+        """One round trip: LedgerUnavailable when the database does not answer."""
+        self.fetch_one("ping", {}, "ping")
 
     def show(self, lead: str, step: int) -> Shown | None:
         with self._calling(f"show {lead} step {step}") as conn:
@@ -203,13 +242,13 @@ class Ledger:
 
     def claim(self, worker: str, limit: int = 1, groups: Sequence[str] | None = None) -> list[Claimed]:
         """Claim up to `limit` due rows (one statement, FOR UPDATE SKIP LOCKED)."""
-        with self._calling("claim") as conn:
-            rows = conn.execute(query("claim"), {"worker": worker, "limit": limit,
-                                                 "groups": list(groups) if groups else None}).fetchall()
+        rows = self.fetch_all("claim", {"worker": worker, "limit": limit, "groups": list(groups) if groups else None},
+                              "claim")
         return [Claimed(*row) for row in rows]
 
     def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
-        return bool(self._one("unclaim", {"id": email_id, "delay_s": delay_s, "why": why}, "unclaim"))
+        return bool(self._one("unclaim", {"id": email_id, "delay_s": self._put_back(delay_s), "why": why},
+                              "unclaim"))
 
     def begin_attempt(self, email_id: int, attempt: uuid.UUID, mailbox: str, source_ip: str | None,
                       message_id: str) -> tuple[str, str | None]:
@@ -225,7 +264,11 @@ class Ledger:
 
     def settle(self, email_id: int, outcome: Settle, detail: str, delay_s: float = 0.0) -> Status:
         return Status(self._one("settle", {"id": email_id, "outcome": outcome.value, "detail": detail[:500],
-                                           "delay_s": delay_s, "max_attempts": MAX_ATTEMPTS}, "settle"))
+                                           "delay_s": self._put_back(delay_s), "max_attempts": MAX_ATTEMPTS},
+                                  "settle"))
+
+    def _put_back(self, delay_s: float) -> float:
+        return delay_s if self._put_back_delay is None else self._put_back_delay(delay_s)
 
     def sweep(self, older_than_s: float) -> tuple[int, int]:
         """Settle rows left `sending` longer than `older_than_s`: (requeued, unconfirmed)."""
@@ -234,14 +277,12 @@ class Ledger:
 
     def next_due_s(self, groups: Sequence[str] | None = None) -> float | None:
         """Seconds until the next waiting row of `groups` is due (<= 0: due now); None when nothing waits."""
-        with self._calling("next due") as conn:
-            row = conn.execute(query("next_due"), {"groups": list(groups) if groups else None}).fetchone()
+        row = self.fetch_one("next_due", {"groups": list(groups) if groups else None}, "next due")
         return None if row is None or row[0] is None else float(row[0])
 
     def sends_since(self, since: datetime, mailboxes: Iterable[str]) -> list[tuple[str, datetime]]:
         """(mailbox, when) of every accepted or possibly-accepted send since `since`: what the guard counts."""
-        with self._calling("read sends") as conn:
-            rows = conn.execute(query("sends_since"), {"since": since, "mailboxes": list(mailboxes)}).fetchall()
+        rows = self.fetch_all("sends_since", {"since": since, "mailboxes": list(mailboxes)}, "read sends")
         return [(str(mailbox), when) for mailbox, when in rows]
 
     def unsubscribe_key(self) -> bytes:

@@ -34,7 +34,7 @@ from sender.sending.submission import Result, ResultKind, Stage, SubmissionSessi
 from sender.sending.tokens import make_token
 from sender.settings import AgentSettings, MailboxSettings
 from warmup import FailureClass, Guard, Reservation
-from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
 log = logging.getLogger("sendhost.sender")
 
@@ -97,7 +97,7 @@ class Agent:
     def prepare(self, ledger: Ledger) -> None:
         """Rebuild every group's warm-up counters from the ledger (at start: Redis may have lost them)."""
         for group, mailboxes in self._groups.items():
-            rebuild(self.guard, self._redis, ledger, group, mailboxes)
+            rebuild(self.guard, ledger, group, mailboxes)
 
     # --- one row ------------------------------------------------------------------------------------------------
 
@@ -184,12 +184,12 @@ class Agent:
         try:
             decision = self.guard.pick(addresses)
         except WarmupConfigError as exc:
-            if "unknown mailbox" not in str(exc):
+            if not isinstance(exc, UnknownMailbox):
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(exc))
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
             try:
-                rebuild(self.guard, self._redis, ledger, row.group, self._groups[row.group])
+                rebuild(self.guard, ledger, row.group, self._groups[row.group])
             except WarmupUnavailable as unavailable:
                 ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
                 return Report(row.id, "blocked", str(unavailable))

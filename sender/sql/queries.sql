@@ -1,37 +1,42 @@
--- Named queries the Python side runs; loaded once by sender.queries. Each opens with `-- name: NAME`.
--- Parameters are psycopg's %(name)s placeholders.
+-- Named queries of the ledger (sender.ledger.store.Ledger) and its metrics; loaded once by sender.ledger.queries,
+-- with feedback.sql and versions.sql (names are unique across the three). Each opens with `-- name: NAME`.
+-- Parameters are psycopg's %(name)s placeholders; %(now)s is the ledger's clock (NULL: the database's now()).
 
 -- name: enqueue
-SELECT sender_enqueue(%(lead)s, %(step)s, %(to)s, %(group)s, %(subject)s, %(text)s, %(not_before)s);
+SELECT sender_enqueue(%(lead)s, %(step)s, %(to)s, %(group)s, %(subject)s, %(text)s, %(not_before)s, %(now)s);
 
 -- name: suppress
-SELECT sender_suppress(%(address)s, %(reason)s);
+SELECT sender_suppress(%(address)s, %(reason)s, %(now)s);
 
 -- name: is_suppressed
 SELECT sender_is_suppressed(%(address)s);
 
 -- name: claim
 SELECT id, lead, step, recipient, mailbox_group, subject, body, attempts, idempotency_key, message_id, attempt_id
-FROM sender_claim(%(worker)s, %(limit)s, %(groups)s);
+FROM sender_claim(%(worker)s, %(limit)s, %(groups)s, %(now)s);
 
 -- name: unclaim
-SELECT sender_unclaim(%(id)s, %(delay_s)s, %(why)s);
+SELECT sender_unclaim(%(id)s, %(delay_s)s, %(why)s, %(now)s);
 
 -- name: begin_attempt
 SELECT outcome, message_id FROM sender_begin_attempt(%(id)s, %(attempt)s, %(mailbox)s, %(source_ip)s,
-                                                     %(message_id)s);
+                                                     %(message_id)s, %(now)s);
 
 -- name: record_sent
-SELECT sender_record_sent(%(id)s, %(reply)s);
+SELECT sender_record_sent(%(id)s, %(reply)s, %(now)s);
 
 -- name: settle
-SELECT sender_settle(%(id)s, %(outcome)s, %(detail)s, %(delay_s)s, %(max_attempts)s);
+SELECT sender_settle(%(id)s, %(outcome)s, %(detail)s, %(delay_s)s, %(max_attempts)s, %(now)s);
 
 -- name: sweep
-SELECT requeued, unconfirmed FROM sender_sweep(%(older_than_s)s);
+SELECT requeued, unconfirmed FROM sender_sweep(%(older_than_s)s, %(now)s);
 
 -- name: status_counts
 SELECT status::text, count(*) FROM sender_emails GROUP BY status;
+
+-- name: status_ranks
+-- The rank order every status change is guarded by (sender_status_ranks, in schema.sql).
+SELECT status, rank FROM sender_status_ranks();
 
 -- name: show_row
 SELECT id, lead, step, recipient, mailbox_group, subject, status::text, attempts, not_before, idempotency_key,
@@ -55,10 +60,21 @@ WHERE status IN ('unconfirmed', 'sending') AND attempt_started_at >= %(since)s A
 -- name: unsubscribe_key
 SELECT sender_unsubscribe_key(%(new)s);
 
--- name: schema_version
-SELECT coalesce(max(version), 0) FROM sender_schema_versions;
-
 -- name: next_due
 -- Seconds until the next queued or retry row of these groups is due (negative: overdue); NULL when none is waiting.
-SELECT extract(epoch FROM min(not_before) - now())::double precision FROM sender_emails
+SELECT extract(epoch FROM min(not_before) - coalesce(%(now)s::timestamptz, now()))::double precision
+FROM sender_emails
 WHERE status IN ('queued', 'retry') AND (%(groups)s::text[] IS NULL OR mailbox_group = ANY (%(groups)s::text[]));
+
+-- name: ping
+SELECT 1;
+
+-- name: oldest_due_age
+-- Metrics: seconds since the oldest due queued or retry row became due (0: nothing overdue).
+SELECT coalesce(extract(epoch FROM coalesce(%(now)s::timestamptz, now()) - min(not_before)), 0)::double precision
+FROM sender_emails
+WHERE status IN ('queued', 'retry') AND not_before <= coalesce(%(now)s::timestamptz, now());
+
+-- name: event_counts
+-- Metrics: the rows' history by kind.
+SELECT kind, count(*) FROM sender_events GROUP BY kind;

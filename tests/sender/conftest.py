@@ -38,7 +38,7 @@ def ledger(database_url: str) -> Iterator[Ledger]:
 @pytest.fixture
 def feedback(database_url: str) -> Iterator[Feedback]:
     with Feedback.from_url(database_url) as opened:
-        opened.migrate()
+        opened.ledger.migrate()
         yield opened
 
 

@@ -4,6 +4,7 @@ and late events change nothing; the guard holds for the agent's own writes and f
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 import uuid
@@ -15,23 +16,24 @@ import pytest
 
 from sender import Ledger, Settle, Status
 from sender.ledger import connection as db
-from sender.ledger.events import RANK, Applied, Event, Feedback
+from sender.ledger.events import Applied, Event, Feedback
+from tests.conftest import REPO_ROOT
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 
 def _handed_over(feedback: Feedback, lead: str, to: str, step: int = 1) -> tuple[int, str]:
     """A row whose attempt started (what the agent writes right before MAIL FROM): (id, Message-ID)."""
-    assert feedback.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello") == "queued"
-    (row,) = feedback.claim("w1", 1)
-    outcome, message_id = feedback.begin_attempt(row.id, uuid.uuid4(), "box@sender.example", None,
+    assert feedback.ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello") == "queued"
+    (row,) = feedback.ledger.claim("w1", 1)
+    outcome, message_id = feedback.ledger.begin_attempt(row.id, uuid.uuid4(), "box@sender.example", None,
                                                  f"<{uuid.uuid4()}@sender.example>")
     assert outcome == "ok" and message_id is not None
     return row.id, message_id
 
 
 def _status(feedback: Feedback, lead: str, step: int = 1) -> str:
-    shown = feedback.show(lead, step)
+    shown = feedback.ledger.show(lead, step)
     assert shown is not None
     return str(shown.row["status"])
 
@@ -39,7 +41,7 @@ def _status(feedback: Feedback, lead: str, step: int = 1) -> str:
 # Each step is one arrival: the agent's own record of the send, or feedback from a source.
 Step = Callable[[Feedback, int], object]
 STEPS: dict[str, tuple[str, Step]] = {
-    "agent sent": ("sent", lambda f, row: f.record_sent(row, "250 ok")),
+    "agent sent": ("sent", lambda f, row: f.ledger.record_sent(row, "250 ok")),
     "webhook sent": ("sent", lambda f, row: f.apply(row, Event.SENT, source="webhook", ref="t1", at=AT)),
     "delivered": ("delivered", lambda f, row: f.apply(row, Event.DELIVERED, source="webhook", ref="t2", at=AT)),
     "replied": ("replied", lambda f, row: f.apply(row, Event.REPLIED, source="inbox", ref="m1")),
@@ -49,7 +51,7 @@ STEPS: dict[str, tuple[str, Step]] = {
     "complained": ("complained", lambda f, row: f.apply(row, Event.COMPLAINED, source="webhook", ref="t3")),
     "deferred": ("sending", lambda f, row: f.apply(row, Event.DEFERRED, source="inbox", ref="m3")),
     "auto-reply": ("sending", lambda f, row: f.apply(row, Event.AUTO_REPLIED, source="inbox", ref="m4")),
-    "late unconfirmed": ("sending", lambda f, row: f.settle(row, Settle.UNCONFIRMED, "timeout after DATA")),
+    "late unconfirmed": ("sending", lambda f, row: f.ledger.settle(row, Settle.UNCONFIRMED, "timeout after DATA")),
 }
 
 
@@ -59,7 +61,7 @@ def feedback(database_url: str) -> Feedback:
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f"ALTER DATABASE {conn.info.dbname} SET synchronous_commit = off")
     opened = Feedback.from_url(database_url)
-    opened.migrate()
+    opened.ledger.migrate()
     return opened
 
 
@@ -70,7 +72,8 @@ def feedback(database_url: str) -> Feedback:
 ], ids=["hard", "soft", "unconfirmed"])
 def test_every_arrival_order_ends_in_the_same_status(feedback: Feedback, names: tuple[str, ...]) -> None:
     # The highest-ranked status among the events wins, whatever the order; "sending" is the row's start.
-    expected = max(["sending", *(STEPS[n][0] for n in names)], key=lambda s: RANK[s])
+    ranks = feedback.ledger.status_ranks()
+    expected = max(["sending", *(STEPS[n][0] for n in names)], key=lambda s: ranks[Status(s)])
     if expected == "sending":
         expected = "unconfirmed"
     finals = {}
@@ -84,16 +87,16 @@ def test_every_arrival_order_ends_in_the_same_status(feedback: Feedback, names: 
 
 def test_replays_change_nothing(feedback: Feedback, database_url: str) -> None:
     row, message_id = _handed_over(feedback, "L1", "a@rcpt.example")
-    feedback.record_sent(row, "250 ok")
+    feedback.ledger.record_sent(row, "250 ok")
     assert feedback.apply(row, Event.DELIVERED, source="webhook", ref="t", at=AT) is Applied.APPLIED
-    shown = feedback.show("L1", 1)
+    shown = feedback.ledger.show("L1", 1)
     assert shown is not None
     history = len(shown.events)
     for _ in range(3):
         assert feedback.apply(row, Event.DELIVERED, source="webhook", ref="t", at=AT) is Applied.REPLAY
         assert feedback.apply_by_message_id(message_id, Event.DELIVERED, source="webhook", ref="t",
                                             at=AT) is Applied.REPLAY
-    again = feedback.show("L1", 1)
+    again = feedback.ledger.show("L1", 1)
     assert again is not None
     assert (again.row["status"], len(again.events)) == ("delivered", history)
     with psycopg.connect(database_url) as conn:
@@ -117,11 +120,11 @@ def test_two_first_arrivals_at_once_answer_both_and_leave_one_feedback_row(feedb
     reference) meets the first one uncommitted (it passed the replay read before the first committed). It waits,
     then is answered as a replay, not with an error; one feedback row is written."""
     row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
-    feedback.record_sent(row, "250 ok")
+    feedback.ledger.record_sent(row, "250 ok")
     answers: list[object] = []
     second_conn = db.connect(database_url)
     second_pid = second_conn.info.backend_pid
-    with psycopg.connect(database_url) as first, Feedback(second_conn, database_url) as second, \
+    with psycopg.connect(database_url) as first, Feedback(Ledger(second_conn, database_url)) as second, \
             psycopg.connect(database_url, autocommit=True) as watcher:
         applied = first.execute("SELECT sender_apply_event(%s, 'delivered', %s, 'webhook', 't', '')",
                                 (row, AT)).fetchone()  # in a transaction left open
@@ -153,9 +156,9 @@ def test_a_late_sent_never_overwrites_delivered(feedback: Feedback) -> None:
     row, message_id = _handed_over(feedback, "L1", "a@rcpt.example")
     assert feedback.apply_by_message_id(message_id, Event.DELIVERED, source="webhook", ref="t",
                                         at=AT) is Applied.APPLIED
-    assert feedback.record_sent(row, "250 ok") is True  # the send log still gets its entry
+    assert feedback.ledger.record_sent(row, "250 ok") is True  # the send log still gets its entry
     assert feedback.apply(row, Event.SENT, source="webhook", ref="late", at=AT) is Applied.RECORDED
-    shown = feedback.show("L1", 1)
+    shown = feedback.ledger.show("L1", 1)
     assert shown is not None and shown.send_log is not None
     assert shown.row["status"] == Status.DELIVERED
 
@@ -165,10 +168,10 @@ def test_nothing_overwrites_a_bounce(feedback: Feedback) -> None:
     assert feedback.apply(row, Event.BOUNCED, source="inbox", ref="m", detail="550 5.1.1") is Applied.APPLIED
     for event in (Event.SENT, Event.DELIVERED, Event.REPLIED):
         assert feedback.apply(row, event, source="webhook", ref="x", at=AT) is Applied.RECORDED
-    assert feedback.settle(row, Settle.RETRY, "late retry", 1.0) == Status.BOUNCED
-    feedback.record_sent(row, "250 late")
+    assert feedback.ledger.settle(row, Settle.RETRY, "late retry", 1.0) == Status.BOUNCED
+    feedback.ledger.record_sent(row, "250 late")
     assert _status(feedback, "L1") == "bounced"
-    assert feedback.is_suppressed("a@rcpt.example")
+    assert feedback.ledger.is_suppressed("a@rcpt.example")
 
 
 def test_the_guard_holds_for_a_person_at_psql(feedback: Feedback, database_url: str) -> None:
@@ -178,47 +181,47 @@ def test_the_guard_holds_for_a_person_at_psql(feedback: Feedback, database_url: 
         conn.execute("UPDATE sender_emails SET status = 'queued' WHERE id = %s", (row,))
         conn.execute("UPDATE sender_emails SET status = 'sent' WHERE id = %s", (row,))
     assert _status(feedback, "L1") == "complained"
-    assert feedback.claim("w2", 10) == []
+    assert feedback.ledger.claim("w2", 10) == []
 
 
 def test_the_guard_holds_a_row_that_is_only_sent(feedback: Feedback, database_url: str) -> None:
     # The guard starts at sent itself, not one rank above: a handed-over row is never queued again by hand.
     row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
-    assert feedback.record_sent(row, "250 ok")
+    assert feedback.ledger.record_sent(row, "250 ok")
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("UPDATE sender_emails SET status = 'queued' WHERE id = %s", (row,))
     assert _status(feedback, "L1") == "sent"
-    assert feedback.claim("w2", 10) == []
+    assert feedback.ledger.claim("w2", 10) == []
 
 
 def test_before_the_handoff_the_agent_moves_freely(feedback: Feedback) -> None:
     # The guard starts at sent: a claim given back (sending -> queued) is not a downgrade it refuses.
-    feedback.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="Hello")
-    (row,) = feedback.claim("w1", 1)
-    assert feedback.unclaim(row.id, 0.0, "no mailbox free")
+    feedback.ledger.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="Hello")
+    (row,) = feedback.ledger.claim("w1", 1)
+    assert feedback.ledger.unclaim(row.id, 0.0, "no mailbox free")
     assert _status(feedback, "L1") == "queued"
 
 
 def test_a_reply_cancels_the_leads_later_steps(feedback: Feedback) -> None:
     row, message_id = _handed_over(feedback, "L1", "a@rcpt.example")
-    feedback.record_sent(row, "250 ok")
+    feedback.ledger.record_sent(row, "250 ok")
     for step in (2, 3):
-        feedback.enqueue(lead="L1", step=step, to="a@rcpt.example", group="sales", subject="Again", text="x",
+        feedback.ledger.enqueue(lead="L1", step=step, to="a@rcpt.example", group="sales", subject="Again", text="x",
                          not_before=datetime.now(UTC) + timedelta(days=step))
-    feedback.enqueue(lead="L2", step=2, to="b@rcpt.example", group="sales", subject="Other", text="x")
+    feedback.ledger.enqueue(lead="L2", step=2, to="b@rcpt.example", group="sales", subject="Other", text="x")
     assert feedback.apply_by_message_id(message_id, Event.REPLIED, source="inbox", ref="r") is Applied.APPLIED
     assert [_status(feedback, "L1", s) for s in (1, 2, 3)] == ["replied", "cancelled", "cancelled"]
     assert _status(feedback, "L2", 2) == "queued"
-    assert not feedback.is_suppressed("a@rcpt.example")  # a reply is no opt-out
+    assert not feedback.ledger.is_suppressed("a@rcpt.example")  # a reply is no opt-out
 
 
 def test_an_auto_reply_is_recorded_and_the_sequence_goes_on(feedback: Feedback) -> None:
     row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
-    feedback.record_sent(row, "250 ok")
-    feedback.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again", text="x")
+    feedback.ledger.record_sent(row, "250 ok")
+    feedback.ledger.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again", text="x")
     assert feedback.apply(row, Event.AUTO_REPLIED, source="inbox", ref="ooo") is Applied.RECORDED
     assert [_status(feedback, "L1", s) for s in (1, 2)] == ["sent", "queued"]
-    shown = feedback.show("L1", 1)
+    shown = feedback.ledger.show("L1", 1)
     assert shown is not None and "auto_replied" in [e["kind"] for e in shown.events]
 
 
@@ -235,8 +238,12 @@ def test_the_documented_rank_is_the_databases(feedback: Feedback, database_url: 
     with psycopg.connect(database_url) as conn:
         ranks = dict(conn.execute("SELECT s::text, sender_rank(s) FROM unnest(enum_range(NULL::sender_status)) s")
                      .fetchall())
-    assert ranks == RANK
-    assert set(RANK) == {s.value for s in Status}
+    table = (REPO_ROOT / "docs" / "feedback.md").read_text()
+    documented = {status: int(rank)
+                  for rank, statuses in re.findall(r"^\| (\d+) \| ((?:`[a-z]+`(?:, )?)+) \|", table, re.MULTILINE)
+                  for status in re.findall(r"`([a-z]+)`", statuses)}
+    assert ranks == documented
+    assert set(documented) == {s.value for s in Status}
 
 
 def test_inbox_marks_move_forward_only_within_one_uidvalidity(feedback: Feedback) -> None:

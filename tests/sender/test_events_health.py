@@ -29,7 +29,7 @@ def feedback(database_url: str) -> Iterator[Feedback]:
     with psycopg.connect(database_url, autocommit=True) as conn:  # hundreds of rows: no crash simulated here
         conn.execute(f"ALTER DATABASE {conn.info.dbname} SET synchronous_commit = off")
     with Feedback.from_url(database_url) as opened:
-        opened.migrate()
+        opened.ledger.migrate()
         yield opened
 
 

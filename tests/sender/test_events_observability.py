@@ -44,7 +44,7 @@ def test_the_ledger_metrics_tell_what_the_ledger_holds(web: WebServer, feedback:
     rows = [sent_row(feedback, f"L{n}", f"lead{n}@rcpt.example", mailbox=BOX)[0] for n in range(4)]
     feedback.apply(rows[0], Event.BOUNCED, source="inbox", ref="b")
     feedback.apply(rows[1], Event.COMPLAINED, source="webhook", ref="c")
-    feedback.enqueue(lead="Q", step=1, to="q@rcpt.example", group="sales", subject="Hi", text="x")
+    feedback.ledger.enqueue(lead="Q", step=1, to="q@rcpt.example", group="sales", subject="Hi", text="x")
     seen = _scrape(web)
     assert seen[("sendhost_sender_ledger_up", ())] == 1
     assert seen[("sendhost_sender_rows", (("status", "sent"),))] == 2

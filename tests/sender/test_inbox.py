@@ -97,7 +97,7 @@ def _state(database_url: str) -> tuple[object, ...]:
 
 
 def _status(feedback: Feedback, lead: str, step: int = 1) -> str:
-    shown = feedback.show(lead, step)
+    shown = feedback.ledger.show(lead, step)
     assert shown is not None
     return str(shown.row["status"])
 
@@ -110,7 +110,7 @@ def test_each_message_lands_on_its_row_and_a_second_read_changes_nothing(
         lead = f"lead{n}@rcpt.example"
         _row, message_id = sent_row(feedback, name, lead, mailbox=box)
         if name.startswith("reply"):  # stop on reply: the later step must be withdrawn
-            feedback.enqueue(lead=name, step=2, to=lead, group="sales", subject="Again", text="x",
+            feedback.ledger.enqueue(lead=name, step=2, to=lead, group="sales", subject="Again", text="x",
                                  not_before=datetime.now(UTC) + timedelta(days=3))
         leads[name] = lead
         imap.append(box, sample(message_id, lead))
@@ -121,7 +121,7 @@ def test_each_message_lands_on_its_row_and_a_second_read_changes_nothing(
     first = _inbox(inventory, database_url, tmp_path)
     assert first.returncode == 0, first.stderr
     for name, (_sample, status, suppressed) in CASES.items():
-        assert (name, _status(feedback, name), feedback.is_suppressed(leads[name])) == (name, status, suppressed)
+        assert (name, _status(feedback, name), feedback.ledger.is_suppressed(leads[name])) == (name, status, suppressed)
     assert [_status(feedback, name, 2) for name in ("reply", "reply-unthreaded")] == ["cancelled", "cancelled"]
     report = {m["mailbox"]: m for m in json.loads(first.stdout)["mailboxes"]}
     total: dict[str, int] = {}

@@ -36,24 +36,24 @@ def _changes(database_url: str) -> tuple[int, ...]:
 
 def test_one_click_post_suppresses_and_a_resend_is_refused(web: WebServer, feedback: Feedback) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    feedback.enqueue(lead="L1", step=2, to="alice@rcpt.example", group="sales", subject="Again", text="x")
-    token = make_token(feedback.unsubscribe_key(), row)
+    feedback.ledger.enqueue(lead="L1", step=2, to="alice@rcpt.example", group="sales", subject="Again", text="x")
+    token = make_token(feedback.ledger.unsubscribe_key(), row)
     for _ in range(2):  # idempotent: a second click answers the same
         response = httpx.post(f"{web.base}/u/{token}", **ONE_CLICK)
         assert response.status_code == 200, response.text
-    assert feedback.is_suppressed("alice@rcpt.example")
-    shown = feedback.show("L1", 1)
-    later = feedback.show("L1", 2)
+    assert feedback.ledger.is_suppressed("alice@rcpt.example")
+    shown = feedback.ledger.show("L1", 1)
+    later = feedback.ledger.show("L1", 2)
     assert shown is not None and later is not None
     assert (shown.row["status"], later.row["status"]) == ("unsubscribed", "suppressed")
-    assert feedback.enqueue(lead="L9", step=1, to="Alice@rcpt.example", group="sales", subject="Hi",
+    assert feedback.ledger.enqueue(lead="L9", step=1, to="Alice@rcpt.example", group="sales", subject="Hi",
                             text="x") == "suppressed"
     assert "alice@rcpt.example" not in web.log()
 
 
 def test_a_get_alone_never_unsubscribes(web: WebServer, feedback: Feedback, database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    token = make_token(feedback.unsubscribe_key(), row)
+    token = make_token(feedback.ledger.unsubscribe_key(), row)
     before = _changes(database_url)
     page = httpx.get(f"{web.base}/u/{token}")
     assert page.status_code == 200 and "<form method=post" in page.text and "One-Click" in page.text
@@ -61,54 +61,54 @@ def test_a_get_alone_never_unsubscribes(web: WebServer, feedback: Feedback, data
     # a POST without the RFC 8058 body is not a click either
     assert httpx.post(f"{web.base}/u/{token}", content=b"x=y").status_code == 400
     assert _changes(database_url) == before
-    assert not feedback.is_suppressed("alice@rcpt.example")
+    assert not feedback.ledger.is_suppressed("alice@rcpt.example")
 
 
 def test_forged_altered_and_expired_tokens_change_nothing(web: WebServer, feedback: Feedback,
                                                           database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    good = make_token(feedback.unsubscribe_key(), row)
+    good = make_token(feedback.ledger.unsubscribe_key(), row)
     altered = good[:-3] + ("AAA" if good[-3:] != "AAA" else "BBB")
-    other_row = make_token(feedback.unsubscribe_key(), row)[:-1]  # truncated
+    other_row = make_token(feedback.ledger.unsubscribe_key(), row)[:-1]  # truncated
     forged = make_token(secrets.token_bytes(32), row)
     expired = make_token(secrets.token_bytes(32), row)  # made with a key rotated out: no longer configured
-    unknown_row = make_token(feedback.unsubscribe_key(), row + 1000)
+    unknown_row = make_token(feedback.ledger.unsubscribe_key(), row + 1000)
     before = _changes(database_url)
     for token in (altered, other_row, forged, expired, unknown_row, "", "%00", "x" * 500):
         for method in ("GET", "POST"):
             response = httpx.request(method, f"{web.base}/u/{token}", **ONE_CLICK)
             assert response.status_code == 404, (token, method, response.status_code)
     assert _changes(database_url) == before
-    assert not feedback.is_suppressed("alice@rcpt.example")
+    assert not feedback.ledger.is_suppressed("alice@rcpt.example")
 
 
 def test_the_previous_key_still_works_while_rotating(web: WebServer, feedback: Feedback) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
     token = make_token(web.previous_key, row)
     assert httpx.post(f"{web.base}/u/{token}", **ONE_CLICK).status_code == 200
-    assert feedback.is_suppressed("alice@rcpt.example")
+    assert feedback.ledger.is_suppressed("alice@rcpt.example")
 
 
 def test_chromium_opens_the_page_clicks_confirm_and_the_address_is_suppressed(
         web: WebServer, feedback: Feedback, tmp_path: Path) -> None:
     binary = chromium_or_skip()
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    url = f"{web.base}/u/{make_token(feedback.unsubscribe_key(), row)}"
+    url = f"{web.base}/u/{make_token(feedback.ledger.unsubscribe_key(), row)}"
     with chromium_page(binary, tmp_path / "profile") as page:
         page.navigate(url)
         assert page.evaluate("document.getElementById('confirm').textContent") == "Unsubscribe"
-        assert not feedback.is_suppressed("alice@rcpt.example")  # opening the page changed nothing
+        assert not feedback.ledger.is_suppressed("alice@rcpt.example")  # opening the page changed nothing
         page.evaluate("document.getElementById('confirm').click()")
         page.wait_for("document.getElementById('done') !== null")
-    assert feedback.is_suppressed("alice@rcpt.example")
-    shown = feedback.show("L1", 1)
+    assert feedback.ledger.is_suppressed("alice@rcpt.example")
+    shown = feedback.ledger.show("L1", 1)
     assert shown is not None and shown.row["status"] == "unsubscribed"
 
 
 def test_a_thousand_concurrent_clicks_leave_one_suppression(web: WebServer, feedback: Feedback,
                                                             database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    url = f"{web.base}/u/{make_token(feedback.unsubscribe_key(), row)}"
+    url = f"{web.base}/u/{make_token(feedback.ledger.unsubscribe_key(), row)}"
 
     async def click_all() -> list[object]:
         limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
@@ -143,7 +143,7 @@ def test_events_apply_through_the_rank_guard(web: WebServer, feedback: Feedback)
     assert response.json() == {"results": ["applied", "recorded", "no_row"]}
     again = httpx.post(f"{web.base}/events", content=body, headers=_signed(web.events_key, body))
     assert again.json() == {"results": ["replay", "replay", "no_row"]}
-    shown = feedback.show("L1", 1)
+    shown = feedback.ledger.show("L1", 1)
     assert shown is not None and shown.row["status"] == "delivered"
 
 

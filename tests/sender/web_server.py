@@ -74,10 +74,10 @@ def web_server(tmp: Path, database_url: str) -> Iterator[WebServer]:
 def sent_row(feedback: Feedback, lead: str, to: str, step: int = 1,
              mailbox: str = "box@sender.example") -> tuple[int, str]:
     """A row the agent sent from `mailbox`: (id, Message-ID)."""
-    assert feedback.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello") == "queued"
-    (row,) = [r for r in feedback.claim("w1", 100) if r.lead == lead]
-    outcome, message_id = feedback.begin_attempt(row.id, uuid.uuid4(), mailbox, None,
+    assert feedback.ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello") == "queued"
+    (row,) = [r for r in feedback.ledger.claim("w1", 100) if r.lead == lead]
+    outcome, message_id = feedback.ledger.begin_attempt(row.id, uuid.uuid4(), mailbox, None,
                                                  f"<{uuid.uuid4()}@sender.example>")
     assert outcome == "ok" and message_id is not None
-    assert feedback.record_sent(row.id, "250 ok")
+    assert feedback.ledger.record_sent(row.id, "250 ok")
     return row.id, message_id

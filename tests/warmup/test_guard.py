@@ -13,7 +13,7 @@ from tests.support.net import free_port
 from tests.warmup.conftest import NOW
 from warmup import FailureClass, Guard
 from warmup.days import jitter_ms
-from warmup.errors import WarmupConfigError, WarmupUnavailable
+from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 from warmup.keys import GroupKeys
 
 TODAY = date(2026, 11, 30)
@@ -117,6 +117,29 @@ def test_paused_mailbox_is_skipped_until_resumed(guard: Guard) -> None:
     assert guard.reserve("a@x.com", now=NOW).reserved
 
 
+def test_a_mailbox_added_paused_reserves_nothing_until_resumed(guard: Guard) -> None:
+    assert guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW, paused="rebuilding")
+    skipped = guard.reserve("a@x.com", now=NOW)
+    assert (skipped.status, skipped.reason) == ("skipped-paused", "rebuilding")
+    guard.resume("a@x.com")
+    assert guard.reserve("a@x.com", now=NOW).reserved
+
+
+def test_the_rebuild_lock_is_one_holders_and_a_dead_holders_expires(guard: Guard,
+                                                                    redis_client: redis.Redis) -> None:
+    lock = GroupKeys("sales").rebuild_lock
+    assert lock == "sendhost:sender:{sales}:rebuild"  # the name sender ACL users already grant
+    waited: list[float] = []
+    with guard.rebuilding("sales"):
+        token = redis_client.get(lock)
+        assert token
+        # A second holder waits (here: sleeps, its sleep injected) until the first gives up or dies.
+        with guard.rebuilding("sales", wait_s=0.2, sleep=waited.append):
+            assert redis_client.get(lock) == token  # a live holder's lock is never taken over
+        assert waited
+    assert redis_client.get(lock) is None
+
+
 def test_pick_takes_the_least_used_eligible_mailbox(guard: Guard) -> None:
     for address in ("a@x.com", "b@x.com", "c@x.com"):
         guard.add_mailbox(address, start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW)
@@ -218,6 +241,16 @@ def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: re
 def test_unknown_mailbox_is_a_config_error(guard: Guard) -> None:
     with pytest.raises(WarmupConfigError, match=r"unknown mailbox 'nobody@x\.com'"):
         guard.reserve("nobody@x.com", now=NOW)
+
+
+def test_an_unknown_mailbox_is_told_by_its_type_wherever_it_is_met(guard: Guard) -> None:
+    # The sender's agent tells "Redis lost the mailbox" from other bad input by this type, not by the message.
+    with pytest.raises(UnknownMailbox) as picked:
+        guard.pick(["nobody@x.com"], now=NOW)
+    assert picked.value.address == "nobody@x.com"
+    for call in (lambda: guard.pause("nobody@x.com"), lambda: guard.status(["nobody@x.com"], now=NOW)):
+        with pytest.raises(UnknownMailbox):
+            call()
 
 
 def test_redis_down_fails_closed_by_default_and_open_when_asked() -> None:

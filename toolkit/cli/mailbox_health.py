@@ -63,7 +63,7 @@ def read_view(url: str | None, why_none: str = "") -> HealthView:
         return HealthView(None, why_none)
     try:
         with Feedback.from_url(url, connect_timeout=HEALTH_CONNECT_TIMEOUT_S) as feedback:
-            feedback.check_schema()
+            feedback.ledger.check_schema()
             return HealthView(read_health(feedback, datetime.now(UTC)))
     except SendhostError as exc:
         return HealthView(None, str(exc))
