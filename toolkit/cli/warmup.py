@@ -226,7 +226,7 @@ def _health(app: App) -> HealthView:
     """The mailboxes' health from a configured ledger, read only: the embedded one is not started (that writes)."""
     from sender.errors import SenderConfigError
     from toolkit.cli.mailbox_health import read_view
-    from toolkit.cli.sender import configured_database_url
+    from toolkit.cli.sender.context import configured_database_url
 
     try:
         configured = configured_database_url(app)

@@ -1,4 +1,4 @@
-"""`sendhost sender web` and `sendhost sender inbox`: feedback into the ledger (sender.feedback.web and .inbox)."""
+"""`sendhost sender web`, `inbox` and `health`: feedback into the ledger (sender.feedback.web and .inbox)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolkit.cli.sender import SenderContext
+from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
 
     from sender.feedback.inbox import InboxAccount, MailboxReport
     from sender.ledger.events import Feedback
-
-pass_sender = click.make_pass_decorator(SenderContext)
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -197,9 +195,3 @@ def health_command(sc: SenderContext, fmt: str | None) -> None:
         emit_json({"mailboxes": [health.to_json() for health in healths]})
     else:
         emit_table(TITLE, COLUMNS, [health_row(health) for health in healths])
-
-
-def register(group: click.Group) -> None:
-    group.add_command(web_command)
-    group.add_command(inbox_command)
-    group.add_command(health_command)
