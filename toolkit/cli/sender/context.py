@@ -11,6 +11,7 @@ from toolkit.app import App
 
 if TYPE_CHECKING:
     from sender import Ledger
+    from sender.assembly import LedgerPlace
 
 EXIT_HELP = ("Exit 0 ok; 1 the database or a service failed; 2 bad input (the message names it). "
              "Database: --database-url > SENDHOST_DATABASE_URL > inventory sendhost_database_url > an embedded "
@@ -22,25 +23,28 @@ class SenderContext:
     app: App
     database_url_flag: str | None
 
-    def database_url(self) -> tuple[str, str]:
-        """(URL, where it came from), by the precedence in EXIT_HELP."""
-        from sender.ledger import connection as db
+    def ledger_place(self) -> LedgerPlace:
+        """Where the ledger is, by the precedence in EXIT_HELP."""
+        from sender.assembly import LedgerPlace
 
         configured = configured_database_url(self.app, self.database_url_flag)
-        return configured if configured is not None else (db.embedded_url(self.app.state_dir), "embedded")
+        return LedgerPlace(configured[0] if configured is not None else None, self.app.state_dir)
+
+    def database_url(self) -> tuple[str, str]:
+        """(URL, where it came from), by the precedence in EXIT_HELP."""
+        configured = configured_database_url(self.app, self.database_url_flag)
+        if configured is not None:
+            return configured
+        from sender.assembly import LedgerPlace
+
+        return LedgerPlace(None, self.app.state_dir).url, "embedded"
 
     def ledger(self, *, migrated: bool = True) -> Ledger:
         """The ledger; the embedded one is migrated on first use, a configured one must have been migrated."""
         from sender import Ledger
 
-        url, source = self.database_url()
-        ledger = Ledger.from_url(url)
-        if migrated:
-            if source == "embedded":
-                ledger.migrate()
-            else:
-                ledger.check_schema()
-        return ledger
+        place = self.ledger_place()
+        return place.open() if migrated else Ledger.from_url(place.url)
 
 
 def configured_database_url(app: App, flag: str | None = None) -> tuple[str, str] | None:

@@ -21,14 +21,9 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
     """The agent for one host of the inventory, and a factory of ledger connections for its workers."""
     from datetime import date
 
-    from ippool import Pool
-    from sender import Ledger
+    from sender.assembly import build_agent as assemble
     from sender.errors import SenderConfigError
-    from sender.sending.agent import Agent
-    from sender.sending.tokens import read_key_file
     from sender.settings import AgentSettings, MailboxSettings, Submission
-    from sendhost import redis_conn
-    from warmup import Guard
 
     inventory = sc.app.require_inventory()
     if host_name is None:
@@ -48,24 +43,9 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
         for m in inventory.mailboxes if m.smtp is not None)
     settings = AgentSettings(host=host.name, primary_ip=host.primary_ip, mailboxes=mailboxes,
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
-    for mailbox in mailboxes:  # a missing secret is bad input now, not a failed send at 3 a.m.
-        mailbox.submission.secret(sc.app.env)
-    url, source = sc.database_url()
-    with Ledger.from_url(url) as ledger:
-        if source == "embedded":
-            ledger.migrate()
-        else:
-            ledger.check_schema()
-        key = (read_key_file(inventory.unsubscribe_key_file) if inventory.unsubscribe_key_file
-               else ledger.unsubscribe_key())
-    client = sc.app.redis(socket_timeout=redis_conn.DEFAULT_SOCKET_TIMEOUT_S)
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    client.set_retry(Retry(NoBackoff(), 1))  # a sick Redis must cost a send a fallback, not seconds
-    agent = Agent(settings, Guard(client), Pool(client), client, unsubscribe_key=key, checkpoint=checkpoint,
-                  env=sc.app.env)
-    return agent, lambda: Ledger.from_url(url)
+    app = sc.app
+    return assemble(settings, sc.ledger_place(), redis_url=app.config.redis_url.value, state_dir=app.state_dir,
+                    unsubscribe_key_file=inventory.unsubscribe_key_file, env=app.env, checkpoint=checkpoint)
 
 
 @click.command("run")
