@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from sendhost import redis_conn
 from warmup import keys
@@ -44,7 +42,6 @@ DEFAULT_RAMP = Ramp()
 
 Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-not-started",
                  "skipped-unavailable"]
-HOT_PATH_RETRIES = 1
 CALL_PLAN_CACHE = 1024
 # Settled tokens are remembered this long: far longer than a send can stay in flight.
 SETTLED_KEEP_MS = 2 * 86_400_000
@@ -127,11 +124,11 @@ class Guard:
                  breaker: BreakerPolicy = BreakerPolicy()) -> Guard:
         """A guard on `url`, or on the embedded Redis under `state_dir` when `url` is None."""
         try:
-            client = redis_conn.connect(url, state_dir=state_dir, socket_timeout=socket_timeout)
+            # The hot-path role: one retry without backoff, so a sender hears "unavailable" within a timeout.
+            client = redis_conn.connect(url, role=redis_conn.HOT_PATH, state_dir=state_dir,
+                                        socket_timeout=socket_timeout)
         except ValueError as exc:
             raise WarmupConfigError(str(exc)) from None
-        # redis-py's default retries back off for seconds; a sender must hear "unavailable" within a timeout.
-        client.set_retry(Retry(NoBackoff(), HOT_PATH_RETRIES))
         return cls(client, fail_open=fail_open, breaker=breaker)
 
     def close(self) -> None:
