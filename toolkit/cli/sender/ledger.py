@@ -79,7 +79,7 @@ def status_command(sc: SenderContext, fmt: str | None) -> None:
     warm-up gates make of them (ok, holding-ramp, paused)."""
     from toolkit.cli.mailbox_health import read_view, render_health
 
-    url, _source = sc.database_url()
+    url = sc.place.url
     with sc.ledger() as ledger:
         counts = ledger.counts()
     view = read_view(url)

@@ -44,7 +44,7 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
     settings = AgentSettings(host=host.name, primary_ip=host.primary_ip, mailboxes=mailboxes,
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
     app = sc.app
-    return assemble(settings, sc.ledger_place(), redis_url=app.config.redis_url.value, state_dir=app.state_dir,
+    return assemble(settings, sc.place, redis_url=app.config.redis_url.value, state_dir=app.state_dir,
                     unsubscribe_key_file=inventory.unsubscribe_key_file, env=app.env, checkpoint=checkpoint)
 
 
