@@ -3,12 +3,18 @@ the inbox reading (with its health report to the warm-up guard) and the web serv
 clients. The CLI, the simulation and the tests build through it; the CLI only turns the inventory into settings.
 
 The unsubscribe key is chosen here, once, for the agent that signs the links and the web service that checks them.
+
+Time comes from one `clock` (epoch seconds), given to everything that reads one: the guard's and the pool's scripts
+(instead of Redis TIME), the agent's counter rebuild and, once the ledger takes a clock, the ledger (instead of
+PostgreSQL's now()). Without one, each keeps its production source. The simulation passes its simulated clock.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -19,12 +25,12 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from ippool import Pool
+from ippool import Lease, Pool
 from sender.ledger.store import Ledger
 from sender.sending.agent import Agent
 from sender.settings import AgentSettings
 from sendhost import redis_conn
-from warmup import Guard
+from warmup import Decision, Guard
 
 if TYPE_CHECKING:
     from sender.feedback.inbox import InboxAccount, MailboxReport
@@ -37,9 +43,14 @@ INBOX_EVERY_S = 60.0
 # --- the ledger and the unsubscribe key --------------------------------------------------------------------------
 
 
-def open_ledger(url: str, *, embedded: bool) -> Ledger:
+def connect_ledger(url: str, clock: Callable[[], float] | None = None) -> Ledger:
+    """A connection to the ledger at `url`, on `clock` when one is given."""
+    return Ledger.from_url(url)  # MERGE(ledger clock): Ledger.from_url(url, clock=clock) once Ledger takes one
+
+
+def open_ledger(url: str, *, embedded: bool, clock: Callable[[], float] | None = None) -> Ledger:
     """The ledger at `url`: the embedded one is migrated on first use, a configured one must have been migrated."""
-    ledger = Ledger.from_url(url)
+    ledger = connect_ledger(url, clock)
     if embedded:
         ledger.migrate()
     else:
@@ -65,23 +76,31 @@ def hot_path_client(redis_url: str | None, state_dir: Path) -> redis.Redis:
 
 @dataclass
 class SenderMachinery:
-    """The clients every agent of one process shares: the hot-path Redis client, the warm-up guard and the pool."""
+    """What every agent of one process shares: the hot-path Redis client, the warm-up guard, the pool and the
+    clock they all read (None: Redis TIME)."""
 
     client: redis.Redis
     guard: Guard
     pool: Pool
+    clock: Callable[[], float] | None = None
 
     def agent(self, settings: AgentSettings, *, unsubscribe_key: bytes,
               checkpoint: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
-              side_tasks: Executor | None = None) -> Agent:
-        """The agent for `settings` (one host's mailboxes) over the shared clients."""
+              side_tasks: Executor | None = None, pick: Callable[[Sequence[str]], Decision] | None = None,
+              source_address: Callable[[Lease], str | None] | None = None) -> Agent:
+        """The agent for `settings` (one host's mailboxes) over the shared parts; `pick` and `source_address`
+        replace the guard's pick and the lease's source address (see `Agent`)."""
         return Agent(settings, self.guard, self.pool, self.client, unsubscribe_key=unsubscribe_key,
-                     checkpoint=checkpoint, env=env, side_tasks=side_tasks)
+                     checkpoint=checkpoint, env=env, side_tasks=side_tasks, clock=self.clock or time.time,
+                     pick=pick, source_address=source_address)
 
 
-def build_sender(client: redis.Redis) -> SenderMachinery:
-    """The guard and the pool over `client` (give it the hot-path role: `hot_path_client`)."""
-    return SenderMachinery(client, Guard(client), Pool(client))
+def build_sender(client: redis.Redis, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
+                 new_seed: Callable[[], str] | None = None) -> SenderMachinery:
+    """The guard and the pool over `client` (give it the hot-path role: `hot_path_client`), on `clock`; `rng`
+    draws the pool's budgets, `new_seed` each new mailbox's jitter seed (the simulation's are seeded)."""
+    return SenderMachinery(client, Guard(client, clock=clock, new_seed=new_seed), Pool(client, clock=clock, rng=rng),
+                           clock)
 
 
 @dataclass
@@ -102,27 +121,25 @@ class LedgerPlace:
 
         return self.configured or embedded_url(self.state_dir)
 
-    def open(self) -> Ledger:
+    def open(self, clock: Callable[[], float] | None = None) -> Ledger:
         """A connection, the schema migrated (embedded) or checked (configured)."""
-        return open_ledger(self.url, embedded=self.embedded)
-
-    def connections(self) -> Callable[[], Ledger]:
-        """A factory of ledger connections, one per worker."""
-        url = self.url
-        return lambda: Ledger.from_url(url)
+        return open_ledger(self.url, embedded=self.embedded, clock=clock)
 
 
 def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str | None, state_dir: Path,
                 unsubscribe_key_file: str | None = None, env: Mapping[str, str] | None = None,
-                checkpoint: Callable[[str], None] | None = None) -> tuple[Agent, Callable[[], Ledger]]:
-    """The agent of one host, and a factory of ledger connections for its workers. A missing secret, a ledger not
-    migrated or a bad key file is bad input now, not a failed send at 3 a.m."""
+                checkpoint: Callable[[str], None] | None = None,
+                clock: Callable[[], float] | None = None) -> tuple[Agent, Callable[[], Ledger]]:
+    """The agent of one host, and a factory of ledger connections for its workers, all on `clock`. A missing
+    secret, a ledger not migrated or a bad key file is bad input now, not a failed send at 3 a.m."""
     for mailbox in settings.mailboxes:
         mailbox.submission.secret(env)
-    with ledger.open() as opened:
+    with ledger.open(clock) as opened:
         key = unsubscribe_key(opened, unsubscribe_key_file)
-    machinery = build_sender(hot_path_client(redis_url, state_dir))
-    return machinery.agent(settings, unsubscribe_key=key, checkpoint=checkpoint, env=env), ledger.connections()
+    machinery = build_sender(hot_path_client(redis_url, state_dir), clock=clock)
+    url = ledger.url
+    return (machinery.agent(settings, unsubscribe_key=key, checkpoint=checkpoint, env=env),
+            lambda: connect_ledger(url, clock))
 
 
 # --- the inbox reading and its health report ---------------------------------------------------------------------

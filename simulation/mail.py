@@ -5,13 +5,14 @@ Each simulated send is one `sender.Agent.send_one`: claim a row from the ledger 
 the send record. The submission server is aiosmtpd on 127.0.0.1 (AUTH required, plain over loopback, which the
 sender allows only for a loopback host); it records the peer address of every message it accepts.
 
-Three narrow adapters keep the real code on the simulated clock, each named for what it changes:
-- `SimulatedTimeGuard` passes the simulated `now` to the guard (the agent asks without one), and lets a group
-  pick only among the mailboxes whose start date has come (the simulation adds them as they start);
-- `LoopbackPool` gives each leased address (a slot's Elastic IP of one generation, or a host's primary) its own
-  127.x address, so what the server saw *is* the per-address record;
-- `SimulatedTimeLedger` keeps a row due in PostgreSQL's real time when the agent puts it back for later, and
-  leaves the waiting to the simulation's scheduler (which reads `last_delay_s`).
+The agents are built by the sender's composition root (sender.assembly) on the simulated clock, which the guard
+and the pool read instead of Redis TIME. Two small hooks the agent takes are the simulation's:
+- `StartedMailboxes.pick` lets a group pick only among the mailboxes whose start date has come (the simulation
+  puts each under the guard as it starts), and keeps the last reservation for the send log;
+- `LoopbackSources` gives each leased address (a slot's Elastic IP of one generation, or a host's primary) its own
+  127.x address to bind, so what the server saw *is* the per-address record.
+One adapter remains: `SimulatedTimeLedger` keeps a row due in PostgreSQL's real time when the agent puts it back
+for later, and leaves the waiting to the simulation's scheduler (which reads `last_delay_s`).
 """
 
 from __future__ import annotations
@@ -32,17 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import redis
-
-from ippool import Lease, Pool
+from ippool import Lease
+from sender.assembly import SenderMachinery
 from sender.errors import LedgerUnavailable
 from sender.ledger.store import Ledger, Settle, Status
 from sender.settings import AgentSettings, MailboxSettings, Submission
 from simulation.errors import SimulationFailed
 from simulation.model import SimInventory
 from warmup import Decision, Guard, Reservation
-from warmup.failures import FailureClass
-from warmup.guard import CancelOutcome
 
 LOOPBACK_HOST = "127.0.0.1"
 # Source addresses are numbered from here: clear of 127.0.0.1, where the server listens.
@@ -55,36 +53,25 @@ NOT_STARTED_RETRY_S = 3600.0
 # --- the clock and the addresses ---------------------------------------------------------------------------------
 
 
-class SimulatedTimeGuard(Guard):
-    """The warm-up guard on the simulated clock, picking only among mailboxes that have started."""
+@dataclass
+class StartedMailboxes:
+    """The agent's `pick`: the guard's, among the group's mailboxes whose start date has come."""
 
-    def __init__(self, client: redis.Redis, clock: Callable[[], float], **kwargs: Any) -> None:
-        super().__init__(client, **kwargs)
-        self._clock = clock
-        self.started: set[str] = set()
-        self.last_reservation: Reservation | None = None
+    guard: Guard
+    started: set[str] = field(default_factory=set)
+    last_reservation: Reservation | None = None
 
-    def add_mailbox(self, address: str, **kwargs: Any) -> bool:
-        kwargs.setdefault("now", self._clock())
-        added = super().add_mailbox(address, **kwargs)
+    def start(self, address: str) -> None:
         self.started.add(address.lower())
-        return added
 
-    def pick(self, addresses: Sequence[str], now: float | None = None) -> Decision:
+    def pick(self, addresses: Sequence[str]) -> Decision:
         started = tuple(a for a in addresses if a.lower() in self.started)
         if not started:
             return Decision("skipped-paused", None, retry_after_s=NOT_STARTED_RETRY_S,
                             reason="no mailbox of the group has reached its start date")
-        decision = super().pick(started, now=self._clock() if now is None else now)
+        decision = self.guard.pick(started)
         self.last_reservation = decision.reservation
         return decision
-
-    def confirm(self, reservation: Reservation, now: float | None = None) -> bool:
-        return super().confirm(reservation, now=self._clock() if now is None else now)
-
-    def cancel(self, reservation: Reservation, failure: FailureClass | None = None,
-               now: float | None = None) -> CancelOutcome:
-        return super().cancel(reservation, failure, now=self._clock() if now is None else now)
 
 
 @dataclass(frozen=True)
@@ -98,26 +85,24 @@ class SourceAddress:
     generation: int | None
 
 
-class LoopbackPool(Pool):
-    """The real pool; each lease's source address becomes the loopback address standing for what it leased."""
+class LoopbackSources:
+    """The agent's `source_address`: the loopback address standing for what each lease leased."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self) -> None:
         self.sources: dict[str, SourceAddress] = {}
         self._by_key: dict[tuple[str, str | None, int | None, int | None], str] = {}
         self.last_lease: Lease | None = None
 
-    def lease(self, host: str, ttl_s: float = 60.0, *, primary_ip: str | None = None) -> Lease:
-        lease = super().lease(host, ttl_s, primary_ip=primary_ip)
-        key = (host, lease.public_ip, lease.slot, lease.generation)
+    def __call__(self, lease: Lease) -> str:
+        key = (lease.host, lease.public_ip, lease.slot, lease.generation)
         loopback = self._by_key.get(key)
         if loopback is None:
             loopback = str(FIRST_SOURCE + len(self._by_key))
             self._by_key[key] = loopback
-            self.sources[loopback] = SourceAddress(loopback, host, lease.public_ip, lease.slot, lease.generation)
-        lease.source_ip = loopback
+            self.sources[loopback] = SourceAddress(loopback, lease.host, lease.public_ip, lease.slot,
+                                                   lease.generation)
         self.last_lease = lease
-        return lease
+        return loopback
 
 
 class SimulatedTimeLedger(Ledger):
@@ -254,8 +239,9 @@ class MailWorld:
     ledger: SimulatedTimeLedger
     agents: dict[tuple[str, str], Any]  # (host, group) -> sender.sending.agent.Agent
     recorder: SubmissionRecorder
-    pool: LoopbackPool
-    guard: SimulatedTimeGuard
+    guard: Guard
+    started: StartedMailboxes
+    sources: LoopbackSources
     groups: tuple[str, ...]
 
 
@@ -276,11 +262,10 @@ def mailbox_settings(inventory: SimInventory, port: int,
 
 
 @contextmanager
-def mail_world(state_dir: Path, inventory: SimInventory, guard: SimulatedTimeGuard, pool: LoopbackPool,
-               redis_client: redis.Redis) -> Iterator[MailWorld]:
-    """The ledger on an embedded PostgreSQL, the submission server, and an agent per (host, group)."""
+def mail_world(state_dir: Path, inventory: SimInventory, sending: SenderMachinery) -> Iterator[MailWorld]:
+    """The ledger on an embedded PostgreSQL, the submission server, and an agent per (host, group), built by the
+    sender's composition root over the simulation's guard and pool (`sending`)."""
     from sender.ledger import connection as db
-    from sender.sending.agent import Agent
 
     passwords = {mailbox.address: secrets.token_urlsafe(12) for mailbox in inventory.mailboxes}
     with (embedded_ledger(state_dir) as url, contextlib.closing(SimulatedTimeLedger(db.connect(url), url)) as ledger,
@@ -288,18 +273,20 @@ def mail_world(state_dir: Path, inventory: SimInventory, guard: SimulatedTimeGua
         key = ledger.unsubscribe_key()
         env, mailboxes = mailbox_settings(inventory, port, passwords)
         side_tasks = InlineExecutor()
+        started, sources = StartedMailboxes(sending.guard), LoopbackSources()
         groups = tuple(sorted({m.group for m in mailboxes}))
         agents: dict[tuple[str, str], Any] = {}
         for host in inventory.hosts:
             for group in groups:
-                # No primary_ip: the pool reports the host's primary, and LoopbackPool maps it like any address.
+                # No primary_ip: the pool reports the host's primary, and LoopbackSources maps it like any address.
                 settings = AgentSettings(host=host.name, primary_ip=None,
                                          mailboxes=tuple(m for m in mailboxes if m.group == group),
                                          unsubscribe_base_url=UNSUBSCRIBE_BASE_URL, smtp_timeout_s=SMTP_TIMEOUT_S)
-                agents[(host.name, group)] = Agent(settings, guard, pool, redis_client, unsubscribe_key=key,
-                                                   env=env, side_tasks=side_tasks)
+                agents[(host.name, group)] = sending.agent(settings, unsubscribe_key=key, env=env,
+                                                           side_tasks=side_tasks, pick=started.pick,
+                                                           source_address=sources)
         try:
-            yield MailWorld(ledger, agents, recorder, pool, guard, groups)
+            yield MailWorld(ledger, agents, recorder, sending.guard, started, sources, groups)
         except LedgerUnavailable as exc:
             raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
 

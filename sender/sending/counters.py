@@ -28,18 +28,18 @@ LOOKBACK = timedelta(days=2)  # covers "today" in every time zone
 
 
 def rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings],
-            *, sleep: Callable[[float], None] = time.sleep) -> int:
+            *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> int:
     """Make every mailbox of `group` known to the guard with counters no lower than the ledger's; returns how
-    many had to be re-added. WarmupUnavailable when Redis cannot be reached."""
+    many had to be re-added. WarmupUnavailable when Redis cannot be reached. `clock` dates the ledger's look-back."""
     try:
-        return _rebuild(guard, client, ledger, group, mailboxes, sleep)
+        return _rebuild(guard, client, ledger, group, mailboxes, sleep, clock)
     except redis.RedisError as exc:
         raise WarmupUnavailable(f"Redis unreachable while rebuilding the warm-up counters of group {group}: {exc}; "
                                 "check --redis-url / SENDHOST_REDIS_URL") from None
 
 
 def _rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings],
-             sleep: Callable[[float], None]) -> int:
+             sleep: Callable[[float], None], clock: Callable[[], float]) -> int:
     lock_key = f"sendhost:sender:{{{group}}}:rebuild"
     token = uuid.uuid4().hex
     deadline = time.monotonic() + LOCK_TTL_MS / 1000
@@ -59,7 +59,7 @@ def _rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mail
                                   domain=mailbox.domain)
                 readded += 1
         addresses = [m.address.lower() for m in mailboxes]
-        sends = ledger.sends_since(datetime.now(UTC) - LOOKBACK, addresses)
+        sends = ledger.sends_since(datetime.fromtimestamp(clock(), UTC) - LOOKBACK, addresses)
         if sends:
             guard.import_sends(sends)
         for mailbox in mailboxes:
