@@ -345,11 +345,11 @@ def database(admin_url: str | None) -> tuple[str, str]:
                 return url, url.rsplit("/", 1)[0] + f"/{name}"
         except psycopg.Error:
             continue
-    from sender.ledger import connection as db
+    from sender.embedded import embedded_url
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        url = db.embedded_url(Path(tempfile.mkdtemp(prefix="sendhost-bench-")))
+        url = embedded_url(Path(tempfile.mkdtemp(prefix="sendhost-bench-")))
     return url, url
 
 

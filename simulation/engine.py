@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from datetime import time as day_time
 
 from dns_audit.findings import DomainReport
+from sender.assembly import build_sender
 from simulation import events
 from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
@@ -27,8 +28,6 @@ from simulation.ec2_fake import SimulatedEc2
 from simulation.mail import (
     Deliveries,
     Delivery,
-    LoopbackPool,
-    SimulatedTimeGuard,
     SourceAddress,
     count_deliveries,
     mail_world,
@@ -93,12 +92,13 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
         adapter = SimulatedEc2(sessions, inventory.region, seed=seeds.randrange(2**32), clock=clock,
                                sleep=clock.sleep, rng=random.Random(seeds.randrange(2**32)))
         try:
-            pool = LoopbackPool(client, clock=clock, rng=random.Random(seeds.randrange(2**32)))
+            pool_rng = random.Random(seeds.randrange(2**32))
             mailbox_seeds = random.Random(seeds.randrange(2**32))
-            guard = SimulatedTimeGuard(client, clock, new_seed=lambda: f"{mailbox_seeds.getrandbits(64):016x}")
-            pool_worker = PoolWorker(pool, adapter, POOL_NAME, worlds, clock, log)
+            sending = build_sender(client, clock=clock, rng=pool_rng,
+                                   new_seed=lambda: f"{mailbox_seeds.getrandbits(64):016x}")
+            pool_worker = PoolWorker(sending.pool, adapter, POOL_NAME, worlds, clock, log)
             pool_worker.provision()
-            with mail_world(state_dir, inventory, guard, pool, client, clock) as mail:
+            with mail_world(state_dir, inventory, sending) as mail:
                 senders = [SenderWorker(f"{world.host.name}/w{index + 1}", world.host.name, mail,
                                         inventory.mailboxes, clock, random.Random(seeds.randrange(2**32)), log,
                                         config.send_seconds, backlog_limit=max(1, config.sends_per_day))
@@ -106,7 +106,7 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                 _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
                       progress).run(start_s)
                 delivered = list(mail.recorder.deliveries)
-            fallbacks = dict(pool.fallbacks.totals)
+            fallbacks = dict(sending.pool.fallbacks.totals)
             worker_errors = list(pool_worker.errors)
             outcomes, redraws = dict(pool_worker.outcomes), dict(pool_worker.redraw_reasons)
         finally:
@@ -117,7 +117,7 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
     budgets = {(p.host, p.slot, p.generation): p.budget for p in log.placements}
     return SimResult(config, inventory, first_day, start_s, end_s, log, _caps(inventory, first_day, config.days),
                      audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws, delivered,
-                     dict(pool.sources), count_deliveries(delivered, pool.sources, budgets))
+                     dict(mail.sources.sources), count_deliveries(delivered, mail.sources.sources, budgets))
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:

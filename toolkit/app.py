@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from sendhost.errors import ConfigError, SendhostError
-from toolkit.config import Config, resolve_config, resolve_inventory_path
+from toolkit.config import Config, Setting, resolve_config, resolve_database_url, resolve_inventory_path
 from toolkit.inventory import Inventory, load_inventory
 
 if TYPE_CHECKING:
@@ -51,6 +51,16 @@ class App:
     @property
     def state_dir(self) -> Path:
         return Path(self.config.state_dir.value or ".sendhost")
+
+    def database_url(self, flag: str | None = None) -> Setting:
+        """The ledger's URL and its source (`flag` is `sender --database-url`), value None for the embedded one;
+        SenderConfigError for a URL that is not PostgreSQL's."""
+        setting = self.config.database_url if flag is None else resolve_database_url(flag, self.env, self.inventory)
+        if setting.value is not None:
+            from sender.ledger.connection import validate_url  # late: most commands never open the ledger
+
+            validate_url(setting.value)
+        return setting
 
     def redis(self, socket_timeout: float | None = None) -> redis.Redis:
         """A Redis client (the admin role of `sendhost.redis_conn`) for the configured URL, or the embedded server.

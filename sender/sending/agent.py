@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -33,7 +33,7 @@ from sender.sending.outcomes import decide
 from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession, open_session
 from sender.sending.tokens import make_token
 from sender.settings import AgentSettings, MailboxSettings
-from warmup import FailureClass, Guard, Reservation
+from warmup import Decision, FailureClass, Guard, Reservation
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
 log = logging.getLogger("sendhost.sender")
@@ -73,7 +73,12 @@ class Agent:
     def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: redis.Redis, *,
                  unsubscribe_key: bytes, checkpoint: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
-                 side_tasks: Executor | None = None) -> None:
+                 side_tasks: Executor | None = None, clock: Callable[[], float] = time.time,
+                 pick: Callable[[Sequence[str]], Decision] | None = None,
+                 source_address: Callable[[Lease], str | None] | None = None) -> None:
+        """`clock` (epoch seconds) is the time of the counter rebuild; give the guard the same one. `pick` reserves
+        a mailbox among a group's (default `guard.pick`); `source_address` is the address a lease's send binds to
+        (default the lease's `source_ip`). The simulation passes both (sender.assembly builds it)."""
         self.settings = settings
         self.guard = guard
         self.pool = pool
@@ -82,6 +87,9 @@ class Agent:
         self._checkpoint = checkpoint or (lambda name: None)
         self._env = env
         self._sleep = sleep
+        self._clock = clock
+        self._pick = pick or guard.pick
+        self._source_address = source_address or (lambda lease: lease.source_ip)
         self._groups = settings.by_group()
         self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
         self._mailboxes = {m.address.lower(): m for m in settings.mailboxes}
@@ -97,7 +105,7 @@ class Agent:
     def prepare(self, ledger: Ledger) -> None:
         """Rebuild every group's warm-up counters from the ledger (at start: Redis may have lost them)."""
         for group, mailboxes in self._groups.items():
-            rebuild(self.guard, ledger, group, mailboxes)
+            rebuild(self.guard, ledger, group, mailboxes, clock=self._clock)
 
     # --- one row ------------------------------------------------------------------------------------------------
 
@@ -125,6 +133,7 @@ class Agent:
             lease = self.pool.lease(self.settings.host, ttl_s=self.settings.lease_ttl,
                                     primary_ip=self.settings.primary_ip)
             self._checkpoint("leased")
+            source_ip = self._source_address(lease)
             mailbox = self._mailboxes[reserved.mailbox]
             try:
                 secret = mailbox.submission.secret(self._env)
@@ -136,11 +145,11 @@ class Agent:
                 return Report(row.id, "rerouted", str(exc), mailbox.address)
             # The durable start of the attempt (with the last suppression check) and the opening of the SMTP
             # session (connect, TLS, AUTH: nothing handed over yet) run side by side; MAIL FROM waits for both.
-            opening = self._side_tasks.submit(open_session, mailbox.submission, secret, source_ip=lease.source_ip,
+            opening = self._side_tasks.submit(open_session, mailbox.submission, secret, source_ip=source_ip,
                                           timeout_s=self.settings.smtp_timeout_s)
             try:
                 outcome, message_id = ledger.begin_attempt(
-                    row.id, uuid.uuid4(), mailbox.address, lease.source_ip,
+                    row.id, uuid.uuid4(), mailbox.address, source_ip,
                     message_id_for(row.idempotency_key, mailbox.address))
             except BaseException:
                 _close(opening)
@@ -156,7 +165,7 @@ class Agent:
             result = session if isinstance(session, Result) else session.hand_over(self._message(row, mailbox,
                                                                                                   message_id))
             self._checkpoint("submitted")
-            report = self._settle(ledger, row, reserved, mailbox, lease, result, message_id)
+            report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id)
             if result.kind is ResultKind.ACCEPTED:
                 confirm = reserved
             return report
@@ -182,21 +191,21 @@ class Agent:
             ledger.unclaim(row.id, PAUSED_DELAY_S, f"no mailbox of group {row.group} on this agent")
             return Report(row.id, "blocked", f"no mailbox in group {row.group}")
         try:
-            decision = self.guard.pick(addresses)
+            decision = self._pick(addresses)
         except WarmupConfigError as exc:
             if not isinstance(exc, UnknownMailbox):
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(exc))
                 return Report(row.id, "blocked", str(exc))
             # Redis lost the group's mailboxes: rebuild from the ledger before reserving anything.
             try:
-                rebuild(self.guard, ledger, row.group, self._groups[row.group])
+                rebuild(self.guard, ledger, row.group, self._groups[row.group], clock=self._clock)
             except WarmupUnavailable as unavailable:
                 ledger.unclaim(row.id, UNAVAILABLE_DELAY_S, "")
                 return Report(row.id, "blocked", str(unavailable))
             except WarmupConfigError as wrong:  # e.g. a start date in the future
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(wrong))
                 return Report(row.id, "blocked", str(wrong))
-            decision = self.guard.pick(addresses)
+            decision = self._pick(addresses)
         if decision.reserved and decision.reservation is not None:
             return decision.reservation
         if decision.status == "skipped-unavailable":
@@ -214,12 +223,12 @@ class Agent:
                              message_id=message_id, unsubscribe=url)
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: MailboxSettings,
-                lease: Lease, result: Result, message_id: str | None = None) -> Report:
+                source_ip: str | None, result: Result, message_id: str | None = None) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")
-            return Report(row.id, "sent", result.text, mailbox.address, lease.source_ip,
+            return Report(row.id, "sent", result.text, mailbox.address, source_ip,
                           message_id=message_id)
         settle = outcome.settle
         status = self._persist(ledger, lambda: ledger.settle(row.id, settle, outcome.detail, outcome.delay_s))
@@ -230,7 +239,7 @@ class Agent:
         kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
         unreachable = result.kind is ResultKind.CERTIFICATE or (result.kind is ResultKind.NO_REPLY
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))
-        return Report(row.id, kind, outcome.detail, mailbox.address, lease.source_ip, unreachable)
+        return Report(row.id, kind, outcome.detail, mailbox.address, source_ip, unreachable)
 
     def _finish(self, lease: Lease, sent: Reservation | None) -> None:
         """After a send, beside the next one: confirm the reservation of an accepted message, release the lease."""

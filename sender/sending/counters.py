@@ -23,9 +23,9 @@ LOOKBACK = timedelta(days=2)  # covers "today" in every time zone
 
 
 def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings], *,
-            sleep: Callable[[float], None] = time.sleep) -> int:
+            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> int:
     """Make every mailbox of `group` known to the guard with counters no lower than the ledger's; returns how
-    many had to be re-added. WarmupUnavailable when Redis cannot be reached."""
+    many had to be re-added. WarmupUnavailable when Redis cannot be reached. `clock` dates the ledger's look-back."""
     with guard.rebuilding(group, sleep=sleep):
         readded = 0
         for mailbox in mailboxes:
@@ -35,7 +35,7 @@ def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[Mailbo
                                   domain=mailbox.domain, paused=REBUILD_PAUSE_REASON)
                 readded += 1
         addresses = [m.address.lower() for m in mailboxes]
-        sends = ledger.sends_since(datetime.now(UTC) - LOOKBACK, addresses)
+        sends = ledger.sends_since(datetime.fromtimestamp(clock(), UTC) - LOOKBACK, addresses)
         if sends:
             guard.import_sends(sends)
         for mailbox in mailboxes:

@@ -13,7 +13,8 @@ import sys
 import threading
 
 from toolkit.app import App
-from toolkit.cli.sender import SenderContext, build_agent
+from toolkit.cli.sender.context import SenderContext
+from toolkit.cli.sender.run import build_agent
 
 
 def main() -> None:

@@ -187,8 +187,8 @@ def test_the_agent_reads_the_inbox_on_an_interval(imap: Dovecot, feedback: Feedb
     import time
 
     from toolkit.app import App
-    from toolkit.cli.sender import SenderContext
-    from toolkit.cli.sender_feedback import start_inbox_reader
+    from toolkit.cli.sender.context import SenderContext
+    from toolkit.cli.sender.feedback import start_inbox_reader
 
     _row, message_id = sent_row(feedback, "L1", "agent@rcpt.example", mailbox=BOX0)
     context = SenderContext(App(inventory_flag=str(_inventory(tmp_path, imap)), env={}), database_url)

@@ -15,7 +15,8 @@ from sender import Ledger
 from sender.sending.agent import Agent
 from tests.support.submission import SubmissionServer
 from toolkit.app import App
-from toolkit.cli.sender import SenderContext, build_agent
+from toolkit.cli.sender.context import SenderContext
+from toolkit.cli.sender.run import build_agent
 
 HOST = "sender-1"
 PRIMARY = "127.0.0.1"

@@ -115,3 +115,51 @@ def test_config_show_exits_2_on_malformed_env_url(example_inventory: Path) -> No
         "error: redis_url from env REDIS_URL: malformed Redis URL 'ftp://x': scheme must be one of redis, rediss, "
         "unix; expected redis://[user:pass@]host:port/db"
     )
+
+
+@pytest.fixture
+def inventory_with_database(tmp_path: Path, example_inventory: Path) -> Path:
+    path = tmp_path / "inventory.yml"
+    url = "postgresql://inv:inventory-secret@db.internal:5432/ledger"
+    line = f'    sendhost_database_url: "{url}"\n'
+    path.write_text(example_inventory.read_text().replace("  vars:\n", "  vars:\n" + line, 1))
+    return path
+
+
+def test_database_url_flag_beats_env_beats_inventory_beats_embedded(inventory_with_database: Path) -> None:
+    from toolkit.config import resolve_database_url
+
+    inventory = load_inventory(inventory_with_database)
+    env = {"SENDHOST_DATABASE_URL": "postgresql://env@h/db"}
+    flag = resolve_database_url("postgresql://flag@h/db", env, inventory)
+    assert (flag.value, flag.source) == ("postgresql://flag@h/db", "flag --database-url")
+    from_env = resolve_database_url(None, env, inventory)
+    assert (from_env.value, from_env.source) == ("postgresql://env@h/db", "env SENDHOST_DATABASE_URL")
+    from_inventory = resolve_database_url(None, {}, inventory)
+    assert from_inventory.value == "postgresql://inv:inventory-secret@db.internal:5432/ledger"
+    assert from_inventory.source == f"inventory {inventory_with_database}:{inventory.database_url_line}"
+    embedded = resolve_database_url(None, {}, None)
+    assert (embedded.value, embedded.source) == (None, "default (embedded PostgreSQL under the state dir)")
+    assert resolve_config({}, env, inventory).database_url == from_env
+
+
+def test_config_show_names_the_database_url_masked(inventory_with_database: Path) -> None:
+    result = run_cli("--inventory", str(inventory_with_database), "config", "show", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["database_url"]["value"] == "postgresql://inv:***@db.internal:5432/ledger"
+    assert shown["database_url"]["source"].startswith(f"inventory {inventory_with_database}:")
+    assert "inventory-secret" not in result.stdout
+
+    result = run_cli("--inventory", str(inventory_with_database), "config", "show",
+                     env={"SENDHOST_DATABASE_URL": "postgresql://u:envsecret@h:5432/db"})
+    assert result.returncode == 0, result.stderr
+    assert "env SENDHOST_DATABASE_URL" in result.stdout and "envsecret" not in result.stdout
+
+
+def test_a_malformed_database_url_stops_only_what_opens_the_ledger(example_inventory: Path) -> None:
+    env = {"SENDHOST_DATABASE_URL": "mysql://h/db"}
+    assert run_cli("--inventory", str(example_inventory), "config", "show", env=env).returncode == 0
+    result = run_cli("--inventory", str(example_inventory), "sender", "status", env=env)
+    assert result.returncode == 2
+    assert "is not a PostgreSQL URL" in result.stderr

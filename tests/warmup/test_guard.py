@@ -368,3 +368,23 @@ def test_the_guard_and_the_cli_word_a_wait_alike_rounded_up(guard: Guard, gap_s:
     assert guard.reserve("a@x.com", now=NOW).reserved
     skipped = guard.reserve("a@x.com", now=NOW)
     assert skipped.reason == f"needs {words} between sends; {words} left"
+
+
+def test_a_clock_given_is_the_time_of_every_call_without_now(redis_client: redis.Redis) -> None:
+    at = [NOW]
+    guard = Guard(redis_client, clock=lambda: at[0])
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=600, jitter_s=(0, 0))
+    first = guard.reserve("a@x.com")
+    assert first.reserved and first.reservation is not None and first.reservation.day == TODAY.isoformat()
+    at[0] = NOW + 60
+    blocked = guard.pick(["a@x.com"])
+    assert blocked.status == "skipped-cooldown" and blocked.retry_after_s == pytest.approx(540, abs=1)
+    assert guard.confirm(first.reservation)
+    [status] = guard.status(["a@x.com"])
+    assert (status.reserved, status.sent) == (1, 1)
+    # an explicit `now` still wins over the clock
+    assert guard.reserve("a@x.com", now=NOW + 600).reserved
+    at[0] = NOW + 86400  # tomorrow, by the clock alone
+    [tomorrow] = guard.status(["a@x.com"])
+    assert (tomorrow.reserved, tomorrow.sent) == (0, 0)
+    assert guard.status(["a@x.com"], now=NOW + 601)[0].reserved == 2

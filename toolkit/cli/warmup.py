@@ -226,13 +226,12 @@ def _health(app: App) -> HealthView:
     """The mailboxes' health from a configured ledger, read only: the embedded one is not started (that writes)."""
     from sender.errors import SenderConfigError
     from toolkit.cli.mailbox_health import read_view
-    from toolkit.cli.sender import configured_database_url
 
     try:
-        configured = configured_database_url(app)
+        configured = app.database_url().value
     except SenderConfigError as exc:  # a malformed URL: health cannot be read, the warm-up state still can
         return read_view(None, str(exc))
-    return read_view(configured[0] if configured is not None else None,
+    return read_view(configured,
                      "no ledger configured (set SENDHOST_DATABASE_URL or sendhost_database_url in the inventory; "
                      "`sendhost sender health` reads the embedded one)")
 

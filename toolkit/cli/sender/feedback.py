@@ -1,4 +1,4 @@
-"""`sendhost sender web` and `sendhost sender inbox`: feedback into the ledger (sender.feedback.web and .inbox)."""
+"""`sendhost sender web`, `inbox` and `health`: feedback into the ledger (sender.feedback.web and .inbox)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolkit.cli.sender import SenderContext
+from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
     import threading
 
-    from sender.feedback.inbox import InboxAccount, MailboxReport
-    from sender.ledger.events import Feedback
-
-pass_sender = click.make_pass_decorator(SenderContext)
+    from sender.assembly import InboxReading
+    from sender.feedback.inbox import InboxAccount
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -50,21 +48,20 @@ def _key_file(path: str, option: str) -> bytes:
 @pass_sender
 def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, events_key_file: str | None) -> None:
     """Serve one-click unsubscribe (RFC 8058), its confirm page, relay events, /healthz and /metrics."""
-    from sender.feedback.web import WebKeys, serve
-    from sender.sending.tokens import read_key_file
+    from sender.assembly import unsubscribe_key, web_keys
+    from sender.feedback.web import serve
 
     host, port = _listen(listen)
     inventory = sc.app.inventory
-    url, _source = sc.database_url()
+    url = sc.place.url
     with sc.ledger() as ledger:
-        current = (read_key_file(inventory.unsubscribe_key_file) if inventory is not None
-                   and inventory.unsubscribe_key_file else ledger.unsubscribe_key())
-    keys = [current, *([_key_file(previous_key_file, "--previous-key-file")] if previous_key_file else [])]
-    events_key = _key_file(events_key_file, "--events-key-file") if events_key_file else None
+        current = unsubscribe_key(ledger, inventory.unsubscribe_key_file if inventory is not None else None)
+    keys = web_keys(current, _key_file(previous_key_file, "--previous-key-file") if previous_key_file else None,
+                    _key_file(events_key_file, "--events-key-file") if events_key_file else None)
     logging.basicConfig(level=os.environ.get("SENDHOST_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     click.echo(f"sender web: serving on http://{host}:{port}", err=True)
-    serve(url, WebKeys(tuple(keys), events_key), host, port)
+    serve(url, keys, host, port)
 
 
 def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[InboxAccount]:
@@ -80,14 +77,11 @@ def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[InboxAccoun
             for m in inventory.mailboxes if m.imap is not None and (not wanted or m.address.lower() in wanted)]
 
 
-def _one_pass(sc: SenderContext, url: str, accounts: list[InboxAccount]) -> list[MailboxReport]:
-    from sender.feedback.inbox import read_all
-    from sender.ledger.events import Feedback
+def _reading(sc: SenderContext, url: str, accounts: list[InboxAccount]) -> InboxReading:
+    from sender.assembly import InboxReading
+    from warmup import Guard
 
-    with Feedback.from_url(url) as feedback:
-        reports = read_all(feedback, accounts, env=sc.app.env)
-        _health(sc, feedback, [r.mailbox for r in reports if r.outcomes["bounced"] or r.outcomes["complained"]])
-    return reports
+    return InboxReading(url, tuple(accounts), lambda: Guard(sc.app.redis()), env=sc.app.env)
 
 
 @click.command("inbox")
@@ -107,14 +101,15 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
     if not accounts:
         sc.app.fail("no mailbox to read: add imap: {host: ...} to the mailboxes in sendhost_mailboxes"
                     + (f" (or fix --mailbox {', '.join(only)})" if only else ""), 2)
-    url, _source = sc.database_url()
+    url = sc.place.url
     with sc.ledger():
         pass  # the schema check
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    reading = _reading(sc, url, accounts)
     while True:
-        reports = _one_pass(sc, url, accounts)
+        reports = reading.one_pass()
         if sc.app.output_format(fmt) == "json":
             emit_json({"mailboxes": [r.as_dict() for r in reports]})
         else:
@@ -129,51 +124,16 @@ def inbox_command(sc: SenderContext, once: bool, interval: float, only: tuple[st
             return
 
 
-INBOX_EVERY_S = 60.0
-
-
-def start_inbox_reader(sc: SenderContext, stop: threading.Event, every_s: float = INBOX_EVERY_S) -> None:
+def start_inbox_reader(sc: SenderContext, stop: threading.Event, every_s: float | None = None) -> None:
     """The agent's inbox reading: a daemon thread reading every mailbox with imap: settings every minute until
-    `stop` (nothing when none has them). A failure is logged and tried again at the next pass."""
-    import threading
-
-    from sender.errors import SenderError
+    `stop` (nothing when none has them)."""
+    from sender.assembly import INBOX_EVERY_S
 
     accounts = _accounts(sc)
     if not accounts:
         return
-    url, _source = sc.database_url()
-    log = logging.getLogger("sendhost.sender.inbox")
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                _one_pass(sc, url, accounts)
-            except SenderError as exc:  # the ledger down: the next pass reads the same messages again
-                log.warning("inbox: pass failed: %s", exc)
-            except Exception:  # a bug must not end the agent's inbox reading for good: log it, try next pass
-                log.exception("inbox: pass failed")
-            stop.wait(every_s)
-
-    threading.Thread(target=loop, name="sender-inbox", daemon=True).start()
-
-
-def _health(sc: SenderContext, feedback: Feedback, mailboxes: list[str]) -> None:
-    """New bounces or complaints: judge those mailboxes and tell the warm-up guard (sender.feedback.health)."""
-    if not mailboxes:
-        return
-    from datetime import UTC, datetime
-
-    from redis.exceptions import RedisError
-
-    from sender.feedback.health import apply_health
-    from sendhost.errors import SendhostError
-    from warmup import Guard
-
-    try:
-        apply_health(feedback, Guard(sc.app.redis()), mailboxes, datetime.now(UTC))
-    except (SendhostError, OSError, RedisError) as exc:  # the reading is done; the next new bounce tries again
-        logging.getLogger("sendhost.sender.health").error("health: the warm-up guard was not told: %s", exc)
+    url = sc.place.url
+    _reading(sc, url, accounts).start(stop, INBOX_EVERY_S if every_s is None else every_s)
 
 
 @click.command("health")
@@ -187,7 +147,7 @@ def health_command(sc: SenderContext, fmt: str | None) -> None:
     from sender.ledger.events import Feedback
     from toolkit.cli.mailbox_health import COLUMNS, TITLE, health_row
 
-    url, _source = sc.database_url()
+    url = sc.place.url
     with sc.ledger():
         pass  # the schema check
     with Feedback.from_url(url) as feedback:
@@ -197,9 +157,3 @@ def health_command(sc: SenderContext, fmt: str | None) -> None:
         emit_json({"mailboxes": [health.to_json() for health in healths]})
     else:
         emit_table(TITLE, COLUMNS, [health_row(health) for health in healths])
-
-
-def register(group: click.Group) -> None:
-    group.add_command(web_command)
-    group.add_command(inbox_command)
-    group.add_command(health_command)

@@ -1,0 +1,213 @@
+"""The composition root of the sender: one place that builds the agent (its guard, pool and hot-path Redis client),
+the inbox reading (with its health report to the warm-up guard) and the web service's keys, from settings and
+clients. The CLI, the simulation and the tests build through it; the CLI only turns the inventory into settings.
+
+The unsubscribe key is chosen here, once, for the agent that signs the links and the web service that checks them.
+
+Time comes from one `clock` (epoch seconds), given to everything that reads one: the guard's and the pool's scripts
+(instead of Redis TIME), the agent's counter rebuild and, once the ledger takes a clock, the ledger (instead of
+PostgreSQL's now()). Without one, each keeps its production source. The simulation passes its simulated clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import redis
+
+from ippool import Lease, Pool
+from sender.ledger.store import Ledger
+from sender.sending.agent import Agent
+from sender.settings import AgentSettings
+from sendhost import redis_conn
+from warmup import Decision, Guard
+
+if TYPE_CHECKING:
+    from sender.feedback.inbox import InboxAccount, MailboxReport
+    from sender.feedback.web import WebKeys
+    from sender.ledger.events import Feedback
+
+INBOX_EVERY_S = 60.0
+
+
+# --- the ledger and the unsubscribe key --------------------------------------------------------------------------
+
+
+def connect_ledger(url: str, clock: Callable[[], float] | None = None) -> Ledger:
+    """A connection to the ledger at `url`, on `clock` when one is given."""
+    return Ledger.from_url(url, clock=clock)
+
+
+def open_ledger(url: str, *, embedded: bool, clock: Callable[[], float] | None = None) -> Ledger:
+    """The ledger at `url`: the embedded one is migrated on first use, a configured one must have been migrated."""
+    ledger = connect_ledger(url, clock)
+    if embedded:
+        ledger.migrate()
+    else:
+        ledger.check_schema()
+    return ledger
+
+
+def unsubscribe_key(ledger: Ledger, key_file: str | None) -> bytes:
+    """The key that signs unsubscribe links: the inventory's key file when it names one, else the ledger's own."""
+    from sender.sending.tokens import read_key_file
+
+    return read_key_file(key_file) if key_file else ledger.unsubscribe_key()
+
+
+# --- the agent ---------------------------------------------------------------------------------------------------
+
+
+def hot_path_client(redis_url: str | None, state_dir: Path) -> redis.Redis:
+    """The agent's Redis client: the hot-path role (a short timeout, one retry without backoff), so a sick Redis
+    costs a send a fallback lease or a `skipped-unavailable`, never seconds."""
+    return redis_conn.connect(redis_url, role=redis_conn.HOT_PATH, state_dir=state_dir)
+
+
+@dataclass
+class SenderMachinery:
+    """What every agent of one process shares: the hot-path Redis client, the warm-up guard, the pool and the
+    clock they all read (None: Redis TIME)."""
+
+    client: redis.Redis
+    guard: Guard
+    pool: Pool
+    clock: Callable[[], float] | None = None
+
+    def agent(self, settings: AgentSettings, *, unsubscribe_key: bytes,
+              checkpoint: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
+              side_tasks: Executor | None = None, pick: Callable[[Sequence[str]], Decision] | None = None,
+              source_address: Callable[[Lease], str | None] | None = None) -> Agent:
+        """The agent for `settings` (one host's mailboxes) over the shared parts; `pick` and `source_address`
+        replace the guard's pick and the lease's source address (see `Agent`)."""
+        return Agent(settings, self.guard, self.pool, self.client, unsubscribe_key=unsubscribe_key,
+                     checkpoint=checkpoint, env=env, side_tasks=side_tasks, clock=self.clock or time.time,
+                     pick=pick, source_address=source_address)
+
+
+def build_sender(client: redis.Redis, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
+                 new_seed: Callable[[], str] | None = None) -> SenderMachinery:
+    """The guard and the pool over `client` (give it the hot-path role: `hot_path_client`), on `clock`; `rng`
+    draws the pool's budgets, `new_seed` each new mailbox's jitter seed (the simulation's are seeded)."""
+    return SenderMachinery(client, Guard(client, clock=clock, new_seed=new_seed), Pool(client, clock=clock, rng=rng),
+                           clock)
+
+
+@dataclass
+class LedgerPlace:
+    """Where the ledger is: a configured URL, or (None) the embedded PostgreSQL under `state_dir`, started when its
+    URL is first asked for and migrated on first use."""
+
+    configured: str | None
+    state_dir: Path
+
+    @property
+    def embedded(self) -> bool:
+        return self.configured is None
+
+    @cached_property
+    def url(self) -> str:
+        from sender.embedded import embedded_url
+
+        return self.configured or embedded_url(self.state_dir)
+
+    def open(self, clock: Callable[[], float] | None = None) -> Ledger:
+        """A connection, the schema migrated (embedded) or checked (configured)."""
+        return open_ledger(self.url, embedded=self.embedded, clock=clock)
+
+
+def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str | None, state_dir: Path,
+                unsubscribe_key_file: str | None = None, env: Mapping[str, str] | None = None,
+                checkpoint: Callable[[str], None] | None = None,
+                clock: Callable[[], float] | None = None) -> tuple[Agent, Callable[[], Ledger]]:
+    """The agent of one host, and a factory of ledger connections for its workers, all on `clock`. A missing
+    secret, a ledger not migrated or a bad key file is bad input now, not a failed send at 3 a.m."""
+    for mailbox in settings.mailboxes:
+        mailbox.submission.secret(env)
+    with ledger.open(clock) as opened:
+        key = unsubscribe_key(opened, unsubscribe_key_file)
+    machinery = build_sender(hot_path_client(redis_url, state_dir), clock=clock)
+    url = ledger.url
+    return (machinery.agent(settings, unsubscribe_key=key, checkpoint=checkpoint, env=env),
+            lambda: connect_ledger(url, clock))
+
+
+# --- the inbox reading and its health report ---------------------------------------------------------------------
+
+
+def report_health(feedback: Feedback, guard: Callable[[], Guard], mailboxes: Sequence[str], now: datetime) -> None:
+    """New bounces or complaints: judge those mailboxes and tell the warm-up guard (sender.feedback.health). The
+    guard is built only then; a failure is logged, and the next new bounce tries again."""
+    if not mailboxes:
+        return
+    from sender.feedback.health import apply_health
+    from sendhost.errors import SendhostError
+
+    try:
+        apply_health(feedback, guard(), mailboxes, now)
+    except (SendhostError, OSError, redis.RedisError) as exc:  # the reading is done; the next new bounce tries again
+        logging.getLogger("sendhost.sender.health").error("health: the warm-up guard was not told: %s", exc)
+
+
+@dataclass(frozen=True)
+class InboxReading:
+    """Every account's new mail into the ledger, then the health of the mailboxes it bounced or complained about
+    told to the guard (`guard` builds it; the admin role: pausing is not the hot path)."""
+
+    database_url: str
+    accounts: tuple[InboxAccount, ...]
+    guard: Callable[[], Guard]
+    env: Mapping[str, str] | None = None
+
+    def one_pass(self) -> list[MailboxReport]:
+        from sender.feedback.inbox import read_all
+        from sender.ledger.events import Feedback
+
+        with Feedback.from_url(self.database_url) as feedback:
+            reports = read_all(feedback, list(self.accounts), env=self.env)
+            report_health(feedback, self.guard,
+                          [r.mailbox for r in reports if r.outcomes["bounced"] or r.outcomes["complained"]],
+                          datetime.now(UTC))
+        return reports
+
+    def start(self, stop: threading.Event, every_s: float = INBOX_EVERY_S) -> threading.Thread:
+        """A daemon thread making a pass every `every_s` until `stop`. A failure is logged and tried again at the
+        next pass."""
+        from sender.errors import SenderError
+
+        inbox_log = logging.getLogger("sendhost.sender.inbox")
+
+        def loop() -> None:
+            while not stop.is_set():
+                try:
+                    self.one_pass()
+                except SenderError as exc:  # the ledger down: the next pass reads the same messages again
+                    inbox_log.warning("inbox: pass failed: %s", exc)
+                except Exception:  # a bug must not end the agent's inbox reading for good: log it, try next pass
+                    inbox_log.exception("inbox: pass failed")
+                stop.wait(every_s)
+
+        thread = threading.Thread(target=loop, name="sender-inbox", daemon=True)
+        thread.start()
+        return thread
+
+
+# --- the web service ---------------------------------------------------------------------------------------------
+
+
+def web_keys(current: bytes, previous: bytes | None = None, events: bytes | None = None) -> WebKeys:
+    """The web service's keys: the unsubscribe key the agent signs with (`unsubscribe_key`), the one it replaced
+    while rotating, and the HMAC key of POST /events (none: /events answers 404)."""
+    from sender.feedback.web import WebKeys
+
+    return WebKeys((current, *([previous] if previous else [])), events)

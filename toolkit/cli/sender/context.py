@@ -1,0 +1,42 @@
+"""The `sendhost sender` group's shared state: the App, the --database-url flag, and the ledger they name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import click
+
+from toolkit.app import App
+
+if TYPE_CHECKING:
+    from sender import Ledger
+    from sender.assembly import LedgerPlace
+
+EXIT_HELP = ("Exit 0 ok; 1 the database or a service failed; 2 bad input (the message names it). "
+             "Database: --database-url > SENDHOST_DATABASE_URL > inventory sendhost_database_url > an embedded "
+             "PostgreSQL under the state directory.")
+
+
+@dataclass
+class SenderContext:
+    app: App
+    database_url_flag: str | None
+
+    @cached_property
+    def place(self) -> LedgerPlace:
+        """Where the ledger is, by the precedence in EXIT_HELP (toolkit.config); the embedded one starts when its
+        URL is first asked for."""
+        from sender.assembly import LedgerPlace
+
+        return LedgerPlace(self.app.database_url(self.database_url_flag).value, self.app.state_dir)
+
+    def ledger(self, *, migrated: bool = True) -> Ledger:
+        """The ledger; the embedded one is migrated on first use, a configured one must have been migrated."""
+        from sender import Ledger
+
+        return self.place.open() if migrated else Ledger.from_url(self.place.url)
+
+
+pass_sender = click.make_pass_decorator(SenderContext)

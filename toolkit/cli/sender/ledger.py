@@ -1,0 +1,137 @@
+"""`sendhost sender migrate|enqueue|suppress|status|show|sweep`: the send ledger."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolkit.cli.sender.context import SenderContext, pass_sender
+from toolkit.output import emit_json, emit_table, format_option
+
+
+@click.command("migrate")
+@format_option()
+@pass_sender
+def migrate_command(sc: SenderContext, fmt: str | None) -> None:
+    """Create or upgrade the ledger's schema (idempotent; safe from several processes at once)."""
+    with sc.ledger(migrated=False) as ledger:
+        result = ledger.migrate()
+    data = {"before": result.before, "after": result.after, "applied": list(result.applied)}
+    if sc.app.output_format(fmt) == "json":
+        emit_json(data)
+    else:
+        applied = ", ".join(result.applied) or "nothing (already current)"
+        click.echo(f"ledger schema at version {result.after} (was {result.before}); applied: {applied}")
+
+
+@click.command("enqueue")
+@click.argument("csv_file", metavar="FILE.csv", type=click.Path(path_type=Path))
+@format_option()
+@pass_sender
+def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
+    """Queue each row of FILE.csv (lead,step,to,group,subject,text[,not_before]); all rows or none."""
+    from sender.ledger.csvfile import read_rows
+
+    inventory = sc.app.inventory
+    groups = {m.group for m in inventory.mailboxes} if inventory is not None and inventory.mailboxes else None
+    rows = read_rows(csv_file, groups)
+    with sc.ledger() as ledger:
+        results = ledger.enqueue_many([row.params() for row in rows])
+    counts = {"queued": 0, "duplicate": 0, "suppressed": 0}
+    for result in results:
+        counts[result.value] += 1
+    if sc.app.output_format(fmt) == "json":
+        emit_json(counts)
+    else:
+        click.echo(f"{counts['queued']} queued, {counts['duplicate']} refused as duplicates, "
+                   f"{counts['suppressed']} refused as suppressed")
+
+
+@click.command("suppress")
+@click.argument("addresses", nargs=-1, required=True)
+@click.option("--reason", default="suppressed by hand", show_default=True, help="Why, for the row's history.")
+@format_option()
+@pass_sender
+def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str, fmt: str | None) -> None:
+    """Never send to ADDRESS again; queued rows to it are withdrawn."""
+    from sender.ledger.csvfile import ADDRESS_RE
+
+    bad = [a for a in addresses if not ADDRESS_RE.match(a.strip())]
+    if bad:
+        sc.app.fail(f"{bad[0]!r} is not an email address like alice@example.com", 2)
+    with sc.ledger() as ledger:
+        withdrawn = {address.strip().lower(): ledger.suppress(address.strip(), reason) for address in addresses}
+    if sc.app.output_format(fmt) == "json":
+        emit_json({"suppressed": withdrawn})
+    else:
+        for address, count in withdrawn.items():
+            click.echo(f"{address}: suppressed; {count} queued row(s) withdrawn")
+
+
+@click.command("status")
+@format_option()
+@pass_sender
+def status_command(sc: SenderContext, fmt: str | None) -> None:
+    """Rows per status, and each mailbox's last 7 days: sends, hard bounces, complaints, their rates and what the
+    warm-up gates make of them (ok, holding-ramp, paused)."""
+    from toolkit.cli.mailbox_health import read_view, render_health
+
+    url = sc.place.url
+    with sc.ledger() as ledger:
+        counts = ledger.counts()
+    view = read_view(url)
+    inventory = sc.app.inventory
+    mailboxes = view.mailboxes([m.address for m in inventory.mailboxes] if inventory is not None else [])
+    if sc.app.output_format(fmt) == "json":
+        emit_json({"counts": counts, "health": [view.json_of(mailbox) for mailbox in mailboxes]})
+    else:
+        emit_table("send ledger", ["status", "rows"], list(counts.items()))
+        render_health(view, mailboxes)
+
+
+@click.command("show")
+@click.argument("lead")
+@click.argument("step", type=click.IntRange(min=1))
+@format_option()
+@pass_sender
+def show_command(sc: SenderContext, lead: str, step: int, fmt: str | None) -> None:
+    """The row of LEAD's STEP and its history: what happened to it."""
+    with sc.ledger() as ledger:
+        shown = ledger.show(lead, step)
+    if shown is None:
+        sc.app.fail(f"no row for lead {lead!r} step {step}; check the lead id (sendhost sender status)", 1)
+    data: dict[str, Any] = {"row": shown.row, "send_log": shown.send_log, "events": shown.events}
+    if sc.app.output_format(fmt) == "json":
+        click.echo(json.dumps(data, indent=2, default=str))
+        return
+    emit_table(f"{lead} step {step}", ["field", "value"], [(k, v) for k, v in shown.row.items()])
+    emit_table("history", ["at", "event", "detail"], [(e["at"], e["kind"], e["detail"]) for e in shown.events])
+
+
+def _duration(value: str) -> float:
+    """'30m', '2h', '45s' or a number of seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    text = value.strip().lower()
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a duration like 30m, 2h or 90s") from None
+
+
+@click.command("sweep")
+@click.option("--older-than", default="30m", show_default=True, help="Settle rows left sending this long.")
+@format_option()
+@pass_sender
+def sweep_command(sc: SenderContext, older_than: str, fmt: str | None) -> None:
+    """Settle rows whose agent died: back to the queue if the attempt never started, else unconfirmed."""
+    with sc.ledger() as ledger:
+        requeued, unconfirmed = ledger.sweep(_duration(older_than))
+    if sc.app.output_format(fmt) == "json":
+        emit_json({"requeued": requeued, "unconfirmed": unconfirmed})
+    else:
+        click.echo(f"{requeued} requeued (attempt never started), {unconfirmed} unconfirmed (check Sent Items)")

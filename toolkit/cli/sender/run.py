@@ -1,0 +1,85 @@
+"""`sendhost sender run`: the agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from toolkit.cli.sender.context import SenderContext, pass_sender
+from toolkit.output import emit_json, format_option
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sender import Ledger
+    from sender.sending.agent import Agent
+
+
+def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[str], None] | None = None,
+                smtp_timeout_s: float = 30.0) -> tuple[Agent, Callable[[], Ledger]]:
+    """The agent for one host of the inventory, and a factory of ledger connections for its workers."""
+    from datetime import date
+
+    from sender.assembly import build_agent as assemble
+    from sender.errors import SenderConfigError
+    from sender.settings import AgentSettings, MailboxSettings, Submission
+
+    inventory = sc.app.require_inventory()
+    if host_name is None:
+        if len(inventory.hosts) != 1:
+            names = ", ".join(h.name for h in inventory.hosts) or "none"
+            raise SenderConfigError(f"name the host this agent sends from with --host (hosts: {names})")
+        host = inventory.hosts[0]
+    else:
+        host = inventory.host(host_name)
+    mailboxes = tuple(
+        MailboxSettings(address=m.address, group=m.group, start=date.fromisoformat(m.start), timezone=m.timezone,
+                        domain=m.domain, min_gap_s=m.min_gap_s, jitter_s=m.jitter_s,
+                        submission=Submission(host=m.smtp.host, port=m.smtp.port, security=m.smtp.security,
+                                              username=m.smtp.username, password_file=m.smtp.password_file,
+                                              password_env=m.smtp.password_env, ca_file=m.smtp.ca_file,
+                                              auth=m.auth, token_file=m.token_file))
+        for m in inventory.mailboxes if m.smtp is not None)
+    settings = AgentSettings(host=host.name, primary_ip=host.primary_ip, mailboxes=mailboxes,
+                             unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
+    app = sc.app
+    return assemble(settings, sc.place, redis_url=app.config.redis_url.value, state_dir=app.state_dir,
+                    unsubscribe_key_file=inventory.unsubscribe_key_file, env=app.env, checkpoint=checkpoint)
+
+
+@click.command("run")
+@click.option("--host", "host_name", metavar="HOST", envvar="SENDHOST_HOST",
+              help="The inventory host this agent sends from (env SENDHOST_HOST, as the sender_agent role sets).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Parallel sends.")
+@click.option("--once", is_flag=True, help="Send every due row (waiting out gaps up to a minute), then exit.")
+@click.option("--smtp-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1, 600),
+              help="Seconds to wait for each SMTP reply; the lease covers every wait of one conversation.")
+@format_option()
+@pass_sender
+def run_command(sc: SenderContext, host_name: str | None, workers: int, once: bool, smtp_timeout: float,
+                fmt: str | None) -> None:
+    """Drain the ledger: claim, reserve a mailbox, lease a source IP, submit, record."""
+    import signal
+    import threading
+
+    agent, ledger_factory = build_agent(sc, host_name, smtp_timeout_s=smtp_timeout)
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if not once:  # the agent also reads its mailboxes' inboxes (docs/feedback.md)
+        from toolkit.cli.sender.feedback import start_inbox_reader
+
+        start_inbox_reader(sc, stop)
+    reports = agent.run(ledger_factory, workers, once=once, stop=stop)
+    counts: dict[str, int] = {}
+    for report in reports:
+        counts[report.kind] = counts.get(report.kind, 0) + 1
+    if sc.app.output_format(fmt) == "json":
+        emit_json({"outcomes": counts})
+    else:
+        click.echo(", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing was due")
+    unreachable = [r for r in reports if r.unreachable]
+    if once and unreachable:
+        sc.app.fail(f"{len(unreachable)} send(s) could not reach their submission server; first, via "
+                    f"{unreachable[0].mailbox}: {unreachable[0].detail}", 1)
