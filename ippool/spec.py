@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_POOL_NAME = "sendhost"
+from sendhost.model import DEFAULT_POOL_NAME
+
+__all__ = ["DEFAULT_POOL_NAME", "HostSpec"]
 
 # Set on a new EIP before it is associated: which EIP it replaces (so reconcile can finish the rotation), which
 # rotator owns the attempt (so reconcile leaves a live rotation alone), and its PTR name when one is set (so the
