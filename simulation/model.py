@@ -1,6 +1,5 @@
-"""What a simulation runs on: the hosts, mailboxes and domains of an inventory, and the run's settings.
-
-Plain frozen dataclasses, so the package never imports `toolkit`: the CLI converts its inventory into these.
+"""What a simulation runs on: the hosts, mailboxes and domains of an inventory (the records of `sendhost.model`),
+and the run's settings. The package never imports `toolkit`: the CLI hands it the inventory's records.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ippool.spec import HostSpec
+from sendhost.model import Domain, Mailbox
 from simulation.errors import SimulationConfigError
 
 MAX_DAYS = 365
@@ -54,35 +54,12 @@ class SimHost:
 
 
 @dataclass(frozen=True)
-class SimMailbox:
-    """A mailbox under warm-up."""
-
-    address: str
-    domain: str
-    start: date
-    timezone: str = "UTC"
-    group: str = "default"
-
-
-@dataclass(frozen=True)
-class SimDomain:
-    """A sending domain for the DNS audit."""
-
-    name: str
-    selectors: tuple[str, ...] = ()
-    envelope_domain: str | None = None
-    spf_includes: tuple[str, ...] = ()
-    dmarc_floor: str | None = None
-    sending_mode: str = "submission"
-
-
-@dataclass(frozen=True)
 class SimInventory:
     """Everything the simulation reads from an inventory."""
 
     hosts: tuple[SimHost, ...]
-    mailboxes: tuple[SimMailbox, ...]
-    domains: tuple[SimDomain, ...] = ()
+    mailboxes: tuple[Mailbox, ...]
+    domains: tuple[Domain, ...] = ()
     region: str = "us-east-1"
 
 

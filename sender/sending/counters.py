@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import redis
 
 from sender.ledger.store import Ledger
-from sender.settings import MailboxSettings
+from sendhost.model import Mailbox
 from warmup import Guard
 from warmup import keys as warmup_keys
 from warmup.errors import WarmupUnavailable
@@ -27,7 +27,7 @@ LOCK_TTL_MS = 30_000
 LOOKBACK = timedelta(days=2)  # covers "today" in every time zone
 
 
-def rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings],
+def rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[Mailbox],
             *, sleep: Callable[[float], None] = time.sleep) -> int:
     """Make every mailbox of `group` known to the guard with counters no lower than the ledger's; returns how
     many had to be re-added. WarmupUnavailable when Redis cannot be reached."""
@@ -38,7 +38,7 @@ def rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailb
                                 "check --redis-url / SENDHOST_REDIS_URL") from None
 
 
-def _rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings],
+def _rebuild(guard: Guard, client: redis.Redis, ledger: Ledger, group: str, mailboxes: Sequence[Mailbox],
              sleep: Callable[[float], None]) -> int:
     lock_key = f"sendhost:sender:{{{group}}}:rebuild"
     token = uuid.uuid4().hex

@@ -203,14 +203,12 @@ def sweep_command(sc: SenderContext, older_than: str, fmt: str | None) -> None:
 def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[str], None] | None = None,
                 smtp_timeout_s: float = 30.0) -> tuple[Agent, Callable[[], Ledger]]:
     """The agent for one host of the inventory, and a factory of ledger connections for its workers."""
-    from datetime import date
-
     from ippool import Pool
     from sender import Ledger
     from sender.errors import SenderConfigError
     from sender.sending.agent import Agent
     from sender.sending.tokens import read_key_file
-    from sender.settings import AgentSettings, MailboxSettings, Submission
+    from sender.settings import AgentSettings
     from sendhost import redis_conn
     from warmup import Guard
 
@@ -222,18 +220,12 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
         host = inventory.hosts[0]
     else:
         host = inventory.host(host_name)
-    mailboxes = tuple(
-        MailboxSettings(address=m.address, group=m.group, start=date.fromisoformat(m.start), timezone=m.timezone,
-                        domain=m.domain, min_gap_s=m.min_gap_s, jitter_s=m.jitter_s,
-                        submission=Submission(host=m.smtp.host, port=m.smtp.port, security=m.smtp.security,
-                                              username=m.smtp.username, password_file=m.smtp.password_file,
-                                              password_env=m.smtp.password_env, ca_file=m.smtp.ca_file,
-                                              auth=m.auth, token_file=m.token_file))
-        for m in inventory.mailboxes if m.smtp is not None)
+    mailboxes = tuple(m for m in inventory.mailboxes if m.smtp is not None)
     settings = AgentSettings(host=host.name, primary_ip=host.primary_ip, mailboxes=mailboxes,
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
     for mailbox in mailboxes:  # a missing secret is bad input now, not a failed send at 3 a.m.
-        mailbox.submission.secret(sc.app.env)
+        assert mailbox.smtp is not None
+        mailbox.smtp.credential.secret(sc.app.env)
     url, source = sc.database_url()
     with Ledger.from_url(url) as ledger:
         if source == "embedded":

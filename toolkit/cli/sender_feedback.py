@@ -14,8 +14,9 @@ from toolkit.output import emit_json, emit_table, format_option
 if TYPE_CHECKING:
     import threading
 
-    from sender.feedback.inbox import InboxAccount, MailboxReport
+    from sender.feedback.inbox import MailboxReport
     from sender.ledger.events import Feedback
+    from sendhost.model import Mailbox
 
 pass_sender = click.make_pass_decorator(SenderContext)
 
@@ -67,20 +68,15 @@ def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, e
     serve(url, WebKeys(tuple(keys), events_key), host, port)
 
 
-def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[InboxAccount]:
-    from sender.feedback.inbox import InboxAccount
-
+def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[Mailbox]:
     inventory = sc.app.inventory
     if inventory is None:
         return []
     wanted = {o.lower() for o in only}
-    return [InboxAccount(mailbox=m.address, host=m.imap.host, port=m.imap.port, security=m.imap.security,
-                         username=m.imap.username, password_file=m.imap.password_file,
-                         password_env=m.imap.password_env, ca_file=m.imap.ca_file, folder=m.imap.folder)
-            for m in inventory.mailboxes if m.imap is not None and (not wanted or m.address.lower() in wanted)]
+    return [m for m in inventory.mailboxes if m.imap is not None and (not wanted or m.address.lower() in wanted)]
 
 
-def _one_pass(sc: SenderContext, url: str, accounts: list[InboxAccount]) -> list[MailboxReport]:
+def _one_pass(sc: SenderContext, url: str, accounts: list[Mailbox]) -> list[MailboxReport]:
     from sender.feedback.inbox import read_all
     from sender.ledger.events import Feedback
 
