@@ -26,8 +26,9 @@ from ippool.records import PoolRecords
 from ippool.rotator import DEFAULT_MAX_DRAWS, Rotator
 from ippool.screen import Screen, no_screen
 from ippool.slot_store import SlotStore
-from ippool.spec import DEFAULT_POOL_NAME, HostSpec
+from ippool.spec import DEFAULT_POOL_NAME
 from ippool.worker_loop import Lane, Worker
+from sendhost.model import SenderHost
 
 Checkpoint = Callable[[str], None]
 
@@ -42,7 +43,7 @@ class PoolMachinery:
 
     pool: Pool
     aws: Ec2Adapter
-    specs: Mapping[str, HostSpec]
+    specs: Mapping[str, SenderHost]
     clock: Callable[[], float]
     pool_name: str = DEFAULT_POOL_NAME
     screen: Screen = no_screen
@@ -98,7 +99,7 @@ class PoolMachinery:
                       record_quota=lambda: readings.take(self.aws))
 
 
-def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, HostSpec], clock: Callable[[], float],
+def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, SenderHost], clock: Callable[[], float],
                     pool_name: str = DEFAULT_POOL_NAME, *, store_clock: Callable[[], float] | None = None,
                     rng: random.Random | None = None, screen: Screen | None = None) -> PoolMachinery:
     """The pool machinery on `client` (a `redis.Redis` or `RedisCluster`) and `aws` for the hosts of `specs`.
@@ -134,7 +135,7 @@ class RegionalPools:
         return next(iter(self.regions.values()))
 
     @property
-    def specs(self) -> dict[str, HostSpec]:
+    def specs(self) -> dict[str, SenderHost]:
         return {name: spec for machinery in self.regions.values() for name, spec in machinery.specs.items()}
 
     def adapters(self) -> list[Ec2Adapter]:
@@ -173,7 +174,7 @@ class RegionalPools:
             raise failures[0]
 
 
-def build_regional(client: Any, adapters: Mapping[str, Ec2Adapter], specs: Mapping[str, Mapping[str, HostSpec]],
+def build_regional(client: Any, adapters: Mapping[str, Ec2Adapter], specs: Mapping[str, Mapping[str, SenderHost]],
                    clock: Callable[[], float], pool_name: str = DEFAULT_POOL_NAME, *,
                    screen: Screen | None = None) -> RegionalPools:
     """The machinery of every region of `adapters` (region -> its adapter), each over its own hosts of `specs`

@@ -152,7 +152,7 @@ class PoolPolicy:
 
     slots: int
     budget: tuple[int, int] = BUDGET
-    park_minutes: int = PARK_MINUTES
+    park_minutes: float = PARK_MINUTES  # whole minutes in the inventory
     ptr: bool = False
     ptr_zone: str | None = None  # Route 53 hosted zone for the forward A records when ptr is on
     private_ips: tuple[str, ...] = ()  # slot n's private IP is private_ips[n]; (): AWS picks them

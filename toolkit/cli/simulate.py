@@ -86,14 +86,10 @@ def example_inventory() -> Path:
 
 def to_sim_inventory(inventory: Inventory) -> SimInventory:
     """The simulation's view of a validated inventory."""
-    from simulation import SimHost, SimInventory
+    from simulation import SimInventory
 
-    hosts = tuple(SimHost(name=h.name, instance_id=h.instance_id, primary_ip=h.primary_ip, slots=h.pool.slots,
-                          budget=h.pool.budget, park_minutes=float(h.pool.park_minutes),
-                          ptr_zone=h.pool.ptr_zone if h.pool.ptr else None, private_ips=h.pool.private_ips,
-                          subnet=h.subnet) for h in inventory.hosts)
     region = inventory.hosts[0].region if inventory.hosts else "us-east-1"
-    return SimInventory(hosts, inventory.mailboxes, inventory.domains, region)
+    return SimInventory(inventory.hosts, inventory.mailboxes, inventory.domains, region)
 
 
 def _shipped_zones_for(inventory: SimInventory, shipped: Path) -> Path | None:
