@@ -62,14 +62,17 @@ def _date(value: str, option: str) -> date:
         raise ConfigError(f"{option} {value!r} is not a date like 2026-11-30") from None
 
 
+JITTER_FLAG_DEFAULT = f"{JITTER_S[0]:g}-{JITTER_S[1]:g}"
+
+
 def _jitter(value: str) -> tuple[float, float]:
     parts = value.replace(",", "-").split("-")
     try:
         low, high = (float(p) for p in parts)
     except ValueError:
-        raise ConfigError(f"--jitter {value!r} must be LOW-HIGH seconds like 0-90") from None
+        raise ConfigError(f"--jitter {value!r} must be LOW-HIGH seconds like {JITTER_FLAG_DEFAULT}") from None
     if not 0 <= low <= high:
-        raise ConfigError(f"--jitter {value!r}: need 0 <= LOW <= HIGH seconds, like 0-90")
+        raise ConfigError(f"--jitter {value!r}: need 0 <= LOW <= HIGH seconds, like {JITTER_FLAG_DEFAULT}")
     return low, high
 
 
@@ -100,7 +103,7 @@ def _ramp(step: int, ceiling: int) -> Ramp:
 @click.option("--group", "group_name", default=DEFAULT_GROUP, show_default=True, help="Mailboxes picked together.")
 @click.option("--domain", default=None, help="Sending domain for spam rates (default: the address's domain).")
 @click.option("--min-gap", default=MIN_GAP_S, show_default=True, type=float, help="Minimum seconds between sends.")
-@click.option("--jitter", default=f"{JITTER_S[0]:g}-{JITTER_S[1]:g}", show_default=True,
+@click.option("--jitter", default=JITTER_FLAG_DEFAULT, show_default=True,
               help="Extra gap LOW-HIGH seconds, drawn afresh for every send.")
 @click.option("--ceiling", default=40, show_default=True, type=int, help="Highest daily cap the ramp reaches.")
 @click.option("--step", default=5, show_default=True, type=int, help="Cap increase per healthy week.")
