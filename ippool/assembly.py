@@ -1,6 +1,7 @@
 """The composition root of the pool machinery: one place that wires the slot store, records, denylist, parker,
 reaper, rotator, reconciler, pool lifecycle (create/destroy) and worker loop from a Redis client, an AWS adapter,
-the host specs, a clock and the pool name. The CLI, the simulation, the tests and the benches all build through it.
+the hosts (`sendhost.model.SenderHost`), a clock and the pool name. The CLI, the simulation, the tests and the
+benches all build through it.
 
 An AWS adapter speaks to one region, so hosts in several regions get one `PoolMachinery` per region
 (`build_regional`): each acts on its own region's hosts through its own adapter, and all share one Redis.
