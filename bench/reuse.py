@@ -28,6 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sendhost.model import PoolPolicy, SenderHost
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import boto3
@@ -37,7 +39,6 @@ from bench.lease import start_redis
 from ippool.assembly import build_machinery
 from ippool.denylist import Denylist
 from ippool.rotator import NO_FRESH_ADDRESS, ROTATED
-from ippool.spec import HostSpec
 from simulation.reusing_ec2 import ReusingEc2StandIn
 from tests.support.ippool_slots import set_used
 
@@ -94,7 +95,7 @@ def run_mode(mode: str, url: str, rotations: int, slots: int, seed: int) -> Outc
         ec2.close()
         aws = ReusingEc2StandIn(lambda: boto3.Session(region_name=REGION), REGION, seed=seed,
                                 sleep=lambda s: None, clock=clock)
-        spec = HostSpec("bench-host", instance, "10.40.1.250", slots, park_minutes=park_minutes)
+        spec = SenderHost("bench-host", instance, REGION, "10.40.1.250", PoolPolicy(slots, park_minutes=park_minutes))
         machinery = build_machinery(client, aws, {spec.name: spec}, clock, store_clock=clock, rng=random.Random(seed))
         if mode == "naive":
             machinery.denylist = NoDenylist(client, clock)

@@ -203,13 +203,16 @@ def require_started(started: Future[tuple[str, str | None]]) -> None:
 
 def agent_settings(port: int, ca_file: str, addresses: list[str], group: str) -> Any:
     """The bench's AgentSettings: `addresses` in `group`, warmed up to their ceiling, no gap between sends."""
-    from sender.settings import AgentSettings, MailboxSettings, Submission
+    from sender.settings import AgentSettings
+    from sendhost.model import Credential, Mailbox, Submission
 
     secret_file = Path(ca_file).parent / "password"
-    submission = Submission(PRIMARY, port, "starttls", "bench", password_file=str(secret_file), ca_file=ca_file)
     start_day = datetime.now(UTC).date() - timedelta(days=120)
-    mailboxes = tuple(MailboxSettings(address=a, group=group, start=start_day, submission=submission, min_gap_s=0,
-                                      jitter_s=(0, 0)) for a in addresses)
+    mailboxes = tuple(
+        Mailbox(address=a, domain=a.rpartition("@")[2], group=group, start=start_day, min_gap_s=0, jitter_s=(0, 0),
+                smtp=Submission(PRIMARY, port, "starttls", "bench", Credential(a, password_file=str(secret_file)),
+                                ca_file=ca_file))
+        for a in addresses)
     return AgentSettings(HOST, PRIMARY, mailboxes, "https://u.bench.example")
 
 

@@ -1,6 +1,7 @@
 """The composition root of the pool machinery: one place that wires the slot store, records, denylist, parker,
 reaper, rotator, reconciler, pool lifecycle (create/destroy) and worker loop from a Redis client, an AWS adapter,
-the host specs, a clock and the pool name. The CLI, the simulation, the tests and the benches all build through it.
+the hosts (`sendhost.model.SenderHost`), a clock and the pool name. The CLI, the simulation, the tests and the
+benches all build through it.
 
 An AWS adapter speaks to one region, so hosts in several regions get one `PoolMachinery` per region
 (`build_regional`): each acts on its own region's hosts through its own adapter, and all share one Redis.
@@ -26,8 +27,9 @@ from ippool.records import PoolRecords
 from ippool.rotator import DEFAULT_MAX_DRAWS, Rotator
 from ippool.screen import Screen, no_screen
 from ippool.slot_store import SlotStore
-from ippool.spec import DEFAULT_POOL_NAME, HostSpec
+from ippool.spec import DEFAULT_POOL_NAME
 from ippool.worker_loop import Lane, Worker
+from sendhost.model import SenderHost
 
 Checkpoint = Callable[[str], None]
 
@@ -42,7 +44,7 @@ class PoolMachinery:
 
     pool: Pool
     aws: Ec2Adapter
-    specs: Mapping[str, HostSpec]
+    specs: Mapping[str, SenderHost]
     clock: Callable[[], float]
     pool_name: str = DEFAULT_POOL_NAME
     screen: Screen = no_screen
@@ -98,7 +100,7 @@ class PoolMachinery:
                       record_quota=lambda: readings.take(self.aws))
 
 
-def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, HostSpec], clock: Callable[[], float],
+def build_machinery(client: Any, aws: Ec2Adapter, specs: Mapping[str, SenderHost], clock: Callable[[], float],
                     pool_name: str = DEFAULT_POOL_NAME, *, store_clock: Callable[[], float] | None = None,
                     rng: random.Random | None = None, screen: Screen | None = None) -> PoolMachinery:
     """The pool machinery on `client` (a `redis.Redis` or `RedisCluster`) and `aws` for the hosts of `specs`.
@@ -134,7 +136,7 @@ class RegionalPools:
         return next(iter(self.regions.values()))
 
     @property
-    def specs(self) -> dict[str, HostSpec]:
+    def specs(self) -> dict[str, SenderHost]:
         return {name: spec for machinery in self.regions.values() for name, spec in machinery.specs.items()}
 
     def adapters(self) -> list[Ec2Adapter]:
@@ -173,7 +175,7 @@ class RegionalPools:
             raise failures[0]
 
 
-def build_regional(client: Any, adapters: Mapping[str, Ec2Adapter], specs: Mapping[str, Mapping[str, HostSpec]],
+def build_regional(client: Any, adapters: Mapping[str, Ec2Adapter], specs: Mapping[str, Mapping[str, SenderHost]],
                    clock: Callable[[], float], pool_name: str = DEFAULT_POOL_NAME, *,
                    screen: Screen | None = None) -> RegionalPools:
     """The machinery of every region of `adapters` (region -> its adapter), each over its own hosts of `specs`

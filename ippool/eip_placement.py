@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping
 from ippool.aws.adapter import Ec2Adapter
 from ippool.aws.models import TAG_STATE, Address, pool_tags
 from ippool.errors import AddressAlreadyAssociated
-from ippool.spec import TAG_PRIVATE_IP, TAG_PTR, TAG_PTR_ZONE, TAG_REPLACES, HostSpec
+from ippool.spec import TAG_PRIVATE_IP, TAG_PTR, TAG_PTR_ZONE, TAG_REPLACES, ptr_name
 from ippool.states import EipState
+from sendhost.model import SenderHost
 
 
 def no_step(name: str) -> None:
@@ -45,23 +46,23 @@ def allocate_incoming(aws: Ec2Adapter, pool_name: str, host: str, slot: int,
     return aws.allocate_address(tags)
 
 
-def prepare(aws: Ec2Adapter, spec: HostSpec, slot: int, address: Address, private_ip: str,
+def prepare(aws: Ec2Adapter, spec: SenderHost, slot: int, address: Address, private_ip: str,
             replaces: str | None, step: Callable[[str], None] = no_step) -> None:
     """Tag the intent on the new EIP, then, when the host asks for PTR, publish its A record and its reverse DNS
     and wait until AWS serves both: the address is not put into service before (ReverseDnsFailed otherwise).
 
     `step(name)` is called after the tags ("tag") and after the PTR ("ptr"): the rotator's checkpoints."""
     intent = {TAG_REPLACES: replaces or "none", TAG_PRIVATE_IP: private_ip}
-    if spec.ptr_zone:
+    if spec.forward_zone:
         # Tagged before the PTR exists, so the reaper resets it (and deletes the A record) even if we die halfway.
-        intent[TAG_PTR] = spec.ptr_name(slot, address.public_ip)
-        intent[TAG_PTR_ZONE] = spec.ptr_zone
+        intent[TAG_PTR] = ptr_name(spec, slot, address.public_ip)
+        intent[TAG_PTR_ZONE] = spec.forward_zone
     aws.create_tags(address.allocation_id, intent)
     step("tag")
-    if spec.ptr_zone:
-        name = spec.ptr_name(slot, address.public_ip)
+    if spec.forward_zone:
+        name = ptr_name(spec, slot, address.public_ip)
         # AWS checks that the name resolves to the address before it sets the PTR: wait until Route 53 serves it.
-        aws.wait_for_change(aws.upsert_a_record(spec.ptr_zone, name, address.public_ip))
+        aws.wait_for_change(aws.upsert_a_record(spec.forward_zone, name, address.public_ip))
         aws.set_reverse_dns(address.allocation_id, name)
         aws.wait_reverse_dns(address.allocation_id, name)
         step("ptr")
@@ -88,7 +89,7 @@ def activate(aws: Ec2Adapter, address: Address) -> None:
     aws.create_tags(address.allocation_id, {TAG_STATE: EipState.ACTIVE})
 
 
-def place_new(aws: Ec2Adapter, pool_name: str, spec: HostSpec, slot: int, eni_id: str, private_ip: str) -> Address:
+def place_new(aws: Ec2Adapter, pool_name: str, spec: SenderHost, slot: int, eni_id: str, private_ip: str) -> Address:
     """Allocate, prepare (tags, A record, PTR), associate and activate a fresh EIP on an empty slot; the EIP as AWS
     now reports it."""
     address = allocate_incoming(aws, pool_name, spec.name, slot, {TAG_PRIVATE_IP: private_ip})

@@ -24,6 +24,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from sendhost.model import BUDGET, PARK_MINUTES
+
 HOURS_PER_MONTH = 730  # AWS bills a month as 730 hours
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24
 IPV4_USD_PER_HOUR = 0.005
@@ -42,8 +44,8 @@ class HostLoad:
     name: str
     slots: int
     region: str = DEFAULT_REGION
-    budget: tuple[int, int] = (8, 15)
-    park_minutes: int = 15
+    budget: tuple[int, int] = BUDGET
+    park_minutes: float = PARK_MINUTES
     ptr: bool = False
 
     @property
@@ -72,8 +74,8 @@ class PlanInput:
     prices: Prices = field(default_factory=Prices)
 
 
-def uniform_hosts(count: int, slots: int, *, region: str = DEFAULT_REGION, budget: tuple[int, int] = (8, 15),
-                  park_minutes: int = 15, ptr: bool = False) -> tuple[HostLoad, ...]:
+def uniform_hosts(count: int, slots: int, *, region: str = DEFAULT_REGION, budget: tuple[int, int] = BUDGET,
+                  park_minutes: float = PARK_MINUTES, ptr: bool = False) -> tuple[HostLoad, ...]:
     """`count` alike hosts (`pool plan --hosts N --slots S`: a fleet that does not exist yet)."""
     return tuple(HostLoad(f"host-{n + 1}", slots, region, budget, park_minutes, ptr) for n in range(count))
 

@@ -23,8 +23,9 @@ from typing import Any
 from ippool.keys import HostKeys
 from ippool.lease import NO_SLOT, REDIS_ERROR, UNKNOWN_HOST, FallbackMeter, Lease
 from ippool.scripts import PoolScripts
-from ippool.slot_store import DEFAULT_BUDGET, Placement, SlotStore, now_arg
+from ippool.slot_store import Placement, SlotStore, now_arg
 from ippool.status import HostStatus, text
+from sendhost.model import BUDGET
 
 log = logging.getLogger("ippool")
 
@@ -174,7 +175,7 @@ class Pool:
 
     # -- registration and reading, delegated to the slot store (the documented sender-side calls) -----------
 
-    def register_host(self, host: str, primary_ip: str, budget: tuple[int, int] = DEFAULT_BUDGET) -> None:
+    def register_host(self, host: str, primary_ip: str, budget: tuple[int, int] = BUDGET) -> None:
         """Register (or update) a host: see `SlotStore.register_host`."""
         self.slots.register_host(host, primary_ip, budget)
 

@@ -25,8 +25,9 @@ from ippool.errors import AddressQuotaExceeded, PtrStillSet, SlotLimitExceeded
 from ippool.named_slots import check_named_slot_ips, named_slot_ips
 from ippool.parking import PTR_STILL_SET, Reaper
 from ippool.slot_store import SlotStore
-from ippool.spec import DEFAULT_POOL_NAME, TAG_PRIVATE_IP, HostSpec
+from ippool.spec import DEFAULT_POOL_NAME, TAG_PRIVATE_IP
 from ippool.states import EipState
+from sendhost.model import SenderHost
 
 log = logging.getLogger("ippool.pool_lifecycle")
 
@@ -59,7 +60,7 @@ class PoolLifecycle:
     ptr_release_wait_s: float = 1800.0  # AWS refuses release for minutes after a PTR reset: destroy waits this long
     ptr_release_poll_s: float = 30.0
 
-    def create(self, spec: HostSpec, slots: int, progress: Callable[[str], None] = lambda line: None,
+    def create(self, spec: SenderHost, slots: int, progress: Callable[[str], None] = lambda line: None,
                ) -> list[SlotRecord]:
         """Give `spec`'s host `slots` slots, each with a tagged EIP, registered in Redis. Idempotent."""
         instance = self.aws.describe_instance(spec.instance_id)
@@ -71,7 +72,7 @@ class PoolLifecycle:
         eni = instance.primary_interface
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
         private_ips = self._slot_private_ips(spec, slots, eni, ours)  # checked and assigned before any EIP
-        self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
+        self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.pool.budget)
         records = []
         for slot, private_ip in enumerate(private_ips):
             current = serving(ours, slot)
@@ -92,7 +93,7 @@ class PoolLifecycle:
             records.append(SlotRecord(slot, private_ip, current.public_ip, current.allocation_id, action))
         return records
 
-    def _slot_private_ips(self, spec: HostSpec, slots: int, eni: NetworkInterface, ours: list[Address],
+    def _slot_private_ips(self, spec: SenderHost, slots: int, eni: NetworkInterface, ours: list[Address],
                           ) -> list[str]:
         """Slot n's private IP. With the inventory's `private_ips`: exactly private_ips[n], checked against AWS
         before anything is assigned (PoolConfigError otherwise). Without: slot n keeps the private IP it had (Redis,
@@ -100,8 +101,8 @@ class PoolLifecycle:
         secondary = list(eni.secondary_private_ips)
         known = self._kept_private_ips(spec, secondary, ours)
         on_interface = self.aws.describe_interface_addresses(eni.eni_id)
-        if spec.private_ips:
-            named = named_slot_ips(spec.name, spec.private_ips, slots)
+        if spec.pool.private_ips:
+            named = named_slot_ips(spec.name, spec.pool.private_ips, slots)
             check_named_slot_ips(self.aws, self.pool_name, spec.name, eni, named, known, on_interface)
             missing_ips = [ip for ip in named if ip not in secondary]
             if missing_ips:
@@ -120,7 +121,7 @@ class PoolLifecycle:
             known[slot] = free.pop(0)
         return [known[slot] for slot in range(slots)]
 
-    def _kept_private_ips(self, spec: HostSpec, secondary: list[str], ours: list[Address]) -> dict[int, str]:
+    def _kept_private_ips(self, spec: SenderHost, secondary: list[str], ours: list[Address]) -> dict[int, str]:
         """slot -> the private IP an existing slot serves from: Redis's when AWS says it is a secondary IP of this
         ENI, else the tag of the slot's active EIP."""
         known: dict[int, str] = {}
@@ -149,7 +150,7 @@ class PoolLifecycle:
             self.sleep(self.ptr_release_poll_s)
             current = self.aws.get_address(address.allocation_id)
 
-    def destroy(self, spec: HostSpec) -> list[Address]:
+    def destroy(self, spec: SenderHost) -> list[Address]:
         """Return every EIP of the host (PTR reset, detached, released, denied), unassign its slot IPs, forget it
         in Redis. Safe to run again after a failure: it starts from what AWS still holds."""
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)

@@ -38,9 +38,10 @@ from ippool.errors import AddressAlreadyAssociated, AddressInUse, AwsCredentials
 from ippool.parking import PTR_STILL_SET, Parker, Reaper, ReapResult
 from ippool.records import PoolRecords
 from ippool.slot_store import SlotStore
-from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_REPLACES, TAG_SINCE, HostSpec
+from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_PRIVATE_IP, TAG_REPLACES, TAG_SINCE
 from ippool.states import EipState, SlotState
 from ippool.status import SlotStatus
+from sendhost.model import SenderHost
 
 log = logging.getLogger("ippool.reconcile")
 
@@ -80,7 +81,7 @@ class Difference:
 class Reconciler:
     slots: SlotStore
     aws: Ec2Adapter
-    specs: Mapping[str, HostSpec]
+    specs: Mapping[str, SenderHost]
     records: PoolRecords
     reaper: Reaper
     clock: Callable[[], float]
@@ -101,14 +102,14 @@ class Reconciler:
 
     # -- one host --------------------------------------------------------------------------------------------
 
-    def host(self, spec: HostSpec) -> list[Difference]:
+    def host(self, spec: SenderHost) -> list[Difference]:
         diffs: list[Difference] = []
         instance = self.aws.describe_instance(spec.instance_id)
         eni = instance.primary_interface
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name)
         registered = spec.name in self.slots.hosts()
         if not registered and self._fix and ours:
-            self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.budget)
+            self.slots.register_host(spec.name, spec.primary_ip or eni.primary_private_ip, budget=spec.pool.budget)
             registered = True
         slots = self._slots(spec) if registered else {}
         parked_index = {e.allocation_id for e in self.records.parked(spec.name)} if registered else set()
@@ -120,14 +121,14 @@ class Reconciler:
                 diffs += self._parked(spec, address, parked_index)
             elif address.state == EipState.ACTIVE and not address.associated:
                 diffs.append(self._diff(spec, DifferenceKind.LEAKED, address, "tagged active but serves no slot",
-                                        partial(self._park, spec, address, spec.park_minutes * 60)))
+                                        partial(self._park, spec, address, spec.pool.park_minutes * 60)))
         ours = self.aws.describe_pool_addresses(self.pool_name, host=spec.name) if self._fix and diffs else ours
         slots = self._slots(spec) if self._fix and diffs and spec.name in self.slots.hosts() else slots
         diffs += self._slots_against_aws(spec, eni, ours, slots)
         diffs += self._strangers(spec, eni.eni_id, eni.primary_private_ip, slots, ours)
         return diffs
 
-    def _slots(self, spec: HostSpec) -> dict[int, SlotStatus]:
+    def _slots(self, spec: SenderHost) -> dict[int, SlotStatus]:
         state = self.slots.status(spec.name, now=self.clock())[0]
         return {slot.slot: slot for slot in state.slots}
 
@@ -138,7 +139,7 @@ class Reconciler:
             return age >= self.stale_s
         return age >= self.grace_s
 
-    def _incoming(self, spec: HostSpec, new: Address, ours: list[Address],
+    def _incoming(self, spec: SenderHost, new: Address, ours: list[Address],
                   slots: dict[int, SlotStatus]) -> list[Difference]:
         if not self._abandoned(new) or new.slot is None:
             return []
@@ -155,7 +156,7 @@ class Reconciler:
             replaced = next((a for a in ours if a.allocation_id == new.tags.get(TAG_REPLACES)), None)
             if replaced is not None and replaced.state != EipState.PARKED:
                 Parker(self.aws, self.records, self.pool_name).park(
-                    spec.name, slot, replaced, self.clock() + spec.park_minutes * 60, let_go=True)
+                    spec.name, slot, replaced, self.clock() + spec.pool.park_minutes * 60, let_go=True)
             activate(self.aws, new)
             held = slots.get(slot)
             private_ip = new.tags.get(TAG_PRIVATE_IP) or (held.private_ip if held else None)
@@ -167,7 +168,7 @@ class Reconciler:
         return [self._diff(spec, DifferenceKind.INCOMING, new, f"slot {slot}: associated, not published: finished",
                            finish)]
 
-    def _parked(self, spec: HostSpec, address: Address, indexed: set[str]) -> list[Difference]:
+    def _parked(self, spec: SenderHost, address: Address, indexed: set[str]) -> list[Difference]:
         until = address.parked_until
         if until is None or until <= self.clock():
             return [self._diff(spec, DifferenceKind.PARKED_OVERDUE, address, "parked past its deadline: reaped",
@@ -178,7 +179,7 @@ class Reconciler:
                                                         address.slot or 0, until))]
         return []
 
-    def _slots_against_aws(self, spec: HostSpec, eni: NetworkInterface, ours: list[Address],
+    def _slots_against_aws(self, spec: SenderHost, eni: NetworkInterface, ours: list[Address],
                            slots: dict[int, SlotStatus]) -> list[Difference]:
         diffs = []
         slot_numbers = sorted(set(slots) | {a.slot for a in ours if a.slot is not None and a.state == EipState.ACTIVE})
@@ -209,7 +210,7 @@ class Reconciler:
                                              partial(self._retire, spec, slot)))
         return diffs
 
-    def _not_ours(self, spec: HostSpec, eni: NetworkInterface, slot: int, held: SlotStatus | None,
+    def _not_ours(self, spec: SenderHost, eni: NetworkInterface, slot: int, held: SlotStatus | None,
                   ours: list[Address]) -> str | None:
         """Why what Redis holds in the slot is not this pool's (as AWS says), or None."""
         if held is None or held.state == SlotState.EMPTY:
@@ -230,7 +231,7 @@ class Reconciler:
             return None
         return f"Redis holds {address.public_ip} ({address.allocation_id}), AWS says {', '.join(wrong)}"
 
-    def _foreign_slot(self, spec: HostSpec, slot: int, held: SlotStatus | None, live: Address | None,
+    def _foreign_slot(self, spec: SenderHost, slot: int, held: SlotStatus | None, live: Address | None,
                       why: str) -> Difference:
         """Never touch the foreign address: rebuild the slot (Redis only) from what AWS serves there, if anything."""
         if live is not None:
@@ -241,7 +242,7 @@ class Reconciler:
                           f"{why}: AWS not touched; nothing of ours serves the slot: run `sendhost pool create "
                           f"{spec.name}` to give it a fresh address")
 
-    def _rotating(self, spec: HostSpec, slot: int, held: SlotStatus, ours: list[Address]) -> list[Difference]:
+    def _rotating(self, spec: SenderHost, slot: int, held: SlotStatus, ours: list[Address]) -> list[Difference]:
         """A slot left rotating: fine while its rotator lives or an incoming EIP of it is being handled."""
         owner = self.records.claim_owner(spec.name, slot)
         if self.records.alive(owner):
@@ -260,7 +261,7 @@ class Reconciler:
                                 f"rotating, its rotator ({owner or 'unknown'}) is gone: given back to rotate again",
                                 lambda: self._give_back(spec, slot, {slot: held}))]
 
-    def _strangers(self, spec: HostSpec, eni_id: str, primary_ip: str, slots: dict[int, SlotStatus],
+    def _strangers(self, spec: SenderHost, eni_id: str, primary_ip: str, slots: dict[int, SlotStatus],
                    ours: list[Address]) -> list[Difference]:
         slot_ips = {s.private_ip: n for n, s in slots.items() if s.private_ip}
         slot_ips.update({a.tags[TAG_PRIVATE_IP]: a.slot for a in ours
@@ -277,13 +278,13 @@ class Reconciler:
 
     # -- fixes -----------------------------------------------------------------------------------------------
 
-    def _diff(self, spec: HostSpec, kind: DifferenceKind, address: Address, detail: str, fix: Callable[[], object],
+    def _diff(self, spec: SenderHost, kind: DifferenceKind, address: Address, detail: str, fix: Callable[[], object],
               ) -> Difference:
         slot = f" slot {address.slot}" if address.slot is not None else ""
         return self._apply(Difference(spec.name, kind, f"{address.allocation_id} {address.public_ip}{slot}", detail),
                            fix)
 
-    def _slot_diff(self, spec: HostSpec, kind: DifferenceKind, slot: int, detail: str,
+    def _slot_diff(self, spec: SenderHost, kind: DifferenceKind, slot: int, detail: str,
                    fix: Callable[[], object]) -> Difference:
         return self._apply(Difference(spec.name, kind, f"slot {slot}", detail), fix)
 
@@ -303,20 +304,20 @@ class Reconciler:
                      difference.detail)
         return difference
 
-    def _park(self, spec: HostSpec, address: Address, for_s: float) -> None:
+    def _park(self, spec: SenderHost, address: Address, for_s: float) -> None:
         slot = address.slot if address.slot is not None else 0
         Parker(self.aws, self.records, self.pool_name).park(spec.name, slot, address, self.clock() + for_s)
 
-    def _reap(self, spec: HostSpec, address: Address) -> None:
+    def _reap(self, spec: SenderHost, address: Address) -> None:
         _released_or_raise(self.reaper.release(spec.name, address))
 
-    def _give_back(self, spec: HostSpec, slot: int, slots: dict[int, SlotStatus]) -> None:
+    def _give_back(self, spec: SenderHost, slot: int, slots: dict[int, SlotStatus]) -> None:
         held = slots.get(slot)
         if held is not None and held.state == SlotState.ROTATING:
             self.slots.abort_rotation(spec.name, slot, held.generation)
         self.records.unclaim(spec.name, slot)
 
-    def _adopt(self, spec: HostSpec, slot: int, live: Address, held: SlotStatus | None) -> None:
+    def _adopt(self, spec: SenderHost, slot: int, live: Address, held: SlotStatus | None) -> None:
         private_ip = live.tags.get(TAG_PRIVATE_IP) or (held.private_ip if held else None)
         if private_ip is None:
             log.warning("%s slot %d: no private IP known for %s; run `pool create` again", spec.name, slot,
@@ -324,13 +325,13 @@ class Reconciler:
             return
         self._put_spent(spec, slot, private_ip, live)
 
-    def _put_spent(self, spec: HostSpec, slot: int, private_ip: str, address: Address) -> None:
+    def _put_spent(self, spec: SenderHost, slot: int, private_ip: str, address: Address) -> None:
         """Place an address whose sends nobody can count with its whole budget spent, in the placing call itself:
         it takes no send until it rotates (a separate call after placing would leave senders a window on it)."""
         self.slots.put_address(spec.name, slot, private_ip=private_ip, public_ip=address.public_ip,
                               allocation_id=address.allocation_id, spent=True)
 
-    def _finish_rotation(self, spec: HostSpec, slot: int, held: SlotStatus, private_ip: str,
+    def _finish_rotation(self, spec: SenderHost, slot: int, held: SlotStatus, private_ip: str,
                          address: Address) -> None:
         """Publish the new address of a rotation whose rotator looks gone: no lease went out on it, so used 0 is
         exact. Fenced like the rotator's own publish, at the generation this reconcile saw: a rotator that was
@@ -339,7 +340,7 @@ class Reconciler:
         self.slots.publish(spec.name, slot, held.generation, private_ip=private_ip, public_ip=address.public_ip,
                           allocation_id=address.allocation_id)
 
-    def _retire(self, spec: HostSpec, slot: int) -> None:
+    def _retire(self, spec: SenderHost, slot: int) -> None:
         self.slots.retire(spec.name, slot)
 
 

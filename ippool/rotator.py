@@ -31,9 +31,10 @@ from ippool.parking import Parker, no_checkpoint
 from ippool.records import PoolRecords
 from ippool.screen import Screen, no_screen
 from ippool.slot_store import ReadySlot, SlotStore
-from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_SINCE, HostSpec
+from ippool.spec import DEFAULT_POOL_NAME, TAG_OWNER, TAG_SINCE
 from ippool.states import RotationOutcome, SlotState
 from ippool.status import SlotStatus
+from sendhost.model import SenderHost
 
 log = logging.getLogger("ippool.rotator")
 
@@ -72,7 +73,7 @@ class Rotator:
 
     slots: SlotStore
     aws: Ec2Adapter
-    specs: Mapping[str, HostSpec]
+    specs: Mapping[str, SenderHost]
     denylist: Denylist
     records: PoolRecords
     clock: Callable[[], float]
@@ -88,17 +89,17 @@ class Rotator:
     def parker(self) -> Parker:
         return Parker(self.aws, self.records, self.pool_name)
 
-    def eni(self, spec: HostSpec) -> str:
+    def eni(self, spec: SenderHost) -> str:
         """The host's primary ENI, looked up once."""
         return self._interface(spec).eni_id
 
-    def _interface(self, spec: HostSpec, fresh: bool = False) -> NetworkInterface:
+    def _interface(self, spec: SenderHost, fresh: bool = False) -> NetworkInterface:
         """The host's primary ENI with its private IPs, as AWS reports it (looked up once, again when `fresh`)."""
         if fresh or spec.name not in self._interfaces:
             self._interfaces[spec.name] = self.aws.describe_instance(spec.instance_id).primary_interface
         return self._interfaces[spec.name]
 
-    def _verified(self, spec: HostSpec, slot: int, claimed: SlotStatus) -> tuple[str, Address | None]:
+    def _verified(self, spec: SenderHost, slot: int, claimed: SlotStatus) -> tuple[str, Address | None]:
         """The slot's private IP and old EIP as Redis names them, each checked against AWS before anything is
         changed (`ippool.ownership`): AddressNotOurs when either is not this pool's host's slot's."""
         interface = self._interface(spec)
@@ -165,7 +166,7 @@ class Rotator:
 
     # -- the steps -------------------------------------------------------------------------------------------
 
-    def _draw(self, spec: HostSpec, slot: int) -> tuple[Address | None, tuple[str, ...]]:
+    def _draw(self, spec: SenderHost, slot: int) -> tuple[Address | None, tuple[str, ...]]:
         """Allocate until an address passes the checks (at most `max_draws`); park each rejected one."""
         rejected: list[str] = []
         for _ in range(self.max_draws):
@@ -179,7 +180,7 @@ class Rotator:
             rejected.append(reason)
             self.records.count(spec.name, f"redraws:{reason.split(':')[0]}")
             log.info("%s slot %d: drew %s, %s: parked, redrawing", spec.name, slot, address.public_ip, reason)
-            self.parker.park(spec.name, slot, address, self.clock() + spec.park_minutes * 60)
+            self.parker.park(spec.name, slot, address, self.clock() + spec.pool.park_minutes * 60)
         return None, tuple(rejected)
 
     def _rejection(self, public_ip: str) -> str | None:
@@ -189,7 +190,7 @@ class Rotator:
             return "parked"
         return self.screen(public_ip)
 
-    def _put_in_service(self, spec: HostSpec, ready: ReadySlot, private_ip: str, new: Address,
+    def _put_in_service(self, spec: SenderHost, ready: ReadySlot, private_ip: str, new: Address,
                         old: Address | None) -> RotationOutcome:
         """`private_ip` and `old` were checked against AWS (`_verified`); `old` is None when AWS no longer has it."""
         host, slot = spec.name, ready.slot
@@ -205,7 +206,7 @@ class Rotator:
         eip_placement.associate(self.aws, new, self.eni(spec), private_ip, replaces=old_allocation)
         self._step("associate")
         if old is not None:
-            self.parker.park(host, slot, old, self.clock() + spec.park_minutes * 60, let_go=True)
+            self.parker.park(host, slot, old, self.clock() + spec.pool.park_minutes * 60, let_go=True)
         eip_placement.activate(self.aws, new)
         self._step("park-tag")
         placed = self.slots.publish(host, slot, ready.generation, private_ip=private_ip, public_ip=new.public_ip,
@@ -230,7 +231,7 @@ class Rotator:
         self.slots.abort_rotation(host, ready.slot, ready.generation)
         self.records.unclaim(host, ready.slot)
 
-    def _abandon(self, spec: HostSpec, ready: ReadySlot, new: Address) -> None:
+    def _abandon(self, spec: SenderHost, ready: ReadySlot, new: Address) -> None:
         """After a failed step: the new EIP goes to the reaper (due now), unless AWS already serves it on the slot,
         and the slot is given back so a later cycle retries. Best effort: whatever fails here, reconcile finds the
         incoming EIP by its tags."""

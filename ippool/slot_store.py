@@ -30,8 +30,7 @@ from ippool.keys import HOSTS_KEY, HostKeys
 from ippool.scripts import PoolScripts
 from ippool.states import SlotState
 from ippool.status import HostStatus, SlotStatus, read_host, text
-
-DEFAULT_BUDGET = (8, 15)
+from sendhost.model import BUDGET
 
 
 class Placement(NamedTuple):
@@ -79,13 +78,13 @@ class SlotStore:
 
     # -- registration ------------------------------------------------------------------------------------------
 
-    def register_host(self, host: str, primary_ip: str, budget: tuple[int, int] = DEFAULT_BUDGET) -> None:
+    def register_host(self, host: str, primary_ip: str, budget: tuple[int, int] = BUDGET) -> None:
         """Register (or update) a host: its primary IP (the fallback source) and the budget range of its IPs."""
         keys = self._checked_keys(host)
         _check_ip(primary_ip, "primary_ip")
         low, high = budget
         if not 1 <= low <= high:
-            raise PoolConfigError(f"budget {budget!r} for host {host!r}: need 1 <= low <= high, e.g. (8, 15)")
+            raise PoolConfigError(f"budget {budget!r} for host {host!r}: need 1 <= low <= high, e.g. {BUDGET}")
         with _redis_op(f"register host {host!r}"):
             self._client.hset(keys.meta, mapping={"primary_ip": primary_ip, "budget_min": low, "budget_max": high})
             self._client.hsetnx(keys.meta, "slot_count", 0)

@@ -1,14 +1,12 @@
-"""What the pool machinery needs to know about one sender host, independent of where it was configured.
-
-The CLI builds these from the inventory (`sendhost_instance_id`, `sendhost_pool`, ...); tests and benches build
-them directly. Also the tag names the rotation adds beside `ippool.aws.models`' vocabulary.
+"""What the pool machinery derives from a sender host (`sendhost.model.SenderHost`, the inventory's own record):
+its addresses' PTR names; and the tag names the rotation adds beside `ippool.aws.models`' vocabulary.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from sendhost.model import DEFAULT_POOL_NAME, SenderHost
 
-DEFAULT_POOL_NAME = "sendhost"
+__all__ = ["DEFAULT_POOL_NAME", "ptr_name"]
 
 # Set on a new EIP before it is associated: which EIP it replaces (so reconcile can finish the rotation), which
 # rotator owns the attempt (so reconcile leaves a live rotation alone), and its PTR name when one is set (so the
@@ -22,24 +20,11 @@ TAG_PTR_ZONE = "sendhost:ptr_zone"  # the Route 53 zone of that forward record, 
 TAG_PRIVATE_IP = "sendhost:private_ip"
 
 
-@dataclass(frozen=True)
-class HostSpec:
-    """One sender host's pool policy."""
+def ptr_name(host: SenderHost, slot: int, public_ip: str) -> str:
+    """The host name one address of a slot resolves from and back to (`<host>-<slot>-<a-b-c-d>.<zone>`).
 
-    name: str
-    instance_id: str
-    primary_ip: str
-    slots: int
-    budget: tuple[int, int] = (8, 15)
-    park_minutes: float = 15.0
-    ptr_zone: str | None = None  # Route 53 zone for the forward A record; None: no PTR
-    private_ips: tuple[str, ...] = ()  # slot n's private IP is private_ips[n] (the inventory's); (): AWS picks
-
-    def ptr_name(self, slot: int, public_ip: str) -> str:
-        """The host name one address of a slot resolves from and back to (`<host>-<slot>-<a-b-c-d>.<zone>`).
-
-        Unique per address, never reused per slot: a resolver still caching the old address's A record can then
-        never contradict the new address's PTR (forward-confirmed reverse DNS holds for both)."""
-        if self.ptr_zone is None:
-            raise ValueError(f"host {self.name} has no PTR zone")
-        return f"{self.name}-{slot}-{public_ip.replace('.', '-')}.{self.ptr_zone.rstrip('.')}"
+    Unique per address, never reused per slot: a resolver still caching the old address's A record can then
+    never contradict the new address's PTR (forward-confirmed reverse DNS holds for both)."""
+    if host.forward_zone is None:
+        raise ValueError(f"host {host.name} has no PTR zone")
+    return f"{host.name}-{slot}-{public_ip.replace('.', '-')}.{host.forward_zone.rstrip('.')}"

@@ -8,7 +8,8 @@ from types import TracebackType
 from typing import Any
 
 from provisioning.errors import ProvisionConfigError, ProvisionFailed
-from provisioning.targets import HostTarget
+from provisioning.targets import require_connectable
+from sendhost.model import SshTarget
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -20,11 +21,11 @@ class CommandResult:
     stderr: str
 
 
-def _host_key_name(target: HostTarget) -> str:
+def _host_key_name(target: SshTarget) -> str:
     return str(target.address) if target.port == 22 else f"[{target.address}]:{target.port}"
 
 
-def _keyscan_hint(target: HostTarget) -> str:
+def _keyscan_hint(target: SshTarget) -> str:
     port = "" if target.port == 22 else f"-p {target.port} "
     return f"ssh-keyscan {port}{target.address} >> {shlex.quote(str(target.known_hosts))}"
 
@@ -32,7 +33,7 @@ def _keyscan_hint(target: HostTarget) -> str:
 class SshSession:
     """One authenticated connection; `run` executes a command and returns its exit code and output."""
 
-    def __init__(self, client: Any, target: HostTarget) -> None:
+    def __init__(self, client: Any, target: SshTarget) -> None:
         self._client = client
         self.target = target
 
@@ -53,11 +54,11 @@ class SshSession:
         self.close()
 
 
-def open_session(target: HostTarget, timeout: float = CONNECT_TIMEOUT_S) -> SshSession:
+def open_session(target: SshTarget, timeout: float = CONNECT_TIMEOUT_S) -> SshSession:
     """Connect and authenticate with the target's key, trusting only keys in its known_hosts file."""
     import paramiko  # late: only `host verify` needs it
 
-    target.require_connectable()
+    require_connectable(target)
     assert target.address is not None and target.key_file is not None
     if not target.known_hosts.is_file():
         raise ProvisionConfigError(

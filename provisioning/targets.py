@@ -2,51 +2,39 @@
 
 Ansible's own inventory loader is used so group vars, host vars and templated values resolve exactly as they do for
 `ansible-playbook`: `sendhost provision` and `sendhost host verify` connect to the same address with the same key
-and trust the same known_hosts file.
+and trust the same known_hosts file. The result is the model's record of it, `sendhost.model.SshTarget`.
 """
 
 from __future__ import annotations
 
 import getpass
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from provisioning.errors import ProvisionConfigError
+from sendhost.model import DEFAULT_KNOWN_HOSTS, SSH_PORT, SshTarget
 
 SENDER_GROUP = "senders"
-DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 
 
-@dataclass(frozen=True)
-class HostTarget:
-    """SSH connection facts for one host."""
-
-    name: str
-    address: str | None  # ansible_host
-    port: int
-    user: str
-    key_file: Path | None  # ansible_ssh_private_key_file
-    known_hosts: Path  # UserKnownHostsFile from ansible_ssh_common_args, else ~/.ssh/known_hosts
-
-    def require_connectable(self) -> None:
-        """Raise ProvisionConfigError naming the missing inventory variable when the host cannot be reached."""
-        if not self.address:
-            raise ProvisionConfigError(
-                f"{self.name}: no address: set ansible_host in the inventory (the address SSH reaches it on)"
-            )
-        if self.key_file is None:
-            raise ProvisionConfigError(
-                f"{self.name}: no SSH key: set ansible_ssh_private_key_file in the inventory"
-            )
-        if not self.key_file.is_file():
-            raise ProvisionConfigError(
-                f"{self.name}: SSH key {self.key_file} does not exist; fix ansible_ssh_private_key_file"
-            )
+def require_connectable(target: SshTarget) -> None:
+    """Raise ProvisionConfigError naming the missing inventory variable when the host cannot be reached."""
+    if not target.address:
+        raise ProvisionConfigError(
+            f"{target.name}: no address: set ansible_host in the inventory (the address SSH reaches it on)"
+        )
+    if target.key_file is None:
+        raise ProvisionConfigError(
+            f"{target.name}: no SSH key: set ansible_ssh_private_key_file in the inventory"
+        )
+    if not target.key_file.is_file():
+        raise ProvisionConfigError(
+            f"{target.name}: SSH key {target.key_file} does not exist; fix ansible_ssh_private_key_file"
+        )
 
 
-def load_targets(inventory: Path, limit: str | None = None, group: str = SENDER_GROUP) -> list[HostTarget]:
+def load_targets(inventory: Path, limit: str | None = None, group: str = SENDER_GROUP) -> list[SshTarget]:
     """The hosts of `group` (narrowed by an Ansible `--limit` pattern) with their resolved connection variables."""
     from ansible.errors import AnsibleError  # late: ansible is slow to import and only these commands need it
     from ansible.inventory.manager import InventoryManager
@@ -79,15 +67,15 @@ def _value(host_vars: dict[str, Any], templar: Any, key: str) -> Any:
     return None if value is None else templar.template(value)
 
 
-def _target(name: str, value: Any) -> HostTarget:
+def _target(name: str, value: Any) -> SshTarget:
     key_file = value("ansible_ssh_private_key_file") or value("ansible_private_key_file")
     ssh_args = " ".join(str(value(k) or "") for k in ("ansible_ssh_common_args", "ansible_ssh_extra_args"))
-    port = value("ansible_port") or value("ansible_ssh_port") or 22
+    port = value("ansible_port") or value("ansible_ssh_port") or SSH_PORT
     try:
         port = int(port)
     except (TypeError, ValueError):
         raise ProvisionConfigError(f"{name}: ansible_port {port!r} is not a port number") from None
-    return HostTarget(
+    return SshTarget(
         name=name,
         address=str(value("ansible_host") or "") or None,
         port=port,

@@ -33,9 +33,10 @@ from sendhost import redis_conn
 from warmup import Decision, Guard
 
 if TYPE_CHECKING:
-    from sender.feedback.inbox import InboxAccount, MailboxReport
+    from sender.feedback.inbox import MailboxReport
     from sender.feedback.web import WebKeys
     from sender.ledger.events import Feedback
+    from sendhost.model import Mailbox
 
 INBOX_EVERY_S = 60.0
 
@@ -133,7 +134,8 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
     """The agent of one host, and a factory of ledger connections for its workers, all on `clock`. A missing
     secret, a ledger not migrated or a bad key file is bad input now, not a failed send at 3 a.m."""
     for mailbox in settings.mailboxes:
-        mailbox.submission.secret(env)
+        assert mailbox.smtp is not None  # AgentSettings holds only mailboxes that submit
+        mailbox.smtp.credential.secret(env)
     with ledger.open(clock) as opened:
         key = unsubscribe_key(opened, unsubscribe_key_file)
     machinery = build_sender(hot_path_client(redis_url, state_dir), clock=clock)
@@ -165,7 +167,7 @@ class InboxReading:
     told to the guard (`guard` builds it; the admin role: pausing is not the hot path)."""
 
     database_url: str
-    accounts: tuple[InboxAccount, ...]
+    accounts: tuple[Mailbox, ...]
     guard: Callable[[], Guard]
     env: Mapping[str, str] | None = None
 

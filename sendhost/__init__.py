@@ -1,4 +1,6 @@
-"""Shared kernel of the sendhost toolkit: the error base, Redis connections and the line-aware YAML loader.
+"""Shared kernel of the sendhost toolkit: the error base, the inventory's records (`sendhost.model`), Redis
+connections and the line-aware YAML loader.
 
-The packages `ippool`, `warmup` and `dns_audit` import from here, never from `toolkit` (the CLI).
+Every business package (`ippool`, `warmup`, `dns_audit`, `sender`, `provisioning`, `simulation`) imports from here,
+never from `toolkit` (the CLI).
 """

@@ -15,6 +15,10 @@ class ConfigError(SendhostError):
     """Bad configuration or input: exit 2."""
 
 
+class SecretUnavailable(ConfigError):
+    """A mailbox's secret cannot be read (a variable unset, a file missing or empty): exit 2, naming the fix."""
+
+
 class OperationFailed(SendhostError):
     """The input was fine but the work failed: exit 1."""
 

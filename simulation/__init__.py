@@ -6,6 +6,6 @@ back; the example zones are audited offline. See `simulation.engine.run_simulati
 """
 
 from simulation.engine import SimResult, run_simulation
-from simulation.model import SimConfig, SimDomain, SimHost, SimInventory, SimMailbox
+from simulation.model import SimConfig, SimInventory
 
-__all__ = ["SimConfig", "SimDomain", "SimHost", "SimInventory", "SimMailbox", "SimResult", "run_simulation"]
+__all__ = ["SimConfig", "SimInventory", "SimResult", "run_simulation"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from dns_audit.audit import AuditOptions, DomainTarget, run_audit
 from dns_audit.findings import DomainReport
 from dns_audit.zonefile import ZoneResolver
-from simulation.model import SimDomain
+from sendhost.model import Domain
 
 
 def example_zone_dir() -> Path:
@@ -18,12 +18,12 @@ def example_zone_dir() -> Path:
     return Path(str(resources.files("simulation") / "data" / "zones"))
 
 
-def audit_zones(zone_dir: Path, domains: tuple[SimDomain, ...],
+def audit_zones(zone_dir: Path, domains: tuple[Domain, ...],
                 sending_ips: tuple[str, ...] = ()) -> list[DomainReport]:
     """Audit every domain (or, with none configured, every zone in `zone_dir`) against the zone files."""
     resolver = ZoneResolver(zone_dir)
     if domains:
-        targets = [DomainTarget(d.name.lower(), d.selectors, sending_ips, d.envelope_domain, d.sending_mode,
+        targets = [DomainTarget(d.name.lower(), d.dkim_selectors, sending_ips, d.envelope_domain, d.sending_mode,
                                 d.spf_includes, d.dmarc_floor) for d in domains]
     else:
         targets = [DomainTarget(origin.rstrip("."), (), sending_ips) for origin in resolver.origins

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,8 @@ from ippool import Lease
 from sender.assembly import SenderMachinery
 from sender.errors import LedgerUnavailable
 from sender.ledger.store import Ledger
-from sender.settings import AgentSettings, MailboxSettings, Submission
+from sender.settings import AgentSettings
+from sendhost.model import Credential, Mailbox, Submission
 from simulation.errors import SimulationFailed
 from simulation.model import SimInventory
 from warmup import Decision, Guard, Reservation
@@ -247,7 +248,7 @@ class MailWorld:
 
 
 def mailbox_settings(inventory: SimInventory, port: int,
-                     passwords: dict[str, str]) -> tuple[dict[str, str], tuple[MailboxSettings, ...]]:
+                     passwords: dict[str, str]) -> tuple[dict[str, str], tuple[Mailbox, ...]]:
     """Each mailbox submitting to the loopback server as itself, its password given to the agent through an
     environment of its own (never a file): (that environment, the mailboxes)."""
     env: dict[str, str] = {}
@@ -255,10 +256,9 @@ def mailbox_settings(inventory: SimInventory, port: int,
     for index, mailbox in enumerate(inventory.mailboxes):
         variable = f"SENDHOST_SIM_PASSWORD_{index}"
         env[variable] = passwords[mailbox.address]
-        mailboxes.append(MailboxSettings(
-            address=mailbox.address, group=mailbox.group, start=mailbox.start, timezone=mailbox.timezone,
-            domain=mailbox.domain, submission=Submission(LOOPBACK_HOST, port, "none", mailbox.address,
-                                                         password_env=variable)))
+        credential = Credential(mailbox.address, password_env=variable)
+        mailboxes.append(replace(
+            mailbox, smtp=Submission(LOOPBACK_HOST, port, "none", mailbox.address, credential), imap=None))
     return env, tuple(mailboxes)
 
 

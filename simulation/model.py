@@ -1,6 +1,5 @@
-"""What a simulation runs on: the hosts, mailboxes and domains of an inventory, and the run's settings.
-
-Plain frozen dataclasses, so the package never imports `toolkit`: the CLI converts its inventory into these.
+"""What a simulation runs on: the hosts, mailboxes and domains of an inventory (the records of `sendhost.model`),
+and the run's settings. The package never imports `toolkit`: the CLI hands it the inventory's records.
 """
 
 from __future__ import annotations
@@ -8,81 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
 
-from ippool.spec import HostSpec
+from sendhost.model import Domain, Mailbox, SenderHost
 from simulation.errors import SimulationConfigError
 
 MAX_DAYS = 365
 MAX_SENDS_PER_DAY = 100_000
 
 
-@dataclass(frozen=True, init=False)
-class SimHost:
-    """A sender host: its pool policy (ippool's own `HostSpec`, the one host model), and where its slot addresses
-    live in the simulated account. Built from a spec, or from the spec's fields as keywords."""
-
-    spec: HostSpec
-    private_ips: tuple[str, ...] = ()
-    subnet: str | None = None
-
-    def __init__(self, spec: HostSpec | None = None, *, private_ips: tuple[str, ...] = (), subnet: str | None = None,
-                 **spec_fields: Any) -> None:
-        object.__setattr__(self, "spec", spec if spec is not None else HostSpec(**spec_fields))
-        object.__setattr__(self, "private_ips", tuple(private_ips))
-        object.__setattr__(self, "subnet", subnet)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def primary_ip(self) -> str:
-        return self.spec.primary_ip
-
-    @property
-    def slots(self) -> int:
-        return self.spec.slots
-
-    @property
-    def budget(self) -> tuple[int, int]:
-        return self.spec.budget
-
-    @property
-    def ptr_zone(self) -> str | None:
-        return self.spec.ptr_zone
-
-
-@dataclass(frozen=True)
-class SimMailbox:
-    """A mailbox under warm-up."""
-
-    address: str
-    domain: str
-    start: date
-    timezone: str = "UTC"
-    group: str = "default"
-
-
-@dataclass(frozen=True)
-class SimDomain:
-    """A sending domain for the DNS audit."""
-
-    name: str
-    selectors: tuple[str, ...] = ()
-    envelope_domain: str | None = None
-    spf_includes: tuple[str, ...] = ()
-    dmarc_floor: str | None = None
-    sending_mode: str = "submission"
-
-
 @dataclass(frozen=True)
 class SimInventory:
     """Everything the simulation reads from an inventory."""
 
-    hosts: tuple[SimHost, ...]
-    mailboxes: tuple[SimMailbox, ...]
-    domains: tuple[SimDomain, ...] = ()
+    hosts: tuple[SenderHost, ...]
+    mailboxes: tuple[Mailbox, ...]
+    domains: tuple[Domain, ...] = ()
     region: str = "us-east-1"
 
 
@@ -121,5 +60,5 @@ def check_inventory(inventory: SimInventory) -> None:
     if not inventory.mailboxes:
         raise SimulationConfigError("the inventory has no mailboxes (sendhost_mailboxes): nothing sends")
     for host in inventory.hosts:
-        if host.slots < 1:
+        if host.pool.slots < 1:
             raise SimulationConfigError(f"host {host.name}: sendhost_pool.slots must be >= 1 to simulate its pool")

@@ -9,8 +9,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from sendhost.model import SenderHost
 from simulation.errors import SimulationConfigError
-from simulation.model import SimHost
 
 # An image id moto knows; the simulation never boots anything.
 MOTO_AMI = "ami-12c6146b"
@@ -20,30 +20,30 @@ MOTO_AMI = "ami-12c6146b"
 class HostWorld:
     """A host as it exists in moto: its instance, primary ENI and the private IP of each slot."""
 
-    host: SimHost
+    host: SenderHost
     instance_id: str
     eni_id: str
     slot_ips: tuple[str, ...]
 
 
-def slot_private_ips(host: SimHost) -> tuple[str, ...]:
+def slot_private_ips(host: SenderHost) -> tuple[str, ...]:
     """The inventory's slot addresses, or the next addresses after the primary IP inside its subnet."""
-    if host.private_ips:
-        if len(host.private_ips) < host.slots:
-            raise SimulationConfigError(f"host {host.name}: {host.slots} slots but only {len(host.private_ips)} "
-                                        f"private_ips in sendhost_pool")
-        return tuple(host.private_ips[:host.slots])
+    if host.pool.private_ips:
+        if len(host.pool.private_ips) < host.pool.slots:
+            raise SimulationConfigError(f"host {host.name}: {host.pool.slots} slots but only "
+                                        f"{len(host.pool.private_ips)} private_ips in sendhost_pool")
+        return tuple(host.pool.private_ips[:host.pool.slots])
     network = _subnet(host)
     primary = ipaddress.IPv4Address(host.primary_ip)
     # AWS reserves the first four addresses and the last of every subnet.
     usable = [ip for ip in list(network.hosts())[3:-1] if ip > primary]
-    if len(usable) < host.slots:
-        raise SimulationConfigError(f"host {host.name}: no room for {host.slots} slot addresses after "
+    if len(usable) < host.pool.slots:
+        raise SimulationConfigError(f"host {host.name}: no room for {host.pool.slots} slot addresses after "
                                     f"{host.primary_ip} in {network}")
-    return tuple(str(ip) for ip in usable[:host.slots])
+    return tuple(str(ip) for ip in usable[:host.pool.slots])
 
 
-def _subnet(host: SimHost) -> ipaddress.IPv4Network:
+def _subnet(host: SenderHost) -> ipaddress.IPv4Network:
     try:
         if host.subnet:
             return ipaddress.IPv4Network(host.subnet, strict=False)
@@ -52,13 +52,13 @@ def _subnet(host: SimHost) -> ipaddress.IPv4Network:
         raise SimulationConfigError(f"host {host.name}: {exc}") from None
 
 
-def build_hosts(session: Any, region: str, hosts: tuple[SimHost, ...]) -> list[HostWorld]:
+def build_hosts(session: Any, region: str, hosts: tuple[SenderHost, ...]) -> list[HostWorld]:
     """Create each host's VPC, subnet and instance in moto, with its slots' private IPs assigned."""
     ec2 = session.client("ec2", region_name=region)
     route53 = session.client("route53", region_name=region)
     try:
         # The Route 53 zones the rotator writes each new address's forward A record into (hosts with PTR on).
-        for index, zone in enumerate(sorted({h.ptr_zone.rstrip(".") for h in hosts if h.ptr_zone})):
+        for index, zone in enumerate(sorted({h.forward_zone.rstrip(".") for h in hosts if h.forward_zone})):
             route53.create_hosted_zone(Name=zone + ".", CallerReference=f"sendhost-simulation-{index}")
         return [_build_host(ec2, host) for host in hosts]
     finally:
@@ -66,7 +66,7 @@ def build_hosts(session: Any, region: str, hosts: tuple[SimHost, ...]) -> list[H
         route53.close()
 
 
-def _build_host(ec2: Any, host: SimHost) -> HostWorld:
+def _build_host(ec2: Any, host: SenderHost) -> HostWorld:
     subnet = _subnet(host)
     vpc_cidr = subnet.supernet(new_prefix=16) if subnet.prefixlen > 16 else subnet
     vpc_id = ec2.create_vpc(CidrBlock=str(vpc_cidr))["Vpc"]["VpcId"]

@@ -18,9 +18,9 @@ from ippool import Pool
 from ippool.assembly import PoolMachinery
 from ippool.aws.adapter import Ec2Adapter
 from ippool.operator_actions import retire_address
-from ippool.spec import HostSpec
 from ippool.states import EipState, SlotState
 from ippool.status import SlotStatus
+from sendhost.model import SenderHost
 from simulation import events
 from simulation.moto_world import HostWorld
 
@@ -53,7 +53,7 @@ class PoolWorker:
         """`pool create` for every host: slot IPs, one tagged and associated EIP per slot, slots in Redis."""
         lifecycle = self.machinery.lifecycle()
         for name, spec in self.specs.items():
-            lifecycle.create(spec, spec.slots)
+            lifecycle.create(spec, spec.pool.slots)
             for slot in self._slots(name).values():
                 if slot.public_ip:
                     self._placed(name, slot.slot, slot.generation, slot.public_ip, slot.allocation_id or "",
@@ -141,6 +141,6 @@ class PoolWorker:
         self._parked = current
 
 
-def _spec(world: HostWorld) -> HostSpec:
-    """The host's spec, on the instance moto made for it."""
-    return dataclasses.replace(world.host.spec, instance_id=world.instance_id)
+def _spec(world: HostWorld) -> SenderHost:
+    """The host's record, on the instance moto made for it."""
+    return dataclasses.replace(world.host, instance_id=world.instance_id)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from sendhost.model import Mailbox
 from simulation import events
 from simulation.mail import MailWorld
-from simulation.model import SimMailbox
 
 NO_RETRY_HINT_S = 3600.0  # paused mailboxes give no retry time: look again in an hour
 MIN_RETRY_S = 1.0
@@ -34,7 +34,7 @@ class SenderWorker:
     name: str
     host: str
     mail: MailWorld
-    mailboxes: tuple[SimMailbox, ...]
+    mailboxes: tuple[Mailbox, ...]
     clock: Callable[[], float]
     rng: random.Random
     log: events.EventLog

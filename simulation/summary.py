@@ -159,7 +159,7 @@ def summarize(result: SimResult) -> Summary:
         aws_handed_back=result.aws_handed_back,
         max_sends_on_address=max(per_address.values(), default=0),
         min_sends_at_retirement=min((per_address[(r.host, r.slot, r.generation)] for r in retired), default=None),
-        budget_range=(min(h.budget[0] for h in hosts), max(h.budget[1] for h in hosts)),
+        budget_range=(min(h.pool.budget[0] for h in hosts), max(h.pool.budget[1] for h in hosts)),
         parked_eip_hours=eip_hours, parked_cost_usd=eip_hours * EIP_HOURLY_USD,
         max_parked=max((s.parked for s in log.samples), default=0),
         mailboxes=_mailboxes(result),

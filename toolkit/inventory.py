@@ -1,18 +1,44 @@
 """The one inventory: an Ansible YAML inventory whose `sendhost_*` variables are sendhost's configuration.
 
-`load_inventory` validates it against the schema below and returns plain frozen dataclasses; any error names
-the file, the line, the key and what is expected.
+`load_inventory` validates it against the schema below and returns the records of `sendhost.model`; any error
+names the file, the line, the key and what is expected. Parsing and validation only: the records and their
+defaults are the model's.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ippool.spec import DEFAULT_POOL_NAME
 from sendhost.errors import ConfigError
+from sendhost.model import (
+    AUTH_METHODS,
+    BUDGET,
+    DEFAULT_DMARC_FLOOR,
+    DEFAULT_GROUP,
+    DEFAULT_POOL_NAME,
+    DEFAULT_SENDING_MODE,
+    DEFAULT_TIMEZONE,
+    DMARC_FLOORS,
+    IMAP_FOLDER,
+    IMAP_PORT,
+    IMAP_SECURITY,
+    JITTER_S,
+    MIN_GAP_S,
+    PARK_MINUTES,
+    SENDING_MODES,
+    SMTP_PORT,
+    SMTP_SECURITY,
+    Credential,
+    Domain,
+    ImapSettings,
+    Mailbox,
+    PoolPolicy,
+    SenderHost,
+    Submission,
+)
 from toolkit.inventory_schema import Checker
 from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
@@ -33,83 +59,6 @@ HOST_NAME_EXPECTED = "a host name: up to 63 letters, digits, '.', '_' or '-', st
 # Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ':' or whitespace; kept to what udev and
 # netplan produce (eth0, ens5, enp0s3, veth-a1) so the name is safe in netplan YAML and ifupdown files.
 INTERFACE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,14}"
-
-
-@dataclass(frozen=True)
-class PoolPolicy:
-    slots: int
-    budget: tuple[int, int] = (8, 15)
-    park_minutes: int = 15
-    ptr: bool = False
-    ptr_zone: str | None = None  # Route 53 hosted zone for forward A records when ptr is on
-    private_ips: tuple[str, ...] = ()  # what `pool create` assigns (slot n gets private_ips[n]); else AWS picks
-
-
-@dataclass(frozen=True)
-class SenderHost:
-    name: str
-    ansible_host: str
-    instance_id: str
-    region: str
-    primary_ip: str
-    pool: PoolPolicy
-    subnet: str | None = None
-    interface: str | None = None  # None: the host's default-route interface (from facts; ens5 on Nitro), never a guess
-
-
-@dataclass(frozen=True)
-class Domain:
-    name: str
-    dkim_selectors: tuple[str, ...]
-    envelope_domain: str | None = None
-    spf_includes: tuple[str, ...] = ()
-    dmarc_floor: str = "none"
-    sending_mode: str = "submission"  # submission: through the mailbox provider; direct: own MTA to MX
-    line: int = 0  # the inventory line declaring the domain (audit reports point at it)
-
-
-@dataclass(frozen=True)
-class SmtpSettings:
-    """Where and how a mailbox submits: its provider's submission server, authenticated as the mailbox.
-    Secrets are never in the inventory: a 0600 file or an environment variable names them."""
-
-    host: str
-    port: int
-    security: str  # starttls | tls | none (none: loopback hosts only)
-    username: str
-    password_file: str | None = None
-    password_env: str | None = None
-    ca_file: str | None = None
-
-
-@dataclass(frozen=True)
-class ImapSettings:
-    """Where the inbox reader reads a mailbox: IMAP over TLS (993) or STARTTLS (143), the certificate verified.
-    Username and secret default to the mailbox's smtp ones."""
-
-    host: str
-    port: int
-    security: str  # tls | starttls
-    username: str
-    password_file: str | None = None
-    password_env: str | None = None
-    ca_file: str | None = None
-    folder: str = "INBOX"
-
-
-@dataclass(frozen=True)
-class Mailbox:
-    address: str
-    domain: str
-    start: str  # ISO date; kept as text so the inventory stays JSON-clean for Ansible
-    timezone: str = "UTC"
-    group: str = "default"
-    min_gap_s: float = 420.0
-    jitter_s: tuple[float, float] = (0.0, 90.0)
-    smtp: SmtpSettings | None = None
-    auth: str = "password"  # password | xoauth2
-    token_file: str | None = None  # xoauth2: an access token, re-read at each connection
-    imap: ImapSettings | None = None  # where the inbox reader reads bounces and replies (sender.feedback.inbox)
 
 
 @dataclass(frozen=True)
@@ -269,7 +218,12 @@ def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
                       primary_ip=primary_ip, pool=pool, subnet=subnet, interface=interface)
 
 
-POOL_KEYS = {"slots", "budget", "park_minutes", "ptr", "ptr_zone", "private_ips"}
+def _field_names(record: type) -> set[str]:
+    return {f.name for f in fields(record)}
+
+
+# A record's inventory keys are its fields; a credential's keys sit in the settings that name it.
+POOL_KEYS = _field_names(PoolPolicy)
 
 
 def _pool(check: Checker, host: str, hv: LineDict) -> PoolPolicy:
@@ -277,10 +231,12 @@ def _pool(check: Checker, host: str, hv: LineDict) -> PoolPolicy:
     pool = check.mapping(hv, "sendhost_pool", where)
     check.known_keys(pool, POOL_KEYS, where)
     slots = check.integer(pool, "slots", f"{where}.slots", minimum=1, maximum=50)
-    budget = check.int_list(pool, "budget", f"{where}.budget", default=[8, 15])
+    budget = check.int_list(pool, "budget", f"{where}.budget", default=list(BUDGET))
     if len(budget) != 2 or not 1 <= budget[0] <= budget[1]:
-        check.fail(pool, "budget", f"{where}.budget", "expected [low, high] with 1 <= low <= high, e.g. [8, 15]")
-    park_minutes = check.integer(pool, "park_minutes", f"{where}.park_minutes", default=15, minimum=0, maximum=1440)
+        check.fail(pool, "budget", f"{where}.budget",
+                   f"expected [low, high] with 1 <= low <= high, e.g. [{BUDGET[0]}, {BUDGET[1]}]")
+    park_minutes = check.integer(pool, "park_minutes", f"{where}.park_minutes", default=PARK_MINUTES, minimum=0,
+                                 maximum=1440)
     ptr = check.boolean(pool, "ptr", f"{where}.ptr", default=False)
     ptr_zone = check.string(pool, "ptr_zone", f"{where}.ptr_zone", default="") or None
     private_ips = tuple(check.ip_list(pool, "private_ips", f"{where}.private_ips", default=[]))
@@ -313,10 +269,9 @@ def _check_unique_addresses(check: Checker, hosts: list[SenderHost], host_vars: 
             seen[address] = f"{host.name} ({role})"
 
 
-DOMAIN_KEYS = {"name", "dkim_selectors", "envelope_domain", "spf_includes", "dmarc_floor", "sending_mode"}
-MAILBOX_KEYS = {"address", "domain", "start", "timezone", "group"}
-MAILBOX_KEYS |= {"min_gap_s", "jitter_s", "smtp", "auth", "token_file"}  # the sender agent's
-MAILBOX_KEYS |= {"imap"}  # the inbox reader's
+DOMAIN_KEYS = _field_names(Domain) - {"line"}
+# A mailbox's auth and token_file are its smtp credential's (the agent's); its imap settings are the inbox reader's.
+MAILBOX_KEYS = _field_names(Mailbox) | {"auth", "token_file"}
 
 
 def _domain(check: Checker, index: int, node: object) -> Domain:
@@ -328,10 +283,10 @@ def _domain(check: Checker, index: int, node: object) -> Domain:
         dkim_selectors=tuple(check.str_list(entry, "dkim_selectors", f"{where}.dkim_selectors", default=[])),
         envelope_domain=check.domain(entry, "envelope_domain", f"{where}.envelope_domain", default="") or None,
         spf_includes=tuple(check.str_list(entry, "spf_includes", f"{where}.spf_includes", default=[])),
-        dmarc_floor=check.choice(entry, "dmarc_floor", f"{where}.dmarc_floor", ("none", "quarantine", "reject"),
-                                 default="none"),
-        sending_mode=check.choice(entry, "sending_mode", f"{where}.sending_mode", ("submission", "direct"),
-                                  default="submission"),
+        dmarc_floor=check.choice(entry, "dmarc_floor", f"{where}.dmarc_floor", DMARC_FLOORS,
+                                 default=DEFAULT_DMARC_FLOOR),
+        sending_mode=check.choice(entry, "sending_mode", f"{where}.sending_mode", SENDING_MODES,
+                                  default=DEFAULT_SENDING_MODE),
         line=check.line_of(entry, "name"),
     )
 
@@ -353,9 +308,9 @@ def _mailbox(check: Checker, index: int, node: object) -> Mailbox:
         address=address,
         domain=domain,
         start=check.iso_date(entry, "start", f"{where}.start"),
-        timezone=check.timezone(entry, "timezone", f"{where}.timezone", default="UTC"),
-        group=check.string(entry, "group", f"{where}.group", default="default"),
-        **_mailbox_sending(check, where, entry),
+        timezone=check.timezone(entry, "timezone", f"{where}.timezone", default=DEFAULT_TIMEZONE),
+        group=check.string(entry, "group", f"{where}.group", default=DEFAULT_GROUP),
+        **_mailbox_sending(check, where, entry, address),
     )
 
 
@@ -380,15 +335,16 @@ def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mai
                        f"mailbox {mailbox.address} names domain {mailbox.domain}, which is not in sendhost_domains")
 
 
-SMTP_KEYS = {"host", "port", "security", "username", "password_file", "password_env", "ca_file"}
+CREDENTIAL_KEYS = {"password_file", "password_env"}
+SMTP_KEYS = _field_names(Submission) - {"credential"} | CREDENTIAL_KEYS
 LOOPBACK_HOSTS = ("localhost", "127.", "::1")
 
 
-def _mailbox_sending(check: Checker, where: str, entry: LineDict) -> dict[str, Any]:
+def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) -> dict[str, Any]:
     """The sender agent's settings of one mailbox: gap, jitter, submission server and authentication."""
-    gap = check.number(entry, "min_gap_s", f"{where}.min_gap_s", default=420.0, minimum=0.0)
-    jitter = check.number_pair(entry, "jitter_s", f"{where}.jitter_s", default=(0.0, 90.0))
-    auth = check.choice(entry, "auth", f"{where}.auth", ("password", "xoauth2"), default="password")
+    gap = check.number(entry, "min_gap_s", f"{where}.min_gap_s", default=MIN_GAP_S, minimum=0.0)
+    jitter = check.number_pair(entry, "jitter_s", f"{where}.jitter_s", default=JITTER_S)
+    auth = check.choice(entry, "auth", f"{where}.auth", AUTH_METHODS, default="password")
     token_file = check.string(entry, "token_file", f"{where}.token_file", default="") or None
     if auth == "xoauth2" and token_file is None:
         check.fail(entry, "auth", f"{where}.auth", "auth: xoauth2 needs token_file (a file holding the access token)")
@@ -399,30 +355,31 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict) -> dict[str, A
             check.fail(node, "password", f"{where}.smtp.password", "never put a password in the inventory; use "
                        "password_file (a 0600 file) or password_env")
         check.known_keys(node, SMTP_KEYS, f"{where}.smtp")
-        security = check.choice(node, "security", f"{where}.smtp.security", ("starttls", "tls", "none"),
-                                default="starttls")
+        security = check.choice(node, "security", f"{where}.smtp.security", SMTP_SECURITY, default="starttls")
         host = check.string(node, "host", f"{where}.smtp.host")
         if security == "none" and not host.startswith(LOOPBACK_HOSTS):
             check.fail(node, "security", f"{where}.smtp.security",
                        f"security: none sends the password in clear; allowed only for a loopback host, not {host!r}")
-        port = check.integer(node, "port", f"{where}.smtp.port", default=465 if security == "tls" else 587,
-                             minimum=1, maximum=65535)
+        port = check.integer(node, "port", f"{where}.smtp.port", default=SMTP_PORT[security], minimum=1,
+                             maximum=65535)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
         password_env = check.string(node, "password_env", f"{where}.smtp.password_env", default="") or None
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
-        smtp = SmtpSettings(host=host, port=port, security=security,
-                            username=check.string(node, "username", f"{where}.smtp.username"),
-                            password_file=password_file, password_env=password_env,
-                            ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
-    return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "auth": auth, "token_file": token_file,
-            "imap": _mailbox_imap(check, where, entry, smtp)}
+        credential = Credential(address, "smtp", auth, password_file=password_file, password_env=password_env,
+                                token_file=token_file)
+        smtp = Submission(host=host, port=port, security=security,
+                          username=check.string(node, "username", f"{where}.smtp.username"), credential=credential,
+                          ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
+    imap = _mailbox_imap(check, where, entry, address, smtp)
+    return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "imap": imap}
 
 
-IMAP_KEYS = {"host", "port", "security", "username", "password_file", "password_env", "ca_file", "folder"}
+IMAP_KEYS = _field_names(ImapSettings) - {"credential"} | CREDENTIAL_KEYS
 
 
-def _mailbox_imap(check: Checker, where: str, entry: LineDict, smtp: SmtpSettings | None) -> ImapSettings | None:
+def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
+                  smtp: Submission | None) -> ImapSettings | None:
     """The inbox reader's settings of one mailbox; username and secret default to its smtp ones."""
     if "imap" not in entry:
         return None
@@ -431,28 +388,28 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, smtp: SmtpSetting
         check.fail(node, "password", f"{where}.imap.password", "never put a password in the inventory; use "
                    "password_file (a 0600 file) or password_env")
     check.known_keys(node, IMAP_KEYS, f"{where}.imap")
-    security = check.choice(node, "security", f"{where}.imap.security", ("tls", "starttls"), default="tls")
-    port = check.integer(node, "port", f"{where}.imap.port", default=993 if security == "tls" else 143,
-                         minimum=1, maximum=65535)
+    security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
+    port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     password_file = check.string(node, "password_file", f"{where}.imap.password_file", default="") or None
     password_env = check.string(node, "password_env", f"{where}.imap.password_env", default="") or None
     if password_file is not None and password_env is not None:
         check.fail(node, "password_env", f"{where}.imap", "name at most one of password_file or password_env")
     if password_file is None and password_env is None:
-        if smtp is None or (smtp.password_file is None and smtp.password_env is None):
+        if smtp is None or (smtp.credential.password_file is None and smtp.credential.password_env is None):
             check.fail(node, "host", f"{where}.imap", "name password_file or password_env (there is no smtp "
                        "secret to default to)")
         assert smtp is not None
-        password_file, password_env = smtp.password_file, smtp.password_env
+        password_file, password_env = smtp.credential.password_file, smtp.credential.password_env
     username = check.string(node, "username", f"{where}.imap.username", default="") or (
         smtp.username if smtp is not None else "")
     if not username:
         check.fail(node, "host", f"{where}.imap", "name username (there is no smtp username to default to)")
+    credential = Credential(address, "imap", password_file=password_file, password_env=password_env)
     return ImapSettings(host=check.string(node, "host", f"{where}.imap.host"), port=port, security=security,
-                        username=username, password_file=password_file, password_env=password_env,
+                        username=username, credential=credential,
                         ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (
                             smtp.ca_file if smtp is not None else None),
-                        folder=check.string(node, "folder", f"{where}.imap.folder", default="INBOX"))
+                        folder=check.string(node, "folder", f"{where}.imap.folder", default=IMAP_FOLDER))
 
 
 def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -190,12 +190,12 @@ class Checker:
             self.fail(node, key, where, f"{value!r} is not an email address like alice@example.com")
         return value.lower()
 
-    def iso_date(self, node: LineDict, key: str, where: str) -> str:
+    def iso_date(self, node: LineDict, key: str, where: str) -> date:
         value = self._get(node, key, where, _MISSING)
-        if isinstance(value, date):
-            return value.isoformat()
+        if isinstance(value, date) and not isinstance(value, datetime):
+            return value
         try:
-            return date.fromisoformat(str(value)).isoformat()
+            return date.fromisoformat(str(value))
         except ValueError:
             self.fail(node, key, where, f"{value!r} is not a date like \"2026-11-30\"")
 

@@ -1,7 +1,7 @@
 """The send guard: one Lua script per reservation, enforced across every sender process by Redis.
 
     guard = Guard.from_url("redis://...")          # embedded Redis when the URL is None
-    guard.add_mailbox("a@x.com", start=date(2026, 11, 30), min_gap_s=420, jitter_s=(0, 90))
+    guard.add_mailbox("a@x.com", start=date(2026, 11, 30))   # gap, jitter, group: sendhost.model's defaults
     d = guard.reserve("a@x.com")                   # or guard.pick([...]): least-used eligible mailbox
     if d.reserved: ... send ...; guard.confirm(d.reservation)   # or guard.cancel(d.reservation, failure=...)
 
@@ -24,6 +24,7 @@ from typing import Literal, TypeVar
 import redis
 
 from sendhost import redis_conn
+from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 from warmup.failures import FailureClass
@@ -34,7 +35,6 @@ from warmup.mailboxes import (
     SpamRecord,
     validate_address,
     validate_group,
-    validate_timezone,
 )
 from warmup.schedule import DayCap, Ramp
 from warmup.scripts import GuardScripts
@@ -149,9 +149,9 @@ class Guard:
 
     # --- mailboxes -------------------------------------------------------------------------------------------
 
-    def add_mailbox(self, address: str, *, start: date, min_gap_s: float = 420,
-                    jitter_s: tuple[float, float] = (0, 90), group: str = "default", timezone: str = "UTC",
-                    domain: str | None = None, ramp: Ramp = DEFAULT_RAMP,
+    def add_mailbox(self, address: str, *, start: date, min_gap_s: float = MIN_GAP_S,
+                    jitter_s: tuple[float, float] = JITTER_S, group: str = DEFAULT_GROUP,
+                    timezone: str = DEFAULT_TIMEZONE, domain: str | None = None, ramp: Ramp = DEFAULT_RAMP,
                     now: float | None = None, force: bool = False, paused: str | None = None) -> bool:
         """Put a mailbox under the guard (or update its settings, keeping today's counters); True if new.
 
@@ -159,15 +159,8 @@ class Guard:
         Moving the start earlier out of week one today needs `force`. `paused` (a reason) adds it paused: it
         reserves nothing until `resume`, not even once between the add and a pause."""
         address = validate_address(address)
-        low, high = jitter_s
-        if min_gap_s < 0 or not 0 <= low <= high:
-            raise WarmupConfigError(f"gap {min_gap_s}s / jitter {jitter_s} for {address}: need gap >= 0 and "
-                                    "0 <= low <= high, e.g. min_gap_s=420, jitter_s=(0, 90)")
-        config = MailboxConfig(
-            address=address, group=validate_group(group), domain=(domain or address.split("@", 1)[1]).lower(),
-            timezone=validate_timezone(timezone), start=start, min_gap_ms=int(min_gap_s * 1000),
-            jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp,
-        )
+        mailbox = Mailbox(address, domain or address.split("@", 1)[1], start, timezone, group, min_gap_s, jitter_s)
+        config = MailboxConfig.of(mailbox, ramp)
         return self._admin(lambda: self.mailboxes.add(config, self.mailboxes.now_ms(self._now(now)), force=force,
                                                       paused=paused))
 

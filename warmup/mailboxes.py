@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import redis
 
 from sendhost.embedded import LOST_KEY
+from sendhost.model import JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.days import format_duration, local_day, midnight_ms, parse_member, schedule_rows
 from warmup.errors import UnknownMailbox, WarmupConfigError
@@ -34,7 +35,8 @@ CONFIG_FIELDS = ("address", "group", "domain", "timezone", "start", "min_gap_ms"
 
 @dataclass(frozen=True)
 class MailboxConfig:
-    """A mailbox under warm-up as stored in Redis."""
+    """A mailbox under warm-up as stored in Redis: the serialisation of a `sendhost.model.Mailbox` with its ramp
+    (built by `of`), read back by `from_fields`."""
 
     address: str
     group: str
@@ -44,6 +46,20 @@ class MailboxConfig:
     min_gap_ms: int
     jitter_ms: tuple[int, int]
     ramp: Ramp
+
+    @classmethod
+    def of(cls, mailbox: Mailbox, ramp: Ramp) -> MailboxConfig:
+        """How warm-up stores a mailbox (the model's record) with its ramp: in milliseconds, every value checked
+        (WarmupConfigError naming the mailbox and the value)."""
+        address = validate_address(mailbox.address)
+        low, high = mailbox.jitter_s
+        if mailbox.min_gap_s < 0 or not 0 <= low <= high:
+            raise WarmupConfigError(f"gap {mailbox.min_gap_s}s / jitter {mailbox.jitter_s} for {address}: need "
+                                    f"gap >= 0 and 0 <= low <= high, e.g. min_gap_s={MIN_GAP_S:g}, "
+                                    f"jitter_s=({JITTER_S[0]:g}, {JITTER_S[1]:g})")
+        return cls(address=address, group=validate_group(mailbox.group), domain=mailbox.domain.lower(),
+                   timezone=validate_timezone(mailbox.timezone), start=mailbox.start,
+                   min_gap_ms=int(mailbox.min_gap_s * 1000), jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp)
 
     def to_fields(self) -> dict[str, str | int]:
         return {

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import imaplib
 import logging
-import os
 import socket
 import ssl
 from collections import Counter
@@ -20,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from sender.errors import SenderConfigError
 from sender.feedback.bounces import MessageKind, Parsed, parse
 from sender.ledger.events import Applied, Event, Feedback
+from sendhost.errors import SecretUnavailable
+from sendhost.model import ImapSettings, Mailbox
 
 log = logging.getLogger("sendhost.sender.inbox")
 
@@ -42,40 +42,6 @@ class ReadOutcome(StrEnum):
     MALFORMED = "malformed"  # a bounce or report we cannot read: left alone
 
 
-@dataclass(frozen=True)
-class InboxAccount:
-    """One mailbox's IMAP settings (from the inventory's `imap:`)."""
-
-    mailbox: str
-    host: str
-    port: int
-    security: str  # tls | starttls
-    username: str
-    password_file: str | None = None
-    password_env: str | None = None
-    ca_file: str | None = None
-    folder: str = "INBOX"
-
-    def secret(self, env: Mapping[str, str] | None = None) -> str:
-        if self.password_env:
-            value = (env if env is not None else os.environ).get(self.password_env)
-            if not value:
-                raise SenderConfigError(f"environment variable {self.password_env} (imap password_env of "
-                                        f"{self.mailbox}) is not set; set it or use password_file")
-            return value
-        if not self.password_file:
-            raise SenderConfigError(f"mailbox {self.mailbox}: no imap password_file or password_env")
-        try:
-            with open(self.password_file, encoding="utf-8") as handle:
-                value = handle.read().strip()
-        except OSError as exc:
-            raise SenderConfigError(f"imap password_file {self.password_file} of {self.mailbox}: {exc.strerror}; "
-                                    "write the secret there (mode 0600)") from None
-        if not value:
-            raise SenderConfigError(f"imap password_file {self.password_file} of {self.mailbox} is empty")
-        return value
-
-
 @dataclass
 class MailboxReport:
     mailbox: str
@@ -92,14 +58,18 @@ class InboxReader:
         self._env = env
         self._timeout = timeout_s
 
-    def read(self, account: InboxAccount) -> MailboxReport:
-        """Read `account`'s new messages. An IMAP or configuration failure is reported, never raised; the ledger
-        being down raises LedgerUnavailable (the caller retries later: nothing was marked read)."""
-        report = MailboxReport(account.mailbox)
+    def read(self, mailbox: Mailbox) -> MailboxReport:
+        """Read `mailbox`'s new messages (in its `imap` settings' folder). An IMAP or configuration failure is
+        reported, never raised; the ledger being down raises LedgerUnavailable (the caller retries later: nothing
+        was marked read)."""
+        report = MailboxReport(mailbox.address)
+        account = mailbox.imap
+        if account is None:
+            return self._failed(report, "no imap settings to read its inbox with; add imap: to the mailbox")
         try:
-            secret = account.secret(self._env)
+            secret = account.credential.secret(self._env)
             imap = self._connect(account)
-        except SenderConfigError as exc:
+        except SecretUnavailable as exc:
             return self._failed(report, str(exc))
         except (OSError, imaplib.IMAP4.error) as exc:  # refused, timed out, TLS or certificate failure
             return self._failed(report, f"cannot connect to {account.host}:{account.port}: {_first(exc)}")
@@ -113,7 +83,7 @@ class InboxReader:
             if status != "OK":
                 return self._failed(report, f"cannot open folder {account.folder!r}")
             uidvalidity = int(imap.response("UIDVALIDITY")[1][0] or 0)
-            self._read_new(imap, account, uidvalidity, report)
+            self._read_new(imap, mailbox.address, uidvalidity, report)
         except (OSError, imaplib.IMAP4.error, ValueError) as exc:
             return self._failed(report, f"IMAP session with {account.host}:{account.port} failed: {_first(exc)}")
         finally:
@@ -121,7 +91,7 @@ class InboxReader:
                 imap.logout()
         return report
 
-    def _connect(self, account: InboxAccount) -> imaplib.IMAP4:
+    def _connect(self, account: ImapSettings) -> imaplib.IMAP4:
         context = ssl.create_default_context(cafile=account.ca_file) if account.ca_file else \
             ssl.create_default_context()
         if account.security == "tls":
@@ -135,8 +105,8 @@ class InboxReader:
             raise
         return imap
 
-    def _read_new(self, imap: imaplib.IMAP4, account: InboxAccount, uidvalidity: int, report: MailboxReport) -> None:
-        mark = self._feedback.inbox_mark(account.mailbox)
+    def _read_new(self, imap: imaplib.IMAP4, address: str, uidvalidity: int, report: MailboxReport) -> None:
+        mark = self._feedback.inbox_mark(address)
         start = mark[1] + 1 if mark is not None and mark[0] == uidvalidity else 1
         status, data = imap.uid("SEARCH", f"UID {start}:*")
         if status != "OK":
@@ -148,19 +118,19 @@ class InboxReader:
             raw = next((item[1] for item in fetched if isinstance(item, tuple)), None) if status == "OK" else None
             if raw is None:
                 report.outcomes[ReadOutcome.MALFORMED] += 1
-                log.warning("inbox %s: UID %d could not be fetched; skipped", account.mailbox, uid)
+                log.warning("inbox %s: UID %d could not be fetched; skipped", address, uid)
             else:
-                self._one(account, uidvalidity, uid, raw, report)
-            self._feedback.set_inbox_mark(account.mailbox, uidvalidity, uid)
+                self._one(address, uidvalidity, uid, raw, report)
+            self._feedback.set_inbox_mark(address, uidvalidity, uid)
 
-    def _one(self, account: InboxAccount, uidvalidity: int, uid: int, raw: bytes, report: MailboxReport) -> None:
+    def _one(self, address: str, uidvalidity: int, uid: int, raw: bytes, report: MailboxReport) -> None:
         parsed = parse(raw)
-        where = f"inbox {account.mailbox} UID {uid}"
+        where = f"inbox {address} UID {uid}"
         if parsed.kind is MessageKind.MALFORMED:
             report.outcomes[ReadOutcome.MALFORMED] += 1
             log.warning("%s: %s; left alone", where, parsed.detail)
             return
-        row = self._row_of(parsed, account)
+        row = self._row_of(parsed, address)
         if row is None:
             report.outcomes[ReadOutcome.UNMATCHED] += 1
             log.info("%s: a %s about no row of ours; left alone", where, parsed.kind)
@@ -171,7 +141,7 @@ class InboxReader:
             log.warning("%s: a %s naming row %d but not its recipient; left alone", where, parsed.kind, row)
             return
         event = EVENT_OF[parsed.kind]
-        ref = parsed.own_message_id or f"imap:{account.mailbox}:{uidvalidity}:{uid}"
+        ref = parsed.own_message_id or f"imap:{address}:{uidvalidity}:{uid}"
         applied = self._feedback.apply(row, event, source="inbox", ref=ref, detail=parsed.detail)
         if applied is Applied.REPLAY:
             report.outcomes[ReadOutcome.REPLAY] += 1
@@ -180,7 +150,7 @@ class InboxReader:
         report.outcomes[event.value] += 1
         log.info("%s: %s on row %d (%s)", where, event, row, applied)
 
-    def _row_of(self, parsed: Parsed, account: InboxAccount) -> int | None:
+    def _row_of(self, parsed: Parsed, address: str) -> int | None:
         for message_id in parsed.about:
             row = self._feedback.row_of(message_id)
             if row is not None:
@@ -189,8 +159,8 @@ class InboxReader:
         if len(named) == 1:
             return named.pop()
         if parsed.kind in (MessageKind.REPLY, MessageKind.AUTO_REPLY, MessageKind.UNSUBSCRIBE) and parsed.sender and \
-                parsed.sender != account.mailbox.lower():
-            return self._feedback.latest_row_to(parsed.sender, account.mailbox)
+                parsed.sender != address.lower():
+            return self._feedback.latest_row_to(parsed.sender, address)
         return None
 
     def _failed(self, report: MailboxReport, why: str) -> MailboxReport:
@@ -199,11 +169,11 @@ class InboxReader:
         return report
 
 
-def read_all(feedback: Feedback, accounts: list[InboxAccount], *, env: Mapping[str, str] | None = None,
+def read_all(feedback: Feedback, mailboxes: list[Mailbox], *, env: Mapping[str, str] | None = None,
              timeout_s: float = 30.0) -> list[MailboxReport]:
     """One pass over every mailbox; a mailbox that fails is reported and the others are still read."""
     reader = InboxReader(feedback, env=env, timeout_s=timeout_s)
-    return [reader.read(account) for account in accounts]
+    return [reader.read(mailbox) for mailbox in mailboxes]
 
 
 def _quote(folder: str) -> str:

@@ -25,14 +25,16 @@ from email.message import EmailMessage
 import redis
 
 from ippool import Lease, Pool
-from sender.errors import LedgerUnavailable, SenderConfigError
+from sender.errors import LedgerUnavailable
 from sender.ledger.store import Claimed, Ledger, Settle
 from sender.sending.counters import rebuild
 from sender.sending.message import build_message, message_id_for, unsubscribe_url
 from sender.sending.outcomes import decide
 from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession, open_session
 from sender.sending.tokens import make_token
-from sender.settings import AgentSettings, MailboxSettings
+from sender.settings import AgentSettings
+from sendhost.errors import SecretUnavailable
+from sendhost.model import Mailbox
 from warmup import Decision, FailureClass, Guard, Reservation
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
@@ -135,9 +137,11 @@ class Agent:
             self._checkpoint("leased")
             source_ip = self._source_address(lease)
             mailbox = self._mailboxes[reserved.mailbox]
+            server = mailbox.smtp
+            assert server is not None  # AgentSettings holds only mailboxes that submit
             try:
-                secret = mailbox.submission.secret(self._env)
-            except SenderConfigError as exc:
+                secret = server.credential.secret(self._env)
+            except SecretUnavailable as exc:
                 log.error("sender: mailbox %s cannot authenticate: %s", mailbox.address, exc)
                 self.guard.cancel(reserved, FailureClass.ACCOUNT_AUTH)
                 reservation = None
@@ -145,7 +149,7 @@ class Agent:
                 return Report(row.id, "rerouted", str(exc), mailbox.address)
             # The durable start of the attempt (with the last suppression check) and the opening of the SMTP
             # session (connect, TLS, AUTH: nothing handed over yet) run side by side; MAIL FROM waits for both.
-            opening = self._side_tasks.submit(open_session, mailbox.submission, secret, source_ip=source_ip,
+            opening = self._side_tasks.submit(open_session, server, secret, source_ip=source_ip,
                                           timeout_s=self.settings.smtp_timeout_s)
             try:
                 outcome, message_id = ledger.begin_attempt(
@@ -217,12 +221,12 @@ class Agent:
         ledger.unclaim(row.id, delay, "")
         return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s")
 
-    def _message(self, row: Claimed, mailbox: MailboxSettings, message_id: str) -> EmailMessage:
+    def _message(self, row: Claimed, mailbox: Mailbox, message_id: str) -> EmailMessage:
         url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.id))
         return build_message(mailbox=mailbox.address, to=row.recipient, subject=row.subject, text=row.body,
                              message_id=message_id, unsubscribe=url)
 
-    def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: MailboxSettings,
+    def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: Mailbox,
                 source_ip: str | None, result: Result, message_id: str | None = None) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
         if outcome.settle is None:

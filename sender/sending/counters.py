@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from sender.ledger.store import Ledger
-from sender.settings import MailboxSettings
+from sendhost.model import Mailbox
 from warmup import Guard
 
 log = logging.getLogger("sendhost.sender")
@@ -22,7 +22,7 @@ REBUILD_PAUSE_REASON = "rebuilding counters from the send ledger"
 LOOKBACK = timedelta(days=2)  # covers "today" in every time zone
 
 
-def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[MailboxSettings], *,
+def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[Mailbox], *,
             sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> int:
     """Make every mailbox of `group` known to the guard with counters no lower than the ledger's; returns how
     many had to be re-added. WarmupUnavailable when Redis cannot be reached. `clock` dates the ledger's look-back."""

@@ -17,7 +17,7 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from enum import StrEnum
 
-from sender.settings import Submission
+from sendhost.model import Submission
 
 
 class Stage(StrEnum):
@@ -168,7 +168,7 @@ def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip:
 
 
 def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None:
-    if server.auth == "xoauth2":
+    if server.credential.auth == "xoauth2":
         initial = f"user={server.username}\x01auth=Bearer {secret}\x01\x01"
         code, reply = client.docmd("AUTH", "XOAUTH2 " + base64.b64encode(initial.encode()).decode("ascii"))
         if code == 334:  # the server sent an error challenge: answer empty to get the final reply

@@ -19,9 +19,9 @@ from ippool.errors import AddressNotOurs
 from ippool.keys import HostKeys
 from ippool.operator_actions import rotate_now
 from ippool.reconcile import DifferenceKind
-from ippool.spec import HostSpec
 from ippool.states import EipState, SlotState
-from tests.support.aws import AdapterFactory, create_host
+from sendhost.model import PoolPolicy, SenderHost
+from tests.support.aws import REGION, AdapterFactory, create_host
 from tests.support.clock import FakeClock
 from tests.support.ippool_world import World
 
@@ -29,7 +29,7 @@ from tests.support.ippool_world import World
 @dataclass
 class Deployment:
     machinery: PoolMachinery
-    spec: HostSpec
+    spec: SenderHost
     client: redis.Redis
 
     @property
@@ -43,7 +43,8 @@ class Deployment:
 def deploy(aws: Ec2Adapter, redis_url: str, db: int, pool_name: str, host: str, clock: FakeClock) -> Deployment:
     client = redis.Redis.from_url(urlsplit(redis_url)._replace(path=f"/{db}").geturl(), decode_responses=True)
     instance_id, _eni = create_host()
-    spec = HostSpec(name=host, instance_id=instance_id, primary_ip="10.20.1.250", slots=1, park_minutes=0)
+    spec = SenderHost(name=host, instance_id=instance_id, region=REGION, primary_ip="10.20.1.250",
+                      pool=PoolPolicy(slots=1, park_minutes=0))
     machinery = build_machinery(client, aws, {host: spec}, clock, pool_name, store_clock=clock,
                                 rng=random.Random(7))
     machinery.lifecycle().create(spec, 1)

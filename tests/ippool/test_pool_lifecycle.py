@@ -8,8 +8,8 @@ import boto3
 import pytest
 
 from ippool.errors import PoolConfigError, SlotLimitExceeded, UnknownInstance
-from ippool.spec import HostSpec
 from ippool.states import EipState
+from sendhost.model import PoolPolicy, SenderHost
 from tests.support.aws import REGION
 from tests.support.ippool_world import World
 
@@ -47,7 +47,8 @@ def test_create_refuses_more_slots_than_the_instance_type_allows(world: World) -
 
 
 def test_create_on_an_unknown_instance_is_a_config_error(world: World) -> None:
-    spec = HostSpec(name="ghost", instance_id="i-0123456789abcdef0", primary_ip="10.0.0.1", slots=1)
+    spec = SenderHost(name="ghost", instance_id="i-0123456789abcdef0", region=REGION, primary_ip="10.0.0.1",
+                      pool=PoolPolicy(slots=1))
     with pytest.raises(UnknownInstance, match="i-0123456789abcdef0 does not exist"):
         world.lifecycle().create(spec, 1)
 
@@ -69,7 +70,7 @@ def test_create_never_takes_a_secondary_ip_holding_someone_elses_eip(world: Worl
 
 # --- the inventory's private_ips: slot n gets exactly private_ips[n], or nothing is assigned or allocated -----------
 
-def _untouched(world: World, spec: HostSpec) -> None:
+def _untouched(world: World, spec: SenderHost) -> None:
     """Nothing allocated, no private IP assigned, nothing registered in Redis."""
     assert world.aws.describe_pool_addresses("sendhost") == []
     assert world.aws.describe_instance(spec.instance_id).primary_interface.secondary_private_ips == ()
@@ -119,7 +120,7 @@ def test_create_refuses_inventory_ips_it_cannot_use_before_changing_anything(
 def test_create_refuses_the_primary_ip_as_a_slot_address(world: World) -> None:
     spec = world.add_host(slots=1)
     primary = world.aws.describe_instance(spec.instance_id).primary_interface.primary_private_ip
-    spec = dataclasses.replace(spec, private_ips=(primary,))
+    spec = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, private_ips=(primary,)))
     with pytest.raises(PoolConfigError, match=rf"private_ips: {primary} is sender-1's primary private IP: list "):
         world.lifecycle().create(spec, 1)
     _untouched(world, spec)
@@ -158,7 +159,7 @@ def test_create_refuses_an_inventory_ip_holding_someone_elses_eip(world: World) 
 def test_create_refuses_inventory_ips_that_contradict_a_slot_already_in_service(world: World) -> None:
     spec = world.add_host(slots=1)
     [record] = world.lifecycle().create(spec, 1)  # AWS picked the address: no private_ips then
-    moved = dataclasses.replace(spec, private_ips=("10.20.1.99",))
+    moved = dataclasses.replace(spec, pool=dataclasses.replace(spec.pool, private_ips=("10.20.1.99",)))
     with pytest.raises(PoolConfigError, match=rf"private_ips: slot 0 already serves from {record.private_ip}, not "
                                               rf"10\.20\.1\.99: list {record.private_ip} as slot 0's address, or run "
                                               "`sendhost pool destroy sender-1` first"):

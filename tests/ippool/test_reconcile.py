@@ -11,15 +11,16 @@ import pytest
 from ippool.aws.errors import map_aws_error
 from ippool.aws.models import format_parked_until, pool_tags
 from ippool.reconcile import KINDS, DifferenceKind, Reconciler
-from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_SINCE, HostSpec
+from ippool.spec import TAG_OWNER, TAG_PRIVATE_IP, TAG_PTR, TAG_SINCE
 from ippool.states import EipState, SlotState
+from sendhost.model import SenderHost
 from tests.support.aws import REGION
 from tests.support.ippool_world import PTR_RELEASE_DELAY_S, World
 
 HOST = "sender-1"
 
 
-def created(world: World, slots: int = 2, **policy: object) -> HostSpec:
+def created(world: World, slots: int = 2, **policy: object) -> SenderHost:
     spec = world.add_host(HOST, slots=slots, **policy)  # type: ignore[arg-type]
     world.lifecycle().create(spec, slots)
     return spec

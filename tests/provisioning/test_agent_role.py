@@ -319,7 +319,7 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
     }}
     # and sendhost itself reads it so: the agent's mailboxes use the host copies
     agent_inventory = load_inventory(files / "sendhost" / "inventory.yml")
-    assert [(m.address, m.smtp and m.smtp.password_file) for m in agent_inventory.mailboxes] == [
+    assert [(m.address, m.smtp and m.smtp.credential.password_file) for m in agent_inventory.mailboxes] == [
         ("alice@example.com", f"{secrets}/alice@example.com.password"), ("bob@example.com", None),
         ("carol@example.com", None)]
     env_lines = (files / "sendhost" / "agent.env").read_text().splitlines()

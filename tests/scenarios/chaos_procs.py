@@ -26,8 +26,8 @@ import boto3
 from ippool import Pool
 from ippool.assembly import build_machinery
 from ippool.rotator import ROTATED
-from ippool.spec import HostSpec
 from ippool.worker_loop import CycleReport, Worker
+from sendhost.model import PoolPolicy, SenderHost
 from tests.support.ippool_fakes import MotoGaps
 
 SOCKET_TIMEOUT_S = 0.5
@@ -39,8 +39,9 @@ GRACE_S = 2.0
 STALE_S = 10.0
 
 
-def spec(host: str, instance_id: str) -> HostSpec:
-    return HostSpec(host, instance_id, "10.30.1.250", SLOTS, budget=BUDGET, park_minutes=PARK_MINUTES)
+def spec(host: str, instance_id: str) -> SenderHost:
+    return SenderHost(host, instance_id, "us-east-1", "10.30.1.250",
+                      PoolPolicy(SLOTS, budget=BUDGET, park_minutes=PARK_MINUTES))
 
 
 def sender(url: str, host: str, stop_file: str, out_file: str) -> None:

@@ -16,7 +16,7 @@ import boto3
 import redis
 
 from ippool.assembly import build_machinery
-from ippool.spec import HostSpec
+from sendhost.model import PoolPolicy, SenderHost
 from tests.support.ippool_fakes import MotoGaps
 
 HEARTBEAT_S = 0.2  # short, so the parent sees the killed rotator's heartbeat lapse quickly
@@ -36,7 +36,8 @@ def main() -> None:
     client = redis.Redis.from_url(url, decode_responses=True)
     aws = MotoGaps(lambda: boto3.Session(region_name="us-east-1"), "us-east-1",
                    endpoint_url=os.environ["AWS_ENDPOINT_URL"], sleep=lambda s: None, clock=clock)
-    spec = HostSpec(host, instance_id, "10.30.1.250", 2, park_minutes=15, ptr_zone=ptr_zone)
+    spec = SenderHost(host, instance_id, "us-east-1", "10.30.1.250",
+                      PoolPolicy(2, park_minutes=15, ptr=ptr_zone is not None, ptr_zone=ptr_zone))
     machinery = build_machinery(client, aws, {host: spec}, clock, store_clock=clock)
     if mode == "rotate":
         machinery.rotator(f"child-{step}", checkpoint=checkpoint, heartbeat_s=HEARTBEAT_S).rotate_ready(host)

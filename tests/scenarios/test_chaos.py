@@ -72,7 +72,7 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
         try:
             machinery = build_machinery(client, aws, {host: spec}, time.time)
             pool = machinery.pool
-            machinery.lifecycle().create(spec, spec.slots)
+            machinery.lifecycle().create(spec, spec.pool.slots)
 
             stop_file = tmp_path / "stop"
             sender_out = [tmp_path / f"sender-{n}.json" for n in range(SENDERS)]
@@ -122,7 +122,7 @@ def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
             assert rotations(worker_out) >= ROTATIONS
             assert sum(sends.values()) > 0 and fallbacks > 0
             assert max_wait < 2 * chaos_procs.SOCKET_TIMEOUT_S + 0.5, max_wait
-            assert violations(pool, aws, host, now, sends=sends, budget_ceiling=spec.budget[1]) == []
+            assert violations(pool, aws, host, now, sends=sends, budget_ceiling=spec.pool.budget[1]) == []
         finally:
             for process in processes:
                 if process.poll() is None:

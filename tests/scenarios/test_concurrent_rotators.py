@@ -13,7 +13,7 @@ import redis
 from ippool.assembly import build_machinery
 from ippool.aws.adapter import Ec2Adapter
 from ippool.rotator import LOST_CLAIM, ROTATED
-from ippool.spec import HostSpec
+from sendhost.model import PoolPolicy, SenderHost
 from tests.support.aws import FAKE_CREDENTIALS, REGION
 from tests.support.ippool_cli import server_instance, unique_host
 from tests.support.ippool_invariants import violations
@@ -28,7 +28,7 @@ def adapter(moto_url: str) -> Ec2Adapter:
     return Ec2Adapter(lambda: session, REGION, endpoint_url=moto_url)
 
 
-def rotate_in_child(moto_url: str, redis_url: str, spec: HostSpec, start_at: float, out: str) -> None:
+def rotate_in_child(moto_url: str, redis_url: str, spec: SenderHost, start_at: float, out: str) -> None:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     aws = adapter(moto_url)
     rotator = build_machinery(client, aws, {spec.name: spec}, time.time).rotator(f"racer-{out[-5:]}")
@@ -44,7 +44,7 @@ def rotate_in_child(moto_url: str, redis_url: str, spec: HostSpec, start_at: flo
 
 
 def test_two_rotator_processes_rotate_each_ready_slot_once(moto_url: str, redis_url: str, tmp_path: Path) -> None:
-    spec = HostSpec(unique_host(), server_instance(moto_url), "10.30.1.250", SLOTS)
+    spec = SenderHost(unique_host(), server_instance(moto_url), REGION, "10.30.1.250", PoolPolicy(SLOTS))
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     aws = adapter(moto_url)
     machinery = build_machinery(client, aws, {spec.name: spec}, time.time, rng=random.Random(2))

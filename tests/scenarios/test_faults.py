@@ -26,8 +26,8 @@ from ippool.parking import Reaper
 from ippool.reconcile import Reconciler
 from ippool.records import PoolRecords
 from ippool.rotator import ROTATED, Rotator
-from ippool.spec import HostSpec
 from ippool.states import EipState
+from sendhost.model import PoolPolicy, SenderHost
 from tests.conftest import REPO_ROOT
 from tests.scenarios import workers
 from tests.support.aws import FAKE_CREDENTIALS, REGION
@@ -44,7 +44,7 @@ REAP_STEPS = ["reset-ptr", "denylist", "release"]
 @dataclass
 class Rig:
     host: str
-    spec: HostSpec
+    spec: SenderHost
     machinery: PoolMachinery
     aws: MotoGaps
     clock: FakeClock
@@ -69,7 +69,7 @@ class Rig:
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **CLI_AWS_ENV,
                "AWS_ENDPOINT_URL": self.moto_url}
         args = [sys.executable, "-m", "tests.scenarios.fault_child", mode, step, self.host, self.spec.instance_id,
-                repr(self.clock()), self.url, self.spec.ptr_zone or ""]
+                repr(self.clock()), self.url, self.spec.forward_zone or ""]
         done = subprocess.run(args, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == -signal.SIGKILL, done.stderr
         time.sleep(0.3)  # the killed process's heartbeat (0.2 s) lapses, as a dead worker's does
@@ -86,7 +86,8 @@ def rig(moto_url: str, redis_url: str, clock: FakeClock) -> Iterator[Rig]:
     zone = f"{host}.example.com"
     route53.create_hosted_zone(Name=zone, CallerReference=host)
     route53.close()
-    spec = HostSpec(host, server_instance(moto_url), "10.30.1.250", 2, park_minutes=15, ptr_zone=zone)
+    spec = SenderHost(host, server_instance(moto_url), REGION, "10.30.1.250",
+                      PoolPolicy(2, park_minutes=15, ptr=True, ptr_zone=zone))
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     session = boto3.Session(region_name=REGION, **FAKE_CREDENTIALS)
     aws = MotoGaps(lambda: session, REGION, endpoint_url=moto_url, sleep=clock.sleep, clock=clock)

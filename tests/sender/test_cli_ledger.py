@@ -150,5 +150,6 @@ def test_run_with_a_missing_secret_file_is_bad_input(sender_cli: Cli, tmp_path: 
         "sendhost_region: us-east-1, sendhost_primary_ip: 10.0.0.5, sendhost_pool: {slots: 1}}\n")
     result = sender_cli("run", "--once", inventory=inventory)
     assert result.returncode == 2
-    assert result.stderr.strip() == ("error: password_file /nonexistent/a.pw: No such file or directory; write the "
-                                     "secret there (mode 0600)")
+    # the one credential reader (sendhost.model) names the mailbox and the settings the file is named in
+    assert result.stderr.strip() == ("error: smtp password_file /nonexistent/a.pw of a@ex.com: No such file or "
+                                     "directory; write the secret there (mode 0600)")

@@ -31,7 +31,7 @@ def test_sender_settings_are_read(tmp_path: Path) -> None:
     assert inventory.database_url == "postgresql://sendhost@db.internal/sendhost"
     assert inventory.unsubscribe_base_url == "https://u.ex.com"
     assert (mailbox.min_gap_s, mailbox.jitter_s) == (0.0, (5.0, 30.0))
-    assert mailbox.smtp is not None and (mailbox.smtp.port, mailbox.smtp.password_env) == (587, "A_PW")
+    assert mailbox.smtp is not None and (mailbox.smtp.port, mailbox.smtp.credential.password_env) == (587, "A_PW")
 
 
 @pytest.mark.parametrize(("mailbox", "expected"), [

@@ -10,7 +10,7 @@ import pytest
 
 from sender.sending.message import build_message
 from sender.sending.submission import ResultKind, Stage, submit
-from sender.settings import Submission
+from sendhost.model import Credential, Submission
 from tests.support.submission import Scripted, submission_server
 
 
@@ -23,7 +23,7 @@ def _message(to: str = "lead@rcpt.example") -> email.message.EmailMessage:
 def test_submits_from_the_source_address(tmp_path: Path, implicit_tls: bool) -> None:
     with submission_server(tmp_path, {"box@sender.example": "pw"}, implicit_tls=implicit_tls) as server:
         settings = Submission(server.host, server.port, "tls" if implicit_tls else "starttls", "box@sender.example",
-                              ca_file=str(server.ca_file))
+                              Credential("box@sender.example"), ca_file=str(server.ca_file))
         result = submit(settings, "pw", _message(), source_ip="127.0.0.7", timeout_s=5)
         assert result.kind is ResultKind.ACCEPTED, result
         (received,) = server.recorder.received
@@ -34,7 +34,8 @@ def test_submits_from_the_source_address(tmp_path: Path, implicit_tls: bool) -> 
 
 def test_a_certificate_that_does_not_verify_is_refused(tmp_path: Path) -> None:
     with submission_server(tmp_path, {"box@sender.example": "pw"}) as server:
-        settings = Submission(server.host, server.port, "starttls", "box@sender.example")  # no ca_file
+        settings = Submission(server.host, server.port, "starttls", "box@sender.example",
+                              Credential("box@sender.example"))  # no ca_file
         result = submit(settings, "pw", _message(), source_ip=None, timeout_s=5)
         assert not server.recorder.received
     assert (result.kind, result.stage) == (ResultKind.CERTIFICATE, Stage.TLS)
@@ -45,17 +46,20 @@ def test_xoauth2(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("ya29.fresh\n")
     with submission_server(tmp_path, {"box@sender.example": "token:ya29.fresh"}) as server:
-        settings = Submission(server.host, server.port, "starttls", "box@sender.example", ca_file=str(server.ca_file),
-                              auth="xoauth2", token_file=str(token))
-        assert submit(settings, settings.secret(), _message(), source_ip=None, timeout_s=5).kind is ResultKind.ACCEPTED
+        settings = Submission(server.host, server.port, "starttls", "box@sender.example",
+                              Credential("box@sender.example", auth="xoauth2", token_file=str(token)),
+                              ca_file=str(server.ca_file))
+        secret = settings.credential.secret
+        assert submit(settings, secret(), _message(), source_ip=None, timeout_s=5).kind is ResultKind.ACCEPTED
         token.write_text("ya29.expired\n")  # re-read at each connection
-        refused = submit(settings, settings.secret(), _message(), source_ip=None, timeout_s=5)
+        refused = submit(settings, secret(), _message(), source_ip=None, timeout_s=5)
     assert (refused.kind, refused.stage, refused.code) == (ResultKind.REJECTED, Stage.AUTH, 535)
 
 
 def test_stage_of_failures(tmp_path: Path) -> None:
     with submission_server(tmp_path, {"box@sender.example": "pw"}) as server:
-        settings = Submission(server.host, server.port, "starttls", "box@sender.example", ca_file=str(server.ca_file))
+        settings = Submission(server.host, server.port, "starttls", "box@sender.example",
+                              Credential("box@sender.example"), ca_file=str(server.ca_file))
         server.recorder.script["gone@rcpt.example"] = Scripted("rcpt", "550 5.1.1 no such user")
         server.recorder.script["slow@rcpt.example"] = Scripted("hang", hang_s=2.0)
         gone = submit(settings, "pw", _message("gone@rcpt.example"), source_ip=None, timeout_s=5)
@@ -64,5 +68,6 @@ def test_stage_of_failures(tmp_path: Path) -> None:
     assert (gone.kind, gone.stage, gone.code) == (ResultKind.REJECTED, Stage.RCPT, 550)
     assert (slow.kind, slow.stage, slow.unknown) == (ResultKind.NO_REPLY, Stage.AFTER_DATA, True)
     assert (wrong.kind, wrong.stage, wrong.code) == (ResultKind.REJECTED, Stage.AUTH, 535)
-    refused = submit(Submission("127.0.0.1", 1, "starttls", "x"), "pw", _message(), source_ip=None, timeout_s=2)
+    nowhere = Submission("127.0.0.1", 1, "starttls", "x", Credential("x"))
+    refused = submit(nowhere, "pw", _message(), source_ip=None, timeout_s=2)
     assert (refused.kind, refused.stage, refused.unknown) == (ResultKind.NO_REPLY, Stage.CONNECT, False)

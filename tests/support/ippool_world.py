@@ -19,7 +19,7 @@ from ippool import Pool
 from ippool.assembly import PoolMachinery
 from ippool.aws.adapter import Ec2Adapter
 from ippool.rotator import Rotator
-from ippool.spec import HostSpec
+from sendhost.model import PoolPolicy, SenderHost
 from tests.support.aws import REGION, AdapterFactory, CallRecorder, create_host
 from tests.support.clock import FakeClock
 from tests.support.ippool_fakes import MotoGaps
@@ -53,9 +53,11 @@ class World(PoolMachinery):
         return super().rotator(owner, **options)
 
     def add_host(self, name: str = "sender-1", slots: int = 2, instance_type: str = "c5.large",
-                 **policy: Any) -> HostSpec:
+                 **policy: Any) -> SenderHost:
         instance_id, _eni = create_host(instance_type)
-        spec = HostSpec(name=name, instance_id=instance_id, primary_ip="10.20.1.250", slots=slots, **policy)
+        # A PTR zone turns PTR on, as `ptr: true` beside `ptr_zone:` does in the inventory.
+        pool = PoolPolicy(slots=slots, ptr="ptr_zone" in policy, **policy)
+        spec = SenderHost(name=name, instance_id=instance_id, region=REGION, primary_ip="10.20.1.250", pool=pool)
         assert isinstance(self.specs, dict)
         self.specs[name] = spec
         return spec

@@ -8,6 +8,7 @@ would report as "internal error" with exit 1.
 from __future__ import annotations
 
 import re
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,7 @@ def test_unquoted_impossible_date_anywhere_is_exit_2_with_file_line(tmp_path: Pa
 
 def test_unquoted_real_date_still_loads(tmp_path: Path) -> None:
     text = EXAMPLE.replace('start: "2026-11-16"', "start: 2026-11-16", 1)
-    assert load_inventory(write(tmp_path, text)).mailboxes[0].start == "2026-11-16"
+    assert load_inventory(write(tmp_path, text)).mailboxes[0].start == date(2026, 11, 16)
 
 
 def test_a_list_item_that_is_not_a_mapping_names_its_line(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sendhost.model import BUDGET, PARK_MINUTES
 from toolkit.app import App
 from toolkit.cli.pool_doctor import doctor
 from toolkit.cli.pool_wiring import owner_id, pool_context
@@ -96,7 +97,7 @@ def create(app: App, host: str, slots: int | None, fmt: str | None) -> None:
     with pool_context(app) as ctx:
         spec = ctx.spec(host)
         ctx.require_ptr_zones([host])  # before anything is allocated
-        records = ctx.machinery(host).lifecycle().create(spec, slots or spec.slots)
+        records = ctx.machinery(host).lifecycle().create(spec, slots or spec.pool.slots)
     created = sum(1 for r in records if r.action == "created")
     summary = f"{host}: {len(records)} slots, {created} created, {len(records) - created} already in place"
     if app.output_format(fmt) == "json":
@@ -272,8 +273,9 @@ def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, red
         app.fail("pool plan: pass --hosts and --slots together, or neither to plan the inventory's hosts", code=2)
     if hosts is not None and slots is not None:
         loads = uniform_hosts(hosts, slots, region=first.region if first else app.config.aws_region.value or
-                              "us-east-1", budget=first.pool.budget if first else (8, 15),
-                              park_minutes=first.pool.park_minutes if first else 15, ptr=bool(first and first.pool.ptr))
+                              "us-east-1", budget=first.pool.budget if first else BUDGET,
+                              park_minutes=first.pool.park_minutes if first else PARK_MINUTES,
+                              ptr=bool(first and first.pool.ptr))
     elif inventory is not None and inventory.hosts:
         loads = tuple(HostLoad(h.name, h.pool.slots, h.region, h.pool.budget, h.pool.park_minutes, h.pool.ptr)
                       for h in inventory.hosts)

@@ -1,5 +1,6 @@
 """Builds the pool machinery for `sendhost pool` commands from the App: Redis, one AWS adapter per region of the
-inventory's hosts, host specs, through ippool's one composition root (`ippool.assembly.build_regional`).
+inventory's hosts and the hosts' own records, through ippool's one composition root
+(`ippool.assembly.build_regional`).
 
 Each host is served by the adapter of its own `sendhost_region`; the configured region (`AWS_REGION`, ...) is only
 for what no host names (an inventory with no hosts, `pool plan --hosts N`)."""
@@ -21,18 +22,7 @@ if TYPE_CHECKING:
     from ippool.assembly import PoolMachinery, RegionalPools
     from ippool.aws.adapter import Ec2Adapter
     from ippool.screen import Screen
-    from ippool.spec import HostSpec
-    from toolkit.inventory import SenderHost
-
-
-def host_spec(host: SenderHost) -> HostSpec:
-    """The pool policy of an inventory host."""
-    from ippool.spec import HostSpec
-
-    policy = host.pool
-    return HostSpec(name=host.name, instance_id=host.instance_id, primary_ip=host.primary_ip, slots=policy.slots,
-                    budget=policy.budget, park_minutes=float(policy.park_minutes),
-                    ptr_zone=policy.ptr_zone if policy.ptr else None, private_ips=policy.private_ips)
+    from sendhost.model import SenderHost
 
 
 def owner_id() -> str:
@@ -48,7 +38,7 @@ class PoolContext:
     app: App
     pools: RegionalPools
 
-    def spec(self, name: str) -> HostSpec:
+    def spec(self, name: str) -> SenderHost:
         self.app.require_inventory().host(name)  # names the inventory and the known hosts when unknown
         return self.pools.specs[name]
 
@@ -64,12 +54,12 @@ class PoolContext:
 
         for name in hosts if hosts is not None else list(self.pools.specs):
             spec = self.spec(name)
-            if spec.ptr_zone is None:
+            if spec.forward_zone is None:
                 continue
             try:
-                self.pools.of_host(name).aws.public_zone_id(spec.ptr_zone)
+                self.pools.of_host(name).aws.public_zone_id(spec.forward_zone)
             except HostedZoneNotFound as exc:
-                raise HostedZoneNotFound(f"{name}.sendhost_pool.ptr_zone {spec.ptr_zone!r}: {exc}") from None
+                raise HostedZoneNotFound(f"{name}.sendhost_pool.ptr_zone {spec.forward_zone!r}: {exc}") from None
 
 
 def _screen(app: App) -> Screen:
@@ -107,12 +97,12 @@ def pool_context(app: App, *, need_aws: bool = True, need_inventory: bool = True
     from sendhost.redis_conn import redis_errors
     from toolkit.config import DEFAULT_REGION
 
-    specs: dict[str, dict[str, HostSpec]] = {}
+    specs: dict[str, dict[str, SenderHost]] = {}
     pool_name = DEFAULT_POOL_NAME
     if need_inventory:
         inventory = app.require_inventory()
         for host in inventory.hosts:
-            specs.setdefault(host.region, {})[host.name] = host_spec(host)
+            specs.setdefault(host.region, {})[host.name] = host
         pool_name = inventory.pool_name
     regions = list(specs) or [app.config.aws_region.value or DEFAULT_REGION]
     adapters = {region: make_adapter(app, region) for region in regions}

@@ -12,7 +12,7 @@ from provisioning.agent_package import agent_package
 from provisioning.plan import ProvisionPlan, SlotSource, resolve_plan, slot_extravars
 from provisioning.pool_source import no_redis_source
 from provisioning.runner import ProvisionResult, find_ansible_playbook, run_playbook
-from provisioning.targets import load_targets
+from provisioning.targets import load_targets, require_connectable
 from sendhost.errors import ConfigError
 from toolkit.app import App
 from toolkit.inventory import Inventory
@@ -95,7 +95,7 @@ def _plans(inventory: Inventory, limit: str | None, source: SlotSource | None) -
     by_name = {h.name: h for h in inventory.hosts}
     plans = []
     for target in load_targets(inventory.path, limit):
-        target.require_connectable()
+        require_connectable(target)
         host = by_name.get(target.name)
         if host is None:
             raise ConfigError(f"{inventory.path}: host {target.name} is not a sender host sendhost knows")

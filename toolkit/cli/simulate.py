@@ -9,7 +9,6 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,18 +86,10 @@ def example_inventory() -> Path:
 
 def to_sim_inventory(inventory: Inventory) -> SimInventory:
     """The simulation's view of a validated inventory."""
-    from simulation import SimDomain, SimHost, SimInventory, SimMailbox
+    from simulation import SimInventory
 
-    hosts = tuple(SimHost(name=h.name, instance_id=h.instance_id, primary_ip=h.primary_ip, slots=h.pool.slots,
-                          budget=h.pool.budget, park_minutes=float(h.pool.park_minutes),
-                          ptr_zone=h.pool.ptr_zone if h.pool.ptr else None, private_ips=h.pool.private_ips,
-                          subnet=h.subnet) for h in inventory.hosts)
-    mailboxes = tuple(SimMailbox(m.address, m.domain, date.fromisoformat(m.start), m.timezone, m.group)
-                      for m in inventory.mailboxes)
-    domains = tuple(SimDomain(d.name, d.dkim_selectors, d.envelope_domain, d.spf_includes, d.dmarc_floor,
-                              d.sending_mode) for d in inventory.domains)
     region = inventory.hosts[0].region if inventory.hosts else "us-east-1"
-    return SimInventory(hosts, mailboxes, domains, region)
+    return SimInventory(inventory.hosts, inventory.mailboxes, inventory.domains, region)
 
 
 def _shipped_zones_for(inventory: SimInventory, shipped: Path) -> Path | None:

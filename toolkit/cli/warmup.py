@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 import click
 
 from sendhost.errors import ConfigError
+from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S
 from toolkit.app import App
 from toolkit.cli.warmup_sendlog import read_send_log
 from toolkit.cli.warmup_views import decision_data, render_plan, render_status, wait_words
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
+    from sendhost.model import Mailbox
     from toolkit.cli.mailbox_health import HealthView
-    from toolkit.inventory import Mailbox
     from warmup import Guard
     from warmup.schedule import DayCap, Ramp
 
@@ -42,7 +43,7 @@ def _synced_guard(app: App) -> Guard:
     if app.inventory is not None:
         for mailbox in app.inventory.mailboxes:
             if not guard.knows(mailbox.address):
-                guard.add_mailbox(mailbox.address, start=date.fromisoformat(mailbox.start), group=mailbox.group,
+                guard.add_mailbox(mailbox.address, start=mailbox.start, group=mailbox.group,
                                   timezone=mailbox.timezone, domain=mailbox.domain)
     return guard
 
@@ -61,14 +62,17 @@ def _date(value: str, option: str) -> date:
         raise ConfigError(f"{option} {value!r} is not a date like 2026-11-30") from None
 
 
+JITTER_FLAG_DEFAULT = f"{JITTER_S[0]:g}-{JITTER_S[1]:g}"
+
+
 def _jitter(value: str) -> tuple[float, float]:
     parts = value.replace(",", "-").split("-")
     try:
         low, high = (float(p) for p in parts)
     except ValueError:
-        raise ConfigError(f"--jitter {value!r} must be LOW-HIGH seconds like 0-90") from None
+        raise ConfigError(f"--jitter {value!r} must be LOW-HIGH seconds like {JITTER_FLAG_DEFAULT}") from None
     if not 0 <= low <= high:
-        raise ConfigError(f"--jitter {value!r}: need 0 <= LOW <= HIGH seconds, like 0-90")
+        raise ConfigError(f"--jitter {value!r}: need 0 <= LOW <= HIGH seconds, like {JITTER_FLAG_DEFAULT}")
     return low, high
 
 
@@ -95,11 +99,11 @@ def _ramp(step: int, ceiling: int) -> Ramp:
 @click.argument("address")
 @click.option("--start", "start", required=True, metavar="DATE",
               help="First sending day; may be in the future (nothing is reserved before it).")
-@click.option("--timezone", default="UTC", show_default=True, help="IANA zone the mailbox's days count in.")
-@click.option("--group", "group_name", default="default", show_default=True, help="Mailboxes picked together.")
+@click.option("--timezone", default=DEFAULT_TIMEZONE, show_default=True, help="IANA zone the mailbox's days count in.")
+@click.option("--group", "group_name", default=DEFAULT_GROUP, show_default=True, help="Mailboxes picked together.")
 @click.option("--domain", default=None, help="Sending domain for spam rates (default: the address's domain).")
-@click.option("--min-gap", default=420.0, show_default=True, type=float, help="Minimum seconds between sends.")
-@click.option("--jitter", default="0-90", show_default=True,
+@click.option("--min-gap", default=MIN_GAP_S, show_default=True, type=float, help="Minimum seconds between sends.")
+@click.option("--jitter", default=JITTER_FLAG_DEFAULT, show_default=True,
               help="Extra gap LOW-HIGH seconds, drawn afresh for every send.")
 @click.option("--ceiling", default=40, show_default=True, type=int, help="Highest daily cap the ramp reaches.")
 @click.option("--step", default=5, show_default=True, type=int, help="Cap increase per healthy week.")
@@ -113,7 +117,7 @@ def add(app: App, address: str, start: str, timezone: str, group_name: str, doma
 
     start_day = _date(start, "--start")
     if min_gap < 0:
-        raise ConfigError(f"--min-gap {min_gap:g}: must be 0 or more seconds, like 420")
+        raise ConfigError(f"--min-gap {min_gap:g}: must be 0 or more seconds, like {MIN_GAP_S:g}")
     jitter_s = _jitter(jitter)
     ramp = _ramp(step, ceiling)
     _flag("--group", validate_group, group_name)
@@ -146,7 +150,7 @@ def plan_command(app: App, mailbox: str | None, start: str | None, days: int, ce
         guard = _guard(app)
         declared = _inventory_mailbox(app, mailbox)
         if declared is not None and not guard.knows(mailbox):  # planned from the inventory; nothing written
-            first = date.fromisoformat(declared.start)
+            first = declared.start
             caps = plan(first, first + timedelta(days=days - 1))
         else:
             caps = guard.plan(mailbox, days)

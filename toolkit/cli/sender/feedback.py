@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import threading
 
     from sender.assembly import InboxReading
-    from sender.feedback.inbox import InboxAccount
+    from sendhost.model import Mailbox
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -64,20 +64,15 @@ def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, e
     serve(url, keys, host, port)
 
 
-def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[InboxAccount]:
-    from sender.feedback.inbox import InboxAccount
-
+def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[Mailbox]:
     inventory = sc.app.inventory
     if inventory is None:
         return []
     wanted = {o.lower() for o in only}
-    return [InboxAccount(mailbox=m.address, host=m.imap.host, port=m.imap.port, security=m.imap.security,
-                         username=m.imap.username, password_file=m.imap.password_file,
-                         password_env=m.imap.password_env, ca_file=m.imap.ca_file, folder=m.imap.folder)
-            for m in inventory.mailboxes if m.imap is not None and (not wanted or m.address.lower() in wanted)]
+    return [m for m in inventory.mailboxes if m.imap is not None and (not wanted or m.address.lower() in wanted)]
 
 
-def _reading(sc: SenderContext, url: str, accounts: list[InboxAccount]) -> InboxReading:
+def _reading(sc: SenderContext, url: str, accounts: list[Mailbox]) -> InboxReading:
     from sender.assembly import InboxReading
     from warmup import Guard
 

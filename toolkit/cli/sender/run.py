@@ -19,11 +19,9 @@ if TYPE_CHECKING:
 def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[str], None] | None = None,
                 smtp_timeout_s: float = 30.0) -> tuple[Agent, Callable[[], Ledger]]:
     """The agent for one host of the inventory, and a factory of ledger connections for its workers."""
-    from datetime import date
-
     from sender.assembly import build_agent as assemble
     from sender.errors import SenderConfigError
-    from sender.settings import AgentSettings, MailboxSettings, Submission
+    from sender.settings import AgentSettings
 
     inventory = sc.app.require_inventory()
     if host_name is None:
@@ -33,14 +31,7 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
         host = inventory.hosts[0]
     else:
         host = inventory.host(host_name)
-    mailboxes = tuple(
-        MailboxSettings(address=m.address, group=m.group, start=date.fromisoformat(m.start), timezone=m.timezone,
-                        domain=m.domain, min_gap_s=m.min_gap_s, jitter_s=m.jitter_s,
-                        submission=Submission(host=m.smtp.host, port=m.smtp.port, security=m.smtp.security,
-                                              username=m.smtp.username, password_file=m.smtp.password_file,
-                                              password_env=m.smtp.password_env, ca_file=m.smtp.ca_file,
-                                              auth=m.auth, token_file=m.token_file))
-        for m in inventory.mailboxes if m.smtp is not None)
+    mailboxes = tuple(m for m in inventory.mailboxes if m.smtp is not None)
     settings = AgentSettings(host=host.name, primary_ip=host.primary_ip, mailboxes=mailboxes,
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
     app = sc.app
