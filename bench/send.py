@@ -235,7 +235,7 @@ def agent_worker(index: int, count: int, port: int, ca_file: str, database_url: 
         phases[CHECKPOINT_PHASE[name]] += now - mark[0]
         mark[0] = now
 
-    agent = Agent(settings, Guard(client), Pool(client), client, unsubscribe_key=b"k" * 32, checkpoint=checkpoint)
+    agent = Agent(settings, Guard(client), Pool(client), unsubscribe_key=b"k" * 32, checkpoint=checkpoint)
     ledger = Ledger.from_url(database_url)
     agent.prepare(ledger)
     backend = ledger._conn.info.backend_pid

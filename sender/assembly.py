@@ -91,7 +91,7 @@ class SenderMachinery:
               source_address: Callable[[Lease], str | None] | None = None) -> Agent:
         """The agent for `settings` (one host's mailboxes) over the shared parts; `pick` and `source_address`
         replace the guard's pick and the lease's source address (see `Agent`)."""
-        return Agent(settings, self.guard, self.pool, self.client, unsubscribe_key=unsubscribe_key,
+        return Agent(settings, self.guard, self.pool, unsubscribe_key=unsubscribe_key,
                      checkpoint=checkpoint, env=env, side_tasks=side_tasks, clock=self.clock or time.time,
                      pick=pick, source_address=source_address)
 

@@ -22,8 +22,6 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import EmailMessage
 
-import redis
-
 from ippool import Lease, Pool
 from sender.errors import LedgerUnavailable
 from sender.ledger.store import Claimed, Ledger, Settle
@@ -72,7 +70,7 @@ def _close(opening: Future[SubmissionSession | Result]) -> None:
 class Agent:
     """The send path for one host. Share one Agent between worker threads; give each its own Ledger."""
 
-    def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, redis_client: redis.Redis, *,
+    def __init__(self, settings: AgentSettings, guard: Guard, pool: Pool, *,
                  unsubscribe_key: bytes, checkpoint: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
                  side_tasks: Executor | None = None, clock: Callable[[], float] = time.time,
@@ -84,7 +82,6 @@ class Agent:
         self.settings = settings
         self.guard = guard
         self.pool = pool
-        self._redis = redis_client
         self._key = unsubscribe_key
         self._checkpoint = checkpoint or (lambda name: None)
         self._env = env

@@ -152,7 +152,7 @@ def test_a_refused_send_releases_its_lease_so_a_retiring_slot_is_ready_at_once(
     # The agent releases leases in a side task, off the send path: an executor of our own, so leaving its block
     # waits for them.
     with ThreadPoolExecutor(max_workers=4) as side_tasks:
-        agent = Agent(built.settings, built.guard, pool, pool.client, unsubscribe_key=key, side_tasks=side_tasks)
+        agent = Agent(built.settings, built.guard, pool, unsubscribe_key=key, side_tasks=side_tasks)
         (report,) = agent.run(factory, 1, once=True, stop=threading.Event())
     assert (report.kind, report.source_ip) == ("failed", SLOTS[0])
     assert world.server.recorder.received == []
