@@ -8,7 +8,7 @@ import random
 import redis
 
 from ippool import Pool
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 from tests.support.net import free_port
 from tests.support.redis_server import private_redis_server
 
@@ -104,7 +104,7 @@ def test_a_redis_failing_midway_through_status_exits_1_in_one_line() -> None:
 
 def test_unreachable_redis_exits_1_saying_so() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
-    result = run_cli("--redis-url", url, "pool", "status")
+    result = run_cli_process("--redis-url", url, "pool", "status")
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot list hosts: Redis said ConnectionError")
     assert "Traceback" not in result.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sendhost.errors import ConfigError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 from toolkit.inventory import load_inventory
 
 MINIMAL = """\
@@ -105,7 +105,7 @@ def test_schema_error_names_file_line_and_key(tmp_path: Path, old: str, new: str
 
 def test_check_command_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("slots: 2", "slots: -1"))
-    result = run_cli("inventory", "check", str(path))
+    result = run_cli_process("inventory", "check", str(path))
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -116,7 +116,7 @@ def test_check_command_exits_2_with_one_line_and_no_traceback(tmp_path: Path) ->
 
 def test_check_with_verbose_shows_the_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("slots: 2", "slots: -1"))
-    result = run_cli("-v", "inventory", "check", str(path))
+    result = run_cli_process("-v", "inventory", "check", str(path))
     assert result.returncode == 2
     assert "Traceback" in result.stderr
 
