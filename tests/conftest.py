@@ -23,7 +23,9 @@ from tests.support.redis_server import (
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Fixture modules shared across test packages: a test asks for their fixtures by name, nothing to import.
-pytest_plugins = ["tests.support.aws", "tests.support.ippool_backends", "tests.support.ippool_world"]
+pytest_plugins = ["tests.support.aws", "tests.support.ippool_backends", "tests.support.ippool_world",
+                  # the unit / fast / full tiers: which tests are `unit`, and the check that they stay so
+                  "tests.support.tiers"]
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 import redis
 
 from ippool import Pool
@@ -90,6 +91,7 @@ def test_malformed_redis_url_exits_2_naming_it() -> None:
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
+@pytest.mark.service
 def test_a_redis_failing_midway_through_status_exits_1_in_one_line() -> None:
     # A real server that answers the slot reads but refuses the denylist's prune (as a flaky or locked-down one
     # might): the failure comes after the slots were read, where it once surfaced as an internal error.
@@ -102,6 +104,7 @@ def test_a_redis_failing_midway_through_status_exits_1_in_one_line() -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.service
 def test_unreachable_redis_exits_1_saying_so() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
     result = run_cli_process("--redis-url", url, "pool", "status")

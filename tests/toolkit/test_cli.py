@@ -3,9 +3,13 @@ its exit statuses and its import cost are what these prove."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import run_cli_process
 from toolkit import __version__
 from toolkit.cli import GROUPS
+
+pytestmark = pytest.mark.service  # real processes, each one
 
 
 def test_help_lists_only_working_groups_and_exit_codes() -> None:
