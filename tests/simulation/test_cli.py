@@ -18,6 +18,7 @@ def _leftover_state_dirs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("sendhost-sim-*")}
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_json_summary_of_a_short_run(tmp_path: Path) -> None:
     before = _leftover_state_dirs()
@@ -42,6 +43,7 @@ def test_json_summary_of_a_short_run(tmp_path: Path) -> None:
     assert _leftover_state_dirs() <= before  # the temporary Redis directory is gone
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_table_summary_and_report(tmp_path: Path) -> None:
     report = tmp_path / "run.html"

@@ -95,6 +95,7 @@ def _dead(pid: int, timeout_s: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_a_pause_survives_the_embedded_server_being_killed(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
@@ -115,6 +116,7 @@ def test_a_pause_survives_the_embedded_server_being_killed(tmp_path: Path) -> No
         _stop(state_dir)
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_embedded_status_and_stop(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
@@ -141,6 +143,7 @@ def test_embedded_status_and_stop(tmp_path: Path) -> None:
         _stop(state_dir)
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_a_server_that_came_back_empty_says_so(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
@@ -221,6 +224,7 @@ def test_a_deep_state_dir_gets_its_socket_in_a_private_directory(tmp_path: Path)
         _stop(state_dir)
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_state_kept_only_in_a_snapshot_is_loaded_and_then_kept_append_only(tmp_path: Path) -> None:
     """What an older sendhost left (a snapshot, no append-only file) is not dropped by the first start."""
