@@ -1,16 +1,16 @@
-"""Shared fixtures: a real Redis (clean per test), the moto server, a controllable clock, the CLI."""
+"""Shared fixtures: a real Redis (clean per test), the moto server, a controllable clock, the CLI (`run_cli`, in
+this process; `run_cli_process` where the process itself is under test: tests/support/cli.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
+from tests.support.cli import run_cli
+from tests.support.cli import run_cli_process as run_cli_process
 from tests.support.clock import FakeClock
 from tests.support.moto_server import moto_server
 from tests.support.redis_server import (
@@ -23,7 +23,9 @@ from tests.support.redis_server import (
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Fixture modules shared across test packages: a test asks for their fixtures by name, nothing to import.
-pytest_plugins = ["tests.support.aws", "tests.support.ippool_backends", "tests.support.ippool_world"]
+pytest_plugins = ["tests.support.aws", "tests.support.ippool_backends", "tests.support.ippool_world",
+                  # the unit / fast / full tiers: which tests are `unit`, and the check that they stay so
+                  "tests.support.tiers"]
 
 
 @pytest.fixture(scope="session")
@@ -104,18 +106,6 @@ def clock() -> FakeClock:
 @pytest.fixture
 def example_inventory() -> Path:
     return REPO_ROOT / "inventory.example.yml"
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run `sendhost ARGS` in a fresh interpreter, as a user would, with this checkout first on the path."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("SENDHOST_", "AWS_")) and k != "REDIS_URL"}
-    full_env["PYTHONPATH"] = str(REPO_ROOT)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "toolkit", *args],
-        capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout, check=False,
-    )
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.dns_audit import zones as z
 from tests.dns_audit.conftest import zone_dir_from
@@ -156,6 +158,7 @@ def test_bad_nameserver_and_ip_exit_2() -> None:
     assert bad_ip.returncode == 2 and "--ip '300.1.1.1' is not an IP address" in bad_ip.stderr
 
 
+@pytest.mark.service
 def test_unreachable_nameserver_exits_2_quickly() -> None:
     with blackhole() as address:
         result = run_cli("dns", "audit", "clean.test", "spf-plusall.test", "--nameserver", address,
@@ -234,6 +237,7 @@ def test_inventory_hosts_with_a_pool_are_audited_on_their_pool_addresses(nsd: Ns
     assert json.loads(with_pool.stdout)["domains"][0]["findings"] == []
 
 
+@pytest.mark.service
 def test_an_unreachable_pool_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
     from tests.support.net import free_port
 

@@ -98,6 +98,7 @@ def test_a_selector_with_no_key_is_key_missing_not_a_bad_signature(nsd: NsdServe
     assert result.stderr.splitlines() == ["error: 1 finding(s) at or above error in " + str(path)]  # no log lines
 
 
+@pytest.mark.service
 def test_an_unanswered_nameserver_is_exit_2(tmp_path: Path, dkim_keys: z.Keys) -> None:
     from tests.support.dns_faults import blackhole
 

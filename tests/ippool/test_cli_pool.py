@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 import redis
 
 from ippool import Pool
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 from tests.support.net import free_port
 from tests.support.redis_server import private_redis_server
 
@@ -90,6 +91,7 @@ def test_malformed_redis_url_exits_2_naming_it() -> None:
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
+@pytest.mark.service
 def test_a_redis_failing_midway_through_status_exits_1_in_one_line() -> None:
     # A real server that answers the slot reads but refuses the denylist's prune (as a flaky or locked-down one
     # might): the failure comes after the slots were read, where it once surfaced as an internal error.
@@ -102,9 +104,10 @@ def test_a_redis_failing_midway_through_status_exits_1_in_one_line() -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.service
 def test_unreachable_redis_exits_1_saying_so() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
-    result = run_cli("--redis-url", url, "pool", "status")
+    result = run_cli_process("--redis-url", url, "pool", "status")
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot list hosts: Redis said ConnectionError")
     assert "Traceback" not in result.stderr

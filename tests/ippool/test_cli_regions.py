@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 import redis
 
 from tests.conftest import run_cli
@@ -44,6 +45,7 @@ def addresses(moto_url: str, region: str, host: str) -> list[dict[str, Any]]:
         ec2.close()
 
 
+@pytest.mark.slow
 def test_each_host_is_served_in_its_own_region(moto_url: str, redis_url: str, tmp_path: Path) -> None:
     us_host, eu_host = unique_host(), unique_host()
     inventory = write_two_region_inventory(tmp_path / "inventory.yml", {

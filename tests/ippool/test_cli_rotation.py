@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import boto3
+import pytest
 import redis
 
 from tests.conftest import run_cli
@@ -15,6 +16,7 @@ from tests.support.aws import FAKE_CREDENTIALS, REGION
 from tests.support.ippool_cli import CLI_AWS_ENV, cli_env, server_instance, unique_host, write_inventory
 
 
+@pytest.mark.slow
 def test_pool_lifecycle_through_the_cli(moto_url: str, redis_url: str, tmp_path: Path) -> None:
     host = unique_host()
     inventory = write_inventory(tmp_path / "inventory.yml", host, server_instance(moto_url), slots=2,

@@ -22,6 +22,7 @@ ns IN A 127.0.0.1
 """
 
 
+@pytest.mark.service
 def test_dnsbl_screen_rejects_listed_addresses_only(tmp_path: Path) -> None:
     if not nsd_available() and not on_ci():
         pytest.skip("install the nsd package to run the DNSBL screen against a real DNS server")

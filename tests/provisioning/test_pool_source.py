@@ -51,6 +51,7 @@ def test_a_host_without_a_pool_is_refused_though_the_inventory_lists_private_ips
         _plans(inventory, None, pool_slot_source(Pool(redis_client)))
 
 
+@pytest.mark.service
 def test_an_unreachable_pool_is_an_error_not_an_empty_pool(inventory_path: Path) -> None:
     # Falling back to the inventory here could unbind addresses the pool is sending from.
     dead = redis.Redis(port=free_port(), socket_timeout=0.2, socket_connect_timeout=0.2)

@@ -21,6 +21,7 @@ def ask(address: str, port: int, source: str | None = None) -> str:
         return conn.makefile().readline()
 
 
+@pytest.mark.service
 def test_probe_answers_with_the_source_address_of_each_connection() -> None:
     with Probe("127.0.0.1", 0) as probe:
         host, port = probe.address
@@ -29,6 +30,7 @@ def test_probe_answers_with_the_source_address_of_each_connection() -> None:
         assert ask(host, port, "127.0.0.2") == "127.0.0.2\n"
 
 
+@pytest.mark.service
 def test_probe_command_serves_until_stopped(tmp_path: Path) -> None:
     port = free_port()
     process = subprocess.Popen(
@@ -58,6 +60,7 @@ def test_probe_command_with_bad_listen_exits_2() -> None:
     assert result.stderr == "error: --listen 'nowhere': expected HOST:PORT, e.g. 10.0.1.5:7070\n"
 
 
+@pytest.mark.service
 def test_probe_command_on_a_busy_port_exits_2() -> None:
     with Probe("127.0.0.1", 0) as probe:
         host, port = probe.address

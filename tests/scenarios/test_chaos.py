@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import boto3
+import pytest
 import redis
 
 from ippool.assembly import build_machinery
@@ -51,6 +52,7 @@ def wait_for(condition: object, deadline: float) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_chaos_keeps_every_promise(moto_url: str, tmp_path: Path) -> None:
     # The run's random choices (when Redis restarts, which worker dies and when) come from one seed, printed so a
     # failing run can be replayed: SENDHOST_CHAOS_SEED=<seed> pytest tests/scenarios/test_chaos.py

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import boto3
+import pytest
 import redis
 
 from ippool.assembly import build_machinery
@@ -43,6 +44,7 @@ def rotate_in_child(moto_url: str, redis_url: str, spec: SenderHost, start_at: f
     client.close()
 
 
+@pytest.mark.slow
 def test_two_rotator_processes_rotate_each_ready_slot_once(moto_url: str, redis_url: str, tmp_path: Path) -> None:
     spec = SenderHost(unique_host(), server_instance(moto_url), REGION, "10.30.1.250", PoolPolicy(SLOTS))
     client = redis.Redis.from_url(redis_url, decode_responses=True)

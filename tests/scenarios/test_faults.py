@@ -101,6 +101,7 @@ def rig(moto_url: str, redis_url: str, clock: FakeClock) -> Iterator[Rig]:
     client.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ROTATION_STEPS)
 def test_rotation_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> None:
     old = rig.pool.slots.slot_status(rig.host, 0)
@@ -124,6 +125,7 @@ def test_rotation_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> N
     rig.check()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", REAP_STEPS)
 def test_reap_killed_after_each_step_is_reconciled(rig: Rig, step: str) -> None:
     set_used(rig.pool, rig.host, 0, rig.pool.slots.slot_status(rig.host, 0).budget)

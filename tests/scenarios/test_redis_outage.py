@@ -40,6 +40,7 @@ def registered_pool(url: str) -> Pool:
     return pool
 
 
+@pytest.mark.slow
 def test_senders_fall_back_while_redis_is_stopped_and_resume_when_it_returns(own_redis: RedisServer,
                                                                              tmp_path: Path) -> None:
     registered_pool(own_redis.url).close()

@@ -29,6 +29,7 @@ def test_every_checkpoint_is_covered() -> None:
     assert set(EXPECTED) == set(CHECKPOINTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", CHECKPOINTS)
 def test_sigkill_after_a_step(world: World, step: str) -> None:
     world.enqueue(1)

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 
+import pytest
+
 Cli = Callable[..., CompletedProcess[str]]
 
 
@@ -25,6 +27,7 @@ def _stop(pgdata: Path) -> None:
                    check=False, capture_output=True, user=user)
 
 
+@pytest.mark.service
 def test_embedded_postgres_serves_every_process(cli: Cli, tmp_path: Path) -> None:
     # Not under tmp_path: the server runs as another user (PostgreSQL refuses root) and must traverse the path,
     # while every pytest session start (other checkouts' too) sets /tmp/pytest-of-<user> back to 0700.

@@ -58,6 +58,7 @@ def test_the_ledger_metrics_tell_what_the_ledger_holds(web: WebServer, feedback:
     assert seen[("sendhost_sender_queue_oldest_due_age_seconds", ())] >= 0
 
 
+@pytest.mark.service
 @pytest.mark.parametrize("rules", [RULES, POOL_RULES], ids=lambda path: path.stem)
 def test_the_alerting_rules_pass_promtool_and_fire_on_their_series(rules: Path) -> None:
     promtool = _promtool()

@@ -149,6 +149,7 @@ def test_each_message_lands_on_its_row_and_a_second_read_changes_nothing(
     assert _state(database_url) == before
 
 
+@pytest.mark.slow
 def test_a_refused_login_is_reported_and_the_other_mailbox_still_read(
         imap: Dovecot, feedback: Feedback, database_url: str, tmp_path: Path) -> None:
     _row, message_id = sent_row(feedback, "L1", "late@rcpt.example", mailbox=BOX1)

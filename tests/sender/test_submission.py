@@ -19,6 +19,7 @@ def _message(to: str = "lead@rcpt.example") -> email.message.EmailMessage:
                          message_id="<k1@sender.example>", unsubscribe="https://u.example.test/u/abc")
 
 
+@pytest.mark.service
 @pytest.mark.parametrize("implicit_tls", [False, True], ids=["starttls-587", "tls-465"])
 def test_submits_from_the_source_address(tmp_path: Path, implicit_tls: bool) -> None:
     with submission_server(tmp_path, {"box@sender.example": "pw"}, implicit_tls=implicit_tls) as server:
@@ -32,6 +33,7 @@ def test_submits_from_the_source_address(tmp_path: Path, implicit_tls: bool) -> 
     assert received.message.get_payload(decode=True).decode().startswith(".leading dot")  # dot-stuffing undone
 
 
+@pytest.mark.service
 def test_a_certificate_that_does_not_verify_is_refused(tmp_path: Path) -> None:
     with submission_server(tmp_path, {"box@sender.example": "pw"}) as server:
         settings = Submission(server.host, server.port, "starttls", "box@sender.example",
@@ -42,6 +44,7 @@ def test_a_certificate_that_does_not_verify_is_refused(tmp_path: Path) -> None:
     assert "does not verify" in result.text and "ca_file" in result.text
 
 
+@pytest.mark.service
 def test_xoauth2(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("ya29.fresh\n")
@@ -56,6 +59,7 @@ def test_xoauth2(tmp_path: Path) -> None:
     assert (refused.kind, refused.stage, refused.code) == (ResultKind.REJECTED, Stage.AUTH, 535)
 
 
+@pytest.mark.service
 def test_stage_of_failures(tmp_path: Path) -> None:
     with submission_server(tmp_path, {"box@sender.example": "pw"}) as server:
         settings = Submission(server.host, server.port, "starttls", "box@sender.example",

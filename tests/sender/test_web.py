@@ -105,6 +105,7 @@ def test_chromium_opens_the_page_clicks_confirm_and_the_address_is_suppressed(
     assert shown is not None and shown.row["status"] == "unsubscribed"
 
 
+@pytest.mark.slow
 def test_a_thousand_concurrent_clicks_leave_one_suppression(web: WebServer, feedback: Feedback,
                                                             database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")

@@ -18,6 +18,8 @@ def _leftover_state_dirs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("sendhost-sim-*")}
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_json_summary_of_a_short_run(tmp_path: Path) -> None:
     before = _leftover_state_dirs()
     # A poisoned AWS environment: a profile that does not exist and an endpoint that answers nothing. The
@@ -41,6 +43,8 @@ def test_json_summary_of_a_short_run(tmp_path: Path) -> None:
     assert _leftover_state_dirs() <= before  # the temporary Redis directory is gone
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_table_summary_and_report(tmp_path: Path) -> None:
     report = tmp_path / "run.html"
     result = run_cli("simulate", "--days", "2", "--sends-per-day", "60", "--report", str(report), cwd=tmp_path,
@@ -84,6 +88,7 @@ def test_a_malformed_inventory_names_file_and_line(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"error: {bad}:") and len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.service
 def test_user_environment_is_untouched_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     from simulation.sandbox import sandbox
 

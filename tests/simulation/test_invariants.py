@@ -13,6 +13,8 @@ from simulation import SimResult
 from simulation.summary import summarize
 from warmup.schedule import cap_on
 
+pytestmark = pytest.mark.slow  # whole simulations: nine days of the example inventory, per seed
+
 SEEDS = (1, 2, 3)
 BUDGET_MAX = 15
 BUDGET_MIN = 8

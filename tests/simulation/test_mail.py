@@ -129,6 +129,8 @@ def _simulation_postgres_pids() -> set[int]:
     return found
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_the_cli_reports_deliveries_and_stops_its_postgresql(tmp_path: Path) -> None:
     before = _simulation_postgres_pids()
     result = run_cli("simulate", "--days", "1", "--sends-per-day", "60", "--seed", "7", "--format", "json",

@@ -73,6 +73,7 @@ def test_report_screenshot_shows_the_charts(report: tuple[Path, SimResult], tmp_
     assert colors[_blend(COLORS[1], 1.0)] > 100, "no parked line"
 
 
+@pytest.mark.service
 def test_console_errors_are_caught_by_the_check(tmp_path: Path) -> None:
     # The control: a page that does log errors must be seen to (else the checks above prove nothing).
     page = tmp_path / "broken.html"

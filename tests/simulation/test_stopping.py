@@ -16,6 +16,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+# Real `sendhost simulate` processes, interrupted, terminated and killed.
+pytestmark = [pytest.mark.service, pytest.mark.slow]
+
 
 def _children(pid: int) -> list[int]:
     found: list[int] = []

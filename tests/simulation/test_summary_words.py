@@ -7,11 +7,15 @@ import json
 from pathlib import Path
 from typing import get_args
 
+import pytest
+
 from simulation.summary import MEANINGS, explain
 from tests.conftest import run_cli
 from warmup.guard import Status
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_every_outcome_counted_is_explained_and_stderr_stays_empty(tmp_path: Path) -> None:
     result = run_cli("simulate", "--days", "3", "--format", "json", cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr

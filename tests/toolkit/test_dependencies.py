@@ -8,6 +8,7 @@ import tomllib
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -56,6 +57,7 @@ def _make(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
+@pytest.mark.service
 def test_the_venv_bootstrap_installs_with_the_constraints(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     planned = _make("-n", "-B", f"VENV={venv}", f"{venv}/.installed")
@@ -64,6 +66,7 @@ def test_the_venv_bootstrap_installs_with_the_constraints(tmp_path: Path) -> Non
     assert install == [f"{venv}/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'"]
 
 
+@pytest.mark.service
 def test_check_constraints_fails_on_an_installed_package_that_is_not_pinned(tmp_path: Path) -> None:
     partial = tmp_path / "constraints.txt"
     partial.write_text("\n".join(line for line in CONSTRAINTS.read_text().splitlines()

@@ -33,6 +33,7 @@ def _stop(state_dir: Path) -> None:
     stop_embedded(state_dir)
 
 
+@pytest.mark.service
 def test_two_processes_share_one_embedded_server(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
     env = {"PYTHONPATH": str(REPO_ROOT)}
@@ -49,6 +50,7 @@ def test_two_processes_share_one_embedded_server(tmp_path: Path) -> None:
         _stop(state_dir)
 
 
+@pytest.mark.service
 def test_concurrent_starts_make_one_server(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
     env = {"PYTHONPATH": str(REPO_ROOT)}
@@ -62,6 +64,7 @@ def test_concurrent_starts_make_one_server(tmp_path: Path) -> None:
         _stop(state_dir)
 
 
+@pytest.mark.service
 def test_embedded_url_is_a_unix_socket_under_the_state_dir(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
     try:
@@ -92,6 +95,8 @@ def _dead(pid: int, timeout_s: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_a_pause_survives_the_embedded_server_being_killed(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
     try:
@@ -111,6 +116,8 @@ def test_a_pause_survives_the_embedded_server_being_killed(tmp_path: Path) -> No
         _stop(state_dir)
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_embedded_status_and_stop(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
     before = _cli_in(state_dir, "embedded", "status", "--format", "json")
@@ -136,6 +143,8 @@ def test_embedded_status_and_stop(tmp_path: Path) -> None:
         _stop(state_dir)
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_a_server_that_came_back_empty_says_so(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
     try:
@@ -150,6 +159,7 @@ def test_a_server_that_came_back_empty_says_so(tmp_path: Path) -> None:
         _stop(state_dir)
 
 
+@pytest.mark.service
 def test_state_files_are_private_and_the_directory_is_closed(tmp_path: Path) -> None:
     state_dir = tmp_path / ".sendhost"
     state_dir.mkdir(mode=0o755)
@@ -185,6 +195,7 @@ def test_something_else_at_the_socket_path_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "refusing" in result.stderr and "not a socket" in result.stderr, result.stderr
 
 
+@pytest.mark.service
 def test_a_socket_or_directory_of_another_user_is_not_trusted(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     state_dir = tmp_path / ".sendhost"
     try:
@@ -200,6 +211,7 @@ def test_a_socket_or_directory_of_another_user_is_not_trusted(tmp_path: Path, mo
         _stop(state_dir)
 
 
+@pytest.mark.service
 def test_a_deep_state_dir_gets_its_socket_in_a_private_directory(tmp_path: Path) -> None:
     state_dir = tmp_path / ("d" * 60) / ("e" * 60) / ".sendhost"
     try:
@@ -212,6 +224,8 @@ def test_a_deep_state_dir_gets_its_socket_in_a_private_directory(tmp_path: Path)
         _stop(state_dir)
 
 
+@pytest.mark.slow
+@pytest.mark.service
 def test_state_kept_only_in_a_snapshot_is_loaded_and_then_kept_append_only(tmp_path: Path) -> None:
     """What an older sendhost left (a snapshot, no append-only file) is not dropped by the first start."""
     state_dir = tmp_path / ".sendhost"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sendhost.errors import ConfigError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 from toolkit.inventory import load_inventory
 
 MINIMAL = """\
@@ -103,9 +103,10 @@ def test_schema_error_names_file_line_and_key(tmp_path: Path, old: str, new: str
         load_inventory(write(tmp_path, MINIMAL.replace(old, new, 1)))
 
 
+@pytest.mark.service
 def test_check_command_exits_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("slots: 2", "slots: -1"))
-    result = run_cli("inventory", "check", str(path))
+    result = run_cli_process("inventory", "check", str(path))
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -114,13 +115,15 @@ def test_check_command_exits_2_with_one_line_and_no_traceback(tmp_path: Path) ->
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.service
 def test_check_with_verbose_shows_the_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("slots: 2", "slots: -1"))
-    result = run_cli("-v", "inventory", "check", str(path))
+    result = run_cli_process("-v", "inventory", "check", str(path))
     assert result.returncode == 2
     assert "Traceback" in result.stderr
 
 
+@pytest.mark.service
 def test_check_reports_unreachable_redis_url_with_line(tmp_path: Path) -> None:
     from tests.support.net import free_port
 
@@ -141,6 +144,7 @@ def test_check_reaches_a_live_redis_url(tmp_path: Path, redis_url: str) -> None:
     }
 
 
+@pytest.mark.service
 def test_example_is_also_a_valid_ansible_inventory(example_inventory: Path) -> None:
     ansible_inventory = shutil.which("ansible-inventory") or str(Path(__import__("sys").executable).parent /
                                                                  "ansible-inventory")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from aiosmtpd.controller import Controller
 
 from tests.support.net import free_port
@@ -94,6 +95,7 @@ def _wait_for(predicate: Any, seconds: float) -> bool:
     return predicate()
 
 
+@pytest.mark.service
 def test_a_timeout_after_the_dot_is_unknown_and_the_message_did_arrive() -> None:
     handler = Recording(data_delay=1.0)
     with smtp_server(handler) as port:
@@ -108,6 +110,7 @@ def test_a_timeout_after_the_dot_is_unknown_and_the_message_did_arrive() -> None
         assert _wait_for(lambda: len(handler.accepted) == 1, 5.0)
 
 
+@pytest.mark.service
 def test_a_dropped_connection_after_the_dot_is_unknown() -> None:
     handler = Recording(drop_after_data=True)
     with smtp_server(handler) as port:
@@ -117,6 +120,7 @@ def test_a_dropped_connection_after_the_dot_is_unknown() -> None:
     assert len(handler.accepted) == 1
 
 
+@pytest.mark.service
 def test_a_refused_recipient_is_classified_from_the_servers_reply() -> None:
     handler = Recording(rcpt_reply="550 5.1.1 <b@example.com>: Recipient address rejected: User unknown")
     with smtp_server(handler) as port:
@@ -126,6 +130,7 @@ def test_a_refused_recipient_is_classified_from_the_servers_reply() -> None:
     assert handler.accepted == []
 
 
+@pytest.mark.service
 def test_a_refused_connection_is_transient() -> None:
     stage, error = submit(free_port(), timeout=2.0)  # nothing listens there
     assert stage is SmtpStage.CONNECT and isinstance(error, ConnectionRefusedError)

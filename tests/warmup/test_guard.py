@@ -253,6 +253,7 @@ def test_an_unknown_mailbox_is_told_by_its_type_wherever_it_is_met(guard: Guard)
             call()
 
 
+@pytest.mark.service
 def test_redis_down_fails_closed_by_default_and_open_when_asked() -> None:
     dead_url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     with Guard.from_url(dead_url) as closed_guard:
@@ -266,6 +267,7 @@ def test_redis_down_fails_closed_by_default_and_open_when_asked() -> None:
         assert open_guard.confirm(opened.reservation) is False  # nothing to settle
 
 
+@pytest.mark.service
 def test_from_url_without_url_uses_the_embedded_redis(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from sendhost.embedded import stop_embedded
 
