@@ -127,6 +127,7 @@ def test_the_circle_finder_finds_one() -> None:
 CLI_MODULES = sorted(m for m in MODULES if m == "toolkit.cli" or m.startswith("toolkit.cli."))
 
 
+@pytest.mark.service  # a fresh interpreter per module
 @pytest.mark.parametrize("module", CLI_MODULES)
 def test_each_cli_module_imports_alone(module: str) -> None:
     result = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, capture_output=True, text=True,

@@ -49,6 +49,7 @@ def test_a_mutation_is_undone_however_its_block_ends(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.service  # runs git to list the tree
 def test_the_copy_is_the_working_tree_without_ignored_files(tmp_path: Path) -> None:
     mutate.copy_tree(ROOT, tmp_path)
     for mutation in CATALOGUE:
