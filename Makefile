@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SENDHOST := $(VENV)/bin/sendhost
 
-.PHONY: demo test lint clean
+.PHONY: demo test test-fast test-unit lint clean
 .PHONY: constraints check-constraints
 CONSTRAINTS := constraints.txt
 
@@ -41,8 +41,17 @@ check-constraints: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(SENDHOST) --inventory inventory.example.yml simulate --report demo-report.html
 
+# Three tiers (README "Development"). `test` is everything and what CI runs; `test-fast` leaves out the tests marked
+# slow (whole simulations, kill/restart and chaos scenarios, provisioning hosts in network namespaces, packaging);
+# `test-unit` runs only the tests that need no service at all (tests/support/tiers.py says which, and checks it).
 test: $(VENV)/.installed
 	$(PY) -m pytest
+
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -m "not slow"
+
+test-unit: $(VENV)/.installed
+	$(PY) -m pytest -m unit
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
