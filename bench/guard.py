@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,8 @@ def worker(phases: list[str], url: str, mailboxes: list[str], seconds: float, in
     bare = client.register_script("return 1")
     guard = Guard(client)
     mine = mailboxes[index % len(mailboxes)]
-    calls = {"bare": bare, "reserve": lambda: guard.reserve(mine), "pick": lambda: guard.pick(mailboxes)}
+    calls: dict[str, Callable[[], object]] = {
+        "bare": bare, "reserve": lambda: guard.reserve(mine), "pick": lambda: guard.pick(mailboxes)}
     for call in calls.values():
         call()  # load the scripts, open the connection
     for number, kind in enumerate(phases):

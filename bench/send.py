@@ -168,7 +168,7 @@ def mandatory_worker(index: int, count: int, port: int, ca_file: str, database_u
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     guard, pool = Guard(client), Pool(client)
     ledger = Ledger.from_url(database_url)
-    rebuild(guard, client, ledger, MANDATORY_GROUP, settings.mailboxes)  # the agent's prepare(), outside the clock
+    rebuild(guard, ledger, MANDATORY_GROUP, settings.mailboxes)  # the agent's prepare(), outside the clock
     addresses, groups, worker = tuple(MANDATORY_MAILBOXES), [MANDATORY_GROUP], f"mandatory-{index}"
     context = ssl.create_default_context(cafile=ca_file)
     side = ThreadPoolExecutor(max_workers=1)
