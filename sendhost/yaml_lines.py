@@ -113,13 +113,14 @@ for _tag, _kind in (("timestamp", "date or time"), ("int", "whole number"), ("fl
 
 
 def load_yaml_with_lines(path: Path, *, multiline_text: bool = False,
-                         missing_hint: str = "pass --inventory PATH or copy inventory.example.yml") -> Any:
-    """Parse `path`; a syntax error becomes a ConfigError naming file:line.
+                         missing_hint: str = "pass --inventory PATH or copy inventory.example.yml",
+                         text: str | None = None) -> Any:
+    """Parse `path` (or `text`, named `path` in messages); a syntax error becomes a ConfigError naming file:line.
 
     Text values may hold no control character at all, or, with `multiline_text`, newlines and tabs only.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file; {missing_hint}") from None
     except (OSError, UnicodeDecodeError) as exc:

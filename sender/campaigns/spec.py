@@ -72,9 +72,10 @@ def _templates_required(step: Step) -> frozenset[str]:
     return step.body.required | (step.subject.required if step.subject else frozenset())
 
 
-def load_campaign(path: Path, known_groups: Collection[str] | None = None) -> CampaignSpec:
-    """The campaign in `path`, checked whole; `known_groups` (the inventory's mailbox groups) checks `group`."""
-    data = load_yaml_with_lines(path, multiline_text=True,
+def load_campaign(path: Path, known_groups: Collection[str] | None = None, *, text: str | None = None) -> CampaignSpec:
+    """The campaign in `path` (or `text`, as applied earlier), checked whole; `known_groups` (the inventory's
+    mailbox groups) checks `group`."""
+    data = load_yaml_with_lines(path, multiline_text=True, text=text,
                                 missing_hint="pass the campaign file (see campaign.example.yml)")
     keys = Keys(path, data, "", 1)
     keys.only(TOP_KEYS)

@@ -38,25 +38,36 @@ def latest_version() -> int:
 
 
 def migrate(conn: psycopg.Connection) -> MigrateResult:
-    """Bring the schema to the latest version, in one transaction under an advisory lock: a second process
-    waits for the first, then finds nothing left to do."""
+    """Bring the schema to the latest version under an advisory lock: a second process waits for the first, then
+    finds nothing left to do. A fresh database gets schema.sql in one transaction; an older one gets each
+    migration file in a transaction of its own (a value added to an enum is usable only once committed), its
+    version recorded with the last file of that version, so a failure leaves the version where it was and a
+    second run applies what is left (a file that can be cut short says IF NOT EXISTS)."""
     try:
-        with conn.transaction():
-            conn.execute(query("migrate_lock"), {"key": MIGRATE_LOCK})
-            conn.execute(query("versions_table"))
-            before = current_version(conn)
-            applied: list[str] = []
-            if before == 0:
-                conn.execute(sql_text("schema.sql"))
-                conn.execute(query("record_version"), {"version": latest_version(), "name": "schema.sql"})
-                applied.append("schema.sql")
-            else:
-                for version, name, text in migrations():
-                    if version > before:
-                        conn.execute(text)
-                        conn.execute(query("record_version"), {"version": version, "name": name})
-                        applied.append(name)
-            after = current_version(conn)
+        conn.execute(query("migrate_lock"), {"key": MIGRATE_LOCK})
+        try:
+            return _migrate_locked(conn)
+        finally:
+            conn.execute(query("migrate_unlock"), {"key": MIGRATE_LOCK})
     except psycopg.OperationalError as exc:
         raise LedgerUnavailable(f"migration failed, nothing changed: {exc}".splitlines()[0]) from None
-    return MigrateResult(before, after, tuple(applied))
+
+
+def _migrate_locked(conn: psycopg.Connection) -> MigrateResult:
+    with conn.transaction():
+        conn.execute(query("versions_table"))
+        before = current_version(conn)
+        if before == 0:
+            conn.execute(sql_text("schema.sql"))
+            conn.execute(query("record_version"), {"version": latest_version(), "name": "schema.sql"})
+            return MigrateResult(before, current_version(conn), ("schema.sql",))
+    applied: list[str] = []
+    pending = [(version, name, text) for version, name, text in migrations() if version > before]
+    for index, (version, name, text) in enumerate(pending):
+        last_of_version = index + 1 == len(pending) or pending[index + 1][0] != version
+        with conn.transaction():
+            conn.execute(text)
+            if last_of_version:
+                conn.execute(query("record_version"), {"version": version, "name": name})
+        applied.append(name)
+    return MigrateResult(before, current_version(conn), tuple(applied))

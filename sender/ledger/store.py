@@ -30,11 +30,14 @@ MAX_ATTEMPTS = 3
 
 class Enqueued(StrEnum):
     QUEUED = "queued"
+    WAITING = "waiting"  # queued behind the lead's previous step, which is not sent yet
     DUPLICATE = "duplicate"
     SUPPRESSED = "suppressed"
+    ENDED = "ended"  # the lead's sequence ended (a reply, a bounce, a step that failed): nothing more goes to it
 
 
 class Status(StrEnum):
+    WAITING = "waiting"  # not due yet: the lead's previous step is not sent, or its campaign is not running
     QUEUED = "queued"
     SENDING = "sending"
     SENT = "sent"
@@ -75,6 +78,34 @@ class Claimed:
     idempotency_key: uuid.UUID
     message_id: str | None
     attempt_id: uuid.UUID | None  # set only on a row whose earlier attempt started: never send it again
+    pinned_mailbox: str | None = None  # a later step goes from the mailbox that sent the lead's previous one
+    own_subject: bool = True  # False: a reply in the thread of the lead's earlier steps
+    fields: Mapping[str, str] | None = None  # the lead's merge fields; None: subject and body are the text itself
+    # the lead's earlier steps handed over, oldest first: (its own subject, None for a reply; its Message-ID)
+    earlier: tuple[tuple[str | None, str], ...] = ()
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> Claimed:
+        (id_, lead, step, recipient, group, subject, body, attempts, key, message_id, attempt_id, pinned, own,
+         fields, earlier) = row  # the claim query's columns, in order
+        return cls(id_, lead, step, recipient, group, subject, body, attempts, key, message_id, attempt_id, pinned,
+                   own, fields, tuple((text if own_text else None, mid) for own_text, text, mid in earlier or ()))
+
+
+@dataclass(frozen=True)
+class Unconfirmed:
+    """A row whose attempt started and whose end nobody knows: what a person needs to decide."""
+
+    id: int
+    campaign: str
+    lead: str
+    step: int
+    recipient: str
+    mailbox: str | None
+    source_ip: str | None
+    attempt_started_at: datetime | None
+    message_id: str | None
+    last_words: str  # the server's last words, or what the agent knew
 
 
 @dataclass(frozen=True)
@@ -238,24 +269,54 @@ class Ledger:
                 send_log = dict(zip([c.name for c in cursor.description], log_row, strict=True))
         return Shown(record, events, send_log)
 
+    # --- answers for people -----------------------------------------------------------------------------------
+
+    def unconfirmed(self) -> list[Unconfirmed]:
+        """Rows waiting for a person's verdict (sent or not), oldest attempt first."""
+        return [Unconfirmed(*row) for row in self.fetch_all("unconfirmed_rows", {}, "unconfirmed rows")]
+
+    def resolve(self, email_id: int, *, sent: bool, note: str) -> str:
+        """A person's verdict on an unconfirmed row: resolved | not_unconfirmed | no_row."""
+        return str(self._one("resolve", {"id": email_id, "sent": sent, "note": note}, f"resolve row {email_id}"))
+
+    def retry_now(self, email_id: int | None = None, due_before: datetime | None = None) -> int:
+        """Make `retry` rows due now: one row, or every one due before `due_before`; how many."""
+        return int(self._one("retry_now", {"id": email_id, "before": due_before}, "retry"))
+
+    def lead_rows(self, who: str) -> list[dict[str, Any]]:
+        """Every row of every lead that `who` names (an address, the caller's id), campaign and step order."""
+        with self._calling(f"lead {who}") as conn:
+            cursor = conn.execute(query("lead_rows"), {"who": who})
+            assert cursor.description is not None
+            names = [c.name for c in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def events_of(self, email_id: int) -> list[dict[str, Any]]:
+        return [{"at": at, "kind": kind, "detail": detail}
+                for at, kind, detail in self.fetch_all("show_events", {"id": email_id}, f"history of {email_id}")]
+
     # --- the agent's calls -------------------------------------------------------------------------------------
 
-    def claim(self, worker: str, limit: int = 1, groups: Sequence[str] | None = None) -> list[Claimed]:
-        """Claim up to `limit` due rows (one statement, FOR UPDATE SKIP LOCKED)."""
-        rows = self.fetch_all("claim", {"worker": worker, "limit": limit, "groups": list(groups) if groups else None},
+    def claim(self, worker: str, limit: int = 1, groups: Sequence[str] | None = None,
+              mailboxes: Sequence[str] | None = None) -> list[Claimed]:
+        """Claim up to `limit` due rows (one statement, FOR UPDATE SKIP LOCKED) of `groups`; a lead's later step
+        only when its mailbox is among `mailboxes` (None: any)."""
+        rows = self.fetch_all("claim", {"worker": worker, "limit": limit, "groups": list(groups) if groups else None,
+                                        "mailboxes": [m.lower() for m in mailboxes] if mailboxes else None},
                               "claim")
-        return [Claimed(*row) for row in rows]
+        return [Claimed.of(row) for row in rows]
 
     def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
         return bool(self._one("unclaim", {"id": email_id, "delay_s": self._put_back(delay_s), "why": why},
                               "unclaim"))
 
     def begin_attempt(self, email_id: int, attempt: uuid.UUID, mailbox: str, source_ip: str | None,
-                      message_id: str) -> tuple[str, str | None]:
-        """The last suppression check and the attempt's start: ("ok", the row's fixed Message-ID),
-        ("suppressed", None) or ("lost", None)."""
+                      message_id: str, subject: str | None = None) -> tuple[str, str | None]:
+        """The last checks and the attempt's start: ("ok", the row's fixed Message-ID), ("suppressed", None),
+        ("ended", None: the lead's sequence ended) or ("lost", None). `subject` is the Subject it sends."""
         outcome, stored = self._one("begin_attempt", {"id": email_id, "attempt": attempt, "mailbox": mailbox,
-                                                      "source_ip": source_ip, "message_id": message_id},
+                                                      "source_ip": source_ip, "message_id": message_id,
+                                                      "subject": subject},
                                     "begin attempt")
         return str(outcome), stored
 

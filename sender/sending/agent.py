@@ -20,11 +20,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from email.message import EmailMessage
 
 from ippool import Lease, Pool
+from sender.campaigns.template import TemplateError
 from sender.errors import LedgerUnavailable
 from sender.ledger.store import Claimed, Ledger, Settle
+from sender.sending.compose import compose
 from sender.sending.counters import rebuild
 from sender.sending.message import build_message, message_id_for, unsubscribe_url
 from sender.sending.outcomes import decide
@@ -92,6 +93,7 @@ class Agent:
         self._groups = settings.by_group()
         self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
         self._mailboxes = {m.address.lower(): m for m in settings.mailboxes}
+        self._all_addresses = sorted(self._mailboxes)
         self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}"
         # Threads for work beside a send: opening its SMTP session, settling its lease and reservation. The
         # simulation passes an inline executor: one thread on its simulated clock, the same order every run.
@@ -110,7 +112,7 @@ class Agent:
 
     def send_one(self, ledger: Ledger, worker: str) -> Report | None:
         """Claim one due row and take it through the send path; None when no row is due."""
-        claimed = ledger.claim(worker, 1, self.groups)
+        claimed = ledger.claim(worker, 1, self.groups, self._all_addresses)
         if not claimed:
             return None
         row = claimed[0]
@@ -120,6 +122,13 @@ class Agent:
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.UNCONFIRMED,
                                                                  "redelivered after an attempt had started"))
             return Report(row.id, "crash", f"settled as {status}")
+        url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.id))
+        try:
+            content = compose(row, url)
+        except (TemplateError, ValueError) as exc:  # a lead that cannot fill its step: nothing can be sent
+            why = f"cannot compose: {exc}"
+            status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.FAILED, why))
+            return Report(row.id, str(status), why)
         reserved = self._reserve(ledger, row)
         if isinstance(reserved, Report):
             return reserved
@@ -151,7 +160,7 @@ class Agent:
             try:
                 outcome, message_id = ledger.begin_attempt(
                     row.id, uuid.uuid4(), mailbox.address, source_ip,
-                    message_id_for(row.idempotency_key, mailbox.address))
+                    message_id_for(row.idempotency_key, mailbox.address), content.headers.subject)
             except BaseException:
                 _close(opening)
                 raise
@@ -159,12 +168,14 @@ class Agent:
                 _close(opening)
                 self.guard.cancel(reserved)
                 reservation = None
-                return Report(row.id, "suppressed" if outcome == "suppressed" else "lost", outcome, mailbox.address)
+                kind = {"suppressed": "suppressed", "ended": "cancelled"}.get(outcome, "lost")
+                return Report(row.id, kind, outcome, mailbox.address)
             attempt_started = True
             self._checkpoint("attempt_started")
             session = opening.result()
-            result = session if isinstance(session, Result) else session.hand_over(self._message(row, mailbox,
-                                                                                                  message_id))
+            result = session if isinstance(session, Result) else session.hand_over(
+                build_message(mailbox=mailbox.address, to=row.recipient, subject=content.headers, text=content.body,
+                              message_id=message_id, unsubscribe=url))
             self._checkpoint("submitted")
             report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id)
             if result.kind is ResultKind.ACCEPTED:
@@ -188,6 +199,13 @@ class Agent:
 
     def _reserve(self, ledger: Ledger, row: Claimed) -> Reservation | Report:
         addresses = self._addresses.get(row.group)
+        if row.pinned_mailbox is not None:
+            # A later step goes from the mailbox that sent the lead's previous one, or waits for it.
+            addresses = (row.pinned_mailbox,) if row.pinned_mailbox in self._mailboxes else ()
+            if not addresses:  # the claim filters on our mailboxes: only a changed inventory gets here
+                why = f"waiting for mailbox {row.pinned_mailbox}, which this agent does not send from"
+                ledger.unclaim(row.id, PAUSED_DELAY_S, why)
+                return Report(row.id, "blocked", why)
         if not addresses:  # the claim filters on our groups: only a changed inventory gets here
             ledger.unclaim(row.id, PAUSED_DELAY_S, f"no mailbox of group {row.group} on this agent")
             return Report(row.id, "blocked", f"no mailbox in group {row.group}")
@@ -217,11 +235,6 @@ class Agent:
             delay = max(decision.retry_after_s, 0.0)
         ledger.unclaim(row.id, delay, "")
         return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s")
-
-    def _message(self, row: Claimed, mailbox: Mailbox, message_id: str) -> EmailMessage:
-        url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.id))
-        return build_message(mailbox=mailbox.address, to=row.recipient, subject=row.subject, text=row.body,
-                             message_id=message_id, unsubscribe=url)
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: Mailbox,
                 source_ip: str | None, result: Result, message_id: str | None = None) -> Report:

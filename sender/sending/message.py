@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime
 
+from sender.sending.thread_headers import ThreadHeaders
+
 UNSUBSCRIBE_PLACEHOLDER = "{unsubscribe_url}"
 
 
@@ -18,14 +20,16 @@ def unsubscribe_url(base_url: str, token: str) -> str:
     return f"{base_url.rstrip('/')}/u/{token}"
 
 
-def build_message(*, mailbox: str, to: str, subject: str, text: str, message_id: str, unsubscribe: str,
-                  now: datetime | None = None) -> EmailMessage:
+def build_message(*, mailbox: str, to: str, subject: str | ThreadHeaders, text: str, message_id: str,
+                  unsubscribe: str, now: datetime | None = None) -> EmailMessage:
     """A plain-text message from `mailbox` to `to`, with List-Unsubscribe (https and mailto) and
-    List-Unsubscribe-Post; the body gets the unsubscribe link where it has a placeholder, else at the end."""
+    List-Unsubscribe-Post; the body gets the unsubscribe link where it has a placeholder, else at the end.
+    `subject` as ThreadHeaders also sets the reply headers of a follow-up in its thread."""
     message = EmailMessage()
     message["From"] = mailbox
     message["To"] = to
-    message["Subject"] = subject
+    for name, value in (subject if isinstance(subject, ThreadHeaders) else ThreadHeaders(subject)).items():
+        message[name] = value
     message["Date"] = format_datetime(now or datetime.now(UTC))
     message["Message-ID"] = message_id
     message["List-Unsubscribe"] = f"<{unsubscribe}>, <mailto:{mailbox}?subject=unsubscribe>"

@@ -12,15 +12,24 @@ SELECT sender_suppress(%(address)s, %(reason)s, %(now)s);
 SELECT sender_is_suppressed(%(address)s);
 
 -- name: claim
-SELECT id, lead, step, recipient, mailbox_group, subject, body, attempts, idempotency_key, message_id, attempt_id
-FROM sender_claim(%(worker)s, %(limit)s, %(groups)s, %(now)s);
+-- With each claimed row: its lead's merge fields (NULL: the row carries its own text) and the lead's earlier
+-- steps (own subject?, the Subject sent, Message-ID), oldest first, for the reply headers of the thread.
+SELECT c.id, c.lead, c.step, c.recipient, c.mailbox_group, c.subject, c.body, c.attempts, c.idempotency_key,
+       c.message_id, c.attempt_id, c.pinned_mailbox, c.own_subject, l.fields, earlier.steps
+FROM sender_claim(%(worker)s, %(limit)s, %(groups)s, %(mailboxes)s, %(now)s) AS c
+JOIN sender_leads l ON l.campaign_id = c.campaign_id AND l.lead = c.lead
+LEFT JOIN LATERAL (
+    SELECT json_agg(json_build_array(e.own_subject, e.sent_subject, e.message_id) ORDER BY e.step) AS steps
+    FROM sender_emails e
+    WHERE e.campaign_id = c.campaign_id AND e.lead = c.lead AND e.step < c.step AND e.message_id IS NOT NULL
+) AS earlier ON c.step > 1;
 
 -- name: unclaim
 SELECT sender_unclaim(%(id)s, %(delay_s)s, %(why)s, %(now)s);
 
 -- name: begin_attempt
 SELECT outcome, message_id FROM sender_begin_attempt(%(id)s, %(attempt)s, %(mailbox)s, %(source_ip)s,
-                                                     %(message_id)s, %(now)s);
+                                                     %(message_id)s, %(subject)s, %(now)s);
 
 -- name: record_sent
 SELECT sender_record_sent(%(id)s, %(reply)s, %(now)s);

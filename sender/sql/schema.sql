@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 5: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 6: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -11,6 +11,7 @@
 -- own now(). A caller on a clock of its own (`sender.Ledger(clock=...)`: tests, the simulation) passes it.
 
 CREATE TYPE sender_status AS ENUM (
+    'waiting',      -- not due yet: its lead's previous step is not sent, or its campaign is not running
     'queued',       -- waiting for its first attempt
     'sending',      -- claimed by an agent
     'sent',         -- the submission server accepted it (a send-log entry exists)
@@ -26,6 +27,53 @@ CREATE TYPE sender_status AS ENUM (
     'unsubscribed', -- one-click or otherwise: the recipient is suppressed
     'complained'    -- a spam complaint: the recipient is suppressed
 );
+
+CREATE TYPE sender_campaign_state AS ENUM ('draft', 'running', 'paused', 'stopped');
+
+CREATE TABLE sender_campaigns (
+    id bigserial PRIMARY KEY,
+    name text NOT NULL UNIQUE CHECK (name ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
+    kind text NOT NULL DEFAULT 'file' CHECK (kind IN ('file', 'enqueue')),
+    mailbox_group text CHECK (mailbox_group <> ''),  -- NULL only for `enqueue`, whose rows name their own group
+    state sender_campaign_state NOT NULL DEFAULT 'draft',
+    allow_other_campaigns boolean NOT NULL DEFAULT false,
+    source text NOT NULL DEFAULT '',  -- the campaign file as last applied: what the next apply is compared with
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    CHECK ((kind = 'enqueue') = (mailbox_group IS NULL))
+);
+INSERT INTO sender_campaigns (name, kind, state) VALUES ('enqueue', 'enqueue', 'running');
+
+-- A campaign file's steps as last applied. A row copies its step's templates when it is created, so a change
+-- applies to the steps not yet queued.
+CREATE TABLE sender_campaign_steps (
+    campaign_id bigint NOT NULL REFERENCES sender_campaigns (id),
+    step integer NOT NULL CHECK (step BETWEEN 1 AND 20),
+    delay_s integer NOT NULL CHECK (delay_s >= 0),
+    subject text,  -- NULL: a reply in the thread
+    body text NOT NULL,
+    PRIMARY KEY (campaign_id, step),
+    CHECK (step > 1 OR (subject IS NOT NULL AND delay_s = 0))
+);
+
+-- One per (campaign, lead): a campaign file's lead is its canonical address, an enqueued one the caller's id.
+CREATE TABLE sender_leads (
+    id bigserial PRIMARY KEY,
+    campaign_id bigint NOT NULL REFERENCES sender_campaigns (id),
+    lead text NOT NULL CHECK (lead <> ''),
+    address text NOT NULL CHECK (address = lower(address) AND address LIKE '%_@_%'),
+    ref text,        -- the caller's id for the person (the leads CSV's `lead` column)
+    timezone text,
+    fields jsonb,    -- merge fields; NULL: the lead's rows carry their own text
+    ended text CHECK (ended IN ('completed', 'failed', 'unconfirmed', 'suppressed', 'cancelled', 'replied',
+                                'bounced', 'unsubscribed', 'complained', 'stopped')),  -- NULL: it goes on
+    ended_at timestamptz,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (campaign_id, lead),
+    CHECK ((ended IS NULL) = (ended_at IS NULL))
+);
+CREATE INDEX sender_leads_address ON sender_leads (address);
+CREATE INDEX sender_leads_ref ON sender_leads (ref) WHERE ref IS NOT NULL;
 
 CREATE TABLE sender_emails (
     id bigserial PRIMARY KEY,
@@ -50,7 +98,13 @@ CREATE TABLE sender_emails (
     last_error text,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (lead, step)
+    campaign_id bigint NOT NULL REFERENCES sender_campaigns (id),
+    pinned_mailbox text,  -- a later step's: the mailbox that sent the step before (lower-case)
+    own_subject boolean NOT NULL DEFAULT true,  -- false: a reply in the thread (subject '')
+    sent_subject text,  -- the Subject as the last attempt rendered it
+    UNIQUE (campaign_id, lead, step),
+    FOREIGN KEY (campaign_id, lead) REFERENCES sender_leads (campaign_id, lead),
+    CHECK (own_subject OR subject = '')
 );
 CREATE INDEX sender_emails_due ON sender_emails (not_before, id) WHERE status IN ('queued', 'retry');
 CREATE INDEX sender_emails_sending ON sender_emails (claimed_at) WHERE status = 'sending';
@@ -112,18 +166,10 @@ CREATE TABLE sender_inbox_marks (
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 
--- The rank order (higher wins; once a row was handed over, its status never moves to a lower rank):
---   0 queued, retry   1 sending   2 failed, cancelled, suppressed   3 unconfirmed   4 sent   5 delivered
---   6 replied   7 bounced   8 unsubscribed   9 complained
--- So a late `sent` never overwrites `delivered`; nothing overwrites bounced, unsubscribed or complained except a
--- stronger one of those three (each of them suppresses the recipient, so which one the row shows changes no
--- sending; the order only makes every arrival order end in the same status: complaint is the signal the spam
--- rate counts, so it shows). The one list of it, read by sender_rank and, through it, by every function here;
--- the Python enums are tested against it. Text, not sender_status, as in migrations/4_1_status_ranks.sql.
 CREATE FUNCTION sender_status_ranks() RETURNS TABLE (status text, rank integer) LANGUAGE sql IMMUTABLE AS $$
-    VALUES ('queued', 0), ('retry', 0), ('sending', 1), ('failed', 2), ('cancelled', 2), ('suppressed', 2),
-           ('unconfirmed', 3), ('sent', 4), ('delivered', 5), ('replied', 6), ('bounced', 7), ('unsubscribed', 8),
-           ('complained', 9)
+    VALUES ('waiting', 0), ('queued', 0), ('retry', 0), ('sending', 1), ('failed', 2), ('cancelled', 2),
+           ('suppressed', 2), ('unconfirmed', 3), ('sent', 4), ('delivered', 5), ('replied', 6), ('bounced', 7),
+           ('unsubscribed', 8), ('complained', 9)
 $$;
 
 CREATE FUNCTION sender_rank(s sender_status) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
@@ -148,9 +194,11 @@ $$;
 CREATE TRIGGER sender_rank_guard BEFORE UPDATE OF status ON sender_emails
 FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION sender_rank_guard();
 
--- The one suppression check: called by enqueue, by each requeue, and right before the SMTP handoff.
+-- The one suppression check: called by enqueue, add-leads, each requeue, and right before the SMTP handoff. An
+-- entry is an address or a whole domain (`@bigco.example`).
 CREATE FUNCTION sender_is_suppressed(p_address text) RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM sender_suppressions WHERE address = lower(p_address))
+    SELECT EXISTS (SELECT 1 FROM sender_suppressions
+                   WHERE address IN (lower(p_address), '@' || split_part(lower(p_address), '@', 2)))
 $$;
 
 CREATE FUNCTION sender_event(p_email bigint, p_kind text, p_detail text, p_now timestamptz DEFAULT NULL)
@@ -159,43 +207,69 @@ RETURNS void LANGUAGE sql AS $$
     VALUES (p_email, coalesce(p_now, clock_timestamp()), p_kind, coalesce(p_detail, ''))
 $$;
 
--- queued | duplicate | suppressed; a duplicate (lead, step) is refused by the unique constraint.
-CREATE FUNCTION sender_enqueue(p_lead text, p_step integer, p_recipient text, p_group text, p_subject text,
-                               p_body text, p_not_before timestamptz, p_now timestamptz DEFAULT NULL)
+-- queued | waiting (an earlier step of the lead is not sent yet) | duplicate | suppressed | ended (the lead's
+-- sequence ended: a reply, a bounce, a step that failed); a row of the `enqueue` campaign, the lead being the
+-- caller's id. A duplicate (lead, step) is refused by the unique constraint.
+CREATE FUNCTION sender_enqueue(p_lead text, p_step integer, p_recipient text, p_group text,
+                                          p_subject text, p_body text, p_not_before timestamptz,
+                                          p_now timestamptz DEFAULT NULL)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
+    campaign bigint := (SELECT id FROM sender_campaigns WHERE name = 'enqueue');
     new_id bigint;
+    new_status sender_status;
 BEGIN
     IF sender_is_suppressed(p_recipient) THEN
         RETURN 'suppressed';
     END IF;
-    INSERT INTO sender_emails (lead, step, recipient, mailbox_group, subject, body, not_before, created_at,
-                               updated_at)
-    VALUES (p_lead, p_step, lower(p_recipient), p_group, p_subject, p_body, coalesce(p_not_before, now_at), now_at,
-            now_at)
-    ON CONFLICT (lead, step) DO NOTHING
-    RETURNING id INTO new_id;
+    INSERT INTO sender_leads (campaign_id, lead, address, created_at)
+    VALUES (campaign, p_lead, lower(p_recipient), now_at)
+    ON CONFLICT (campaign_id, lead) DO NOTHING;
+    IF EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = campaign AND lead = p_lead AND step = p_step) THEN
+        RETURN 'duplicate';
+    END IF;
+    IF EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = campaign AND lead = p_lead AND ended IS NOT NULL)
+    THEN
+        RETURN 'ended';
+    END IF;
+    INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, not_before,
+                               pinned_mailbox, created_at, updated_at)
+    SELECT campaign, p_lead, p_step, lower(p_recipient), p_group, p_subject, p_body,
+           greatest(coalesce(p_not_before, now_at), coalesce(sent.accepted_at, now_at)), lower(sent.mailbox),
+           now_at, now_at
+    FROM (SELECT NULL) AS one
+    LEFT JOIN LATERAL (SELECT e.mailbox, g.accepted_at FROM sender_emails e
+                       JOIN sender_send_log g ON g.email_id = e.id
+                       WHERE e.campaign_id = campaign AND e.lead = p_lead AND e.step = p_step - 1
+                         AND e.status IN ('sent', 'delivered')) AS sent ON true
+    ON CONFLICT (campaign_id, lead, step) DO NOTHING
+    RETURNING id, status INTO new_id, new_status;
     IF new_id IS NULL THEN
         RETURN 'duplicate';
     END IF;
-    PERFORM sender_event(new_id, 'queued', '', p_now);
-    RETURN 'queued';
+    PERFORM sender_event(new_id, new_status::text, '', p_now);
+    RETURN new_status::text;
 END
 $$;
 
-CREATE FUNCTION sender_suppress(p_address text, p_reason text, p_now timestamptz DEFAULT NULL) RETURNS integer
-LANGUAGE plpgsql AS $$
+-- Suppress an address, or a whole domain written `@bigco.example`, for good; its rows not sent yet are withdrawn
+-- (and their sequences end). Returns how many rows it withdrew.
+CREATE FUNCTION sender_suppress(p_address text, p_reason text, p_now timestamptz DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
+    entry text := lower(p_address);
     withdrawn integer;
 BEGIN
     INSERT INTO sender_suppressions (address, reason, created_at)
-    VALUES (lower(p_address), coalesce(p_reason, ''), now_at)
+    VALUES (entry, coalesce(p_reason, ''), now_at)
     ON CONFLICT (address) DO NOTHING;
     WITH hit AS (
         UPDATE sender_emails SET status = 'suppressed', updated_at = now_at
-        WHERE recipient = lower(p_address) AND status IN ('queued', 'retry')
+        WHERE status IN ('waiting', 'queued', 'retry')
+          AND CASE WHEN left(entry, 1) = '@' THEN split_part(recipient, '@', 2) = substr(entry, 2)
+                   ELSE recipient = entry END
         RETURNING id
     )
     SELECT count(*) INTO withdrawn FROM (SELECT sender_event(id, 'suppressed', p_reason, p_now) FROM hit) AS logged;
@@ -203,7 +277,343 @@ BEGIN
 END
 $$;
 
--- One statement: due rows, oldest first, each claimed by exactly one agent.
+-- Sequences (version 6): when a row may be due, what its status means for its lead's sequence, and the
+-- commands of people and campaigns.
+
+-- The rule of a row becoming due, from any function or a person at psql (sender_due_guard): a row of a lead whose
+-- sequence ended is cancelled; a row of a campaign that is not running, or whose lead's previous step is not
+-- sent, waits.
+CREATE FUNCTION sender_due_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    lead_ended text;
+BEGIN
+    SELECT ended INTO lead_ended FROM sender_leads WHERE campaign_id = NEW.campaign_id AND lead = NEW.lead;
+    IF lead_ended IS NOT NULL THEN
+        NEW.status := 'cancelled';
+        NEW.last_error := 'the sequence ended: ' || lead_ended;
+    ELSIF NOT EXISTS (SELECT 1 FROM sender_campaigns WHERE id = NEW.campaign_id AND state = 'running') THEN
+        NEW.status := 'waiting';
+    ELSIF NEW.step > 1 AND NOT sender_step_was_sent(NEW.campaign_id, NEW.lead, NEW.step - 1) THEN
+        NEW.status := 'waiting';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION sender_step_was_sent(p_campaign bigint, p_lead text, p_step integer) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = p_campaign AND lead = p_lead AND step = p_step
+                   AND status IN ('sent', 'delivered'))
+$$;
+
+CREATE TRIGGER sender_due_guard BEFORE UPDATE OF status ON sender_emails
+FOR EACH ROW WHEN (NEW.status IN ('queued', 'retry') AND OLD.status IS DISTINCT FROM NEW.status)
+EXECUTE FUNCTION sender_due_guard();
+-- An inserted step 1 is written by functions that know its campaign's state; a later step is checked.
+CREATE TRIGGER sender_due_guard_insert BEFORE INSERT ON sender_emails
+FOR EACH ROW WHEN (NEW.status IN ('queued', 'retry') AND NEW.step > 1) EXECUTE FUNCTION sender_due_guard();
+
+-- End a lead's sequence: its reason, once (a reply, bounce, unsubscribe or complaint still replaces `completed`
+-- and `unconfirmed`, which say less), and every step of it not sent yet cancelled.
+CREATE FUNCTION sender_end_sequence(p_campaign bigint, p_lead text, p_reason text, p_at timestamptz)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    withdrawn integer;
+BEGIN
+    UPDATE sender_leads SET ended = p_reason, ended_at = p_at
+    WHERE campaign_id = p_campaign AND lead = p_lead
+      AND (ended IS NULL OR (ended IN ('completed', 'unconfirmed')
+                             AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained')));
+    WITH withdrawn AS (
+        UPDATE sender_emails SET status = 'cancelled', last_error = 'the sequence ended: ' || p_reason,
+                                 updated_at = p_at
+        WHERE campaign_id = p_campaign AND lead = p_lead AND status IN ('waiting', 'queued', 'retry')
+        RETURNING id
+    )
+    SELECT count(*) FROM (SELECT sender_event(id, 'cancelled', 'the sequence ended: ' || p_reason, p_at)
+                          FROM withdrawn) AS logged INTO withdrawn;
+END
+$$;
+
+-- Step N was sent: release step N+1 if it was enqueued ahead (it waited), else create it from the campaign file's
+-- step N+1, due the step's delay after step N's send time, from the mailbox that sent step N; no step N+1 of a
+-- campaign file: the sequence is complete. A send that was `unconfirmed` is known now: its lead goes on.
+CREATE FUNCTION sender_advance(p_email bigint, p_at timestamptz) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r sender_emails;
+    l sender_leads;
+    next_step sender_campaign_steps;
+    sent_at timestamptz;
+    new_id bigint;
+BEGIN
+    SELECT * INTO r FROM sender_emails WHERE id = p_email;
+    SELECT * INTO l FROM sender_leads WHERE campaign_id = r.campaign_id AND lead = r.lead FOR UPDATE;
+    IF l.ended = 'unconfirmed' THEN
+        UPDATE sender_leads SET ended = NULL, ended_at = NULL WHERE id = l.id;
+    ELSIF l.ended IS NOT NULL THEN
+        RETURN;
+    END IF;
+    SELECT coalesce((SELECT accepted_at FROM sender_send_log WHERE email_id = p_email), p_at) INTO sent_at;
+    SELECT * INTO next_step FROM sender_campaign_steps WHERE campaign_id = r.campaign_id AND step = r.step + 1;
+    UPDATE sender_emails
+    SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
+        pinned_mailbox = lower(r.mailbox), updated_at = p_at,
+        not_before = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0)))
+    WHERE campaign_id = r.campaign_id AND lead = r.lead AND step = r.step + 1 AND status = 'waiting';
+    IF FOUND OR EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = r.campaign_id AND lead = r.lead
+                        AND step = r.step + 1) THEN
+        RETURN;
+    END IF;
+    IF next_step.step IS NULL THEN
+        IF EXISTS (SELECT 1 FROM sender_campaigns WHERE id = r.campaign_id AND kind = 'file') THEN
+            PERFORM sender_end_sequence(r.campaign_id, r.lead, 'completed', p_at);
+        END IF;
+        RETURN;
+    END IF;
+    INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, own_subject,
+                               not_before, pinned_mailbox, created_at, updated_at)
+    VALUES (r.campaign_id, r.lead, next_step.step, l.address, r.mailbox_group, coalesce(next_step.subject, ''),
+            next_step.body, next_step.subject IS NOT NULL, sent_at + make_interval(secs => next_step.delay_s),
+            lower(r.mailbox), p_at, p_at)
+    RETURNING id INTO new_id;
+    PERFORM sender_event(new_id, 'queued', format('step %s: due %s after step %s was sent', next_step.step,
+                                                  make_interval(secs => next_step.delay_s), r.step), p_at);
+END
+$$;
+
+-- What a row's new status means for its lead's sequence, whoever changed it.
+CREATE FUNCTION sender_sequence_rule() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status = 'sent' THEN
+        PERFORM sender_advance(NEW.id, NEW.updated_at);
+    ELSE
+        PERFORM sender_end_sequence(NEW.campaign_id, NEW.lead, NEW.status::text, NEW.updated_at);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER sender_sequence_rule AFTER UPDATE OF status ON sender_emails
+FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status
+                   AND NEW.status IN ('sent', 'failed', 'unconfirmed', 'suppressed', 'cancelled', 'replied',
+                                      'bounced', 'unsubscribed', 'complained'))
+EXECUTE FUNCTION sender_sequence_rule();
+
+
+
+
+
+-- A person's verdict on an `unconfirmed` row (`sendhost sender resolve`): sent (the send-log entry is written at
+-- the attempt's time and the sequence goes on) or not sent (failed: its sequence ends, nothing is resent).
+-- resolved | not_unconfirmed (the row is in another status: nothing changed) | no_row.
+CREATE FUNCTION sender_resolve(p_email bigint, p_sent boolean, p_note text, p_now timestamptz DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    r sender_emails;
+BEGIN
+    SELECT * INTO r FROM sender_emails WHERE id = p_email FOR UPDATE;
+    IF r.id IS NULL THEN
+        RETURN 'no_row';
+    END IF;
+    IF r.status <> 'unconfirmed' THEN
+        RETURN 'not_unconfirmed';
+    END IF;
+    PERFORM sender_event(p_email, 'resolved', format('%s by a person: %s', CASE WHEN p_sent THEN 'sent'
+                                                     ELSE 'not sent' END, coalesce(p_note, '')), p_now);
+    IF p_sent THEN
+        INSERT INTO sender_send_log (email_id, message_id, mailbox, source_ip, accepted_at, reply)
+        VALUES (p_email, r.message_id, r.mailbox, r.source_ip, coalesce(r.attempt_started_at, now_at),
+                'resolved as sent: ' || coalesce(p_note, ''))
+        ON CONFLICT (email_id) DO NOTHING;
+        UPDATE sender_emails SET status = 'sent', last_error = NULL, updated_at = now_at WHERE id = p_email;
+    ELSE
+        UPDATE sender_emails SET status = 'failed', last_error = 'resolved as not sent: ' || coalesce(p_note, ''),
+                                 updated_at = now_at
+        WHERE id = p_email;
+        UPDATE sender_leads SET ended = 'failed', ended_at = now_at
+        WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended = 'unconfirmed';
+    END IF;
+    RETURN 'resolved';
+END
+$$;
+
+-- Rows in `retry` made due now (`sendhost sender retry`): one row, or every one due before p_before.
+CREATE FUNCTION sender_retry_now(p_email bigint, p_before timestamptz, p_now timestamptz DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    moved integer;
+BEGIN
+    WITH due AS (
+        UPDATE sender_emails SET not_before = now_at, updated_at = now_at
+        WHERE status = 'retry' AND (p_email IS NULL OR id = p_email)
+          AND (p_before IS NULL OR not_before < p_before)
+        RETURNING id
+    )
+    SELECT count(*) INTO moved FROM (SELECT sender_event(id, 'retry_now', 'made due now by a person', p_now)
+                                     FROM due) AS logged;
+    RETURN moved;
+END
+$$;
+
+-- Move the leads of a campaign that wait for mailbox p_from to p_to (`sendhost campaign reassign`): their steps
+-- not sent yet go from p_to. Returns how many rows moved.
+CREATE FUNCTION sender_reassign(p_campaign text, p_from text, p_to text, p_now timestamptz DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    moved integer;
+BEGIN
+    WITH hit AS (
+        UPDATE sender_emails e SET pinned_mailbox = lower(p_to), updated_at = now_at
+        FROM sender_campaigns c
+        WHERE c.name = p_campaign AND e.campaign_id = c.id AND e.pinned_mailbox = lower(p_from)
+          AND e.status IN ('waiting', 'queued', 'retry')
+        RETURNING e.id
+    )
+    SELECT count(*) INTO moved
+    FROM (SELECT sender_event(id, 'reassigned', format('from %s to %s', lower(p_from), lower(p_to)), p_now)
+          FROM hit) AS logged;
+    RETURN moved;
+END
+$$;
+
+-- Create or update a campaign from its file (`sendhost campaign apply`): its group, its steps (p_steps: a JSON
+-- list of {delay_s, subject, body}, in order) and the file's text. Rows already created keep the templates they
+-- copied; the steps not created yet take the new ones. created | updated | unchanged.
+CREATE FUNCTION sender_campaign_apply(p_name text, p_group text, p_allow_other boolean, p_source text,
+                                      p_steps jsonb, p_now timestamptz DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    c sender_campaigns;
+    answer text;
+BEGIN
+    SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
+    IF c.id IS NULL THEN
+        INSERT INTO sender_campaigns (name, mailbox_group, allow_other_campaigns, source, created_at, updated_at)
+        VALUES (p_name, p_group, p_allow_other, p_source, now_at, now_at)
+        RETURNING * INTO c;
+        answer := 'created';
+    ELSIF c.kind <> 'file' THEN
+        RAISE EXCEPTION 'campaign % is built in (sendhost sender enqueue); name the file''s campaign otherwise',
+                        p_name USING ERRCODE = 'check_violation';
+    ELSIF c.source = p_source THEN
+        RETURN 'unchanged';
+    ELSE
+        UPDATE sender_campaigns SET mailbox_group = p_group, allow_other_campaigns = p_allow_other,
+                                    source = p_source, updated_at = now_at
+        WHERE id = c.id;
+        -- rows not handed over yet follow the group; their templates stay those they were created with
+        UPDATE sender_emails SET mailbox_group = p_group
+        WHERE campaign_id = c.id AND status IN ('waiting', 'queued', 'retry') AND mailbox_group <> p_group;
+        answer := 'updated';
+    END IF;
+    DELETE FROM sender_campaign_steps WHERE campaign_id = c.id;
+    INSERT INTO sender_campaign_steps (campaign_id, step, delay_s, subject, body)
+    SELECT c.id, s.ordinality, (s.value ->> 'delay_s')::integer, s.value ->> 'subject', s.value ->> 'body'
+    FROM jsonb_array_elements(p_steps) WITH ORDINALITY AS s;
+    RETURN answer;
+END
+$$;
+
+-- start (draft -> running), pause (running -> paused), resume (paused -> running), stop (any -> stopped: every
+-- sequence still going ends as `stopped`). Returns the state the campaign is in; an exception names a move the
+-- state does not allow.
+CREATE FUNCTION sender_campaign_move(p_name text, p_move text, p_now timestamptz DEFAULT NULL)
+RETURNS sender_campaign_state LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    c sender_campaigns;
+    target sender_campaign_state;
+    lead_row record;
+BEGIN
+    SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
+    IF c.id IS NULL OR c.kind <> 'file' THEN
+        RAISE EXCEPTION 'no campaign %; `sendhost campaign status` lists them', p_name
+            USING ERRCODE = 'check_violation';
+    END IF;
+    target := CASE p_move WHEN 'start' THEN 'running' WHEN 'resume' THEN 'running' WHEN 'pause' THEN 'paused'
+                          WHEN 'stop' THEN 'stopped' END;
+    IF target IS NULL THEN
+        RAISE EXCEPTION 'sender_campaign_move: unknown move %', p_move;
+    END IF;
+    IF c.state = target THEN
+        RETURN c.state;
+    END IF;
+    IF c.state = 'stopped' OR (p_move = 'start' AND c.state <> 'draft')
+       OR (p_move = 'resume' AND c.state <> 'paused') OR (p_move = 'pause' AND c.state <> 'running') THEN
+        RAISE EXCEPTION 'campaign % is %: it cannot %', p_name, c.state, p_move USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE sender_campaigns SET state = target, updated_at = now_at WHERE id = c.id;
+    IF target = 'running' THEN
+        -- what waited for the campaign is due again; what waits for an earlier step goes on waiting (the guard)
+        UPDATE sender_emails SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status
+                                               ELSE 'retry'::sender_status END, updated_at = now_at
+        WHERE campaign_id = c.id AND status = 'waiting';
+    ELSIF target = 'paused' THEN
+        UPDATE sender_emails SET status = 'waiting', updated_at = now_at
+        WHERE campaign_id = c.id AND status IN ('queued', 'retry');
+    ELSE
+        FOR lead_row IN SELECT lead FROM sender_leads WHERE campaign_id = c.id AND ended IS NULL LOOP
+            PERFORM sender_end_sequence(c.id, lead_row.lead, 'stopped', now_at);
+        END LOOP;
+    END IF;
+    RETURN target;
+END
+$$;
+
+-- Add the leads a caller copied into the temporary table sender_leads_import (line, address, ref, timezone,
+-- fields) to campaign p_name, in one statement per rule (`sendhost campaign add-leads`). Each import row gets its
+-- outcome: added | already (in this campaign) | suppressed | other_campaign (the address is in another active
+-- campaign, and this one does not allow it). Step 1 of each added lead is created, due now (waiting while the
+-- campaign is not running). One import at a time, so that two cannot both add one address to two campaigns.
+CREATE FUNCTION sender_add_leads(p_name text, p_now timestamptz DEFAULT NULL)
+RETURNS TABLE (outcome text, leads bigint, first_line integer) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    c sender_campaigns;
+    first sender_campaign_steps;
+BEGIN
+    LOCK TABLE sender_leads IN SHARE ROW EXCLUSIVE MODE;
+    SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
+    IF c.id IS NULL OR c.kind <> 'file' THEN
+        RAISE EXCEPTION 'no campaign %; `sendhost campaign status` lists them', p_name
+            USING ERRCODE = 'check_violation';
+    END IF;
+    IF c.state = 'stopped' THEN
+        RAISE EXCEPTION 'campaign % is stopped: it takes no leads', p_name USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT * INTO first FROM sender_campaign_steps WHERE campaign_id = c.id AND step = 1;
+    UPDATE sender_leads_import i SET outcome = CASE
+        WHEN EXISTS (SELECT 1 FROM sender_leads l WHERE l.campaign_id = c.id AND l.lead = i.address) THEN 'already'
+        WHEN sender_is_suppressed(i.address) THEN 'suppressed'
+        WHEN NOT c.allow_other_campaigns AND EXISTS (
+            SELECT 1 FROM sender_leads l JOIN sender_campaigns o ON o.id = l.campaign_id
+            WHERE l.address = i.address AND l.campaign_id <> c.id AND l.ended IS NULL AND o.kind = 'file'
+              AND o.state <> 'stopped') THEN 'other_campaign'
+        ELSE 'added' END;
+    INSERT INTO sender_leads (campaign_id, lead, address, ref, timezone, fields, created_at)
+    SELECT c.id, address, address, ref, timezone, fields, now_at FROM sender_leads_import WHERE outcome = 'added';
+    WITH created AS (
+        INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, status,
+                                   not_before, created_at, updated_at)
+        SELECT c.id, address, 1, address, c.mailbox_group, first.subject, first.body,
+               CASE WHEN c.state = 'running' THEN 'queued'::sender_status ELSE 'waiting'::sender_status END,
+               now_at, now_at, now_at
+        FROM sender_leads_import WHERE outcome = 'added' ORDER BY line
+        RETURNING id, status
+    )
+    INSERT INTO sender_events (email_id, at, kind, detail)
+    SELECT id, coalesce(p_now, clock_timestamp()), status::text, 'added to campaign ' || p_name FROM created;
+    RETURN QUERY SELECT i.outcome, count(*), min(i.line) FROM sender_leads_import i GROUP BY i.outcome;
+END
+$$;
+
+-- One statement: due rows, oldest first, each claimed by exactly one agent; a later step of a lead only by an
+-- agent that has the mailbox it is pinned to (p_mailboxes, lower-case; NULL: any).
 -- Its commit does not wait for the disk (synchronous_commit off for this transaction only): a claim lost in a
 -- database crash only puts the row back in the queue, and the attempt's start, which must survive, is a durable
 -- commit that flushes the claim's WAL with it. PL/pgSQL keeps the statement's plan between calls.
@@ -211,7 +621,8 @@ $$;
 -- statistics are stale (a fresh ledger, a bulk enqueue that autovacuum has not analyzed yet) the planner believes
 -- the queue holds a handful of rows and reads every due row to sort them instead (version 3): sorting is never
 -- what a claim wants, so the function plans without it, whatever the statistics say.
-CREATE FUNCTION sender_claim(p_worker text, p_limit integer, p_groups text[], p_now timestamptz DEFAULT NULL)
+CREATE FUNCTION sender_claim(p_worker text, p_limit integer, p_groups text[], p_mailboxes text[],
+                             p_now timestamptz DEFAULT NULL)
 RETURNS SETOF sender_emails
 LANGUAGE plpgsql
 SET enable_sort = off
@@ -227,6 +638,7 @@ BEGIN
         SELECT id FROM sender_emails
         WHERE status IN ('queued', 'retry') AND not_before <= now_at
           AND (p_groups IS NULL OR mailbox_group = ANY (p_groups))
+          AND (p_mailboxes IS NULL OR pinned_mailbox IS NULL OR pinned_mailbox = ANY (p_mailboxes))
         ORDER BY not_before, id
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
@@ -261,10 +673,11 @@ BEGIN
 END
 $$;
 
--- The last check before the handoff, and the attempt's start, in one call: ok (with the row's fixed
--- Message-ID) | suppressed | lost (the row is no longer ours to send).
+-- The last checks before the handoff, and the attempt's start, in one call: ok (with the row's fixed
+-- Message-ID) | suppressed | ended (the lead's sequence ended meanwhile: cancelled) | lost (the row is no longer
+-- ours to send, or its previous step is not sent: it waits again). A later step goes only from its pinned mailbox.
 CREATE FUNCTION sender_begin_attempt(p_email bigint, p_attempt uuid, p_mailbox text, p_source_ip text,
-                                     p_message_id text, p_now timestamptz DEFAULT NULL,
+                                     p_message_id text, p_subject text, p_now timestamptz DEFAULT NULL,
                                      OUT outcome text, OUT message_id text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -276,6 +689,22 @@ BEGIN
         outcome := 'lost';
         RETURN;
     END IF;
+    IF r.pinned_mailbox IS NOT NULL AND lower(p_mailbox) <> r.pinned_mailbox THEN
+        RAISE EXCEPTION 'sender_begin_attempt: row % goes from mailbox %, not %', p_email, r.pinned_mailbox,
+                        p_mailbox;
+    END IF;
+    IF EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended IS NOT NULL)
+    THEN
+        UPDATE sender_emails SET status = 'cancelled', updated_at = now_at WHERE id = p_email;
+        outcome := 'ended';
+        RETURN;
+    END IF;
+    IF r.step > 1 AND NOT sender_step_was_sent(r.campaign_id, r.lead, r.step - 1) THEN
+        UPDATE sender_emails SET status = 'waiting', claimed_by = NULL, updated_at = now_at WHERE id = p_email;
+        PERFORM sender_event(p_email, 'waiting', format('step %s is not sent', r.step - 1), p_now);
+        outcome := 'lost';
+        RETURN;
+    END IF;
     IF sender_is_suppressed(r.recipient) THEN
         UPDATE sender_emails SET status = 'suppressed', updated_at = now_at WHERE id = p_email;
         PERFORM sender_event(p_email, 'suppressed', 'suppressed before the handoff', p_now);
@@ -284,7 +713,8 @@ BEGIN
     END IF;
     UPDATE sender_emails
     SET attempt_id = p_attempt, attempt_started_at = now_at, attempts = attempts + 1, mailbox = p_mailbox,
-        source_ip = p_source_ip, message_id = coalesce(sender_emails.message_id, p_message_id), updated_at = now_at
+        source_ip = p_source_ip, message_id = coalesce(sender_emails.message_id, p_message_id),
+        sent_subject = p_subject, updated_at = now_at
     WHERE id = p_email
     RETURNING sender_emails.message_id INTO message_id;
     PERFORM sender_event(p_email, 'attempt',
@@ -448,21 +878,17 @@ BEGIN
         RETURN 'replay';
     END IF;
     PERFORM sender_event(p_email, p_event, format('%s: %s', p_source, left(coalesce(p_detail, ''), 300)), p_now);
-    -- What the event means beyond the row, whatever the row's status ends as.
+    IF target IS NOT NULL THEN
+        UPDATE sender_emails SET status = target, updated_at = now_at
+        WHERE id = p_email AND status IS DISTINCT FROM target
+        RETURNING status INTO after;
+    END IF;
+    -- What the event means beyond the row, whatever the row's status ends as (after the row's own status, so that
+    -- its sequence ends for the event's reason, not for the suppression it causes).
     IF p_event IN ('bounced', 'unsubscribed', 'complained') THEN
         PERFORM sender_suppress(r.recipient, p_event || ' (' || p_source || ')', p_now);
     END IF;
-    IF p_event = 'replied' THEN  -- stop on reply: the lead's later steps are withdrawn
-        UPDATE sender_emails SET status = 'cancelled', updated_at = now_at
-        WHERE lead = r.lead AND step > r.step AND status IN ('queued', 'retry');
-    END IF;
-    IF target IS NULL THEN
-        RETURN 'recorded';
-    END IF;
-    UPDATE sender_emails SET status = target, updated_at = now_at
-    WHERE id = p_email AND status IS DISTINCT FROM target
-    RETURNING status INTO after;
-    IF after IS NOT NULL AND after = target THEN
+    IF target IS NOT NULL AND after IS NOT NULL AND after = target THEN
         RETURN 'applied';
     END IF;
     RETURN 'recorded';

@@ -1,8 +1,12 @@
 -- Named queries of the schema's versions (sender.ledger.migrate); loaded with queries.sql.
 
 -- name: migrate_lock
--- Held to the end of the migrating transaction: a second process waits for the first, then finds nothing to do.
-SELECT pg_advisory_xact_lock(%(key)s);
+-- Held while migrating (a session lock: the migration files commit one by one): a second process waits for the
+-- first, then finds nothing to do.
+SELECT pg_advisory_lock(%(key)s);
+
+-- name: migrate_unlock
+SELECT pg_advisory_unlock(%(key)s);
 
 -- name: versions_table
 CREATE TABLE IF NOT EXISTS sender_schema_versions (

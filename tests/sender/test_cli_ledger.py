@@ -46,7 +46,8 @@ def test_status_json_lists_every_status(sender_cli: Cli, tmp_path: Path) -> None
     sender_cli("enqueue", str(_csv(tmp_path, "L1,1,a@example.com,sales,Hi,x,\n")))
     result = sender_cli("status", "--format", "json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"counts": {"queued": 1, "sending": 0, "sent": 0, "retry": 0, "failed": 0,
+    assert json.loads(result.stdout) == {"counts": {"waiting": 0, "queued": 1, "sending": 0, "sent": 0, "retry": 0,
+                                                    "failed": 0,
                                                     "unconfirmed": 0, "suppressed": 0, "cancelled": 0,
                                                     "delivered": 0, "replied": 0, "bounced": 0, "unsubscribed": 0,
                                                     "complained": 0}, "health": []}
@@ -60,7 +61,7 @@ def test_show_tells_the_rows_history(sender_cli: Cli, tmp_path: Path, database_u
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
     assert shown["row"]["status"] == "suppressed"
-    assert [e["kind"] for e in shown["events"]] == ["queued", "suppressed"]
+    assert [e["kind"] for e in shown["events"]] == ["waiting", "suppressed"]  # step 2 waits for step 1
     assert shown["events"][1]["detail"] == "replied: not interested"
     missing = sender_cli("show", "L8", "1")
     assert missing.returncode == 1 and "no row for lead 'L8' step 2" not in missing.stderr

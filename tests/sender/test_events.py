@@ -211,7 +211,7 @@ def test_a_reply_cancels_the_leads_later_steps(feedback: Feedback) -> None:
     feedback.ledger.enqueue(lead="L2", step=2, to="b@rcpt.example", group="sales", subject="Other", text="x")
     assert feedback.apply_by_message_id(message_id, Event.REPLIED, source="inbox", ref="r") is Applied.APPLIED
     assert [_status(feedback, "L1", s) for s in (1, 2, 3)] == ["replied", "cancelled", "cancelled"]
-    assert _status(feedback, "L2", 2) == "queued"
+    assert _status(feedback, "L2", 2) == "waiting"  # another lead's step 2, behind its own step 1
     assert not feedback.ledger.is_suppressed("a@rcpt.example")  # a reply is no opt-out
 
 

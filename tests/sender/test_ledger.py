@@ -40,12 +40,13 @@ def test_migrate_from_two_processes_at_once(database_url: str) -> None:
 def test_a_pair_is_queued_once(ledger: Ledger, database_url: str) -> None:
     assert _queue(ledger) is Enqueued.QUEUED
     assert _queue(ledger) is Enqueued.DUPLICATE
-    assert _queue(ledger, step=2) is Enqueued.QUEUED
+    assert _queue(ledger, step=2) is Enqueued.WAITING  # behind step 1, which is not sent yet
     # The rule is the database's, not the function's: a direct insert is refused too.
     with psycopg.connect(database_url) as conn, pytest.raises(psycopg.errors.UniqueViolation):
-        conn.execute("INSERT INTO sender_emails (lead, step, recipient, mailbox_group, subject, body) "
-                     "VALUES ('L1', 1, 'b@example.com', 'sales', 's', 'b')")
-    assert ledger.counts()["queued"] == 2
+        conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body) "
+                     "SELECT id, 'L1', 1, 'b@example.com', 'sales', 's', 'b' FROM sender_campaigns "
+                     "WHERE name = 'enqueue'")
+    assert (ledger.counts()["queued"], ledger.counts()["waiting"]) == (1, 1)
 
 
 def test_suppressed_address_is_refused_and_withdrawn(ledger: Ledger) -> None:
@@ -75,7 +76,7 @@ def test_claim_skips_rows_another_claim_holds(ledger: Ledger, database_url: str)
     # The waiting a claim must never do is bounded here, so a claim that waits fails at once instead of hanging.
     with psycopg.connect(database_url) as holder, \
             Ledger(psycopg.connect(database_url, autocommit=True, options="-c lock_timeout=2000")) as other:
-        held = holder.execute("SELECT id FROM sender_claim('a', 2, NULL)").fetchall()  # a transaction left open
+        held = holder.execute("SELECT id FROM sender_claim('a', 2, NULL, NULL)").fetchall()  # a transaction left open
         taken = other.claim("b", 10)
         holder.rollback()
     assert len(held) == 2
@@ -100,7 +101,7 @@ def test_a_claim_reads_the_head_of_the_queue_not_all_of_it(ledger: Ledger, datab
             assert row is not None
             return int(row[0])
 
-        claim = "SELECT id FROM sender_claim('w', 1, ARRAY['sales'])"
+        claim = "SELECT id FROM sender_claim('w', 1, ARRAY['sales'], NULL)"
         for _ in range(6):  # past PL/pgSQL's first custom plans, onto the plan it keeps
             conn.execute(claim).fetchall()
         before = due_index_reads()

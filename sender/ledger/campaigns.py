@@ -1,0 +1,159 @@
+"""Campaigns in the ledger: apply a campaign file, add its leads, start, pause, resume, stop, report, reassign.
+
+    from sender import Ledger
+    from sender.ledger.campaigns import Campaigns
+    campaigns = Campaigns(ledger)
+    campaigns.apply(spec, text)          # -> Applied(outcome="created", changes=None)
+    campaigns.add_leads(spec.name, leads)
+
+The rules are the database's (sql/schema.sql: sender_campaign_apply, sender_add_leads, sender_campaign_move,
+sender_reassign); this module turns a checked file into their calls, and their answers into reports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from sender.campaigns.changes import SpecChanges, changes
+from sender.campaigns.leads import Lead
+from sender.campaigns.spec import CampaignError, CampaignSpec, load_campaign
+from sender.errors import SenderConfigError
+from sender.ledger.queries import query
+from sender.ledger.store import Ledger
+
+IMPORT_COLUMNS = ("line", "address", "ref", "timezone", "fields")
+
+
+class Move(StrEnum):
+    START = "start"
+    PAUSE = "pause"
+    RESUME = "resume"
+    STOP = "stop"
+
+
+class State(StrEnum):
+    DRAFT = "draft"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+
+
+class LeadOutcome(StrEnum):
+    ADDED = "added"
+    ALREADY = "already"  # in this campaign already
+    SUPPRESSED = "suppressed"
+    OTHER_CAMPAIGN = "other_campaign"  # in another active campaign, and this one does not allow it
+
+
+@dataclass(frozen=True)
+class Applied:
+    outcome: str  # created | updated | unchanged
+    changes: SpecChanges | None = None
+
+
+@dataclass(frozen=True)
+class AddedLeads:
+    counts: dict[LeadOutcome, int]
+    first_lines: dict[LeadOutcome, int] = field(default_factory=dict)  # the file's first line of each outcome
+
+
+# The columns of `campaign status`, in order: what became of each step's rows.
+STEP_COLUMNS = ("waiting", "queued", "sent", "replied", "bounced", "unsubscribed", "failed", "unconfirmed",
+                "suppressed", "cancelled")
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    name: str
+    state: State
+    group: str
+    leads: int
+    ended: dict[str, int]  # sequences ended, by reason
+    steps: dict[int, dict[str, int]]  # step -> column -> rows
+    mailboxes: dict[str, dict[str, int]]  # mailbox -> {"sent": ..., "waiting": ...}
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "state": self.state.value, "group": self.group, "leads": self.leads,
+                "ended": self.ended, "steps": {str(k): v for k, v in self.steps.items()},
+                "mailboxes": self.mailboxes}
+
+
+class Campaigns:
+    """The campaign commands over one ledger connection."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def apply(self, spec: CampaignSpec, text: str) -> Applied:
+        """Create or update the campaign `spec` (its file's `text`); a change that leaves an imported lead unable
+        to fill a step is refused (CampaignError), nothing applied."""
+        row = self.ledger.fetch_one("campaign_source", {"name": spec.name}, f"campaign {spec.name}")
+        diff = None
+        if row is not None:
+            old = load_campaign(Path(spec.path or spec.name), text=row[0]) if row[0] else None
+            diff = changes(old, spec) if old is not None else None
+            for name in sorted(diff.newly_required_fields if diff else ()):
+                lacking = self.ledger.fetch_one("lead_lacking_field", {"name": spec.name, "field": name},
+                                                f"campaign {spec.name}")
+                if lacking is not None:
+                    raise CampaignError(f"{spec.path}: fields: a step now needs {{{name}}} without a fallback, and "
+                                        f"lead {lacking[0]} has none; write {{{name}|...}} or give every lead one")
+        steps = [{"delay_s": s.delay_s, "subject": s.subject.text if s.subject else None, "body": s.body.text}
+                 for s in spec.steps]
+        outcome = self.ledger.fetch_one(
+            "campaign_apply", {"name": spec.name, "group": spec.group, "allow": spec.pacing.allow_other_campaigns,
+                               "source": text, "steps": Jsonb(steps)}, f"apply campaign {spec.name}")
+        assert outcome is not None
+        return Applied(str(outcome[0]), diff)
+
+    def add_leads(self, name: str, leads: Iterable[Lead]) -> AddedLeads:
+        """Add `leads` to campaign `name` in one transaction: one COPY into a staging table, then set-based SQL."""
+        counts = dict.fromkeys(LeadOutcome, 0)
+        first_lines: dict[LeadOutcome, int] = {}
+        with self.ledger._calling(f"add leads to {name}") as conn, conn.transaction():
+            conn.execute(query("leads_import_table"))
+            with conn.cursor().copy(query("leads_import_copy")) as copy:
+                for lead in leads:
+                    copy.write_row((lead.line, lead.email, lead.lead_id, lead.timezone, json.dumps(lead.fields)))
+            for outcome, count, first_line in conn.execute(query("add_leads"), {"name": name,
+                                                                                 "now": self.ledger.now()}):
+                counts[LeadOutcome(outcome)] = int(count)
+                first_lines[LeadOutcome(outcome)] = int(first_line)
+        return AddedLeads(counts, first_lines)
+
+    def move(self, name: str, move: Move) -> State:
+        """Start, pause, resume or stop campaign `name`; SenderConfigError for a move its state does not allow."""
+        return State(self.ledger._one("campaign_move", {"name": name, "move": move.value}, f"{move} {name}"))
+
+    def names(self) -> list[str]:
+        return [str(name) for (name,) in self.ledger.fetch_all("campaign_names", {}, "campaigns")]
+
+    def status(self, name: str) -> CampaignStatus | None:
+        head = self.ledger.fetch_one("campaign_head", {"name": name}, f"status of {name}")
+        if head is None:
+            return None
+        state, group, leads = head
+        ended = {str(reason): int(n) for reason, n in self.ledger.fetch_all("campaign_ended", {"name": name},
+                                                                            f"status of {name}")}
+        steps: dict[int, dict[str, int]] = {}
+        for step, column, n in self.ledger.fetch_all("campaign_steps", {"name": name}, f"status of {name}"):
+            steps.setdefault(int(step), dict.fromkeys(STEP_COLUMNS, 0))[str(column)] += int(n)
+        mailboxes: dict[str, dict[str, int]] = {}
+        for mailbox, sent, waiting in self.ledger.fetch_all("campaign_mailboxes", {"name": name},
+                                                            f"status of {name}"):
+            mailboxes[str(mailbox)] = {"sent": int(sent), "waiting": int(waiting)}
+        return CampaignStatus(name, State(state), str(group), int(leads), ended, steps, mailboxes)
+
+    def reassign(self, name: str, from_mailbox: str, to_mailbox: str) -> int:
+        """Move the leads of `name` that wait for `from_mailbox` to `to_mailbox`; how many rows moved."""
+        if self.ledger.fetch_one("campaign_head", {"name": name}, f"reassign {name}") is None:
+            raise SenderConfigError(f"no campaign {name!r}; `sendhost campaign status` lists them")
+        return int(self.ledger._one("reassign", {"name": name, "from": from_mailbox, "to": to_mailbox},
+                                    f"reassign {name}"))

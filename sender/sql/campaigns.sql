@@ -1,0 +1,84 @@
+-- Named queries of campaigns and of the answers for people (sender.ledger.campaigns, sender.ledger.answers);
+-- loaded with queries.sql. %(now)s is the ledger's clock (NULL: the database's now()).
+
+-- name: campaign_source
+SELECT source FROM sender_campaigns WHERE name = %(name)s AND kind = 'file';
+
+-- name: lead_lacking_field
+-- A lead still going that has no value for a field a changed step now needs.
+SELECT l.address FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
+WHERE c.name = %(name)s AND l.ended IS NULL AND coalesce(btrim(l.fields ->> %(field)s), '') = ''
+ORDER BY l.id LIMIT 1;
+
+-- name: campaign_apply
+SELECT sender_campaign_apply(%(name)s, %(group)s, %(allow)s, %(source)s, %(steps)s, %(now)s);
+
+-- name: leads_import_table
+CREATE TEMPORARY TABLE sender_leads_import (
+    line integer NOT NULL, address text NOT NULL, ref text, timezone text, fields jsonb, outcome text
+) ON COMMIT DROP;
+
+-- name: leads_import_copy
+COPY sender_leads_import (line, address, ref, timezone, fields) FROM STDIN;
+
+-- name: add_leads
+SELECT outcome, leads, first_line FROM sender_add_leads(%(name)s, %(now)s);
+
+-- name: campaign_move
+SELECT sender_campaign_move(%(name)s, %(move)s, %(now)s)::text;
+
+-- name: campaign_names
+SELECT name FROM sender_campaigns WHERE kind = 'file' ORDER BY name;
+
+-- name: campaign_head
+SELECT c.state::text, coalesce(c.mailbox_group, ''), (SELECT count(*) FROM sender_leads WHERE campaign_id = c.id)
+FROM sender_campaigns c WHERE c.name = %(name)s;
+
+-- name: campaign_ended
+SELECT l.ended, count(*) FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
+WHERE c.name = %(name)s AND l.ended IS NOT NULL GROUP BY l.ended ORDER BY l.ended;
+
+-- name: campaign_steps
+-- Per step, what became of its rows (the columns of `campaign status`): sending counts as queued, delivered as
+-- sent, complained as unsubscribed.
+SELECT e.step, CASE e.status WHEN 'sending' THEN 'queued' WHEN 'retry' THEN 'queued' WHEN 'delivered' THEN 'sent'
+                             WHEN 'complained' THEN 'unsubscribed' ELSE e.status::text END, count(*)
+FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE c.name = %(name)s GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- name: campaign_mailboxes
+-- Per mailbox: the campaign's sends, and the leads' later steps waiting to go from it.
+SELECT mailbox, sum(sent), sum(waiting) FROM (
+    SELECT lower(g.mailbox) AS mailbox, 1 AS sent, 0 AS waiting
+    FROM sender_send_log g JOIN sender_emails e ON e.id = g.email_id JOIN sender_campaigns c ON c.id = e.campaign_id
+    WHERE c.name = %(name)s
+    UNION ALL
+    SELECT e.pinned_mailbox, 0, 1 FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+    WHERE c.name = %(name)s AND e.pinned_mailbox IS NOT NULL AND e.status IN ('waiting', 'queued', 'retry')
+) AS per GROUP BY mailbox ORDER BY mailbox;
+
+-- name: reassign
+SELECT sender_reassign(%(name)s, %(from)s, %(to)s, %(now)s);
+
+-- name: resolve
+SELECT sender_resolve(%(id)s, %(sent)s, %(note)s, %(now)s);
+
+-- name: retry_now
+SELECT sender_retry_now(%(id)s, %(before)s, %(now)s);
+
+-- name: unconfirmed_rows
+-- Rows waiting for a person's verdict, with what is known of their last attempt.
+SELECT e.id, c.name, e.lead, e.step, e.recipient, e.mailbox, e.source_ip, e.attempt_started_at, e.message_id,
+       coalesce(e.last_error, '')
+FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE e.status = 'unconfirmed' ORDER BY e.attempt_started_at NULLS LAST, e.id;
+
+-- name: lead_rows
+-- Every row of every lead of a person, by address or by the caller's id, in campaign and step order.
+SELECT c.name, l.lead, l.address, l.ref, l.ended, l.ended_at, e.id, e.step, e.status::text, e.not_before,
+       e.mailbox, e.pinned_mailbox, e.message_id, e.sent_subject, g.accepted_at
+FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
+LEFT JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead
+LEFT JOIN sender_send_log g ON g.email_id = e.id
+WHERE l.address = lower(%(who)s) OR l.ref = %(who)s OR (c.kind = 'enqueue' AND l.lead = %(who)s)
+ORDER BY c.name, l.lead, e.step;
