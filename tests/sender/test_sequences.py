@@ -273,3 +273,13 @@ def test_retry_now_makes_a_retry_row_due(tmp_path: Path, timed: Ledger) -> None:
     assert timed.claim("w", 1, ["sales"], [BOX]) == []
     assert timed.retry_now(row.id) == 1
     assert [r.id for r in timed.claim("w", 1, ["sales"], [BOX])] == [row.id]
+
+
+def test_a_relays_delivered_before_the_agents_sent_still_creates_the_next_step(tmp_path: Path, timed: Ledger,
+                                                                                database_url: str) -> None:
+    _campaign(tmp_path, timed)
+    (row,) = timed.claim("w", 1, ["sales"], [BOX])
+    timed.begin_attempt(row.id, uuid.uuid4(), BOX, None, "<a@sender.example>", "s")
+    Feedback(timed).apply(row.id, Event.DELIVERED, source="webhook", ref="d1")  # before the agent records it
+    timed.record_sent(row.id, "250 ok")
+    assert [r[:2] for r in _rows(database_url)] == [(1, "delivered"), (2, "queued")]

@@ -212,11 +212,14 @@ BEGIN
 END
 $$;
 
--- What a row's new status means for its lead's sequence, whoever changed it.
+-- What a row's new status means for its lead's sequence, whoever changed it. A relay's `delivered` may come
+-- before the agent's `sent` (which the rank guard then keeps out): either one handed over is what advances.
 CREATE FUNCTION sender_sequence_rule() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.status = 'sent' THEN
-        PERFORM sender_advance(NEW.id, NEW.updated_at);
+    IF NEW.status IN ('sent', 'delivered') THEN
+        IF OLD.status <> 'sent' THEN
+            PERFORM sender_advance(NEW.id, NEW.updated_at);
+        END IF;
     ELSE
         PERFORM sender_end_sequence(NEW.campaign_id, NEW.lead, NEW.status::text, NEW.updated_at);
     END IF;
@@ -226,8 +229,8 @@ $$;
 
 CREATE TRIGGER sender_sequence_rule AFTER UPDATE OF status ON sender_emails
 FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status
-                   AND NEW.status IN ('sent', 'failed', 'unconfirmed', 'suppressed', 'cancelled', 'replied',
-                                      'bounced', 'unsubscribed', 'complained'))
+                   AND NEW.status IN ('sent', 'delivered', 'failed', 'unconfirmed', 'suppressed', 'cancelled',
+                                      'replied', 'bounced', 'unsubscribed', 'complained'))
 EXECUTE FUNCTION sender_sequence_rule();
 
 -- queued | waiting (an earlier step of the lead is not sent yet) | duplicate | suppressed | ended (the lead's
@@ -358,6 +361,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended IS NOT NULL)
     THEN
         UPDATE sender_emails SET status = 'cancelled', updated_at = now_at WHERE id = p_email;
+        PERFORM sender_event(p_email, 'cancelled', 'the sequence ended before the handoff', p_now);
         outcome := 'ended';
         RETURN;
     END IF;
