@@ -51,24 +51,24 @@ def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
 
 
 @click.command("suppress")
-@click.argument("addresses", nargs=-1, required=True)
+@click.argument("addresses", nargs=-1, required=True, metavar="ADDRESS|@DOMAIN...")
 @click.option("--reason", default="suppressed by hand", show_default=True, help="Why, for the row's history.")
 @format_option()
 @pass_sender
 def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str, fmt: str | None) -> None:
-    """Never send to ADDRESS again; queued rows to it are withdrawn."""
-    from sender.ledger.csvfile import ADDRESS_RE
+    """Never send to ADDRESS, or to any address of @DOMAIN (like @bigco.example), again; rows to it not sent yet
+    are withdrawn and their sequences end. Each is reduced to its canonical form first; all are checked before any
+    is suppressed."""
+    from sender.ledger.store import suppression_entry
 
-    bad = [a for a in addresses if not ADDRESS_RE.match(a.strip())]
-    if bad:
-        sc.app.fail(f"{bad[0]!r} is not an email address like alice@example.com", 2)
+    entries = list(dict.fromkeys(suppression_entry(address) for address in addresses))  # AddressError: exit 2
     with sc.ledger() as ledger:
-        withdrawn = {address.strip().lower(): ledger.suppress(address.strip(), reason) for address in addresses}
+        withdrawn = {entry: ledger.suppress(entry, reason) for entry in entries}
     if sc.app.output_format(fmt) == "json":
         emit_json({"suppressed": withdrawn})
     else:
-        for address, count in withdrawn.items():
-            click.echo(f"{address}: suppressed; {count} queued row(s) withdrawn")
+        for entry, count in withdrawn.items():
+            click.echo(f"{entry}: suppressed; {count} row(s) not sent yet withdrawn")
 
 
 @click.command("status")
