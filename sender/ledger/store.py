@@ -263,9 +263,11 @@ class Ledger:
         """One round trip: LedgerUnavailable when the database does not answer."""
         self.fetch_one("ping", {}, "ping")
 
-    def show(self, lead: str, step: int) -> Shown | None:
+    def show(self, lead: str, step: int, campaign: str = "enqueue") -> Shown | None:
+        """Step `step` of `lead` in `campaign` (the built-in `enqueue`: the caller's lead id; a campaign file's:
+        the lead's address), its send-log entry and its history; None when there is no such row."""
         with self._calling(f"show {lead} step {step}") as conn:
-            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step})
+            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step, "campaign": campaign})
             row = cursor.fetchone()
             if row is None:
                 return None

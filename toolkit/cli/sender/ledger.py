@@ -95,14 +95,25 @@ def status_command(sc: SenderContext, fmt: str | None) -> None:
 @click.command("show")
 @click.argument("lead")
 @click.argument("step", type=click.IntRange(min=1))
+@click.option("--campaign", "campaign", metavar="NAME", default="enqueue", show_default=True,
+              help="The campaign of the lead: `enqueue` for the rows of `sender enqueue` (LEAD is their lead "
+                   "column), a campaign file's name for its leads (LEAD is the address).")
 @format_option()
 @pass_sender
-def show_command(sc: SenderContext, lead: str, step: int, fmt: str | None) -> None:
-    """The row of LEAD's STEP and its history: what happened to it."""
+def show_command(sc: SenderContext, lead: str, step: int, campaign: str, fmt: str | None) -> None:
+    """The row of LEAD's STEP and its history: what happened to it (every campaign of a person: `sendhost lead
+    show`)."""
+    from sender.addresses import canonical
+
+    if campaign != "enqueue":
+        lead = canonical(lead)  # a campaign file's lead is its canonical address
     with sc.ledger() as ledger:
-        shown = ledger.show(lead, step)
+        shown = ledger.show(lead, step, campaign)
     if shown is None:
-        sc.app.fail(f"no row for lead {lead!r} step {step}; check the lead id (sendhost sender status)", 1)
+        where = "" if campaign == "enqueue" else f" in campaign {campaign!r}"
+        hint = ("check the lead id (sendhost sender status)" if campaign == "enqueue"
+                else "check the address and the campaign (sendhost lead show ADDRESS lists every step)")
+        sc.app.fail(f"no row for lead {lead!r} step {step}{where}; {hint}", 1)
     data: dict[str, Any] = {"row": shown.row, "send_log": shown.send_log, "events": shown.events}
     if sc.app.output_format(fmt) == "json":
         click.echo(json.dumps(data, indent=2, default=str))
