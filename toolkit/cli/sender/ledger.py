@@ -35,9 +35,7 @@ def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
     """Queue each row of FILE.csv (lead,step,to,group,subject,text[,not_before]); all rows or none."""
     from sender.ledger.csvfile import read_rows
 
-    inventory = sc.app.inventory
-    groups = {m.group for m in inventory.mailboxes} if inventory is not None and inventory.mailboxes else None
-    rows = read_rows(csv_file, groups)
+    rows = read_rows(csv_file, sc.mailbox_groups())
     with sc.ledger() as ledger:
         results = ledger.enqueue_many([row.params() for row in rows])
     counts = {"queued": 0, "duplicate": 0, "suppressed": 0}
