@@ -7,6 +7,7 @@ whatever campaigns they are in, and the question ("what did we send to eve@bigco
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -84,8 +85,13 @@ def _leads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def render_lead(lead: dict[str, Any]) -> None:
     ref = f", lead id {lead['ref']}" if lead["ref"] else ""
     who = lead["address"] if lead["lead"] == lead["address"] else f"{lead['lead']} <{lead['address']}>"
-    end = f"ended: {lead['ended']} at {lead['ended_at']}" if lead["ended"] else "going on"
+    end = f"ended: {lead['ended']} at {_when(lead['ended_at'])}" if lead["ended"] else "going on"
     click.echo(f"campaign {lead['campaign']}: {who}{ref}; sequence {end}")
     emit_table(None, ["step", "status", "mailbox", "due", "sent at", "Message-ID"],
-               [(s["step"], s["status"], s["mailbox"], s["due"], s["sent_at"], s["message_id"])
+               [(s["step"], s["status"], s["mailbox"], _when(s["due"]), _when(s["sent_at"]), s["message_id"])
                 for s in lead["steps"]])
+
+
+def _when(value: datetime | None) -> str | None:
+    """A time for people: to the second (JSON keeps the database's full precision)."""
+    return value.isoformat(sep=" ", timespec="seconds") if value is not None else None
