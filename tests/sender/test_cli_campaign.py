@@ -332,6 +332,10 @@ def test_lead_show_by_address_in_any_spelling(sendhost: Cli, tmp_path: Path, dat
         feedback.apply(first, Event.REPLIED, source="inbox", ref="r1")
     ended = sendhost("lead", "show", "eve@bigco.example").stdout.splitlines()[0]
     assert ended.startswith("campaign q1: eve@bigco.example, lead id crm-4127; sequence ended: replied at ")
+    # an international domain is found only in its canonical (IDNA) form, which no lower() gives
+    assert _add(sendhost, tmp_path, "q1", "zoe@bücher.example,,,Zoe\n").returncode == 0
+    zoe = sendhost("lead", "show", "Zoe@BÜCHER.example")
+    assert zoe.stdout.splitlines()[0] == "campaign q1: zoe@xn--bcher-kva.example; sequence going on", zoe.stderr
 
 
 def test_lead_show_by_the_csv_lead_id_json_with_each_rows_history(sendhost: Cli, tmp_path: Path,
