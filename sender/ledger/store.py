@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 
+from sender.addresses import canonical, canonical_domain
 from sender.errors import LedgerUnavailable, SenderConfigError
 from sender.ledger import connection as db
 from sender.ledger.migrate import MigrateResult, current_version, latest_version, migrate
@@ -113,6 +114,12 @@ class Shown:
     row: dict[str, Any]
     events: list[dict[str, Any]]
     send_log: dict[str, Any] | None
+
+
+def suppression_entry(text: str) -> str:
+    """The suppression list's key for `text`: `@domain` for a whole domain, else the canonical address."""
+    stripped = text.strip(" \t")
+    return f"@{canonical_domain(stripped)}" if stripped.startswith("@") else canonical(stripped)
 
 
 class Ledger:
@@ -213,25 +220,30 @@ class Ledger:
 
     def enqueue(self, *, lead: str, step: int, to: str, group: str, subject: str, text: str,
                 not_before: datetime | None = None) -> Enqueued:
-        """Queue (lead, step) for `to`; queued, duplicate (already in the ledger) or suppressed (refused)."""
-        return Enqueued(self._one("enqueue", {"lead": lead, "step": step, "to": to, "group": group,
+        """Queue (lead, step) for `to` (reduced to its canonical address, or AddressError); queued, waiting,
+        duplicate (already in the ledger), suppressed or ended (refused)."""
+        return Enqueued(self._one("enqueue", {"lead": lead, "step": step, "to": canonical(to), "group": group,
                                               "subject": subject, "text": text, "not_before": not_before},
                                   f"enqueue {lead} step {step}"))
 
     def enqueue_many(self, rows: Sequence[dict[str, Any]]) -> list[Enqueued]:
-        """Enqueue every row in one transaction: all are written, or (on a failure) none."""
+        """Enqueue every row in one transaction: all are written, or (on a failure, or an address that is not
+        one: AddressError before anything is written) none."""
         results: list[Enqueued] = []
         now = self.now()
+        checked = [{**row, "to": canonical(row["to"])} for row in rows]
         with self._calling("enqueue") as conn, conn.transaction():
-            for row in rows:
+            for row in checked:
                 found = conn.execute(query("enqueue"), {**row, "now": now}).fetchone()
                 assert found is not None
                 results.append(Enqueued(found[0]))
         return results
 
     def suppress(self, address: str, reason: str = "") -> int:
-        """Suppress `address` for good; returns how many queued rows it withdrew."""
-        return int(self._one("suppress", {"address": address, "reason": reason}, f"suppress {address}"))
+        """Suppress `address`, or a whole domain written `@bigco.example`, for good (in canonical form, or
+        AddressError); returns how many rows not sent yet it withdrew."""
+        entry = suppression_entry(address)
+        return int(self._one("suppress", {"address": entry, "reason": reason}, f"suppress {entry}"))
 
     def is_suppressed(self, address: str) -> bool:
         return bool(self._one("is_suppressed", {"address": address}, f"suppression check of {address}"))
@@ -251,9 +263,11 @@ class Ledger:
         """One round trip: LedgerUnavailable when the database does not answer."""
         self.fetch_one("ping", {}, "ping")
 
-    def show(self, lead: str, step: int) -> Shown | None:
+    def show(self, lead: str, step: int, campaign: str = "enqueue") -> Shown | None:
+        """Step `step` of `lead` in `campaign` (the built-in `enqueue`: the caller's lead id; a campaign file's:
+        the lead's address), its send-log entry and its history; None when there is no such row."""
         with self._calling(f"show {lead} step {step}") as conn:
-            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step})
+            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step, "campaign": campaign})
             row = cursor.fetchone()
             if row is None:
                 return None
