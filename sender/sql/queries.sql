@@ -52,6 +52,10 @@ SELECT id, lead, step, recipient, mailbox_group, subject, status::text, attempts
        message_id, mailbox, source_ip, last_error, created_at, updated_at
 FROM sender_emails WHERE lead = %(lead)s AND step = %(step)s;
 
+-- name: row_status
+-- One row's status, for a person's command that found it in another status than it acts on.
+SELECT status::text FROM sender_emails WHERE id = %(id)s;
+
 -- name: show_events
 SELECT at, kind, detail FROM sender_events WHERE email_id = %(id)s ORDER BY id;
 
