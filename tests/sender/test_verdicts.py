@@ -173,6 +173,8 @@ def test_resolving_a_row_that_is_not_unconfirmed_exits_2_naming_its_status(
 @pytest.mark.parametrize(("args", "expected"), [
     (("--sent",), "error: name the ROW to resolve"),
     (("{row}", "--note", "seen"), "error: say what became of row {row}: --sent or --not-sent"),
+    (("{row}", "--sent", "--not-sent", "--note", "seen"), "error: say what became of row {row}: --sent or "
+                                                          "--not-sent, not both"),
     (("{row}", "--sent"), "error: --note TEXT: say why row {row} was sent"),
     (("{row}", "--not-sent", "--note", "  "), "error: --note TEXT: say why row {row} was not sent"),
     (("{row}", "--from-sent"), "error: --from-sent finds its rows itself"),

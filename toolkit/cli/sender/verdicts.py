@@ -66,9 +66,9 @@ def unconfirmed_command(sc: SenderContext, look: bool, timeout_s: float, fmt: st
 @click.command("resolve", epilog=f"With --from-sent, exit 1 once everything is printed if a mailbox could not be "
                                  f"searched. {EXIT_HELP}")
 @click.argument("row", type=click.IntRange(min=1), required=False)
-@click.option("--sent", "verdict", flag_value="sent",
+@click.option("--sent", is_flag=True,
               help="It was sent: the send-log entry is written and the lead's sequence goes on.")
-@click.option("--not-sent", "verdict", flag_value="not-sent",
+@click.option("--not-sent", is_flag=True,
               help="It was not sent: the row ends failed, and so does the lead's sequence. Nothing is resent.")
 @click.option("--from-sent", is_flag=True,
               help="Resolve as sent exactly the rows found in their mailbox's Sent folder; leave the others.")
@@ -76,24 +76,23 @@ def unconfirmed_command(sc: SenderContext, look: bool, timeout_s: float, fmt: st
 @imap_timeout_option
 @format_option()
 @pass_sender
-def resolve_command(sc: SenderContext, row: int | None, verdict: str | None, from_sent: bool, note: str | None,
-                    timeout_s: float, fmt: str | None) -> None:
+def resolve_command(sc: SenderContext, row: int | None, sent: bool, not_sent: bool, from_sent: bool,
+                    note: str | None, timeout_s: float, fmt: str | None) -> None:
     """A person's verdict on the unconfirmed row ROW: `--sent` or `--not-sent`, with a --note saying why. Or
     `--from-sent`: look in the Sent folders and resolve as sent the rows found there."""
     if from_sent:
-        if row is not None or verdict is not None:
+        if row is not None or sent or not_sent:
             sc.app.fail("--from-sent finds its rows itself: give it no ROW, --sent or --not-sent", 2)
         _resolve_from_sent(sc, note, timeout_s, fmt)
         return
     if row is None:
         sc.app.fail("name the ROW to resolve (`sendhost sender unconfirmed` lists them), or use --from-sent", 2)
-    if verdict is None:
-        sc.app.fail(f"say what became of row {row}: --sent or --not-sent", 2)
+    if sent == not_sent:
+        sc.app.fail(f"say what became of row {row}: --sent or --not-sent" + (", not both" if sent else ""), 2)
     if not (note or "").strip():
-        sc.app.fail(f"--note TEXT: say why row {row} was {'sent' if verdict == 'sent' else 'not sent'} (what you "
-                    "checked); it stays in the row's history", 2)
+        sc.app.fail(f"--note TEXT: say why row {row} was {'sent' if sent else 'not sent'} (what you checked); it "
+                    "stays in the row's history", 2)
     assert note is not None
-    sent = verdict == "sent"
     with sc.ledger() as ledger:
         answer = ledger.resolve(row, sent=sent, note=note.strip())
         status = ledger.status_of(row) if answer == "not_unconfirmed" else None
