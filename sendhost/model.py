@@ -101,7 +101,9 @@ class Submission:
 @dataclass(frozen=True)
 class ImapSettings:
     """Where the inbox reader reads a mailbox's bounces and replies: IMAP over TLS (993) or STARTTLS (143), the
-    certificate verified. The inventory defaults username, secret and CA file to the mailbox's smtp ones."""
+    certificate verified. The inventory defaults username, secret and CA file to the mailbox's smtp ones.
+    `sent_folder` is where `sendhost sender unconfirmed --look` looks for a copy of a send; None: the folder the
+    server marks \\Sent (RFC 6154), else one with a usual name ("Sent", "Sent Items", ...)."""
 
     host: str
     port: int
@@ -110,6 +112,7 @@ class ImapSettings:
     credential: Credential
     ca_file: str | None = None
     folder: str = IMAP_FOLDER
+    sent_folder: str | None = None
 
 
 @dataclass(frozen=True)

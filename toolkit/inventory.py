@@ -409,7 +409,8 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
                         username=username, credential=credential,
                         ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (
                             smtp.ca_file if smtp is not None else None),
-                        folder=check.string(node, "folder", f"{where}.imap.folder", default=IMAP_FOLDER))
+                        folder=check.string(node, "folder", f"{where}.imap.folder", default=IMAP_FOLDER),
+                        sent_folder=check.string(node, "sent_folder", f"{where}.imap.sent_folder", default="") or None)
 
 
 def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:

@@ -293,6 +293,11 @@ class Ledger:
         """A person's verdict on an unconfirmed row: resolved | not_unconfirmed | no_row."""
         return str(self._one("resolve", {"id": email_id, "sent": sent, "note": note}, f"resolve row {email_id}"))
 
+    def status_of(self, email_id: int) -> Status | None:
+        """The row's status; None: no such row."""
+        row = self.fetch_one("row_status", {"id": email_id}, f"status of row {email_id}")
+        return None if row is None else Status(row[0])
+
     def retry_now(self, email_id: int | None = None, due_before: datetime | None = None) -> int:
         """Make `retry` rows due now: one row, or every one due before `due_before`; how many."""
         return int(self._one("retry_now", {"id": email_id, "before": due_before}, "retry"))

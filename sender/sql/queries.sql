@@ -56,6 +56,10 @@ SELECT e.id, c.name AS campaign, e.lead, e.step, e.recipient, e.mailbox_group, e
 FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
 WHERE c.name = %(campaign)s AND e.lead = %(lead)s AND e.step = %(step)s;
 
+-- name: row_status
+-- One row's status, for a person's command that found it in another status than it acts on.
+SELECT status::text FROM sender_emails WHERE id = %(id)s;
+
 -- name: show_events
 SELECT at, kind, detail FROM sender_events WHERE email_id = %(id)s ORDER BY id;
 

@@ -314,7 +314,9 @@ CREATE TRIGGER sender_due_guard_insert BEFORE INSERT ON sender_emails
 FOR EACH ROW WHEN (NEW.status IN ('queued', 'retry') AND NEW.step > 1) EXECUTE FUNCTION sender_due_guard();
 
 -- End a lead's sequence: its reason, once (a reply, bounce, unsubscribe or complaint still replaces `completed`
--- and `unconfirmed`, which say less), and every step of it not sent yet cancelled.
+-- and `unconfirmed`, which say less), and every step of it not sent yet cancelled. Except for `unconfirmed`: that
+-- step may yet prove sent (`sendhost sender resolve --sent`, sender_advance), so the steps enqueued behind it go on
+-- waiting for the verdict; a verdict of not sent (`failed`) cancels them.
 CREATE FUNCTION sender_end_sequence(p_campaign bigint, p_lead text, p_reason text, p_at timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -324,6 +326,9 @@ BEGIN
     WHERE campaign_id = p_campaign AND lead = p_lead
       AND (ended IS NULL OR (ended IN ('completed', 'unconfirmed')
                              AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained')));
+    IF p_reason = 'unconfirmed' THEN
+        RETURN;
+    END IF;
     WITH withdrawn AS (
         UPDATE sender_emails SET status = 'cancelled', last_error = 'the sequence ended: ' || p_reason,
                                  updated_at = p_at

@@ -71,11 +71,12 @@ ALTER TABLE sender_emails ADD FOREIGN KEY (campaign_id, lead) REFERENCES sender_
 ALTER TABLE sender_emails ADD CHECK (own_subject OR subject = '');
 
 -- Rows queued ahead of an earlier step that is not sent wait for it ('waiting', added by 6_0), or are cancelled
--- when that step ended unsent: what the rules below would have made of them.
+-- when that step ended unsent: what the rules below would have made of them (behind an `unconfirmed` step they
+-- wait: it may yet prove sent).
 UPDATE sender_emails e SET status = 'cancelled', last_error = 'an earlier step of the lead ended unsent'
 WHERE status IN ('queued', 'retry') AND step > 1 AND EXISTS (
     SELECT 1 FROM sender_emails p WHERE p.campaign_id = e.campaign_id AND p.lead = e.lead AND p.step < e.step
-      AND p.status IN ('failed', 'unconfirmed', 'suppressed', 'cancelled', 'replied', 'bounced', 'unsubscribed',
+      AND p.status IN ('failed', 'suppressed', 'cancelled', 'replied', 'bounced', 'unsubscribed',
                        'complained'));
 UPDATE sender_emails e SET status = 'waiting'
 WHERE status IN ('queued', 'retry') AND step > 1 AND NOT EXISTS (
@@ -145,7 +146,9 @@ CREATE TRIGGER sender_due_guard_insert BEFORE INSERT ON sender_emails
 FOR EACH ROW WHEN (NEW.status IN ('queued', 'retry') AND NEW.step > 1) EXECUTE FUNCTION sender_due_guard();
 
 -- End a lead's sequence: its reason, once (a reply, bounce, unsubscribe or complaint still replaces `completed`
--- and `unconfirmed`, which say less), and every step of it not sent yet cancelled.
+-- and `unconfirmed`, which say less), and every step of it not sent yet cancelled. Except for `unconfirmed`: that
+-- step may yet prove sent (`sendhost sender resolve --sent`, sender_advance), so the steps enqueued behind it go on
+-- waiting for the verdict; a verdict of not sent (`failed`) cancels them.
 CREATE FUNCTION sender_end_sequence(p_campaign bigint, p_lead text, p_reason text, p_at timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -155,6 +158,9 @@ BEGIN
     WHERE campaign_id = p_campaign AND lead = p_lead
       AND (ended IS NULL OR (ended IN ('completed', 'unconfirmed')
                              AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained')));
+    IF p_reason = 'unconfirmed' THEN
+        RETURN;
+    END IF;
     WITH withdrawn AS (
         UPDATE sender_emails SET status = 'cancelled', last_error = 'the sequence ended: ' || p_reason,
                                  updated_at = p_at
