@@ -521,6 +521,7 @@ DECLARE
     c sender_campaigns;
     target sender_campaign_state;
     lead_row record;
+    logged integer;
 BEGIN
     SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
     IF c.id IS NULL OR c.kind <> 'file' THEN
@@ -542,12 +543,23 @@ BEGIN
     UPDATE sender_campaigns SET state = target, updated_at = now_at WHERE id = c.id;
     IF target = 'running' THEN
         -- what waited for the campaign is due again; what waits for an earlier step goes on waiting (the guard)
-        UPDATE sender_emails SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status
-                                               ELSE 'retry'::sender_status END, updated_at = now_at
-        WHERE campaign_id = c.id AND status = 'waiting';
+        WITH moved AS (
+            UPDATE sender_emails SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status
+                                                   ELSE 'retry'::sender_status END, updated_at = now_at
+            WHERE campaign_id = c.id AND status = 'waiting'
+            RETURNING id, status
+        )
+        SELECT count(*) INTO logged
+        FROM (SELECT sender_event(id, status::text, format('campaign %s: %s', p_name, p_move), p_now)
+              FROM moved WHERE status <> 'waiting') AS events;
     ELSIF target = 'paused' THEN
-        UPDATE sender_emails SET status = 'waiting', updated_at = now_at
-        WHERE campaign_id = c.id AND status IN ('queued', 'retry');
+        WITH moved AS (
+            UPDATE sender_emails SET status = 'waiting', updated_at = now_at
+            WHERE campaign_id = c.id AND status IN ('queued', 'retry')
+            RETURNING id
+        )
+        SELECT count(*) INTO logged
+        FROM (SELECT sender_event(id, 'waiting', format('campaign %s: paused', p_name), p_now) FROM moved) AS events;
     ELSE
         FOR lead_row IN SELECT lead FROM sender_leads WHERE campaign_id = c.id AND ended IS NULL LOOP
             PERFORM sender_end_sequence(c.id, lead_row.lead, 'stopped', now_at);
