@@ -41,7 +41,7 @@ MIN_REDIS = (7, 0)
 # Commands that take no key: liveness, the clock (`Mailboxes.now_ms`), the library's version check (FCALL_RO of
 # `sendhost_version`, keyless: an FCALL_RO with keys is refused, no selector grants it), and the MULTI/EXEC of the
 # guard's schedule refresh and resume.
-KEYLESS_COMMANDS = ("ping", "time", "fcall_ro", "multi", "exec")
+KEYLESS_COMMANDS = ("ping", "time", "fcall_ro", "multi", "exec", "cluster|slots", "command")
 # How the send path runs Lua: FCALL of the admin's library, on the keys of the grant that names it.
 FUNCTION_RUNNERS = ("fcall",)
 # What ippool/lua/lease.lua, renew.lua and warmup/lua/*.lua call, besides TIME (the clock prelude, keyless).
