@@ -3,9 +3,10 @@
 The hot path (lease, release, renew) never raises, and each of its round trips waits at most the client's socket
 timeout: a lease makes one FCALL (two for a process's first, which checks the library's version; see
 `sendhost.lua_calls`). Any failure gives a fallback lease on the host's primary IP, counted and logged once per
-interval, and so does a Redis that lost the function library (restarted empty) until an admin command reloads it. Registration, placement and the rotator's
-fenced operations live in `ippool.slot_store.SlotStore`, which a Pool composes as `pool.slots`; `register_host`,
-`put_address`, `hosts` and `status` stay callable on the Pool, delegating to it.
+interval, and so does a Redis that lost the function library (restarted empty) until an admin command reloads it.
+Registration, placement and the rotator's fenced operations live in `ippool.slot_store.SlotStore`, which a Pool
+composes as `pool.slots`; `register_host`, `put_address`, `hosts` and `status` stay callable on the Pool,
+delegating to it.
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -36,7 +36,8 @@ from sendhost.lua_calls import load_library
 from sendhost.redis_url import SECRET_PARAMS
 from warmup import keys as warmup_keys
 
-# Selectors (`(~keys +commands)`) arrived in Redis 7.0: older servers cannot hold commands to the keys they are for.
+# Selectors (`(~keys +commands)`) and Functions arrived in Redis 7.0: older servers can neither hold commands to the
+# keys they are for nor keep a sender from running Lua of its own.
 MIN_REDIS = (7, 0)
 # Commands that take no key: liveness, the clock (`Mailboxes.now_ms`), the library's version check (FCALL_RO of
 # `sendhost_version`, keyless: an FCALL_RO with keys is refused, no selector grants it), and the MULTI/EXEC of the
@@ -132,8 +133,8 @@ def apply_sender_acl(client: Any, host: str, password: str, groups: Sequence[str
     returned."""
     version = str(client.info("server").get("redis_version", "0"))
     if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < MIN_REDIS:
-        raise ValueError(f"Redis {version} cannot hold the sender's user to its keys (ACL selectors need Redis >= "
-                         f"{'.'.join(map(str, MIN_REDIS))}); upgrade Redis")
+        raise ValueError(f"Redis {version} cannot hold the sender's user to its keys and to sendhost's functions (ACL "
+                         f"selectors and Functions need Redis >= {'.'.join(map(str, MIN_REDIS))}); upgrade Redis")
     load_library(client)  # the user may run nothing else: install it first
     user = sender_user(host)
     client.execute_command("ACL", "SETUSER", user, *sender_acl_rules(host, groups), f">{password}")

@@ -48,7 +48,8 @@ class LuaCaller:
     `LuaFunction` made from it. `preludes` maps (package, name) to the preludes that function's script needs
     (scripts mode only: the library carries them all once)."""
 
-    def __init__(self, client: Any, preludes: Mapping[tuple[str, str], Sequence[tuple[str, str]]] | None = None) -> None:
+    def __init__(self, client: Any,
+                 preludes: Mapping[tuple[str, str], Sequence[tuple[str, str]]] | None = None) -> None:
         from redis.cluster import RedisCluster  # late: `sendhost --help` imports the packages, not redis
 
         self._client = client
@@ -188,11 +189,10 @@ class LuaFunction:
 
 
 def library_missing() -> Exception:
-    """The error of a call that found no library it may load: a `redis.exceptions.ResponseError`, so every caller
-    that survives a Redis failure survives this one, with a message that says what to run."""
-    from redis.exceptions import ResponseError
+    """The error of a call that found no library it may load (`sendhost.lua_errors.LibraryMissing`)."""
+    from sendhost.lua_errors import LibraryMissing
 
-    return ResponseError(missing_message())
+    return LibraryMissing(missing_message())
 
 
 class FunctionsUnavailable(ValueError):

@@ -24,6 +24,7 @@ from typing import Literal, TypeVar
 import redis
 
 from sendhost import redis_conn
+from sendhost.lua_errors import LibraryMissing
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
@@ -230,6 +231,8 @@ class Guard:
     def _admin(self, operation: Callable[[], T]) -> T:
         try:
             return operation()
+        except LibraryMissing as exc:  # Redis answers, but without our functions: say what reloads them
+            raise WarmupUnavailable(str(exc)) from None
         except redis.RedisError as exc:
             raise WarmupUnavailable(f"Redis unreachable: {exc}; check --redis-url / REDIS_URL") from None
 
