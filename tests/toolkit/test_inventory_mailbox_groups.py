@@ -18,7 +18,8 @@ SUBNET = "          sendhost_subnet: 10.0.1.0/24"
 
 def with_groups(tmp_path: Path, groups: str, *, carol_group: str = "default") -> Path:
     text = EXAMPLE.replace(SUBNET, f"{SUBNET}\n          sendhost_mailbox_groups: {groups}", 1)
-    text = text.replace("        timezone: UTC\n        group: default", f"        timezone: UTC\n        group: {carol_group}")
+    carol = "        timezone: UTC\n        group: "
+    text = text.replace(f"{carol}default", f"{carol}{carol_group}")
     path = tmp_path / "inventory.yml"
     path.write_text(text)
     return path
