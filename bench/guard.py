@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
-from bench.redis_servers import Bare, load_bench_functions, redis_server
+from bench.redis_servers import Bare, has_functions, load_bench_functions, redis_server
+from sendhost.lua_calls import Mode
 from warmup import Guard, Ramp
 
 # A cap no benchmark run can reach, so every call is a real reservation (not a cheaper skip).
@@ -45,6 +46,10 @@ def worker(phases: list[str], url: str, mailboxes: list[str], seconds: float, in
     mine = mailboxes[index % len(mailboxes)]
     calls: dict[str, Callable[[], object]] = {
         "bare": bare, "reserve": lambda: guard.reserve(mine), "pick": lambda: guard.pick(mailboxes)}
+    if bare.functions:  # the same Lua as scripts, as before it was a library: EVALSHA, and its bare round trip
+        scripts = Guard(client)
+        scripts._scripts.reserve.caller.mode = Mode.SCRIPTS
+        calls |= {"sbare": client.register_script("return 1"), "sreserve": lambda: scripts.reserve(mine)}
     for call in calls.values():
         call()  # load the scripts, open the connection
     for number, kind in enumerate(phases):
@@ -130,21 +135,29 @@ def run(url: str, processes: int, seconds: float, rounds: int) -> None:
     print(f"{processes} processes, {rounds} rounds of {seconds:g} s phases, {url}, Redis "
           f"{client.info('server')['redis_version']}")
     # Interleaved rounds, so load from anything else on the machine hits every kind alike.
-    kinds = ["bare", "reserve", "pick"]
+    kinds = ["bare", "reserve", "pick"] + (["sbare", "sreserve"] if has_functions(client) else [])
     rates = run_phases(context, kinds * rounds, url, mailboxes, processes, seconds)
     by_kind: dict[str, list[float]] = {kind: rates[i::len(kinds)] for i, kind in enumerate(kinds)}
-    for kind, label in (("bare", bare_label), ("reserve", "guard.reserve"),
-                        ("pick", "guard.pick (5 mailboxes)")):
-        print(f"{label:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
+    labels = {"bare": bare_label, "reserve": "guard.reserve", "pick": "guard.pick (5 mailboxes)",
+              "sbare": "bare EVALSHA 'return 1'", "sreserve": "guard.reserve as scripts"}
+    for kind in kinds:
+        print(f"{labels[kind]:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
               f"{', '.join(f'{r:.0f}' for r in by_kind[kind])})")
     reserved = sum(status.reserved for status in guard.status(mailboxes))
-    expected = sum(r * seconds for kind in ("reserve", "pick") for r in by_kind[kind]) + 2 * processes
+    made = [kind for kind in kinds if kind in ("reserve", "pick", "sreserve")]
+    expected = sum(r * seconds for kind in made for r in by_kind[kind]) + len(made) * processes
     print(f"reservations recorded in Redis: {reserved} (the phases made {expected:.0f})")
     client.close()
     pick_ratios = [p / b for p, b in zip(by_kind["pick"], by_kind["bare"], strict=True)]
     reserve_ratios = [r / b for r, b in zip(by_kind["reserve"], by_kind["bare"], strict=True)]
     print(f"ratio pick/bare (median of rounds):    {statistics.median(pick_ratios):.2f}")
     print(f"ratio reserve/bare (median of rounds): {statistics.median(reserve_ratios):.2f} (target >= 0.80)")
+    if "sreserve" in by_kind:
+        def ratio(top: str, bottom: str) -> float:
+            return statistics.median(t / b for t, b in zip(by_kind[top], by_kind[bottom], strict=True))
+        print(f"ratio reserve/bare EVALSHA (the old baseline):    {ratio('reserve', 'sbare'):.2f}")
+        print(f"ratio scripts' reserve/bare EVALSHA (as before):  {ratio('sreserve', 'sbare'):.2f}")
+        print(f"ratio FCALL reserve/EVALSHA reserve (same run):   {ratio('reserve', 'sreserve'):.2f}")
 
 
 if __name__ == "__main__":

