@@ -364,7 +364,7 @@ def test_a_redis_without_selectors_is_refused(redis6_url: str) -> None:
     try:
         version = admin.info("server")["redis_version"]
         assert tuple(int(p) for p in version.split(".")[:2]) < MIN_REDIS
-        with pytest.raises(ValueError, match=r"ACL selectors need Redis >= 7\.0"):
+        with pytest.raises(ValueError, match=r"ACL selectors and Functions need Redis >= 7\.0"):
             apply_sender_acl(admin, HOST, PASSWORD)
         assert sender_user(HOST) not in admin.acl_users()
     finally:
