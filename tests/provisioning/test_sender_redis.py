@@ -91,5 +91,6 @@ def test_a_redis_without_selectors_is_refused_before_anything_runs(tmp_path: Pat
     inventory = write_inventory(tmp_path / "inv.yml", {"sender-1": sender(tmp_path)}, redis_url=redis_url)
     result = run_cli("provision", "--inventory", str(inventory), env={"SENDHOST_STATE_DIR": str(tmp_path / "s")})
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "ACL selectors and Functions need Redis >= 7.0" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "ACL selectors and Functions need Redis >= 7.0" in result.stderr
     assert "Traceback" not in result.stderr
