@@ -46,6 +46,7 @@ class LuaFile:
         return f"{self.package}_{self.stem}"
 
 
+@cache
 def function_name(package: str, name: str) -> str:
     """The Redis function that runs `<package>/lua/<name>.lua`."""
     return LuaFile(package, name).function_name
