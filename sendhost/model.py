@@ -174,6 +174,8 @@ class SenderHost:
     ansible_host: str | None = None  # the address Ansible and SSH reach it on (the inventory defaults it)
     subnet: str | None = None  # the slots' private IPs must lie in it
     interface: str | None = None  # None: the host's default-route interface (from facts), never a guess
+    # The warm-up groups whose mailboxes it sends for (its Redis user writes only their keys); None: every group.
+    mailbox_groups: tuple[str, ...] | None = None
 
     @property
     def forward_zone(self) -> str | None:
