@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from sendhost.database_url import database_url_problem
 from sendhost.errors import ConfigError
 from sendhost.model import (
     AUTH_METHODS,
@@ -415,9 +416,8 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
 def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:
     """The sender agent's global settings: the ledger's database URL and the unsubscribe endpoint."""
     database_url = check.string(global_vars, "sendhost_database_url", "sendhost_database_url", default="") or None
-    if database_url is not None and not database_url.lower().startswith(("postgresql://", "postgres://")):
-        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url",
-                   "expected a PostgreSQL URL like postgresql://sendhost@db.internal:5432/sendhost")
+    if database_url is not None and (problem := database_url_problem(database_url)):
+        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url", problem)
     base_url = check.string(global_vars, "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_base_url",
                             default="") or None
     if base_url is not None and not base_url.startswith("https://"):

@@ -24,6 +24,7 @@ from typing import Literal, TypeVar
 import redis
 
 from sendhost import redis_conn
+from sendhost.masking import mask_text
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
@@ -231,7 +232,8 @@ class Guard:
         try:
             return operation()
         except redis.RedisError as exc:
-            raise WarmupUnavailable(f"Redis unreachable: {exc}; check --redis-url / REDIS_URL") from None
+            raise WarmupUnavailable(f"Redis unreachable: {mask_text(str(exc))}; check --redis-url / REDIS_URL") \
+                from None
 
     # --- the hot path ----------------------------------------------------------------------------------------
 

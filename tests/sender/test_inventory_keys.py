@@ -51,7 +51,8 @@ def test_bad_mailbox_settings_are_named(tmp_path: Path, mailbox: str, expected: 
 
 
 @pytest.mark.parametrize(("global_vars", "expected"), [
-    ("    sendhost_database_url: mysql://x\n", "expected a PostgreSQL URL"),
+    ("    sendhost_database_url: mysql://x\n", "it is not a PostgreSQL URL; use postgresql://"),
+    ("    sendhost_database_url: postgresql://u:hun@ter2@db/x\n", "percent-encode them"),
     ("    sendhost_unsubscribe_base_url: http://u.ex.com\n", "expected an https:// URL"),
 ])
 def test_bad_global_settings_are_named(tmp_path: Path, global_vars: str, expected: str) -> None:
