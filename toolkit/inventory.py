@@ -364,7 +364,7 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
         port = check.integer(node, "port", f"{where}.smtp.port", default=SMTP_PORT[security], minimum=1,
                              maximum=65535)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
-        password_env = check.string(node, "password_env", f"{where}.smtp.password_env", default="") or None
+        password_env = check.secret_env(node, "password_env", f"{where}.smtp.password_env")
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
         credential = Credential(address, "smtp", auth, password_file=password_file, password_env=password_env,
@@ -392,7 +392,7 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
     security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
     port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     password_file = check.string(node, "password_file", f"{where}.imap.password_file", default="") or None
-    password_env = check.string(node, "password_env", f"{where}.imap.password_env", default="") or None
+    password_env = check.secret_env(node, "password_env", f"{where}.imap.password_env")
     if password_file is not None and password_env is not None:
         check.fail(node, "password_env", f"{where}.imap", "name at most one of password_file or password_env")
     if password_file is None and password_env is None:
