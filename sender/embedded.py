@@ -356,7 +356,7 @@ class PostgresStatus:
     def to_json(self) -> dict[str, object]:
         return {"data_dir": str(self.data_dir) if self.data_dir else None, "running": self.running, "pid": self.pid,
                 "version": self.version, "socket_dir": str(self.socket_dir) if self.socket_dir else None,
-                "server_user": self.server_user, "private": self.running and not self.exposures,
+                "server_user": self.server_user, "private": not self.exposures if self.running else None,
                 "exposures": list(self.exposures)}
 
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import psutil
 import psycopg
 import pytest
 
+from sender import embedded_place
 from sender.embedded import (
     Postmaster,
     embedded_postgres_status,
@@ -26,7 +28,7 @@ from sender.embedded import (
     stop_embedded_postgres,
 )
 from sender.embedded_place import ROOT_HOME, SERVER_USER, bin_dir, locate
-from tests.conftest import run_cli
+from tests.conftest import REPO_ROOT, run_cli
 
 Cli = Callable[..., CompletedProcess[str]]
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="PostgreSQL's account as root, and runuser, need root")
@@ -130,17 +132,23 @@ def test_another_user_cannot_connect_by_socket_or_tcp(state: Path) -> None:
 
 
 @pytest.mark.service
-def test_a_state_path_too_long_for_a_socket_still_gets_a_private_one(state: Path) -> None:
+def test_a_state_path_too_long_for_a_socket_still_gets_a_private_one(state: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     deep = state.parent / ("d" * 60) / ("e" * 60) / ".sendhost"
+    if os.geteuid() == 0:  # root's data lives under ROOT_HOME, short: make that deep too
+        home = Path(tempfile.mkdtemp(prefix="sendhost-home-"))
+        os.chmod(home, 0o711)  # the test's own directory, passable as /var/lib is
+        (home / ("f" * 60)).mkdir(mode=0o711)
+        monkeypatch.setattr(embedded_place, "ROOT_HOME", home / ("f" * 60) / ("g" * 30))
     try:
         url = embedded_url(deep)
         place = locate(deep)
         assert place is not None
         server = Postmaster.read(place.data_dir)
         assert server is not None and server.socket_dir is not None
-        if place.run_as is None:  # as root the data lives under a short path: its socket fits there
-            assert len(str(place.data_dir / ".s.PGSQL.5432")) > 107
-            assert server.socket_dir.name.startswith("sendhost-pg-") and len(str(server.socket_dir)) < 60
+        assert len(str(place.data_dir / ".s.PGSQL.5432")) > 107
+        assert server.socket_dir.name.startswith("sendhost-pg-") and len(str(server.socket_dir)) < 60
+        assert not str(server.socket_dir).startswith(str(Path(tempfile.gettempdir()) / "python_PostgresServer"))
         info = os.lstat(server.socket_dir)
         assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o700, place.uid)
         with psycopg.connect(url) as conn:
@@ -152,6 +160,8 @@ def test_a_state_path_too_long_for_a_socket_still_gets_a_private_one(state: Path
         assert socket_dir == place.data_dir or not socket_dir.exists()  # the directory it made goes with it
     finally:
         _discard(deep)
+        if os.geteuid() == 0:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.service
@@ -239,3 +249,29 @@ def test_a_private_server_leaves_nothing_behind(state: Path) -> None:
                        if part.startswith("host=")}
         assert locate(state) is None or not (locate(state).data_dir / "PG_VERSION").exists()  # type: ignore[union-attr]
     assert all(not directory.exists() for directory in server_dirs)
+
+
+START_ONE = """
+import sys
+from pathlib import Path
+from sender.embedded import embedded_url
+print(embedded_url(Path(sys.argv[1])))
+"""
+
+
+@pytest.mark.service
+def test_processes_starting_it_at_once_make_one_server(state: Path) -> None:
+    env = {"PYTHONPATH": str(REPO_ROOT), "PATH": os.environ.get("PATH", os.defpath)}
+    starters = [subprocess.Popen([sys.executable, "-c", START_ONE, str(state)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env) for _ in range(4)]
+    outputs = [starter.communicate(timeout=120) for starter in starters]
+    assert all(starter.returncode == 0 for starter in starters), [err for _, err in outputs]
+    assert len({out.strip() for out, _ in outputs}) == 1  # one URL: one server
+    place = locate(state)
+    assert place is not None
+    server = Postmaster.read(place.data_dir)
+    assert server is not None
+    # Every process of a server works in its data directory; the postmaster is the one whose parent is not one.
+    of_this_data = {p.pid: p.info["ppid"] for p in psutil.process_iter(["name", "ppid", "cwd"])
+                    if p.info["name"] == "postgres" and p.info["cwd"] == str(place.data_dir)}
+    assert [pid for pid, parent in of_this_data.items() if parent not in of_this_data] == [server.pid]
