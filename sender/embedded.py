@@ -132,9 +132,12 @@ def serve(place: Place, *, adopt: bool = False) -> str:
         if adopt:
             _adopt_earlier_root_server(place)
         running = _settled(place)
+        if running is not None and running.status == "ready" and not exposures(place, running):
+            return running.url  # it was still starting (someone else's pg_ctl)
         if running is not None:
             log.warning("restarting the embedded PostgreSQL under %s so that it admits only its owner: %s",
-                        place.data_dir, "; ".join(exposures(place, running)))
+                        place.data_dir, "; ".join(exposures(place, running)
+                                                   or [f"it was not ready within {START_TIMEOUT_S} s"]))
             _stop(place, running, "fast")
         return _start(place).url
 
