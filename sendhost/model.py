@@ -42,6 +42,12 @@ SENDING_MODES = ("submission", "direct")  # submission: through the mailbox prov
 DEFAULT_SENDING_MODE = "submission"
 SSH_PORT = 22
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+# The names an inventory may give a secret's environment variable (`password_env`): the sender_agent role writes
+# each into the agent's environment file, so a name the agent, Python or the dynamic loader reads
+# (SENDHOST_REDIS_URL, PYTHONPATH, LD_PRELOAD, HTTPS_PROXY...) would change how the agent runs. None of those, and
+# nothing sendhost reads, starts with SENDHOST_SECRET_ (a test holds it so).
+SECRET_ENV_PREFIX = "SENDHOST_SECRET_"
+SECRET_ENV_PATTERN = rf"{SECRET_ENV_PREFIX}[A-Z0-9_]+"
 
 
 # --- mailboxes ------------------------------------------------------------------------------------------------

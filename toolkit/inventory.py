@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from sendhost.database_url import database_url_problem
 from sendhost.errors import ConfigError
 from sendhost.model import (
     AUTH_METHODS,
@@ -388,7 +389,7 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
         port = check.integer(node, "port", f"{where}.smtp.port", default=SMTP_PORT[security], minimum=1,
                              maximum=65535)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
-        password_env = check.string(node, "password_env", f"{where}.smtp.password_env", default="") or None
+        password_env = check.secret_env(node, "password_env", f"{where}.smtp.password_env")
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
         credential = Credential(address, "smtp", auth, password_file=password_file, password_env=password_env,
@@ -416,7 +417,7 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
     security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
     port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     password_file = check.string(node, "password_file", f"{where}.imap.password_file", default="") or None
-    password_env = check.string(node, "password_env", f"{where}.imap.password_env", default="") or None
+    password_env = check.secret_env(node, "password_env", f"{where}.imap.password_env")
     if password_file is not None and password_env is not None:
         check.fail(node, "password_env", f"{where}.imap", "name at most one of password_file or password_env")
     if password_file is None and password_env is None:
@@ -441,9 +442,8 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
 def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:
     """The sender agent's global settings: the ledger's database URL and the unsubscribe endpoint."""
     database_url = check.string(global_vars, "sendhost_database_url", "sendhost_database_url", default="") or None
-    if database_url is not None and not database_url.lower().startswith(("postgresql://", "postgres://")):
-        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url",
-                   "expected a PostgreSQL URL like postgresql://sendhost@db.internal:5432/sendhost")
+    if database_url is not None and (problem := database_url_problem(database_url)):
+        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url", problem)
     base_url = check.string(global_vars, "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_base_url",
                             default="") or None
     if base_url is not None and not base_url.startswith("https://"):

@@ -25,6 +25,7 @@ import redis
 
 from sendhost import redis_conn
 from sendhost.lua_errors import LibraryMissing
+from sendhost.masking import mask_text
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
@@ -234,7 +235,8 @@ class Guard:
         except LibraryMissing as exc:  # Redis answers, but without our functions: say what reloads them
             raise WarmupUnavailable(str(exc)) from None
         except redis.RedisError as exc:
-            raise WarmupUnavailable(f"Redis unreachable: {exc}; check --redis-url / REDIS_URL") from None
+            raise WarmupUnavailable(f"Redis unreachable: {mask_text(str(exc))}; check --redis-url / REDIS_URL") \
+                from None
 
     # --- the hot path ----------------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from sender.errors import LedgerUnavailable, SenderConfigError
 from sender.ledger import connection as db
 from sender.ledger.migrate import MigrateResult, current_version, latest_version, migrate
 from sender.ledger.queries import query
+from sendhost.masking import mask_url
 
 MAX_ATTEMPTS = 3
 
@@ -178,8 +179,8 @@ class Ledger:
         except (psycopg.IntegrityError, psycopg.DataError) as exc:  # a CHECK or a type the database refused
             raise SenderConfigError(f"{what}: the ledger refused it: {exc.diag.message_primary}") from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise LedgerUnavailable(f"{what}: database {db.mask(self.url or '?')} failed: {first}") from None
+            raise LedgerUnavailable(f"{what}: database {mask_url(self.url or '?')} failed: "
+                                    f"{db.error_line(exc, self.url)}") from None
 
     def fetch_one(self, name: str, params: Mapping[str, Any], what: str) -> tuple[Any, ...] | None:
         """Run the named query `name` (sql/*.sql) with `params` and the clock's now; its first row, if any.
