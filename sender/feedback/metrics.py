@@ -1,5 +1,7 @@
-"""The send ledger's Prometheus metrics, read from PostgreSQL at each scrape (the ledger is the record: any process
-serving them tells the same numbers). `sendhost sender web` serves them on /metrics/.
+"""The send ledger's Prometheus metrics, read from PostgreSQL (the ledger is the record: any process serving them
+tells the same numbers). `sendhost sender web` serves them on /metrics/ of its metrics listener, from a snapshot at
+most CACHE_S seconds old: scrapes more often than that (several Prometheus servers, a dashboard's refresh) cost
+the ledger nothing.
 
     sendhost_sender_rows{status}                          rows per status (unconfirmed ones wait for a person)
     sendhost_sender_queue_oldest_due_age_seconds          how late the oldest due row is (0: nothing overdue)
@@ -12,6 +14,8 @@ serving them tells the same numbers). `sendhost sender web` serves them on /metr
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -26,6 +30,7 @@ from sender.ledger.store import Ledger
 log = logging.getLogger("sendhost.sender.metrics")
 
 PREFIX = "sendhost_sender"
+CACHE_S = 15.0  # Prometheus's default scrape interval: one ledger read per interval, however many scrapers
 
 
 class LedgerCollector(Collector):
@@ -66,3 +71,23 @@ class LedgerCollector(Collector):
             return
         up.add_metric([], 1)
         yield from (up, rows, oldest, events, sends, bounces, complaints)
+
+
+class CachedCollector(Collector):
+    """Another collector's metrics, collected at most once every `max_age_s` seconds; concurrent scrapes wait for
+    the one read in flight rather than each starting their own."""
+
+    def __init__(self, inner: Collector, max_age_s: float = CACHE_S) -> None:
+        self._inner, self._max_age_s = inner, max_age_s
+        self._lock = threading.Lock()
+        self._at: float | None = None
+        self._snapshot: list[Metric] = []
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            now = time.monotonic()
+            if self._at is None or now - self._at >= self._max_age_s:
+                self._snapshot = list(self._inner.collect())
+                self._at = now
+            snapshot = self._snapshot
+        yield from snapshot

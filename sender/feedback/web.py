@@ -4,7 +4,7 @@
     GET  /u/<token>   a small page with a confirm button; a GET alone never unsubscribes (link scanners follow it)
     POST /events      JSON {message_id, event, at} (or a list of them), X-Sendhost-Signature: sha256=<hex HMAC>
     GET  /healthz     200 when the ledger answers
-    GET  /metrics     Prometheus
+    GET  /metrics/    Prometheus, on its own listener (default loopback), never on the public one
 
 Tokens are the agent's (sender.sending.tokens); a token made with a key no longer configured (rotated out) is as
 unknown as a forged one: 404, nothing changed. Logs name rows by id, never a recipient's address.
@@ -12,14 +12,19 @@ unknown as a forged one: 404, nothing changed. Logs name rows by id, never a rec
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import html
 import json
 import logging
-from collections.abc import Sequence
+import re
+import signal
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from types import FrameType
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -29,12 +34,13 @@ from prometheus_client import CollectorRegistry, Counter, make_asgi_app
 from psycopg_pool import ConnectionPool
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
 from sender.errors import LedgerUnavailable
-from sender.feedback.metrics import LedgerCollector
+from sender.feedback.guard import BodyTooLarge, GuardedH11Protocol, limit_log_rate, read_capped
+from sender.feedback.metrics import CachedCollector, LedgerCollector
 from sender.ledger import connection as db
 from sender.ledger.events import Applied, Event, Feedback
 from sender.ledger.store import Ledger
@@ -45,6 +51,12 @@ log = logging.getLogger("sendhost.sender.web")
 ONE_CLICK = "One-Click"
 SIGNATURE_HEADER = "x-sendhost-signature"
 MAX_BODY = 1 << 20  # a relay's batch of events; anything bigger is not one
+ONE_CLICK_BODY_MAX = 4096  # "List-Unsubscribe=One-Click" is 26 bytes; a browser's confirm form adds nothing much
+# A refusal sent before the body ended closes the connection: otherwise uvicorn would keep reading (and discarding)
+# the rest, for as long as the client cares to send it.
+CLOSE = {"Connection": "close"}
+# The confirm page is a button that unsubscribes: framed inside someone else's page it could be clicked unseen.
+NO_FRAMING = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,13 @@ class Metrics:
                               registry=self.registry)
 
 
+def ledger_metrics(pool: ConnectionPool) -> Metrics:
+    """This process's request counters and the ledger's numbers, the latter a snapshot at most CACHE_S old."""
+    metrics = Metrics()
+    metrics.registry.register(CachedCollector(LedgerCollector(pool)))
+    return metrics
+
+
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
@@ -78,14 +97,23 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
         f"<title>{html.escape(title)}</title><style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32em;"
         "margin:3em auto;padding:0 1em}button{font:inherit;padding:.5em 1.5em}</style></head>"
         f"<body><h1>{html.escape(title)}</h1>{body}</body></html>", status_code=status,
-        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", **NO_FRAMING})
+
+
+def _too_large(cap: int) -> Response:
+    return PlainTextResponse(f"send at most {cap} bytes\n", 413, headers=CLOSE)
+
+
+# RFC 3339's date-time: Python's fromisoformat alone is lenient (it takes a NUL or a space for the "T")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d{1,9})?([Zz]|[+-]\d\d:\d\d)", re.ASCII)
 
 
 def _parse_at(value: object) -> datetime | None:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or _RFC3339.fullmatch(value) is None:
         return None
+    value = re.sub(r"(\.\d{6})\d+", r"\1", value)  # nanoseconds (some relays send them) to microseconds
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else None
@@ -94,8 +122,7 @@ def _parse_at(value: object) -> datetime | None:
 def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = None) -> Starlette:
     """The ASGI app over a pool of autocommit ledger connections."""
     if metrics is None:
-        metrics = Metrics()
-        metrics.registry.register(LedgerCollector(pool))
+        metrics = ledger_metrics(pool)
 
     def unsubscribe(email_id: int) -> Applied:
         with pool.connection() as conn:
@@ -127,7 +154,11 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
             metrics.unsubscribes.labels("POST", "unknown").inc()
             log.info("unsubscribe: unknown or altered token")
             return _page("Link not recognised", "<p>This unsubscribe link is not valid.</p>", 404)
-        body = (await request.body())[:4096].decode("utf-8", "replace")
+        try:
+            body = (await read_capped(request, ONE_CLICK_BODY_MAX)).decode("utf-8", "replace")
+        except BodyTooLarge:
+            metrics.unsubscribes.labels("POST", "too_large").inc()
+            return _too_large(ONE_CLICK_BODY_MAX)
         if ONE_CLICK not in parse_qs(body).get("List-Unsubscribe", []):
             metrics.unsubscribes.labels("POST", "bad_body").inc()
             log.info("unsubscribe: row %d: body is not List-Unsubscribe=One-Click", email_id)
@@ -143,7 +174,8 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
 
     def apply_events(items: list[dict[str, Any]]) -> list[str]:
         results = []
-        with pool.connection() as conn:
+        # one transaction: an event the ledger refuses undoes those before it, as the docs promise
+        with pool.connection() as conn, conn.transaction():
             feedback = Feedback(Ledger(conn))
             for item in items:
                 results.append(str(feedback.apply_by_message_id(
@@ -157,14 +189,15 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
         declared = request.headers.get("content-length", "")
         if not declared.isdigit():
             metrics.events.labels("bad_input").inc()
-            return PlainTextResponse("send the events with a Content-Length\n", 411)
+            return PlainTextResponse("send the events with a Content-Length\n", 411, headers=CLOSE)
         if int(declared) > MAX_BODY:
             metrics.events.labels("too_large").inc()
-            return PlainTextResponse(f"send at most {MAX_BODY} bytes\n", 413)
-        body = await request.body()
-        if len(body) > MAX_BODY:
+            return _too_large(MAX_BODY)
+        try:
+            body = await read_capped(request, MAX_BODY)
+        except BodyTooLarge:  # more than it declared
             metrics.events.labels("too_large").inc()
-            return PlainTextResponse("body too large\n", 413)
+            return _too_large(MAX_BODY)
         expected = "sha256=" + hmac.new(keys.events, body, hashlib.sha256).hexdigest()
         if not hmac.compare_digest(request.headers.get(SIGNATURE_HEADER, "").encode(), expected.encode()):
             metrics.events.labels("bad_signature").inc()
@@ -197,38 +230,77 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
         log.warning("%s %s: %s", request.method, request.url.path.split("/u/")[0] or "/u", exc)
         return PlainTextResponse("the ledger is unavailable; try again later\n", 503)
 
-    return Starlette(exception_handlers={LedgerUnavailable: ledger_down, psycopg.OperationalError: ledger_down},
+    async def gone(request: Request, exc: Exception) -> Response:
+        # the client left (or its read deadline closed it) mid-body: nothing to answer, nothing changed
+        return PlainTextResponse("the request ended before its body\n", 400, headers=CLOSE)
+
+    return Starlette(exception_handlers={LedgerUnavailable: ledger_down, psycopg.OperationalError: ledger_down,
+                                         ClientDisconnect: gone},
                      routes=[
         Route("/u/{token}", unsubscribe_page, methods=["GET"]),
         Route("/u/{token}", unsubscribe_post, methods=["POST"]),
         Route("/events", events, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
-        Mount("/metrics", app=make_asgi_app(registry=metrics.registry)),
     ])
+
+
+def create_metrics_app(metrics: Metrics) -> Starlette:
+    """/metrics/ alone, for its own listener: it names every sending mailbox with its bounces and complaints, which
+    is nobody's business on the public unsubscribe listener."""
+    return Starlette(routes=[Mount("/metrics", app=make_asgi_app(registry=metrics.registry))])
+
+
+MAX_MESSAGE_ID = 998  # RFC 5322's line limit: no real Message-ID is longer
+MAX_DETAIL = 2000
+
+
+def _show(value: object) -> str:
+    """A bad value as the answer and the log name it: short, whatever a stranger sent."""
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _text_problem(value: str) -> str | None:
+    """Why PostgreSQL would refuse this string (a NUL, a lone surrogate), checked here so it answers 400, not 500."""
+    if "\x00" in value:
+        return "holds a NUL"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8 (a lone surrogate)"
+    return None
 
 
 def _parse_events(body: bytes) -> tuple[list[dict[str, Any]], str | None]:
     """The events of a request body, each checked; or a problem naming the first bad one (nothing applied)."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return [], "the body is not JSON; send {\"message_id\": ..., \"event\": ..., \"at\": ...}"
     entries = data if isinstance(data, list) else [data]
     items = []
+    names = {e.value for e in Event}
     allowed = ", ".join(e.value for e in Event)
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
             return [], f"event {n} is not an object"
-        message_id, event, at = entry.get("message_id"), entry.get("event"), _parse_at(entry.get("at"))
+        message_id, event, detail = entry.get("message_id"), entry.get("event"), entry.get("detail", "")
         if not isinstance(message_id, str) or not message_id.strip("<> "):
             return [], f"event {n}: message_id missing or not a string"
-        if event not in {e.value for e in Event}:
-            return [], f"event {n}: event {event!r} is not one of {allowed}"
+        if len(message_id) > MAX_MESSAGE_ID or _text_problem(message_id):
+            return [], (f"event {n}: message_id {_show(message_id)} "
+                        f"{_text_problem(message_id) or f'is over {MAX_MESSAGE_ID} characters'}")
+        if not isinstance(event, str) or event not in names:  # a list or an object is no event either
+            return [], f"event {n}: event {_show(event)} is not one of {allowed}"
+        if not isinstance(detail, str):
+            return [], f"event {n}: detail {_show(detail)} is not a string"
+        if len(detail) > MAX_DETAIL or _text_problem(detail):
+            return [], f"event {n}: detail {_text_problem(detail) or f'is over {MAX_DETAIL} characters'}"
+        at = _parse_at(entry.get("at"))
         if at is None:
-            return [], f"event {n}: at {entry.get('at')!r} is not an ISO 8601 time with a zone"
-        detail = entry.get("detail", "")
+            return [], f"event {n}: at {_show(entry.get('at'))} is not an RFC 3339 time (2026-11-30T10:00:00Z)"
         items.append({"message_id": message_id, "event": event, "at": at, "ref": at.isoformat(),
-                      "detail": detail if isinstance(detail, str) else ""})
+                      "detail": detail})
     return items, None
 
 
@@ -240,12 +312,66 @@ def open_pool(database_url: str, size: int = 8) -> ConnectionPool:
                                   "application_name": "sendhost-web"})
 
 
-def serve(database_url: str, keys: WebKeys, host: str, port: int) -> None:
-    """Serve until SIGINT/SIGTERM (uvicorn handles both and finishes the requests in flight)."""
+MAX_CONNECTIONS = 1000  # past it uvicorn answers 503 at once; well under the file descriptors we ask for below
+MAX_HEADER_BYTES = 16 * 1024  # a request line with a token and a browser's headers fit many times over
+
+
+def _raise_fd_limit(wanted: int) -> None:
+    """Lift the soft open-files limit toward the hard one: at 1,024 (a common default) a few hundred slow clients
+    and the pool would exhaust it, and every accept() after that fails."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signals to serve(): two servers share one process, and each would otherwise take
+    SIGTERM from the other."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def serve(database_url: str, keys: WebKeys, host: str, port: int, metrics_host: str, metrics_port: int,
+          max_connections: int = MAX_CONNECTIONS) -> None:
+    """Serve the public app on host:port and /metrics/ on metrics_host:metrics_port until SIGINT/SIGTERM (uvicorn
+    finishes the requests in flight)."""
+    _raise_fd_limit(max_connections + 256)
+    limit_log_rate()
     with open_pool(database_url) as pool:
+        metrics = ledger_metrics(pool)
         # no access log: the path carries the token, and our own lines say what each request did
         # An idle keep-alive connection outlives the proxy's (nginx keeps upstream ones 60 s): a server that closed
         # first would race the proxy reusing it, and that request would fail.
-        config = uvicorn.Config(create_app(pool, keys), host=host, port=port, access_log=False, log_config=None,
-                                server_header=False, timeout_graceful_shutdown=10, timeout_keep_alive=75)
-        uvicorn.Server(config).run()
+        public = _Server(uvicorn.Config(
+            create_app(pool, keys, metrics), host=host, port=port, access_log=False, log_config=None,
+            server_header=False, timeout_graceful_shutdown=10, timeout_keep_alive=75, http=GuardedH11Protocol,
+            limit_concurrency=max_connections, h11_max_incomplete_event_size=MAX_HEADER_BYTES))
+        private = _Server(uvicorn.Config(
+            create_metrics_app(metrics), host=metrics_host, port=metrics_port, access_log=False, log_config=None,
+            server_header=False, timeout_graceful_shutdown=5, http=GuardedH11Protocol, limit_concurrency=64,
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES))
+        servers = (public, private)
+
+        def stop(sig: int, frame: FrameType | None) -> None:
+            for server in servers:
+                server.handle_exit(sig, frame)
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, stop)
+
+        async def both() -> None:
+            # one failing to start (its port taken) stops the other: half a service is not what was asked for
+            tasks = [asyncio.create_task(server.serve()) for server in servers]
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for server in servers:
+                server.should_exit = True
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for task in done:
+                task.result()
+
+        asyncio.run(both())

@@ -9,21 +9,29 @@ import struct
 
 TAG_BYTES = 16  # 128 bits: forging one is out of reach, and the URL stays short
 _ID = struct.Struct(">Q")
+_TOKEN_CHARS = -(-(_ID.size + TAG_BYTES) * 4 // 3)  # unpadded base64 of 24 bytes: 32 characters
 
 
 def make_token(key: bytes, email_id: int) -> str:
     payload = _ID.pack(email_id)
     tag = hmac.new(key, b"unsubscribe:" + payload, hashlib.sha256).digest()[:TAG_BYTES]
-    return base64.urlsafe_b64encode(payload + tag).rstrip(b"=").decode("ascii")
+    return _encode(payload + tag)
+
+
+def _encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def verify_token(key: bytes, token: str) -> int | None:
-    """The row id a token names, or None when it was not made with `key` (or is malformed)."""
+    """The row id a token names, or None when it was not made with `key`, or is not exactly as make_token spells it
+    (the decoder skips characters outside the alphabet, so `tok!!!` or `tok ` would otherwise pass as `tok`)."""
+    if len(token) != _TOKEN_CHARS:
+        return None
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (ValueError, TypeError):
         return None
-    if len(raw) != _ID.size + TAG_BYTES:
+    if len(raw) != _ID.size + TAG_BYTES or _encode(raw) != token:
         return None
     payload, tag = raw[:_ID.size], raw[_ID.size:]
     expected = hmac.new(key, b"unsubscribe:" + payload, hashlib.sha256).digest()[:TAG_BYTES]

@@ -35,7 +35,7 @@ def _promtool() -> str:
 
 
 def _scrape(web: WebServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(f"{web.base}/metrics/").text
+    text = httpx.get(f"{web.metrics_base}/metrics/").text
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in text_string_to_metric_families(text) for sample in family.samples}
 

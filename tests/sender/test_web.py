@@ -8,6 +8,9 @@ import hashlib
 import hmac
 import json
 import secrets
+import socket
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -157,7 +160,24 @@ def test_events_apply_through_the_rank_guard(web: WebServer, feedback: Feedback)
     (b'{"message_id": "<m>", "event": "bounced", "at": "yesterday"}', "right", 400),
     (b'{"event": "bounced", "at": "2026-11-30T10:00:00Z"}', "right", 400),
     (b'[{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}, 7]', "right", 400),
-], ids=["wrong-hmac", "no-hmac", "bad-json", "unknown-event", "bad-time", "no-message-id", "half-bad-batch"])
+    (b'{"message_id": "<m>", "event": ["bounced"], "at": "2026-11-30T10:00:00Z"}', "right", 400),
+    (b'{"message_id": "<m>", "event": {"a": 1}, "at": "2026-11-30T10:00:00Z"}', "right", 400),
+    (b'{"message_id": "<m>\\u0000", "event": "bounced", "at": "2026-11-30T10:00:00Z"}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": "a\\u0000b"}', "right",
+     400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": "\\ud800"}', "right",
+     400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": ["x"]}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00\\u0000Z"}', "right", 400),
+    (b'[{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}, '
+     b'{"message_id": "<m>", "event": ["bounced"], "at": "2026-11-30T10:00:00Z"}]', "right", 400),
+    (b'[{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}, '
+     b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": "\\u0000"}]', "right",
+     400),
+    (b"[" * 100_000 + b"]" * 100_000, "right", 400),
+], ids=["wrong-hmac", "no-hmac", "bad-json", "unknown-event", "bad-time", "no-message-id", "half-bad-batch",
+        "event-a-list", "event-an-object", "nul-message-id", "nul-detail", "surrogate-detail", "detail-a-list",
+        "nul-time", "good-then-list-event", "good-then-nul-detail", "deep-json"])
 def test_bad_events_change_nothing(web: WebServer, feedback: Feedback, database_url: str, body: bytes, signed: str,
                                    status: int) -> None:
     _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
@@ -165,10 +185,11 @@ def test_bad_events_change_nothing(web: WebServer, feedback: Feedback, database_
     headers = {"wrong": _signed(secrets.token_bytes(32), body), "none": {},
                "right": _signed(web.events_key, body)}[signed]
     before = _changes(database_url)
-    assert httpx.post(f"{web.base}/events", content=body, headers=headers).status_code == status
+    response = httpx.post(f"{web.base}/events", content=body, headers=headers)
+    assert response.status_code == status, response.text
     assert _changes(database_url) == before
     assert web.process.poll() is None
-    metrics = httpx.get(f"{web.base}/metrics/").text
+    metrics = httpx.get(f"{web.metrics_base}/metrics/").text
     assert "sendhost_feedback_events_total" in metrics
 
 
@@ -181,6 +202,7 @@ def test_healthz(web: WebServer) -> None:
     (["web", "--listen", "nonsense"], "HOST:PORT"),
     (["web", "--events-key-file", "/nonexistent/events.key"], "--events-key-file"),
     (["web", "--previous-key-file", "/nonexistent/old.key"], "--previous-key-file"),
+    (["web", "--listen", "0.0.0.0:8025", "--metrics-listen", "127.0.0.1:8025"], "--metrics-listen"),
 ])
 def test_bad_options_exit_2_naming_the_fix(database_url: str, feedback: Feedback, tmp_path: Path, args: list[str],
                                           words: str) -> None:
@@ -205,3 +227,142 @@ def test_an_oversized_events_body_is_refused_before_it_is_read(web: WebServer, f
     response = httpx.post(f"{web.base}/events", content=body, headers=_signed(web.events_key, body))
     assert response.status_code == 413
     assert _changes(database_url) == before and web.process.poll() is None
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.parametrize("path", ["/u/{token}", "/events"])
+def test_a_64_mib_chunked_post_is_refused_before_it_is_read(web: WebServer, feedback: Feedback, database_url: str,
+                                                            path: str) -> None:
+    row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
+    url = web.base + path.format(token=make_token(feedback.ledger.unsubscribe_key(), row))
+    before, rss_before = _changes(database_url), _rss_kib(web.process.pid)
+    sent = 0
+
+    def body() -> Iterator[bytes]:  # no length: httpx sends it chunked, as an attacker would
+        nonlocal sent
+        chunk = b"List-Unsubscribe=One-Click&" + b"x" * (64 * 1024 - 27)
+        for _ in range(1024):  # 64 MiB
+            sent += len(chunk)
+            yield chunk
+
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if path == "/events":
+        headers.update(_signed(web.events_key, b""))
+    try:
+        response = httpx.post(url, content=body(), headers=headers, timeout=30)
+        status: int | str = response.status_code
+    except httpx.TransportError as exc:  # the server closed on us mid-body, having answered first
+        status = type(exc).__name__
+    assert status in (413, 411, "WriteError", "RemoteProtocolError", "ReadError"), status
+    growth_mib = (_rss_kib(web.process.pid) - rss_before) / 1024
+    assert growth_mib < 16, growth_mib
+    assert sent < 64 << 20 or status in (413, 411)  # either it stopped us, or it answered a refusal
+    assert _changes(database_url) == before and not feedback.ledger.is_suppressed("alice@rcpt.example")
+    assert httpx.get(f"{web.base}/healthz").status_code == 200
+
+
+def _half_sent(port: int, data: bytes) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(data)
+    return sock
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> float | None:
+    """Seconds until the server closed `sock` (read EOF or reset), or None if it is still open after `seconds`."""
+    started = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        pass
+    return time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_half_sent_requests_are_closed_within_30_seconds(web: WebServer, feedback: Feedback) -> None:
+    row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
+    token = make_token(feedback.ledger.unsubscribe_key(), row)
+    port = int(web.base.rsplit(":", 1)[1])
+    socks = {
+        "nothing sent": _half_sent(port, b""),
+        "half a header": _half_sent(port, f"POST /u/{token} HTTP/1.1\r\nHost: x\r\nContent-Ty".encode()),
+        "half a body": _half_sent(port, f"POST /u/{token} HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n"
+                                        "Content-Type: application/x-www-form-urlencoded\r\n\r\nList-Unsub".encode()),
+        "half a chunked body": _half_sent(port, f"POST /u/{token} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                                "chunked\r\n\r\n1a\r\nList-Unsub".encode()),
+    }
+    started = time.monotonic()
+    closed = {name: _closed_within(sock, max(30 - (time.monotonic() - started), 0.01))
+              for name, sock in socks.items()}
+    for sock in socks.values():
+        sock.close()
+    assert all(seconds is not None for seconds in closed.values()), closed
+    assert time.monotonic() - started < 30
+    assert not feedback.ledger.is_suppressed("alice@rcpt.example")
+    assert web.process.poll() is None and httpx.get(f"{web.base}/healthz").status_code == 200
+
+
+@pytest.mark.slow
+def test_300_slow_connections_leave_healthz_answering_and_log_a_few_lines(web: WebServer) -> None:
+    port = int(web.base.rsplit(":", 1)[1])
+    slow = [_half_sent(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ") for _ in range(300)]
+    try:
+        times = []
+        for _ in range(20):
+            started = time.monotonic()
+            response = httpx.get(f"{web.base}/healthz", timeout=5)
+            times.append(time.monotonic() - started)
+            assert response.status_code == 200
+            time.sleep(0.1)
+        assert max(times) < 1, times
+        started = time.monotonic()
+        still_open = [s for s in slow if _closed_within(s, max(30 - (time.monotonic() - started), 0.1)) is None]
+        assert not still_open, f"{len(still_open)} of 300 slow connections still open after 30 s"
+    finally:
+        for sock in slow:
+            sock.close()
+    time.sleep(0.5)
+    lines = [line for line in web.log().splitlines() if "did not arrive in time" in line]
+    assert 1 <= len(lines) <= 21, len(lines)  # the burst, then nothing for the rest of the window
+
+
+def test_the_confirm_page_refuses_framing(web: WebServer, feedback: Feedback) -> None:
+    row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
+    page = httpx.get(f"{web.base}/u/{make_token(feedback.ledger.unsubscribe_key(), row)}")
+    assert page.status_code == 200
+    assert page.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_only_the_canonical_spelling_of_a_token_is_accepted(web: WebServer, feedback: Feedback,
+                                                            database_url: str) -> None:
+    row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
+    good = make_token(feedback.ledger.unsubscribe_key(), row)
+    before = _changes(database_url)
+    # the base64 decoder skips characters outside its alphabet: each of these decodes to the good token's bytes
+    for token in (good + "!!!", good + "%20", good + "=", good[:8] + "!" + good[8:], good + "%0A", good + "AAAA"):
+        for method in ("GET", "POST"):
+            response = httpx.request(method, f"{web.base}/u/{token}", **ONE_CLICK)
+            assert response.status_code == 404, (token, method, response.status_code)
+    assert _changes(database_url) == before
+    assert httpx.get(f"{web.base}/u/{good}").status_code == 200
+
+
+def test_metrics_are_served_only_on_their_own_listener(web: WebServer, feedback: Feedback) -> None:
+    sent_row(feedback, "L1", "alice@rcpt.example", mailbox="box@sender.example")
+    for path in ("/metrics", "/metrics/"):
+        assert httpx.get(f"{web.base}{path}").status_code == 404
+    text = httpx.get(f"{web.metrics_base}/metrics/").text
+    assert 'sendhost_sender_mailbox_sends_7d{mailbox="box@sender.example"}' in text
+    assert "sendhost_unsubscribe_requests_total" in text
+    # the metrics listener serves nothing of the public one
+    assert httpx.get(f"{web.metrics_base}/healthz").status_code == 404

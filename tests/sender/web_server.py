@@ -23,6 +23,7 @@ from tests.support.net import free_port, stop_process
 @dataclass
 class WebServer:
     base: str
+    metrics_base: str
     process: subprocess.Popen[str]
     log_path: Path
     previous_key: bytes
@@ -40,26 +41,30 @@ def key_file(path: Path, key: bytes) -> Path:
 
 @contextmanager
 def web_server(tmp: Path, database_url: str) -> Iterator[WebServer]:
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     previous, events = secrets.token_bytes(32), secrets.token_bytes(32)
     log_path = tmp / "web.log"
     env = {**os.environ, "SENDHOST_STATE_DIR": str(tmp / "state"), "SENDHOST_LOG_LEVEL": "INFO"}
     env.pop("SENDHOST_INVENTORY", None)
     command = [sys.executable, "-c", "from toolkit.cli import main; main()", "sender", "--database-url",
                database_url, "web", "--listen", f"127.0.0.1:{port}",
+               "--metrics-listen", f"127.0.0.1:{metrics_port}",
                "--previous-key-file", str(key_file(tmp / "previous.key", previous)),
                "--events-key-file", str(key_file(tmp / "events.key", events))]
     with log_path.open("w") as log:
         process = subprocess.Popen(command, cwd=tmp, env={**env, "PYTHONPATH": str(REPO_ROOT)}, stdout=log,
                                    stderr=subprocess.STDOUT, text=True)
-    server = WebServer(f"http://127.0.0.1:{port}", process, log_path, previous, events)
+    server = WebServer(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}", process, log_path, previous,
+                       events)
     try:
         deadline = time.monotonic() + 30
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"sender web exited {process.returncode}: {server.log()}")
             try:
-                if httpx.get(f"{server.base}/healthz", timeout=2).status_code == 200:
+                if (httpx.get(f"{server.base}/healthz", timeout=2).status_code == 200
+                        # not /metrics/ itself: that would cache a snapshot of the empty ledger for the test
+                        and httpx.get(f"{server.metrics_base}/", timeout=2).status_code == 404):
                     break
             except httpx.HTTPError:
                 pass

@@ -40,18 +40,27 @@ def _key_file(path: str, option: str) -> bytes:
 @click.command("web")
 @click.option("--listen", default="127.0.0.1:8025", show_default=True, metavar="HOST:PORT",
               help="Where to serve; put TLS in front (the List-Unsubscribe URL must be https).")
+@click.option("--metrics-listen", default="127.0.0.1:9025", show_default=True, metavar="HOST:PORT",
+              envvar="SENDHOST_METRICS_LISTEN",
+              help="Where to serve /metrics/ (env SENDHOST_METRICS_LISTEN): its own listener, never --listen's, "
+                   "since it names every mailbox with its bounces.")
 @click.option("--previous-key-file", metavar="FILE", envvar="SENDHOST_UNSUBSCRIBE_PREVIOUS_KEY_FILE",
               help="The older unsubscribe key, still accepted while rotating (env "
                    "SENDHOST_UNSUBSCRIBE_PREVIOUS_KEY_FILE).")
 @click.option("--events-key-file", metavar="FILE", envvar="SENDHOST_EVENTS_KEY_FILE",
               help="HMAC key of POST /events (env SENDHOST_EVENTS_KEY_FILE); without it /events answers 404.")
 @pass_sender
-def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, events_key_file: str | None) -> None:
+def web_command(sc: SenderContext, listen: str, metrics_listen: str, previous_key_file: str | None,
+                events_key_file: str | None) -> None:
     """Serve one-click unsubscribe (RFC 8058), its confirm page, relay events, /healthz and /metrics."""
     from sender.assembly import unsubscribe_key, web_keys
     from sender.feedback.web import serve
 
     host, port = _listen(listen)
+    metrics_host, metrics_port = _listen(metrics_listen)
+    if port == metrics_port and (port != 0 or host == metrics_host):
+        raise click.BadParameter(f"{metrics_listen!r} is --listen's port; give /metrics/ its own, e.g. "
+                                 "127.0.0.1:9025", param_hint="--metrics-listen")
     inventory = sc.app.inventory
     url = sc.place.url
     with sc.ledger() as ledger:
@@ -60,8 +69,9 @@ def web_command(sc: SenderContext, listen: str, previous_key_file: str | None, e
                     _key_file(events_key_file, "--events-key-file") if events_key_file else None)
     logging.basicConfig(level=os.environ.get("SENDHOST_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    click.echo(f"sender web: serving on http://{host}:{port}", err=True)
-    serve(url, keys, host, port)
+    click.echo(f"sender web: serving on http://{host}:{port}, /metrics/ on http://{metrics_host}:{metrics_port}",
+               err=True)
+    serve(url, keys, host, port, metrics_host, metrics_port)
 
 
 def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[Mailbox]:
