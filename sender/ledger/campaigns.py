@@ -31,6 +31,11 @@ from sender.ledger.store import Ledger
 IMPORT_COLUMNS = ("line", "address", "ref", "timezone", "fields")
 
 
+def staged_row(lead: Lead) -> tuple[int, str, str | None, str, str]:
+    """`lead` as a row of the staging table (IMPORT_COLUMNS, the fields as JSON)."""
+    return lead.line, lead.email, lead.lead_id, lead.timezone, json.dumps(lead.fields)
+
+
 class Move(StrEnum):
     START = "start"
     PAUSE = "pause"
@@ -121,7 +126,7 @@ class Campaigns:
             conn.execute(query("leads_import_table"))
             with conn.cursor().copy(query("leads_import_copy")) as copy:
                 for lead in leads:
-                    copy.write_row((lead.line, lead.email, lead.lead_id, lead.timezone, json.dumps(lead.fields)))
+                    copy.write_row(staged_row(lead))
             for outcome, count, first_line in conn.execute(query("add_leads"), {"name": name,
                                                                                  "now": self.ledger.now()}):
                 counts[LeadOutcome(outcome)] = int(count)
