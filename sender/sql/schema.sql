@@ -98,7 +98,9 @@ CREATE TABLE sender_emails (
     last_error text,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
-    campaign_id bigint NOT NULL REFERENCES sender_campaigns (id),
+    -- No key of its own to sender_campaigns: (campaign_id, lead) references sender_leads, whose campaign_id does;
+    -- a second check of the same thing on every row inserted cost ~8% of a lead import (bench/import.py).
+    campaign_id bigint NOT NULL,
     pinned_mailbox text,  -- a later step's: the mailbox that sent the step before (lower-case)
     own_subject boolean NOT NULL DEFAULT true,  -- false: a reply in the thread (subject '')
     sent_subject text,  -- the Subject as the last attempt rendered it

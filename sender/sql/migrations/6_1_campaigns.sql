@@ -59,7 +59,8 @@ INSERT INTO sender_leads (campaign_id, lead, address, created_at)
 SELECT DISTINCT ON (lead) (SELECT id FROM sender_campaigns WHERE name = 'enqueue'), lead, recipient, created_at
 FROM sender_emails ORDER BY lead, step;
 
-ALTER TABLE sender_emails ADD COLUMN campaign_id bigint REFERENCES sender_campaigns (id);
+-- No key of its own to sender_campaigns: the key (campaign_id, lead) to sender_leads below implies it.
+ALTER TABLE sender_emails ADD COLUMN campaign_id bigint;
 UPDATE sender_emails SET campaign_id = (SELECT id FROM sender_campaigns WHERE name = 'enqueue');
 ALTER TABLE sender_emails ALTER COLUMN campaign_id SET NOT NULL;
 ALTER TABLE sender_emails ADD COLUMN pinned_mailbox text;  -- a later step's: the mailbox that sent the step before
