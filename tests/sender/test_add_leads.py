@@ -112,3 +112,13 @@ def test_a_lead_given_twice_to_the_ledger_is_refused_and_nothing_is_added(tmp_pa
     with pytest.raises(SenderConfigError, match="refused"):
         Campaigns(ledger).add_leads("two", twice)
     assert [row[0] for row in _campaign_rows(database_url, "two")] == ["first@rcpt.example"]
+
+
+def test_an_import_runs_under_a_bound_for_its_size_not_the_ledgers_statement_timeout(tmp_path: Path,
+                                                                                     ledger: Ledger) -> None:
+    csv = "email\n" + "".join(f"lead{n}@rcpt.example\n" for n in range(5_000))
+    ledger._conn.execute("SET statement_timeout = 50")  # far less than the import of 5,000 leads takes
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        ledger._conn.execute("SELECT pg_sleep(0.2)")
+    assert _add(tmp_path, ledger, "two", csv)[LeadOutcome.ADDED] == (5_000, 2)
+    assert ledger._conn.execute("SHOW statement_timeout").fetchone() == ("50ms",)  # for the import's only
