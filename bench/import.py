@@ -35,17 +35,15 @@ import argparse
 import functools
 import os
 import re
-import secrets
-import sys
 import tempfile
 import time
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
+
+from bench.postgres import admin_url, cpu_seconds, fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 ZONES = ("America/New_York", "", "Europe/Berlin", "Asia/Tokyo", "Mars/Olympus", "Europe/Paris")
@@ -77,15 +75,6 @@ WITH leads AS (
 INSERT INTO {sender_events} (email_id, at, kind, detail)
 SELECT id, clock_timestamp(), status::text, 'added to campaign bench' FROM created
 """
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) process `pid` has used so far; 0 when /proc cannot tell (a remote server)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 @dataclass
@@ -136,40 +125,6 @@ def campaign_text(name: str) -> str:
 
 
 # --- the database ------------------------------------------------------------------------------------------------
-
-def admin_url(given: str | None) -> str:
-    """A URL of a server that may create databases: --database-url, the machine's, else the embedded one."""
-    import psycopg
-
-    for url in [given] if given else ["postgresql://postgres@127.0.0.1:5432/postgres"]:
-        try:
-            with psycopg.connect(url, connect_timeout=2):
-                return url
-        except psycopg.Error:
-            if given:
-                raise SystemExit(f"bench: {given} does not answer") from None
-    from sender.embedded import embedded_url
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return embedded_url(Path(tempfile.mkdtemp(prefix="sendhost-bench-")))
-
-
-@contextmanager
-def fresh_database(admin: str) -> Iterator[str]:
-    from urllib.parse import urlsplit, urlunsplit
-
-    import psycopg
-
-    name = f"sendhost_bench_import_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(admin)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
 
 def floor_table(level: str, table: str) -> str:
     return f"bench_{level}_{table.removeprefix('sender_')}"
@@ -253,7 +208,7 @@ def run_round(admin: str, workdir: Path, leads: Sequence[Any]) -> tuple[dict[str
         with conn.transaction():
             stage(conn, leads)
 
-    with fresh_database(admin) as url, Ledger.from_url(url) as ledger:
+    with fresh_database(admin, "import") as url, Ledger.from_url(url) as ledger:
         name, campaign = prepare(ledger, workdir, leads)
         conn = ledger._conn
         campaigns = Campaigns(ledger)
@@ -331,6 +286,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
     main()
