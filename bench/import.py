@@ -20,8 +20,8 @@ their history events) written by INSERT ... SELECT from the staging table, decid
 ledger's three tables:
   rows     with no index and no constraint: the rows alone;
   indexed  with the ledger's indexes, unique constraints and checks;
-  keyed    and its foreign keys too: what storing the import's rows costs, the ceiling of any import on this
-           schema. import - keyed is then the classification's cost (and the function's own).
+  keyed    and its foreign keys too: what storing the import's rows costs, the best any import on this
+           schema can do. import - keyed is then the classification's cost (and the function's own).
 The ledger is not empty: a running campaign holds 1% of the addresses (`other_campaign`), 1,000 address and 20
 domain suppressions hit others (`suppressed`). Per phase: wall time, this process's CPU time, its PostgreSQL
 backend's (read from /proc: only when the server runs on this machine), and the WAL the server wrote meanwhile
