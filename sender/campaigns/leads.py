@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -95,6 +95,7 @@ def _bounded_lines(path: Path, handle: IO[str], max_line: int) -> Iterator[str]:
 class _Reader:
     def __init__(self, path: Path, spec: CampaignSpec, max_rows: int) -> None:
         self.path, self.spec, self.max_rows = path, spec, max_rows
+        self.required = sorted(spec.required_fields)  # worked out from the templates once, not for every row
         self.zones: dict[str, bool] = {}  # each distinct time zone looked up once
         self.timezone_absent = self.timezone_invalid = 0
 
@@ -125,7 +126,7 @@ class _Reader:
                 duplicates.append((line, first_line[lead.email]))
                 continue
             first_line[lead.email] = line
-            leads.append(replace(lead, timezone=self._timezone(lead.timezone)))
+            leads.append(Lead(line, lead.email, lead.lead_id, self._timezone(lead.timezone), lead.fields))
         report = LeadsReport(rows, len(duplicates), self.timezone_absent, self.timezone_invalid,
                              tuple(duplicates[:DUPLICATES_LISTED]))
         return LeadsFile(tuple(leads), report)
@@ -147,7 +148,7 @@ class _Reader:
         if "email" not in columns:
             raise self.fail(1, "header", f"no email column (the columns are {', '.join(columns)}); name the "
                             "address column email")
-        if missing := sorted(self.spec.required_fields - set(columns)):
+        if missing := [name for name in self.required if name not in columns]:
             name = missing[0]
             raise self.fail(1, "header", f"no {name} column, and {_needed_by(self.spec, name)} uses {{{name}}} "
                             f"without a fallback; add the column, or write {{{name}|...}} in the campaign")
@@ -170,7 +171,7 @@ class _Reader:
         except AddressError as exc:
             raise self.fail(line, "email", str(exc)) from None
         fields = {k: v for k, v in values.items() if k not in ("email", "lead", "timezone")}
-        for name in sorted(self.spec.required_fields):
+        for name in self.required:
             if not fields[name]:
                 raise self.fail(line, name, f"empty, and {_needed_by(self.spec, name)} uses {{{name}}} without a "
                                 f"fallback; fill it, or write {{{name}|...}} in the campaign")

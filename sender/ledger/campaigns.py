@@ -25,10 +25,25 @@ from sender.campaigns.changes import SpecChanges, changes
 from sender.campaigns.leads import Lead
 from sender.campaigns.spec import CampaignError, CampaignSpec, load_campaign
 from sender.errors import SenderConfigError
+from sender.ledger.connection import STATEMENT_TIMEOUT_MS
 from sender.ledger.queries import query
 from sender.ledger.store import Ledger
 
 IMPORT_COLUMNS = ("line", "address", "ref", "timezone", "fields")
+# An import's statements take time in proportion to its leads: 35-45 us a lead on an idle 2-core machine, up to
+# 170 us on a loaded one (bench/import.py), where 100,000 leads overran the ledger's statement timeout. Each lead
+# adds this much to the import's bound, room for a slower disk while a stuck import still ends.
+IMPORT_TIMEOUT_MS_PER_LEAD = 1
+
+
+def import_timeout_ms(leads: int) -> int:
+    """The statement timeout of an import of `leads` leads: the ledger's, and more for each lead."""
+    return STATEMENT_TIMEOUT_MS + leads * IMPORT_TIMEOUT_MS_PER_LEAD
+
+
+def staged_row(lead: Lead) -> tuple[int, str, str | None, str, str]:
+    """`lead` as a row of the staging table (IMPORT_COLUMNS, the fields as JSON)."""
+    return lead.line, lead.email, lead.lead_id, lead.timezone, json.dumps(lead.fields)
 
 
 class Move(StrEnum):
@@ -117,11 +132,13 @@ class Campaigns:
         """Add `leads` to campaign `name` in one transaction: one COPY into a staging table, then set-based SQL."""
         counts = dict.fromkeys(LeadOutcome, 0)
         first_lines: dict[LeadOutcome, int] = {}
+        leads = tuple(leads)
         with self.ledger._calling(f"add leads to {name}") as conn, conn.transaction():
+            conn.execute(query("leads_import_timeout"), {"ms": str(import_timeout_ms(len(leads)))})
             conn.execute(query("leads_import_table"))
             with conn.cursor().copy(query("leads_import_copy")) as copy:
                 for lead in leads:
-                    copy.write_row((lead.line, lead.email, lead.lead_id, lead.timezone, json.dumps(lead.fields)))
+                    copy.write_row(staged_row(lead))
             for outcome, count, first_line in conn.execute(query("add_leads"), {"name": name,
                                                                                  "now": self.ledger.now()}):
                 counts[LeadOutcome(outcome)] = int(count)

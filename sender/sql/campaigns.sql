@@ -13,6 +13,11 @@ ORDER BY l.id LIMIT 1;
 -- name: campaign_apply
 SELECT sender_campaign_apply(%(name)s, %(group)s, %(allow)s, %(source)s, %(steps)s, %(now)s);
 
+-- name: leads_import_timeout
+-- The import's statements may take longer than the ledger's tiny ones (sender.ledger.campaigns): for this
+-- transaction only.
+SELECT set_config('statement_timeout', %(ms)s, true);
+
 -- name: leads_import_table
 CREATE TEMPORARY TABLE sender_leads_import (
     line integer NOT NULL, address text NOT NULL, ref text, timezone text, fields jsonb, outcome text

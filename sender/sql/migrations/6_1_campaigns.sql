@@ -59,7 +59,8 @@ INSERT INTO sender_leads (campaign_id, lead, address, created_at)
 SELECT DISTINCT ON (lead) (SELECT id FROM sender_campaigns WHERE name = 'enqueue'), lead, recipient, created_at
 FROM sender_emails ORDER BY lead, step;
 
-ALTER TABLE sender_emails ADD COLUMN campaign_id bigint REFERENCES sender_campaigns (id);
+-- No key of its own to sender_campaigns: the key (campaign_id, lead) to sender_leads below implies it.
+ALTER TABLE sender_emails ADD COLUMN campaign_id bigint;
 UPDATE sender_emails SET campaign_id = (SELECT id FROM sender_campaigns WHERE name = 'enqueue');
 ALTER TABLE sender_emails ALTER COLUMN campaign_id SET NOT NULL;
 ALTER TABLE sender_emails ADD COLUMN pinned_mailbox text;  -- a later step's: the mailbox that sent the step before
@@ -318,10 +319,14 @@ $$;
 -- statistics are stale (a fresh ledger, a bulk enqueue that autovacuum has not analyzed yet) the planner believes
 -- the queue holds a handful of rows and reads every due row to sort them instead (version 3): sorting is never
 -- what a claim wants, so the function plans without it, whatever the statistics say.
+-- ROWS 1: the agent claims a row at a time. With a set-returning function's default (1,000 rows) the planner of
+-- the claim query (queries.sql `claim`) hashed all of sender_leads to join the claimed row's lead, each claim: 13 ms
+-- on a ledger of 50,000 leads (bench/claim.py), where probing its key takes microseconds.
 CREATE FUNCTION sender_claim(p_worker text, p_limit integer, p_groups text[], p_mailboxes text[],
                              p_now timestamptz DEFAULT NULL)
 RETURNS SETOF sender_emails
 LANGUAGE plpgsql
+ROWS 1
 SET enable_sort = off
 SET enable_bitmapscan = off
 AS $$
@@ -570,19 +575,26 @@ END
 $$;
 
 -- Add the leads a caller copied into the temporary table sender_leads_import (line, address, ref, timezone,
--- fields) to campaign p_name, in one statement per rule (`sendhost campaign add-leads`). Each import row gets its
--- outcome: added | already (in this campaign) | suppressed | other_campaign (the address is in another active
--- campaign, and this one does not allow it). Step 1 of each added lead is created, due now (waiting while the
--- campaign is not running). One import at a time, so that two cannot both add one address to two campaigns.
+-- fields) to campaign p_name (`sendhost campaign add-leads`). Each staged row's outcome: added | already (in this
+-- campaign) | suppressed | other_campaign (the address is in another active campaign, and this one does not allow
+-- it). Each added lead gets its step 1, due now (waiting while the campaign is not running), and the step's
+-- history event. One import at a time (a transaction lock of imports' own: agents and feedback, which also write
+-- sender_leads, never wait for an import), so that two cannot both add one address to two campaigns.
+-- One statement classifies every row once and writes what it adds, set-based (bench/import.py): a row's cost is
+-- its writes (three rows, their indexes and foreign keys) and one call of sender_is_suppressed. Without JIT, whose
+-- compiling costs more than it saves here; with the memory to sort and hash a file's rows (at most 250,000).
 CREATE FUNCTION sender_add_leads(p_name text, p_now timestamptz DEFAULT NULL)
-RETURNS TABLE (outcome text, leads bigint, first_line integer) LANGUAGE plpgsql AS $$
+RETURNS TABLE (outcome text, leads bigint, first_line integer) LANGUAGE plpgsql
+SET jit = off
+SET work_mem = '64MB'
+AS $$
 #variable_conflict use_column
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
     c sender_campaigns;
     first sender_campaign_steps;
 BEGIN
-    LOCK TABLE sender_leads IN SHARE ROW EXCLUSIVE MODE;
+    PERFORM pg_advisory_xact_lock(hashtext('sender_add_leads'));
     SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
     IF c.id IS NULL OR c.kind <> 'file' THEN
         RAISE EXCEPTION 'no campaign %; `sendhost campaign status` lists them', p_name
@@ -592,28 +604,38 @@ BEGIN
         RAISE EXCEPTION 'campaign % is stopped: it takes no leads', p_name USING ERRCODE = 'check_violation';
     END IF;
     SELECT * INTO first FROM sender_campaign_steps WHERE campaign_id = c.id AND step = 1;
-    UPDATE sender_leads_import i SET outcome = CASE
-        WHEN EXISTS (SELECT 1 FROM sender_leads l WHERE l.campaign_id = c.id AND l.lead = i.address) THEN 'already'
-        WHEN sender_is_suppressed(i.address) THEN 'suppressed'
-        WHEN NOT c.allow_other_campaigns AND EXISTS (
-            SELECT 1 FROM sender_leads l JOIN sender_campaigns o ON o.id = l.campaign_id
-            WHERE l.address = i.address AND l.campaign_id <> c.id AND l.ended IS NULL AND o.kind = 'file'
-              AND o.state <> 'stopped') THEN 'other_campaign'
-        ELSE 'added' END;
-    INSERT INTO sender_leads (campaign_id, lead, address, ref, timezone, fields, created_at)
-    SELECT c.id, address, address, ref, timezone, fields, now_at FROM sender_leads_import WHERE outcome = 'added';
-    WITH created AS (
+    -- The writes below see none of each other's rows (one snapshot): each reads `classified`; the foreign keys,
+    -- checked at the statement's end, see them all.
+    RETURN QUERY
+    WITH classified AS MATERIALIZED (
+        SELECT i.line, i.address, i.ref, i.timezone, i.fields, CASE
+            WHEN here.id IS NOT NULL THEN 'already'
+            WHEN sender_is_suppressed(i.address) THEN 'suppressed'
+            WHEN NOT c.allow_other_campaigns AND EXISTS (
+                SELECT 1 FROM sender_leads l JOIN sender_campaigns o ON o.id = l.campaign_id
+                WHERE l.address = i.address AND l.campaign_id <> c.id AND l.ended IS NULL AND o.kind = 'file'
+                  AND o.state <> 'stopped') THEN 'other_campaign'
+            ELSE 'added' END AS outcome
+        FROM sender_leads_import i
+        LEFT JOIN sender_leads here ON here.campaign_id = c.id AND here.lead = i.address
+    ), added_leads AS (
+        INSERT INTO sender_leads (campaign_id, lead, address, ref, timezone, fields, created_at)
+        SELECT c.id, a.address, a.address, a.ref, a.timezone, a.fields, now_at FROM classified a
+        WHERE a.outcome = 'added'
+    ), created AS (
         INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, status,
                                    not_before, created_at, updated_at)
-        SELECT c.id, address, 1, address, c.mailbox_group, first.subject, first.body,
+        SELECT c.id, a.address, 1, a.address, c.mailbox_group, first.subject, first.body,
                CASE WHEN c.state = 'running' THEN 'queued'::sender_status ELSE 'waiting'::sender_status END,
                now_at, now_at, now_at
-        FROM sender_leads_import WHERE outcome = 'added' ORDER BY line
+        FROM classified a WHERE a.outcome = 'added' ORDER BY a.line
         RETURNING id, status
+    ), logged AS (
+        INSERT INTO sender_events (email_id, at, kind, detail)
+        SELECT e.id, coalesce(p_now, clock_timestamp()), e.status::text, 'added to campaign ' || p_name
+        FROM created e
     )
-    INSERT INTO sender_events (email_id, at, kind, detail)
-    SELECT id, coalesce(p_now, clock_timestamp()), status::text, 'added to campaign ' || p_name FROM created;
-    RETURN QUERY SELECT i.outcome, count(*), min(i.line) FROM sender_leads_import i GROUP BY i.outcome;
+    SELECT a.outcome, count(*), min(a.line) FROM classified a GROUP BY a.outcome;
 END
 $$;
 
