@@ -56,12 +56,18 @@ def set_up_campaign(tmp_path: Path, ledger: Ledger, name: str, leads: Sequence[t
     spec = load_campaign(path, {"sales"})
     campaigns = Campaigns(ledger)
     campaigns.apply(spec, path.read_text())
-    csv = tmp_path / f"{name}.csv"
-    csv.write_text("email,first_name,company\n" + "".join(f"{a},{f},{c}\n" for a, f, c in leads))
-    added = campaigns.add_leads(name, read_leads(csv, spec).leads)
+    added = add_leads(tmp_path, ledger, spec, leads)
     if start:
         campaigns.move(name, Move.START)
     return spec, added
+
+
+def add_leads(tmp_path: Path, ledger: Ledger, spec: CampaignSpec,
+              leads: Sequence[tuple[str, str, str]]) -> AddedLeads:
+    """`sendhost campaign add-leads` of a CSV of `leads` (email, first_name, company)."""
+    csv = tmp_path / f"{spec.name}-{len(list(tmp_path.glob('*.csv')))}.csv"
+    csv.write_text("email,first_name,company\n" + "".join(f"{a},{f},{c}\n" for a, f, c in leads))
+    return Campaigns(ledger).add_leads(spec.name, read_leads(csv, spec).leads)
 
 
 def one_pass(agent: Agent, factory: Callable[[], Ledger], workers: int = 3) -> None:

@@ -13,12 +13,12 @@ import redis
 from ippool import Pool
 from sender import Ledger
 from sender.sending.agent import Agent
+from tests.sender.clocked import HOST, clocked_agent
 from tests.support.submission import SubmissionServer
 from toolkit.app import App
 from toolkit.cli.sender.context import SenderContext
 from toolkit.cli.sender.run import build_agent
 
-HOST = "sender-1"
 PRIMARY = "127.0.0.1"
 SLOTS = [f"127.0.0.{n}" for n in range(2, 10)]
 BUDGET = (8, 15)
@@ -69,23 +69,6 @@ class World:
             return {s.private_ip: s.budget for s in status.slots if s.private_ip}
         finally:
             client.close()
-
-
-def clocked_agent(context: SenderContext, clock: Callable[[], float], checkpoint: Callable[[str], None] | None = None,
-                  smtp_timeout_s: float = 5.0) -> tuple[Agent, Callable[[], Ledger]]:
-    """What `sendhost sender run` builds for HOST (toolkit.cli.sender.run.build_agent), on `clock`: the CLI has no
-    clock to give, the composition root (sender.assembly) takes one."""
-    from sender.assembly import build_agent as assemble
-    from sender.settings import AgentSettings
-
-    inventory = context.app.require_inventory()
-    host = inventory.host(HOST)
-    settings = AgentSettings(host=host.name, primary_ip=host.primary_ip,
-                             mailboxes=tuple(m for m in inventory.mailboxes if m.smtp is not None),
-                             unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
-    return assemble(settings, context.place, redis_url=context.app.config.redis_url.value,
-                    state_dir=context.app.state_dir, unsubscribe_key_file=inventory.unsubscribe_key_file,
-                    env=context.app.env, checkpoint=checkpoint, clock=clock)
 
 
 def make_world(tmp: Path, database_url: str, redis_url: str, server: SubmissionServer, *, mailboxes: int = 4,
