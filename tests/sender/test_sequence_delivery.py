@@ -106,8 +106,9 @@ def test_every_lead_gets_its_steps_in_order_threaded_from_one_mailbox_and_nothin
 
     clock.advance(3 * DAY_S)
     run_agent()
-    (_, eve_second) = _received(clocked_world)["eve@rcpt.example"]
-    feedback.apply_by_message_id(eve_second.received.message_id, Event.BOUNCED, source="inbox", ref="eve-dsn")
+    eve = _received(clocked_world)["eve@rcpt.example"]
+    assert [a.step for a in eve] == [1, 2]
+    feedback.apply_by_message_id(eve[1].received.message_id, Event.BOUNCED, source="inbox", ref="eve-dsn")
     clock.advance(4 * DAY_S)
     run_agent()
     clock.advance(30 * DAY_S)  # long after every step was due: nothing more comes
