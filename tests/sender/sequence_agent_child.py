@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 
 from tests.sender.clocked import clocked_agent
 from tests.support.clock import ShiftedClock
@@ -39,15 +40,16 @@ def agent_process(inventory: str, database_url: str, redis_url: str, workers: in
             if name == "recorded":
                 recorded += 1
 
-    code = 1
+    code = 0
     try:
         context = SenderContext(App(inventory_flag=inventory, redis_url_flag=redis_url, env={}), database_url)
         agent, factory = clocked_agent(context, ShiftedClock(offset_s), checkpoint, smtp_timeout_s=5.0)
         agent.run(factory, workers, once=True, stop=threading.Event())
-        code = 0
-    finally:
-        sys.stderr.flush()
-        os._exit(code)  # never the parent's exit path: its stdin, stdout and atexit handlers are the parent's
+    except BaseException:
+        traceback.print_exc()  # to the test's stderr, which the test shows when it fails
+        code = 1
+    sys.stderr.flush()
+    os._exit(code)  # never the parent's way out: its stdin, stdout and atexit handlers are the parent's
 
 
 def main() -> None:

@@ -167,25 +167,25 @@ def test_a_first_step_deferred_then_accepted_is_followed_up_from_its_real_send(
     assert [a.step for a in got[deferred]] == [1, 2]
 
 
-@pytest.mark.parametrize("spelled_in", ["first", "second"])
+@pytest.mark.parametrize(("in_one", "in_two"), [("Eve@Bigco.example", "eve@bigco.example"),
+                                               ("eve@bigco.example", "Eve@Bigco.example")],
+                         ids=["capitals-in-the-first", "capitals-in-the-second"])
 def test_one_address_in_two_campaigns_however_spelled_gets_one_sequence(
         tmp_path: Path, clocked_world: World, ledger: Ledger, clock: FakeClock, run_agent: Callable[[], None],
-        spelled_in: str) -> None:
-    spellings = {"first": "Eve@Bigco.example", "second": "eve@bigco.example"}
-    if spelled_in == "second":
-        spellings = {"first": "eve@bigco.example", "second": "Eve@Bigco.example"}
-    _, first = set_up_campaign(tmp_path, ledger, "one", [(spellings["first"], "Eve", "Bigco")])
-    _, second = set_up_campaign(tmp_path, ledger, "two", [(spellings["second"], "Eve", "Bigco"),
-                                                          ("frank@bigco.example", "Frank", "Bigco")])
-    assert first.counts[LeadOutcome.ADDED] == 1
-    assert (second.counts[LeadOutcome.ADDED], second.counts[LeadOutcome.OTHER_CAMPAIGN]) == (1, 1)
+        in_one: str, in_two: str) -> None:
+    _, one = set_up_campaign(tmp_path, ledger, "one", [(in_one, "Eve", "Bigco")])
+    _, two = set_up_campaign(tmp_path, ledger, "two", [(in_two, "Eve", "Bigco"), ("frank@bigco.example", "Frank", "")])
+    assert one.counts[LeadOutcome.ADDED] == 1
+    assert (two.counts[LeadOutcome.ADDED], two.counts[LeadOutcome.OTHER_CAMPAIGN]) == (1, 1)
     for _ in range(3):
         run_agent()
         clock.advance(4 * DAY_S)
     got = _received(clocked_world)
     assert sorted(got) == ["eve@bigco.example", "frank@bigco.example"]
-    assert [a.step for a in got["eve@bigco.example"]] == [1, 2, 3]  # one sequence, from campaign `one`
+    # one sequence, campaign one's, to the canonical address (RCPT TO and To)
+    check_thread("eve@bigco.example", got["eve@bigco.example"], "Hello Eve")
+    assert [a.step for a in got["eve@bigco.example"]] == [1, 2, 3]
     with psycopg.connect(clocked_world.database_url) as conn:
-        leads = conn.execute("SELECT c.name, l.address FROM sender_leads l JOIN sender_campaigns c "
-                             "ON c.id = l.campaign_id WHERE l.address LIKE 'eve@%%'").fetchall()
-    assert leads == [("one", "eve@bigco.example")]
+        leads = conn.execute("SELECT c.name FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id "
+                             "WHERE l.address = 'eve@bigco.example'").fetchall()
+    assert leads == [("one",)]
