@@ -37,6 +37,8 @@ DEFAULT_TIMEOUT_S = 300.0
 LEDGER_SQL = "sender/sql/schema.sql"  # the current schema: what a fresh (test) database is made from
 QUERIES_SQL = "sender/sql/queries.sql"
 AGENT = "sender/sending/agent.py"
+THREAD_HEADERS = "sender/sending/thread_headers.py"
+INBOX = "sender/feedback/inbox.py"
 OUTCOMES = "sender/sending/outcomes.py"
 RESERVE_LUA = "warmup/lua/reserve.lua"
 CANCEL_LUA = "warmup/lua/cancel.lua"
@@ -53,6 +55,11 @@ EVENTS_TESTS = "tests/sender/test_events.py"
 OUTCOMES_TESTS = "tests/sender/test_outcomes.py"
 AGENT_TESTS = "tests/sender/test_agent.py"
 CRASH_TESTS = "tests/sender/test_crash.py"
+SEQUENCE_TESTS = "tests/sender/test_sequences.py"
+SEQUENCE_DELIVERY_TESTS = "tests/sender/test_sequence_delivery.py"
+SEQUENCE_CRASH_TESTS = "tests/sender/test_sequence_crashes.py"
+SEQUENCE_INBOX_TESTS = "tests/sender/test_sequence_inbox.py"
+SEQUENCE_PROPERTY_TESTS = "tests/sender/test_sequence_property.py"
 GUARD_TESTS = "tests/warmup/test_guard.py"
 GUARD_FAILURE_TESTS = "tests/warmup/test_failures_guard.py"
 POOL_TESTS = "tests/ippool/test_pool.py"
@@ -254,7 +261,85 @@ FOUND = (
        "an expired lease (its sender died) still counts as live: a retired slot waits for it"),
 )
 
-CATALOGUE = ISSUE_31 + CAUGHT + FOUND
+# Issue 24: the sequence rules, each caught by a test against real services (the SMTP server, dovecot) or by the
+# property test of the ledger.
+SEQUENCE_RUN = f"{SEQUENCE_DELIVERY_TESTS}::test_every_lead_gets_its_steps_in_order_threaded_from_one_mailbox_and_" \
+               "nothing_after_an_end"
+PROPERTY = f"{SEQUENCE_PROPERTY_TESTS}::test_any_interleaving_hands_over_no_step_after_its_end_and_each_after_its_" \
+           "predecessor"
+ISSUE_24 = (
+    _m("due-guard-ignores-the-previous-step", LEDGER_SQL,
+       "    ELSIF NEW.step > 1 AND NOT sender_step_was_sent(NEW.campaign_id, NEW.lead, NEW.step - 1) THEN\n"
+       "        NEW.status := 'waiting';\n", "",
+       [PROPERTY],
+       "a follow-up enqueued ahead is due (claimable) while the lead's previous step is not sent"),
+    _m("begin-attempt-skips-the-previous-step", LEDGER_SQL,
+       "    IF r.step > 1 AND NOT sender_step_was_sent(r.campaign_id, r.lead, r.step - 1) THEN",
+       "    IF false THEN",
+       [f"{SEQUENCE_TESTS}::test_a_follow_up_a_person_marks_sending_is_not_handed_over_before_its_step"],
+       "the attempt's start hands over a follow-up whose previous step is not sent"),
+    _m("claim-ignores-the-pin", LEDGER_SQL,
+       "          AND (p_mailboxes IS NULL OR pinned_mailbox IS NULL OR pinned_mailbox = ANY (p_mailboxes))\n", "",
+       [PROPERTY],
+       "an agent claims a lead's follow-up pinned to a mailbox it does not have"),
+    _m("begin-attempt-ignores-the-pin", LEDGER_SQL,
+       "    IF r.pinned_mailbox IS NOT NULL AND lower(p_mailbox) <> r.pinned_mailbox THEN", "    IF false THEN",
+       [PROPERTY],
+       "a follow-up's attempt starts from another mailbox than the one that sent the lead's previous step"),
+    _m("follow-up-not-pinned", LEDGER_SQL,
+       "lower(r.mailbox), p_at, p_at)", "NULL, p_at, p_at)",
+       [SEQUENCE_RUN],
+       "a campaign's follow-up is created pinned to no mailbox: it goes from the group's least used"),
+    _m("follow-up-due-from-the-first-queueing", LEDGER_SQL,
+       "sent_at + make_interval(secs => next_step.delay_s),",
+       "r.created_at + make_interval(secs => next_step.delay_s),",
+       [f"{SEQUENCE_DELIVERY_TESTS}::test_a_first_step_deferred_then_accepted_is_followed_up_from_its_real_send"],
+       "a follow-up's delay counts from when its step was first queued, not from the send that succeeded"),
+    _m("failure-spares-the-sequence", LEDGER_SQL,
+       "AND NEW.status IN ('sent', 'failed', 'unconfirmed',", "AND NEW.status IN ('sent', 'unconfirmed',",
+       [SEQUENCE_RUN],
+       "a step refused for good (5xx) does not end its lead's sequence"),
+    _m("unconfirmed-spares-the-sequence", LEDGER_SQL,
+       "AND NEW.status IN ('sent', 'failed', 'unconfirmed', 'suppressed'", "AND NEW.status IN ('sent', 'failed', "
+       "'suppressed'",
+       [SEQUENCE_RUN],
+       "a step whose end is unknown (timeout after DATA) does not end its lead's sequence"),
+    _m("bounce-spares-the-sequence", LEDGER_SQL,
+       "                                      'bounced', 'unsubscribed', 'complained'))\n"
+       "EXECUTE FUNCTION sender_sequence_rule();",
+       "                                      'unsubscribed', 'complained'))\nEXECUTE FUNCTION sender_sequence_rule();",
+       [SEQUENCE_RUN],
+       "a hard bounce ends its lead's sequence only through the suppression it causes, for the wrong reason"),
+    _m("resolved-send-stays-ended", LEDGER_SQL,
+       "    IF l.ended = 'unconfirmed' THEN\n"
+       "        UPDATE sender_leads SET ended = NULL, ended_at = NULL WHERE id = l.id;\n"
+       "    ELSIF l.ended IS NOT NULL THEN",
+       "    IF l.ended IS NOT NULL THEN",
+       [f"{SEQUENCE_CRASH_TESTS}::test_agents_killed_at_every_step_still_send_each_step_once_and_in_order"],
+       "an unconfirmed step a person resolves as sent leaves the sequence ended: its next step never comes"),
+    _m("one-address-two-sequences", LEDGER_SQL,
+       "WHEN NOT c.allow_other_campaigns AND EXISTS (", "WHEN false AND EXISTS (",
+       [f"{SEQUENCE_DELIVERY_TESTS}::test_one_address_in_two_campaigns_however_spelled_gets_one_sequence"],
+       "an address already in an active campaign is added to another, and mailed by both"),
+    _m("step-subject-not-recorded", AGENT,
+       "message_id_for(row.idempotency_key, mailbox.address), content.headers.subject)",
+       "message_id_for(row.idempotency_key, mailbox.address), None)",
+       [SEQUENCE_RUN],
+       "the agent does not record the Subject it sent, so a follow-up has no thread subject to reply to"),
+    _m("references-only-the-previous-step", THREAD_HEADERS,
+       "return ThreadHeaders(reply_subject(first_subject), ids[-1], ids)",
+       "return ThreadHeaders(reply_subject(first_subject), ids[-1], ids[-1:])",
+       [SEQUENCE_RUN],
+       "a follow-up's References name only the previous step, not every earlier one"),
+    _m("inbox-reply-is-an-auto-reply", INBOX,
+       "MessageKind.UNSUBSCRIBE: Event.UNSUBSCRIBED, MessageKind.REPLY: Event.REPLIED,",
+       "MessageKind.UNSUBSCRIBE: Event.UNSUBSCRIBED, MessageKind.REPLY: Event.AUTO_REPLIED,",
+       [f"{SEQUENCE_INBOX_TESTS}::test_a_reply_read_from_the_inbox_before_step_two_is_due_means_step_two_is_never_"
+        "sent"],
+       "a lead's reply read from the inbox is taken for an automatic one: the sequence goes on"),
+)
+
+CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24
 
 
 @dataclass(frozen=True)

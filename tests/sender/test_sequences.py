@@ -177,6 +177,21 @@ def test_a_person_at_psql_cannot_make_a_follow_up_due_before_its_step(tmp_path: 
     assert statuses == [(1, "queued"), (2, "waiting"), (3, "waiting")]
 
 
+def test_a_follow_up_a_person_marks_sending_is_not_handed_over_before_its_step(timed: Ledger,
+                                                                               database_url: str) -> None:
+    """The due guard sees rows made due (queued, retry); one forced straight to `sending` at psql is stopped by the
+    attempt's start, which checks the previous step again, and waits for it."""
+    timed.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="x")
+    timed.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again", text="x")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        (row,) = conn.execute("UPDATE sender_emails SET status = 'sending' WHERE lead = 'L1' AND step = 2 "
+                              "RETURNING id").fetchone() or (0,)
+    assert timed.begin_attempt(row, uuid.uuid4(), BOX, None, "<a@sender.example>", "s") == ("lost", None)
+    with psycopg.connect(database_url) as conn:
+        statuses = conn.execute("SELECT step, status::text, attempts FROM sender_emails ORDER BY step").fetchall()
+    assert statuses == [(1, "queued", 0), (2, "waiting", 0)]
+
+
 def test_an_enqueued_step_after_a_reply_is_refused(timed: Ledger) -> None:
     timed.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="x")
     first = _send(timed)

@@ -13,12 +13,12 @@ import redis
 from ippool import Pool
 from sender import Ledger
 from sender.sending.agent import Agent
+from tests.sender.clocked import HOST, clocked_agent
 from tests.support.submission import SubmissionServer
 from toolkit.app import App
 from toolkit.cli.sender.context import SenderContext
 from toolkit.cli.sender.run import build_agent
 
-HOST = "sender-1"
 PRIMARY = "127.0.0.1"
 SLOTS = [f"127.0.0.{n}" for n in range(2, 10)]
 BUDGET = (8, 15)
@@ -53,6 +53,11 @@ class World:
               smtp_timeout_s: float = 5.0) -> tuple[Agent, Callable[[], Ledger]]:
         return build_agent(self.context(), HOST, checkpoint, smtp_timeout_s=smtp_timeout_s)
 
+    def clocked_agent(self, clock: Callable[[], float], checkpoint: Callable[[str], None] | None = None,
+                      smtp_timeout_s: float = 5.0) -> tuple[Agent, Callable[[], Ledger]]:
+        """The agent of `agent()`, its guard, pool and ledger connections all on `clock`."""
+        return clocked_agent(self.context(), clock, checkpoint, smtp_timeout_s=smtp_timeout_s)
+
     def cli_args(self, *args: str) -> list[str]:
         return ["--inventory", str(self.inventory), "--redis-url", self.redis_url, "sender", "--database-url",
                 self.database_url, *args]
@@ -68,7 +73,9 @@ class World:
 
 def make_world(tmp: Path, database_url: str, redis_url: str, server: SubmissionServer, *, mailboxes: int = 4,
                start: date | None = None, extra_yaml: str = "", passwords: dict[str, str] | None = None,
-               min_gap_s: float = 0) -> World:
+               min_gap_s: float = 0, imap: str | None = None) -> World:
+    """`imap`: the body of each mailbox's imap settings (`host: ..., port: ..., security: tls, ca_file: ...`); its
+    login is the mailbox's address and smtp password."""
     start = start or (datetime.now(UTC).date() - timedelta(days=90))
     addresses = [f"box{n}@sender.example" for n in range(mailboxes)]
     entries = []
@@ -81,7 +88,8 @@ def make_world(tmp: Path, database_url: str, redis_url: str, server: SubmissionS
             f"      - address: {address}\n        domain: sender.example\n        start: '{start.isoformat()}'\n"
             f"        group: sales\n        min_gap_s: {min_gap_s}\n        jitter_s: [0, 0]\n"
             f"        smtp: {{host: {server.host}, port: {server.port}, security: starttls, username: {address}, "
-            f"password_file: '{secret}', ca_file: '{server.ca_file}'}}\n")
+            f"password_file: '{secret}', ca_file: '{server.ca_file}'}}\n"
+            + (f"        imap: {{{imap}}}\n" if imap else ""))
     inventory = tmp / "inventory.yml"
     inventory.write_text(
         "all:\n  vars:\n"

@@ -1,7 +1,8 @@
-"""A clock that tests move by hand instead of sleeping."""
+"""Clocks that tests move by hand instead of sleeping."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -20,3 +21,19 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         self.advance(seconds)
+
+
+@dataclass
+class ShiftedClock:
+    """The real time moved by `offset_s`: for agents in processes of their own, where a test cannot move a clock by
+    hand. Time still runs (a wait of a second takes a second) while `advance` jumps days; a child process given the
+    same offset reads the same time."""
+
+    offset_s: float = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset_s
+
+    def advance(self, seconds: float) -> float:
+        self.offset_s += seconds
+        return self()

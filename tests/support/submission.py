@@ -2,7 +2,9 @@
 
 It records every accepted message with the peer address it came from (which proves the source binding), and can
 be scripted per recipient with a provider's reply at a stage (RCPT or end of DATA), a slow reply after the end of
-DATA (a timeout), or a pause before every reply (slow server, for restart tests).
+DATA (a timeout), or a pause before every reply (slow server, for restart tests). It knows which sessions are open,
+so a test whose clients were killed can wait until the server has seen each of them end before reading what
+arrived (`Recorder.wait_until_idle`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import email
 import socket
 import ssl
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +24,7 @@ from typing import Any
 
 import trustme
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
+from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class Received:
     rcpt: str
     message_id: str
     message: Any  # email.message.Message
+    login: str = ""  # the user the session authenticated as (AUTH PLAIN or LOGIN)
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,14 @@ class Recorder:
     script: dict[str, Scripted] = field(default_factory=dict)
     delay_s: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    open_sessions: set[int] = field(default_factory=set)  # id() of each connection the server has not seen end
 
     def authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> AuthResult:
         if not isinstance(auth_data, LoginPassword):
             return AuthResult(success=False, handled=False)
         login, password = auth_data.login.decode(), auth_data.password.decode()
-        return AuthResult(success=self.users.get(login) == password, handled=False)
+        # auth_data becomes the session's, which is how each received message knows the user it came from
+        return AuthResult(success=self.users.get(login) == password, handled=False, auth_data=auth_data)
 
     async def auth_XOAUTH2(self, server: Any, args: list[str]) -> AuthResult:
         """Google's and Microsoft's OAuth mechanism: `user=...^Aauth=Bearer TOKEN^A^A`, base64, in one line."""
@@ -82,12 +88,33 @@ class Recorder:
         if scripted is not None and scripted.stage == "data":
             return scripted.reply
         message = email.message_from_bytes(envelope.content)
+        login = getattr(session.auth_data, "login", None)
         with self.lock:
             self.received.append(Received(session.peer[0], envelope.mail_from, rcpt,
-                                          str(message["Message-ID"]), message))
+                                          str(message["Message-ID"]), message,
+                                          login.decode() if isinstance(login, bytes) else ""))
         if scripted is not None and scripted.stage == "hang":
             await asyncio.sleep(scripted.hang_s)  # the server has it, the client times out waiting
         return "250 2.0.0 OK queued"
+
+    def snapshot(self) -> list[Received]:
+        """What arrived so far, a copy taken under the lock (the server's thread appends)."""
+        with self.lock:
+            return list(self.received)
+
+    def wait_until_idle(self, timeout_s: float = 15.0) -> None:
+        """Wait until every connection made to the server has ended. Once a session's connection is lost aiosmtpd
+        cancels its handler, so after this nothing more can arrive from the clients that were connected: what a
+        killed client had handed over is in `received` or never will be."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self.lock:
+                left = len(self.open_sessions)
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the submission server still has {left} session(s) open after {timeout_s}s")
+            time.sleep(0.02)
 
     def peers(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -104,12 +131,31 @@ class SubmissionServer:
     recorder: Recorder
 
 
+class _TrackedSMTP(SMTP):
+    """aiosmtpd's session, telling the recorder when its connection starts and ends. STARTTLS calls
+    connection_made a second time for the same session, hence a set."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        recorder: Recorder = self.event_handler
+        with recorder.lock:
+            recorder.open_sessions.add(id(self))
+        super().connection_made(transport)
+
+    def connection_lost(self, error: Exception | None) -> None:
+        try:
+            super().connection_lost(error)
+        finally:
+            recorder: Recorder = self.event_handler
+            with recorder.lock:
+                recorder.open_sessions.discard(id(self))
+
+
 class _Controller(Controller):
     def factory(self) -> Any:
         # aiosmtpd warns about AUTH without STARTTLS even on implicit TLS, where every byte is encrypted.
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Requiring AUTH while not requiring TLS")
-            return super().factory()
+            return _TrackedSMTP(self.handler, **self.SMTP_kwargs)
 
 
 def _free_port(host: str) -> int:
