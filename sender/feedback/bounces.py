@@ -73,6 +73,7 @@ def parse(raw: bytes, authserv_id: str | None = None) -> Parsed:
     """Classify one raw message (at most mime.MAX_BYTES of it are read); `authserv_id` is the provider's, whose
     Authentication-Results alone are believed. Never raises on bad input: what cannot be read is MALFORMED."""
     try:
+        mime.check_nesting(raw[:mime.MAX_BYTES])
         message = email.message_from_bytes(raw[:mime.MAX_BYTES])
         mime.parts(message)  # refuses, before any detector walks it, what no real bounce or reply looks like
         return _classify(message, authserv_id)
@@ -94,9 +95,15 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
                       detail="ARF report", verdict=verdict)
     try:
         temporary, permanent = all_failures(message)
-    except Exception as exc:  # a detector choking on a malformed part
-        log.warning("inbox: bounce detectors failed on %s: %s", own or "a message without Message-ID", exc)
-        return Parsed(MessageKind.MALFORMED, own, sender, detail=f"bounce detectors failed: {type(exc).__name__}")
+    except Exception as exc:
+        # A detector choking on the message: flufl.bounce's expect ASCII headers (raw UTF-8 in a From, as a
+        # person's client may send, makes one fail). A report we cannot read is malformed; anything else is read
+        # as the mail it looks like (a reply, an auto-reply, an unsubscribe).
+        if _is_report(message):
+            log.warning("inbox: bounce detectors failed on %s: %s", own or "a message without Message-ID", exc)
+            return Parsed(MessageKind.MALFORMED, own, sender,
+                          detail=f"bounce detectors failed: {type(exc).__name__}")
+        temporary = permanent = frozenset()
     if temporary or permanent or _is_report(message):
         about = mime.message_ids(_returned_ids(message) + threaded)
         quoted = _quoted(message, own)

@@ -101,7 +101,7 @@ class InboxReader:
         except SenderError:
             raise  # the ledger: the caller stops the pass (the next one reads on from the mark)
         except Exception as exc:  # anything else is this mailbox's alone: the others are still read
-            log.exception("inbox %s: the pass failed", mailbox.address)
+            log.warning("inbox %s: the pass failed", mailbox.address, exc_info=log.isEnabledFor(logging.DEBUG))
             return self._failed(report, f"reading failed: {type(exc).__name__}: {_first(exc)}")
         finally:
             with contextlib.suppress(OSError, imaplib.IMAP4.error):
@@ -142,9 +142,10 @@ class InboxReader:
                     self._one(address, uid, raw, report)
                 except SenderError:
                     raise
-                except Exception:  # no message content may stop the pass: counted, and the mark moves past it
+                except Exception as exc:  # no message content may stop the pass: counted, the mark moves past it
                     report.outcomes[ReadOutcome.MALFORMED] += 1
-                    log.exception("inbox %s UID %d: could not be read; left alone", address, uid)
+                    log.warning("inbox %s UID %d: could not be read (%s: %s); left alone", address, uid,
+                                type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             self._feedback.set_inbox_mark(address, uidvalidity, uid)
 
     def _one(self, address: str, uid: int, raw: bytes, report: MailboxReport) -> None:

@@ -34,6 +34,21 @@ class TooComplex(Exception):
     """More parts or deeper nesting than any real bounce, report or reply has."""
 
 
+# Every level of MIME nesting is a multipart's boundary parameter or a message/* part: counted in the raw bytes,
+# before the email package's parser, which recurses once per level (2,000 levels cost it a second and a
+# RecursionError).
+_NESTING = re.compile(rb"boundary\s*\*?\s*=|message/", re.IGNORECASE)
+
+
+def check_nesting(raw: bytes) -> None:
+    """TooComplex when `raw` declares more MIME containers than MAX_PARTS (so at most that deep)."""
+    count = 0
+    for _ in _NESTING.finditer(raw):
+        count += 1
+        if count > MAX_PARTS:
+            raise TooComplex(f"over {MAX_PARTS} MIME containers declared")
+
+
 def parts(message: Message) -> list[Message]:
     """`message` and its parts, depth first (as Message.walk), or TooComplex past MAX_PARTS or MAX_DEPTH."""
     found: list[Message] = []
