@@ -42,9 +42,7 @@ _NESTING = re.compile(rb"boundary\s*\*?\s*=|message/", re.IGNORECASE)
 
 def check_nesting(raw: bytes) -> None:
     """TooComplex when `raw` declares more MIME containers than MAX_PARTS (so at most that deep)."""
-    count = 0
-    for _ in _NESTING.finditer(raw):
-        count += 1
+    for count, _ in enumerate(_NESTING.finditer(raw), start=1):
         if count > MAX_PARTS:
             raise TooComplex(f"over {MAX_PARTS} MIME containers declared")
 
