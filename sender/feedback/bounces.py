@@ -73,9 +73,10 @@ def parse(raw: bytes, authserv_id: str | None = None) -> Parsed:
     """Classify one raw message (at most mime.MAX_BYTES of it are read); `authserv_id` is the provider's, whose
     Authentication-Results alone are believed. Never raises on bad input: what cannot be read is MALFORMED."""
     try:
-        mime.check_nesting(raw[:mime.MAX_BYTES])
+        mime.check_structure(raw[:mime.MAX_BYTES])
         message = email.message_from_bytes(raw[:mime.MAX_BYTES])
         mime.parts(message)  # refuses, before any detector walks it, what no real bounce or reply looks like
+        mime.trim(message)
         return _classify(message, authserv_id)
     except mime.TooComplex as exc:
         return Parsed(MessageKind.MALFORMED, None, "", detail=f"unreadable: {exc}")

@@ -21,7 +21,7 @@ MAX_BYTES = 64 * 1024
 MAX_PARTS = 64  # real bounces and reports have 2-4 parts, a reply with attachments a dozen
 MAX_DEPTH = 6  # a report whose returned message is itself a report: 3
 MAX_IDS = 16  # Message-IDs taken from any one header or text: a References header of a long thread holds ~20
-MAX_TEXT = 64 * 1024  # characters of one text part searched for quoted Message-IDs
+MAX_TEXT = 16 * 1024  # characters of one text part read: what a bounce says is in its first lines
 MAX_HEADER = 4096  # characters kept of one header value
 
 # RFC 5322 msg-id, in printable ASCII only (id-left "@" id-right, no angle brackets inside): what is not that is
@@ -34,17 +34,22 @@ class TooComplex(Exception):
     """More parts or deeper nesting than any real bounce, report or reply has."""
 
 
-# Every level of MIME nesting is a multipart's boundary parameter or a message/* part: counted in the raw bytes,
-# before the email package's parser, which recurses once per level (2,000 levels cost it a second and a
-# RecursionError).
+# Every level of MIME nesting is a multipart's boundary parameter or a message/* part, and every part of a
+# multipart a line with its boundary: both are counted in the raw bytes, before the email package's parser, which
+# recurses once per level (2,000 levels cost it a second and a RecursionError) and builds an object per part.
 _NESTING = re.compile(rb"boundary\s*\*?\s*=|message/", re.IGNORECASE)
+_BOUNDARY = re.compile(rb"""boundary\s*=\s*"?([^"\s;]{1,70})""", re.IGNORECASE)
 
 
-def check_nesting(raw: bytes) -> None:
-    """TooComplex when `raw` declares more MIME containers than MAX_PARTS (so at most that deep)."""
+def check_structure(raw: bytes) -> None:
+    """TooComplex when `raw` declares more MIME containers than MAX_PARTS (so it is at most that deep), or has
+    more boundary lines than MAX_PARTS parts need."""
     for count, _ in enumerate(_NESTING.finditer(raw), start=1):
         if count > MAX_PARTS:
             raise TooComplex(f"over {MAX_PARTS} MIME containers declared")
+    delimiters = sum(raw.count(b"\n--" + boundary) for boundary in set(_BOUNDARY.findall(raw)))
+    if delimiters > 2 * MAX_PARTS:  # each part opens with one; each multipart also closes with one
+        raise TooComplex(f"over {MAX_PARTS} MIME parts")
 
 
 def parts(message: Message) -> list[Message]:
@@ -62,6 +67,18 @@ def parts(message: Message) -> list[Message]:
         if isinstance(payload, list):
             stack.extend((child, depth + 1) for child in reversed(payload) if isinstance(child, Message))
     return found
+
+
+def trim(message: Message, limit: int = MAX_TEXT) -> None:
+    """Cut each text part of `message` to about `limit` characters, at a line end. The bounce detectors test every
+    line of every part against dozens of patterns; what a bounce says is in its first lines, and a stranger's
+    megabyte of junk lines would otherwise cost them a line-by-line scan."""
+    for part in parts(message):
+        if part.get_content_maintype() != "text":
+            continue
+        payload = part.get_payload()
+        if isinstance(payload, str) and len(payload) > limit:
+            part.set_payload(payload[:limit].rpartition("\n")[0] or payload[:limit])
 
 
 def charset_of(part: Message) -> str:
