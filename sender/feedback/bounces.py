@@ -108,7 +108,7 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
     if temporary or permanent or _is_report(message):
         about = mime.message_ids(_returned_ids(message) + threaded)
         quoted = _quoted(message, own)
-        status, diagnostic = _delivery_status(message)
+        status, diagnostic, report_text = failure_fields(message)
         recipients = _recipients(message, permanent | temporary)
         if not (temporary or permanent or status):
             return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, "a delivery report naming no failure")
@@ -117,7 +117,7 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
         if status:
             try:
-                failure = classify_bounce(status, diagnostic)
+                failure = classify_bounce(status, diagnostic, report_text)
             except ValueError:  # a 2.x.x status: a delivery, not a failure
                 return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}"[:300])
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
@@ -220,6 +220,20 @@ def _quoted(message: Message, own: str | None) -> tuple[str, ...]:
                 if len(found) >= mime.MAX_IDS:
                     return tuple(found)
     return tuple(found)
+
+
+def failure_fields(message: Message) -> tuple[str, str, str]:
+    """What `classify_bounce` reads of a DSN: the first failed recipient's Status and Diagnostic-Code, and, when
+    there is no Diagnostic-Code, the report's human-readable text (its first text part, at most 2,000 characters)."""
+    status, diagnostic = _delivery_status(message)
+    if not status or diagnostic.partition(";")[2].strip() or (";" not in diagnostic and diagnostic):
+        return status, diagnostic, ""
+    for part in mime.parts(message)[1:]:
+        if part.get_content_type() == "text/plain":
+            return status, diagnostic, mime.clean(mime.text_of(part), 2000)
+        if part.get_content_type() == "message/delivery-status":
+            break
+    return status, diagnostic, ""
 
 
 def _delivery_status(message: Message) -> tuple[str, str]:
