@@ -3,11 +3,12 @@
 `RULES` below is the precedence, first match wins, and each rule is named so a caller (and a test) can see which
 one decided (`explain`). In short: no reply at all is decided by the stage (after the end of DATA the message may
 have been accepted: `unknown`); text naming the sending quota or a rate limit wins over any code; then the account
-itself (authentication, send-as); then a missing recipient domain or recipient; then RFC 3463 enhanced codes
-(addressing X.1.x is `recipient`, network/congestion X.4.x is `transient`, whatever the reply code); then content and
-policy; then the reply code. docs/failure-classes.md documents each step; the replies behind the texts (Gmail,
-Microsoft 365, Yahoo, real bounces of many MTAs, French, German and Japanese providers) are in
-tests/warmup/test_failures_replies.py.
+itself (authentication, send-as); then our message's failed authentication (RFC 7372); then a missing recipient
+domain or recipient; then a block list; then RFC 3463 enhanced codes (addressing X.1.x is `recipient`,
+network/congestion X.4.x is `transient`, whatever the reply code); then a destination that cannot take it for now
+(X.3.x, routing loops, connections refused); then content and policy; then the reply code. docs/failure-classes.md
+documents each step; the replies behind the texts (Gmail, Microsoft 365, Yahoo, real bounces of many MTAs, French,
+German and Japanese providers) are in tests/warmup/test_failures_replies.py.
 """
 
 from __future__ import annotations
