@@ -282,3 +282,10 @@ def postfix_hard_numbered(n: int) -> Sample:
         return postfix_hard(message_id, to).replace(b"<20261130-postfix@mx.sender.example>",
                                                     f"<dsn-{n}@mx.sender.example>".encode())
     return sample
+
+
+def arf_not_ours(message_id: str, to: str) -> bytes:
+    """An ARF report from the lead's own address that quotes none of our Message-IDs: a complaint must name one."""
+    return (arf_complaint("<not-ours-2@elsewhere.example>", to)
+            .replace(b"Yahoo! Mail AntiSpam Feedback <feedback@arf.yahoo.com>", to.encode())
+            .replace(b"<arf-1@arf.yahoo.com>", b"<arf-not-ours@rcpt.example>"))

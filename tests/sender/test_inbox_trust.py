@@ -78,6 +78,7 @@ HOSTILE = [
     (samples.other_recipient_bounce, "unmatched"),
     (samples.no_recipient_bounce, "deferred"),  # noted on the row, as a soft bounce: no bounce, no suppression
     (samples.bounce_of_a_stranger, "unmatched"),
+    (samples.arf_not_ours, "unmatched"),  # from the lead, but naming no message of ours: no complaint
 ]
 
 
