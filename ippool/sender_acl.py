@@ -1,15 +1,21 @@
-"""The Redis ACL user of a sender host: it runs the send path (the pool's lease scripts, the warm-up guard, the
-warm-up counters' rebuild) on its own host's lease keys and the warm-up keys, and nothing else. Every sender host
-holds a Redis URL; with the admin user's, any of them could rewrite any slot hash, flush the pool or read every
-host's keys. With this user's, it reaches only what the agent's own Redis calls need.
+"""The Redis ACL user of a sender host: it runs the send path (the pool's lease functions, the warm-up guard, the
+warm-up counters' rebuild) on its own host's lease keys and the warm-up keys of the mailbox groups it serves, and
+nothing else. Every sender host holds a Redis URL; with the admin user's, any of them could rewrite any slot hash,
+flush the pool or read every host's keys. With this user's, it reaches only what the agent's own Redis calls need.
 
 The rule is written with Redis 7 ACL selectors, one per kind of key, so each command is allowed only on the keys
-it is used on: INCR and GET on the host's slot used keys (the lease script counts a send there: INCR can only add,
-so a sender can use up its own budget but never reset it), HMGET only on its slot and meta hashes (address, budget,
-state, generation: the admin's), and nothing on any other host's keys. Redis holds a script's own
-commands to the caller's ACL, so a sender cannot smuggle a DEL or FLUSHALL through EVAL.
+it is used on: INCR and GET on the host's slot used keys (the lease function counts a send there: INCR can only
+add, so a sender can use up its own budget but never reset it), HMGET only on its slot and meta hashes (address,
+budget, state, generation: the admin's), and nothing on any other host's keys. Redis holds a function's own
+commands to the caller's ACL, so a sender cannot smuggle a DEL or FLUSHALL through one.
 
-Each grant holds the commands the send path calls on its keys (tests/ippool/test_sender_acl.py holds the script
+Only installed code runs for it: the user may FCALL (and FCALL_RO the keyless version check) but has no EVAL,
+EVALSHA, SCRIPT or FUNCTION, so it can neither run Lua of its own (a busy loop would freeze the Redis every host
+shares: SCRIPT KILL cannot stop a script that wrote) nor load any. ACLs cannot name functions: FCALL is allowed on
+the grant's keys for every function, but Redis runs only functions a library registered, and only the admin loads
+libraries (`sendhost.lua_library`), so `FCALL anything-else` is refused by Redis itself ("Function not found").
+
+Each grant holds the commands the send path calls on its keys (tests/ippool/test_sender_acl.py holds the function
 commands to what the Lua files call; tests/sender/test_sender_acl_agent.py runs the agent's send cycle as this user).
 """
 
@@ -19,32 +25,39 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ippool.keys import HostKeys
+from sendhost.lua_calls import load_library
 from sendhost.redis_url import SECRET_PARAMS
 from warmup import keys as warmup_keys
 
-# Selectors (`(~keys +commands)`) arrived in Redis 7.0: older servers cannot hold commands to the keys they are for.
+# Selectors (`(~keys +commands)`) and Functions arrived in Redis 7.0: older servers can neither hold commands to the
+# keys they are for nor keep a sender from running Lua of its own.
 MIN_REDIS = (7, 0)
-# The agent's rebuild lock (`sender.sending.counters`, `warmup.Guard.rebuilding`): one per warm-up group.
-REBUILD_LOCK_PATTERN = warmup_keys.GroupKeys("*").rebuild_lock
-# Commands that take no key: liveness, the clock (`Mailboxes.now_ms`), loading a script redis-py's Script finds
-# missing (a pipeline asks SCRIPT EXISTS first), and the MULTI/EXEC of the guard's schedule refresh and resume.
-KEYLESS_COMMANDS = ("ping", "time", "script|load", "script|exists", "multi", "exec")
-# How a script runs: EVALSHA, and EVAL when the server answers NOSCRIPT (`ippool.pool.Pool._run`).
-SCRIPT_RUNNERS = ("evalsha", "eval")
+# Commands that take no key: liveness, the clock (`Mailboxes.now_ms`), the library's version check (FCALL_RO of
+# `sendhost_version`, keyless: an FCALL_RO with keys is refused, no selector grants it), and the MULTI/EXEC of the
+# guard's schedule refresh and resume.
+KEYLESS_COMMANDS = ("ping", "time", "fcall_ro", "multi", "exec", "cluster|slots", "command")
+# How the send path runs Lua: FCALL of the admin's library, on the keys of the grant that names it.
+FUNCTION_RUNNERS = ("fcall",)
 # What ippool/lua/lease.lua, renew.lua and warmup/lua/*.lua call, besides TIME (the clock prelude, keyless).
 LEASE_SCRIPT_COMMANDS = ("hmget", "get", "incr", "zadd", "zscore")
 WARMUP_SCRIPT_COMMANDS = ("hmget", "hget", "hset", "hincrby", "del", "zadd", "zcard", "zcount", "zrangebyscore",
                           "zrevrangebyscore", "zremrangebyscore")
-# What `warmup.mailboxes.Mailboxes` sends itself for the agent: group_of/exists/add (registry), config/status/
-# history (HGETALL), refresh_schedule (DEL, ZADD, HDEL), pause/resume (HSET, HDEL, DEL), status (ZREVRANGEBYSCORE,
+# What `warmup.mailboxes.Mailboxes` sends itself for the agent on a group's keys: config/status/history
+# (HGETALL), refresh_schedule (DEL, ZADD, HDEL), pause/resume (HSET, HDEL, DEL), status (ZREVRANGEBYSCORE,
 # ZCOUNT), and the counters' rebuild marking a mailbox paused (HSET).
-WARMUP_CLIENT_COMMANDS = ("hget", "hexists", "hgetall", "hset", "hdel", "del", "zadd", "zrevrangebyscore", "zcount")
+WARMUP_CLIENT_COMMANDS = ("hget", "hgetall", "hset", "hdel", "del", "zadd", "zrevrangebyscore", "zcount")
+# On the registry (address -> group), shared by every group: read a mailbox's group (HGET, HEXISTS) and add a
+# mailbox nobody registered yet (HSETNX, the rebuild after Redis lost it): never move or remove one.
+REGISTRY_COMMANDS = ("hget", "hexists", "hsetnx")
+# On the system-wide success window (successes.lua), which the breaker of every group reads.
+SUCCESSES_COMMANDS = ("zadd", "zremrangebyscore", "zcount")
 
 
 @dataclass(frozen=True)
@@ -65,50 +78,66 @@ def sender_user(host: str) -> str:
     return f"sender-{HostKeys(host).host}"
 
 
-def sender_grants(host: str) -> list[Grant]:
-    """What `host`'s sender may run on which keys, one grant per kind of key."""
+def sender_grants(host: str, groups: Sequence[str] | None = None) -> list[Grant]:
+    """What `host`'s sender may run on which keys, one grant per kind of key; the warm-up keys it may write are
+    those of `groups` (the mailbox groups it serves), every group when None."""
     keys = HostKeys(host)
     meta, leases, slots = _glob_escape(keys.meta), _glob_escape(keys.leases), f"{_glob_escape(keys.prefix)}:slot:*"
-    # `slot:*` matches the used keys too; what it grants there (scripts, HMGET) cannot change a string key.
+    # `slot:*` matches the used keys too; what it grants there (FCALL, HMGET) cannot change a string key.
     fallbacks, used = _glob_escape(keys.fallbacks), f"{_glob_escape(keys.prefix)}:slot:*:used"
-    warmup = (_glob_escape(warmup_keys.REGISTRY), f"{warmup_keys.PREFIX}:{{*}}:*")
-    return [
-        Grant((meta, leases, fallbacks, slots), SCRIPT_RUNNERS, "run lease.lua and renew.lua on its own host's keys"),
+    served = ["*"] if groups is None else [_glob_escape(_group_name(g)) for g in groups]
+    group_keys = tuple(f"{warmup_keys.PREFIX}:{{{group}}}:*" for group in served)
+    locks = tuple(warmup_keys.GroupKeys(group).rebuild_lock for group in served)
+    grants = [
+        Grant((meta, leases, fallbacks, slots), FUNCTION_RUNNERS, "run lease.lua and renew.lua on its own host's "
+              "keys"),
         Grant((meta, slots), ("hmget",), "lease.lua reads the host's meta and slot hashes"),
         Grant((used,), ("get", "incr"), "lease.lua reads a slot's used count and counts a send (INCR: it can only "
               "add one)"),
         Grant((fallbacks,), ("incr",), "lease.lua counts a fallback (INCR: it can only add one)"),
-        Grant((leases,), ("zadd", "zscore", "zrem"), "take and renew a lease (scripts), release it (ZREM)"),
-        Grant(warmup, tuple(sorted({*SCRIPT_RUNNERS, *WARMUP_SCRIPT_COMMANDS, *WARMUP_CLIENT_COMMANDS})),
-              "the warm-up guard: reserve, confirm, cancel, restore, schedule refresh, pause and resume"),
+        Grant((leases,), ("zadd", "zscore", "zrem"), "take and renew a lease (functions), release it (ZREM)"),
+        Grant((_glob_escape(warmup_keys.REGISTRY),), REGISTRY_COMMANDS, "a mailbox's group; add one not yet "
+              "registered (never move or remove one)"),
+        Grant((_glob_escape(warmup_keys.SYSTEM_SUCCESSES),), (*FUNCTION_RUNNERS, *SUCCESSES_COMMANDS),
+              "the system-wide success window the breaker reads (successes.lua)"),
         Grant((f"%R~{warmup_keys.domain_health('*')}",), ("hgetall",), "read the domains' spam rates"),
-        Grant((REBUILD_LOCK_PATTERN,), ("set", "get", "del"), "the warm-up counters' rebuild lock"),
+        Grant(locks, ("set", "get", "del"), "the warm-up counters' rebuild lock of its groups"),
     ]
+    if group_keys:
+        grants.insert(5, Grant(group_keys, tuple(sorted({*FUNCTION_RUNNERS, *WARMUP_SCRIPT_COMMANDS,
+                                                         *WARMUP_CLIENT_COMMANDS})),
+                               "the warm-up guard on its groups: reserve, confirm, cancel, restore, schedule "
+                               "refresh, pause and resume"))
+    return [grant for grant in grants if grant.patterns]
 
 
-def sender_acl_rules(host: str) -> list[str]:
-    """The `ACL SETUSER` rules (password aside) of `host`'s sender: keyless commands at the root, then one
-    selector per grant."""
+def sender_acl_rules(host: str, groups: Sequence[str] | None = None) -> list[str]:
+    """The `ACL SETUSER` rules (password aside) of `host`'s sender serving `groups` (None: every group): keyless
+    commands at the root, then one selector per grant."""
     return ["reset", "on", "resetkeys", "resetchannels", "-@all", *(f"+{c}" for c in KEYLESS_COMMANDS),
-            *(grant.selector() for grant in sender_grants(host))]
+            *(grant.selector() for grant in sender_grants(host, groups))]
 
 
-def sender_acl_command(host: str) -> str:
+def sender_acl_command(host: str, groups: Sequence[str] | None = None) -> str:
     """The rule as one `ACL SETUSER` line for redis-cli, with `>PASSWORD` to fill in from your secret store."""
-    return " ".join(["ACL SETUSER", sender_user(host), *(_quoted(r) for r in sender_acl_rules(host)), ">PASSWORD"])
+    rules = sender_acl_rules(host, groups)
+    return " ".join(["ACL SETUSER", sender_user(host), *(_quoted(r) for r in rules), ">PASSWORD"])
 
 
-def apply_sender_acl(client: Any, host: str, password: str) -> str:
-    """Create or replace `host`'s sender user on the Redis behind `client` (an admin connection); return its name.
+def apply_sender_acl(client: Any, host: str, password: str, groups: Sequence[str] | None = None) -> str:
+    """Load (or replace) the `sendhost` function library, then create or replace `host`'s sender user serving
+    `groups` (None: every group) on the Redis behind `client` (an admin connection); return the user's name.
 
     `reset` first: a rerun drops the old password and rules, so rotating the password is applying it again.
-    Raises ValueError on a Redis older than 7.0 (no selectors). The password is never logged or returned."""
+    Raises ValueError on a Redis older than 7.0 (no selectors, no Functions). The password is never logged or
+    returned."""
     version = str(client.info("server").get("redis_version", "0"))
     if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < MIN_REDIS:
-        raise ValueError(f"Redis {version} cannot hold the sender's user to its keys (ACL selectors need Redis >= "
-                         f"{'.'.join(map(str, MIN_REDIS))}); upgrade Redis")
+        raise ValueError(f"Redis {version} cannot hold the sender's user to its keys and to sendhost's functions (ACL "
+                         f"selectors and Functions need Redis >= {'.'.join(map(str, MIN_REDIS))}); upgrade Redis")
+    load_library(client)  # the user may run nothing else: install it first
     user = sender_user(host)
-    client.execute_command("ACL", "SETUSER", user, *sender_acl_rules(host), f">{password}")
+    client.execute_command("ACL", "SETUSER", user, *sender_acl_rules(host, groups), f">{password}")
     return user
 
 
@@ -147,6 +176,12 @@ def sender_url(admin_url: str, host: str, password: str) -> str:
                      if pair and pair.partition("=")[0].strip().lower() not in SECRET_PARAMS | {"username"})
     userinfo = f"{quote(sender_user(host), safe='')}:{quote(password, safe='')}"
     return urlunsplit((parts.scheme, f"{userinfo}@{location}", parts.path, query, parts.fragment))
+
+
+def _group_name(group: str) -> str:
+    if not warmup_keys.GROUP_RE.match(group):
+        raise ValueError(f"mailbox group {group!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    return group
 
 
 def _quoted(rule: str) -> str:

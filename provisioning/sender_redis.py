@@ -4,7 +4,7 @@ the playbook runs, and the URL its agent connects with (docs/security.md#the-sen
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,11 +27,13 @@ def key_path(env: dict[str, str] | None, state_dir: Path) -> Path:
 
 
 def sender_redis_urls(connect: Callable[[], redis.Redis], admin_url: str, hosts: Sequence[str], key_file: Path, *,
-                      check: bool = False) -> dict[str, str]:
-    """Create or refresh each host's sender user on the Redis `connect()` reaches (as admin) and return each host's
-    URL. Passwords derive from `key_file` (created 0600 on first use), so a rerun writes the same URLs.
+                      check: bool = False, groups: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
+    """Load the function library and create or refresh each host's sender user on the Redis `connect()` reaches
+    (as admin), its warm-up grant limited to `groups[host]` (the mailbox groups it serves; a host missing there:
+    every group), and return each host's URL. Passwords derive from `key_file` (created 0600 on first use), so a
+    rerun writes the same URLs.
     `check` (a dry run) changes neither Redis nor the key file. ConfigError when the key cannot be read or written
-    or Redis is older than 7.0; RedisUnavailable when Redis fails."""
+    or Redis is older than 7.0 (no selectors, no Functions); RedisUnavailable when Redis fails."""
     try:
         key = sender_key(key_file, create=not check)
     except OSError as exc:
@@ -47,7 +49,7 @@ def sender_redis_urls(connect: Callable[[], redis.Redis], admin_url: str, hosts:
         try:
             with redis_errors("create the sender hosts' Redis ACL users", client):
                 for host in hosts:
-                    apply_sender_acl(client, host, sender_password(key, host))
+                    apply_sender_acl(client, host, sender_password(key, host), (groups or {}).get(host))
         except ValueError as exc:  # a Redis too old for the rule
             raise ConfigError(f"{exc}, or provision against a Redis 7 (redis_url)") from None
         finally:

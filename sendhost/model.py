@@ -46,6 +46,12 @@ SENDING_MODES = ("submission", "direct")  # submission: through the mailbox prov
 DEFAULT_SENDING_MODE = "submission"
 SSH_PORT = 22
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+# The names an inventory may give a secret's environment variable (`password_env`): the sender_agent role writes
+# each into the agent's environment file, so a name the agent, Python or the dynamic loader reads
+# (SENDHOST_REDIS_URL, PYTHONPATH, LD_PRELOAD, HTTPS_PROXY...) would change how the agent runs. None of those, and
+# nothing sendhost reads, starts with SENDHOST_SECRET_ (a test holds it so).
+SECRET_ENV_PREFIX = "SENDHOST_SECRET_"
+SECRET_ENV_PATTERN = rf"{SECRET_ENV_PREFIX}[A-Z0-9_]+"
 
 
 # --- mailboxes ------------------------------------------------------------------------------------------------
@@ -105,7 +111,9 @@ class Submission:
 @dataclass(frozen=True)
 class ImapSettings:
     """Where the inbox reader reads a mailbox's bounces and replies: IMAP over TLS (993) or STARTTLS (143), the
-    certificate verified. The inventory defaults username, secret and CA file to the mailbox's smtp ones."""
+    certificate verified. The inventory defaults username, secret and CA file to the mailbox's smtp ones.
+    `sent_folder` is where `sendhost sender unconfirmed --look` looks for a copy of a send; None: the folder the
+    server marks \\Sent (RFC 6154), else one with a usual name ("Sent", "Sent Items", ...)."""
 
     host: str
     port: int
@@ -114,6 +122,7 @@ class ImapSettings:
     credential: Credential
     ca_file: str | None = None
     folder: str = IMAP_FOLDER
+    sent_folder: str | None = None
     # The provider's own Authentication-Results id: only headers under it are believed (sender.feedback.
     # authentication); None: no verdict is read, every message's is `none`.
     authserv_id: str | None = None
@@ -178,6 +187,8 @@ class SenderHost:
     ansible_host: str | None = None  # the address Ansible and SSH reach it on (the inventory defaults it)
     subnet: str | None = None  # the slots' private IPs must lie in it
     interface: str | None = None  # None: the host's default-route interface (from facts), never a guess
+    # The warm-up groups whose mailboxes it sends for (its Redis user writes only their keys); None: every group.
+    mailbox_groups: tuple[str, ...] | None = None
 
     @property
     def forward_zone(self) -> str | None:

@@ -20,7 +20,8 @@ from redis.retry import Retry
 
 from sendhost.embedded import ensure_embedded_redis
 from sendhost.errors import OperationFailed
-from sendhost.redis_url import mask_url, validate_redis_url
+from sendhost.masking import mask_text, mask_url
+from sendhost.redis_url import validate_redis_url
 
 DEFAULT_STATE_DIR = Path(".sendhost")
 
@@ -78,7 +79,8 @@ def redis_errors(what: str, client: redis.Redis | None = None,
     try:
         yield
     except redis.RedisError as exc:
-        raise error(f"cannot {what}: Redis{_where(client)} said {type(exc).__name__}: {exc}; check that it is "
+        raise error(f"cannot {what}: Redis{_where(client)} said {type(exc).__name__}: {mask_text(str(exc))}; check "
+                    "that it is "
                     f"running and reachable (redis_url)") from exc
 
 

@@ -1,23 +1,20 @@
-"""Redis URLs: validation and masking. No Redis client here, so importing it stays cheap.
+"""Redis URLs: validation (and the masking of sendhost.masking, which every URL shown goes through). No Redis
+client here, so importing it stays cheap.
 
 A URL may carry a password (in the user part or a `?password=` parameter), and people paste URLs whose password
-holds an unencoded `#`, `/` or `?`, which no URL parser reads as they meant. So masking never trusts a parse: it
-hides everything between `://` and the last `@`, then every secret query parameter, and only then is a URL
-fit for an error message, a log line or `config show`.
+holds an unencoded `#`, `/` or `?`, which no URL parser reads as they meant: such a URL is refused, masked.
 """
 
 from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit
 
+from sendhost.masking import MASK, SECRET_PARAMS, USERINFO_BREAKERS, mask_url
+
+__all__ = ["MASK", "SECRET_PARAMS", "insecure_tls_reason", "mask_url", "validate_redis_url"]
+
 SCHEMES = ("redis", "rediss", "unix")
 EXPECTED = "expected redis://[user:pass@]host:port/db"
-MASK = "***"
-# Query parameters redis-py reads as credentials (`password`, `username` is not secret) or that commonly hold one.
-SECRET_PARAMS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "auth", "access_token"})
-# Characters that end the user part of a URL early: unencoded in a password they cut it, and the rest of the
-# password is read as host, port, path or fragment.
-_USERINFO_BREAKERS = "/?#"
 
 
 def validate_redis_url(url: str) -> str:
@@ -29,7 +26,7 @@ def validate_redis_url(url: str) -> str:
     if not separator or scheme not in SCHEMES:
         raise ValueError(f"malformed Redis URL {shown!r}: scheme must be one of {', '.join(SCHEMES)}; {EXPECTED}")
     userinfo, at, _ = rest.rpartition("@")
-    if at and any(char in userinfo for char in _USERINFO_BREAKERS):
+    if at and any(char in userinfo for char in USERINFO_BREAKERS):
         raise ValueError(
             f"malformed Redis URL {shown!r}: the user or password holds '/', '?' or '#'; percent-encode them "
             "(%2F, %3F, %23), and any '@' after the host (%40)"
@@ -52,43 +49,6 @@ def validate_redis_url(url: str) -> str:
     if db and not db.isdigit():
         raise ValueError(f"malformed Redis URL {shown!r}: database {db!r} must be a number")
     return url
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password and secret query parameters replaced by `***`, fit for logs and `config show`.
-
-    The user name stays visible when the user part parses cleanly; otherwise all of it, up to the last `@`, is
-    masked, since there is no telling where the name ends and the password begins.
-    """
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return MASK if "@" in url or "=" in url else url
-    userinfo, at, location = rest.rpartition("@")
-    if at:
-        userinfo = _masked_userinfo(userinfo)
-    else:
-        location = rest
-    return f"{scheme}://{userinfo}{at}{_masked_query(location)}"
-
-
-def _masked_userinfo(userinfo: str) -> str:
-    if any(char in userinfo for char in _USERINFO_BREAKERS):
-        return MASK
-    user, colon, _ = userinfo.partition(":")
-    return f"{user}:{MASK}" if colon else userinfo  # `user@host` carries no password
-
-
-def _masked_query(location: str) -> str:
-    before, question, query = location.partition("?")
-    if not question:
-        return location
-    query, hash_mark, fragment = query.partition("#")
-    pairs = []
-    for pair in query.split("&"):
-        name, equals, _ = pair.partition("=")
-        secret = unquote(name).strip().lower() in SECRET_PARAMS
-        pairs.append(f"{name}={MASK}" if equals and secret else pair)
-    return f"{before}?{'&'.join(pairs)}{hash_mark}{MASK if fragment else ''}"
 
 
 def insecure_tls_reason(url: str) -> str | None:

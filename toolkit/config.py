@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sendhost.errors import ConfigError
-from sendhost.redis_url import insecure_tls_reason, mask_url, validate_redis_url
+from sendhost.masking import mask_url
+from sendhost.redis_url import insecure_tls_reason, validate_redis_url
 from toolkit.inventory import Inventory
 
 DEFAULT_INVENTORY = Path("inventory.yml")

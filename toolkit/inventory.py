@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from sendhost.database_url import database_url_problem
 from sendhost.errors import ConfigError
 from sendhost.model import (
     AUTH_METHODS,
@@ -46,7 +47,7 @@ from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 SENDER_GROUP = "senders"
 GROUP_KEYS = {"hosts", "vars", "children"}
 HOST_KEYS = {"sendhost_instance_id", "sendhost_region", "sendhost_primary_ip", "sendhost_pool", "sendhost_subnet",
-             "sendhost_interface"}
+             "sendhost_interface", "sendhost_mailbox_groups"}
 GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl", "sendhost_pool_name"}
 # The sender agent's settings (see docs/sender.md).
 GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_key_file"}
@@ -84,6 +85,12 @@ class Inventory:
                 return host
         known = ", ".join(h.name for h in self.hosts) or "none"
         raise ConfigError(f"{self.path}: no host {name!r} in group {SENDER_GROUP} (known: {known})")
+
+    def mailbox_groups_of(self, host: SenderHost) -> tuple[str, ...]:
+        """The warm-up groups `host` sends for: its sendhost_mailbox_groups, else every group of the mailboxes."""
+        if host.mailbox_groups is not None:
+            return host.mailbox_groups
+        return tuple(sorted({mailbox.group for mailbox in self.mailboxes}))
 
 
 # Read by the sender_agent role: the index a host installs sendhost from instead of the wheel `sendhost provision`
@@ -179,6 +186,9 @@ def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tup
                           f"add `all.children.{SENDER_GROUP}.hosts` with at least one sender host")
     group_vars = _merged_vars(groups, SENDER_GROUP)
     hosts_node = check.mapping(group, "hosts", f"{SENDER_GROUP}.hosts", default=LineDict())
+    # The groups a host may name (read raw: the mailboxes are checked later, each at its own line).
+    known_groups = {str(m.get("group") or DEFAULT_GROUP) for m in global_vars.get("sendhost_mailboxes") or []
+                    if isinstance(m, LineDict)}
     hosts: list[SenderHost] = []
     host_vars: list[LineDict] = []
     for name, own in hosts_node.items():
@@ -190,13 +200,13 @@ def _sender_hosts(check: Checker, groups: _Groups, global_vars: LineDict) -> tup
             check.fail(hosts_node, name, f"{SENDER_GROUP}.hosts", f"{name!r} is not {HOST_NAME_EXPECTED}")
         merged = LineDict({**group_vars, **own}, line=own.line or hosts_node.key_lines[name],
                           key_lines={**group_vars.key_lines, **own.key_lines})
-        hosts.append(_sender_host(check, name, merged))
+        hosts.append(_sender_host(check, name, merged, known_groups))
         host_vars.append(merged)
     _check_unique_addresses(check, hosts, host_vars)
     return tuple(hosts)
 
 
-def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
+def _sender_host(check: Checker, name: str, hv: LineDict, known_groups: set[str]) -> SenderHost:
     for key in hv:
         if key.startswith("sendhost_") and key not in HOST_KEYS | GLOBAL_KEYS:
             check.fail(hv, key, f"{name}.{key}", f"unknown key; expected one of {', '.join(sorted(HOST_KEYS))}")
@@ -216,7 +226,23 @@ def _sender_host(check: Checker, name: str, hv: LineDict) -> SenderHost:
     if subnet is not None:
         check.ips_in_network(hv, "sendhost_pool", f"{name}.sendhost_pool.private_ips", pool.private_ips, subnet)
     return SenderHost(name=name, ansible_host=ansible_host, instance_id=instance_id, region=region,
-                      primary_ip=primary_ip, pool=pool, subnet=subnet, interface=interface)
+                      primary_ip=primary_ip, pool=pool, subnet=subnet, interface=interface,
+                      mailbox_groups=_mailbox_groups(check, name, hv, known_groups))
+
+
+def _mailbox_groups(check: Checker, name: str, hv: LineDict, known_groups: set[str]) -> tuple[str, ...] | None:
+    """The host's sendhost_mailbox_groups: each a group some mailbox is in (a typo would leave the host's mailboxes
+    out of its Redis user's reach); None when not set (every group)."""
+    if "sendhost_mailbox_groups" not in hv:
+        return None
+    where = f"{name}.sendhost_mailbox_groups"
+    listed = check.str_list(hv, "sendhost_mailbox_groups", where)
+    for group in listed:
+        if group not in known_groups:
+            known = ", ".join(sorted(known_groups)) or "none"
+            check.fail(hv, "sendhost_mailbox_groups", where, f"no mailbox in sendhost_mailboxes is in group {group!r} "
+                       f"(groups: {known}); name a mailbox's group, or leave the key out for every group")
+    return tuple(dict.fromkeys(listed))
 
 
 def _field_names(record: type) -> set[str]:
@@ -364,7 +390,7 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
         port = check.integer(node, "port", f"{where}.smtp.port", default=SMTP_PORT[security], minimum=1,
                              maximum=65535)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
-        password_env = check.string(node, "password_env", f"{where}.smtp.password_env", default="") or None
+        password_env = check.secret_env(node, "password_env", f"{where}.smtp.password_env")
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
         credential = Credential(address, "smtp", auth, password_file=password_file, password_env=password_env,
@@ -392,7 +418,7 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
     security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
     port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     password_file = check.string(node, "password_file", f"{where}.imap.password_file", default="") or None
-    password_env = check.string(node, "password_env", f"{where}.imap.password_env", default="") or None
+    password_env = check.secret_env(node, "password_env", f"{where}.imap.password_env")
     if password_file is not None and password_env is not None:
         check.fail(node, "password_env", f"{where}.imap", "name at most one of password_file or password_env")
     if password_file is None and password_env is None:
@@ -411,6 +437,7 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
                         ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (
                             smtp.ca_file if smtp is not None else None),
                         folder=check.string(node, "folder", f"{where}.imap.folder", default=IMAP_FOLDER),
+                        sent_folder=check.string(node, "sent_folder", f"{where}.imap.sent_folder", default="") or None,
                         authserv_id=_authserv_id(check, node, f"{where}.imap.authserv_id", host))
 
 
@@ -432,9 +459,8 @@ def _authserv_id(check: Checker, node: LineDict, where: str, host: str) -> str |
 def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:
     """The sender agent's global settings: the ledger's database URL and the unsubscribe endpoint."""
     database_url = check.string(global_vars, "sendhost_database_url", "sendhost_database_url", default="") or None
-    if database_url is not None and not database_url.lower().startswith(("postgresql://", "postgres://")):
-        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url",
-                   "expected a PostgreSQL URL like postgresql://sendhost@db.internal:5432/sendhost")
+    if database_url is not None and (problem := database_url_problem(database_url)):
+        check.fail(global_vars, "sendhost_database_url", "sendhost_database_url", problem)
     base_url = check.string(global_vars, "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_base_url",
                             default="") or None
     if base_url is not None and not base_url.startswith("https://"):

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sendhost.errors import ConfigError
+from sendhost.model import SECRET_ENV_PATTERN, SECRET_ENV_PREFIX
 from sendhost.redis_url import validate_redis_url
 from toolkit.yaml_lines import LineDict, LineList, Vaulted
 
@@ -99,6 +100,20 @@ class Checker:
         if pattern and not re.fullmatch(pattern, value):
             self.fail(node, key, where, f"{value!r} is not {expected}")
         return value
+
+    def secret_env(self, node: LineDict, key: str, where: str) -> str | None:
+        """The name of a secret's environment variable (`password_env`), or None; one of our names only
+        (model.SECRET_ENV_PATTERN), never one the agent, Python or the dynamic loader reads."""
+        name = self.string(node, key, where, default="") or None
+        if name is not None and not re.fullmatch(SECRET_ENV_PATTERN, name):
+            username = node.get("username")
+            word = re.sub(r"[^A-Z0-9]+", "_", username.upper()).strip("_") if isinstance(username, str) else ""
+            self.fail(node, key, where,
+                      f"{name!r} is not a secret's variable name: it must match ^{SECRET_ENV_PATTERN}$, which names "
+                      "nothing the agent, Python or the dynamic loader reads (SENDHOST_REDIS_URL, LD_PRELOAD, "
+                      f"HTTPS_PROXY... would change how the agent runs); rename it, e.g. "
+                      f"{SECRET_ENV_PREFIX}{word or 'MAILBOX'}_PASSWORD")
+        return name
 
     def choice(self, node: LineDict, key: str, where: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
         value = self.string(node, key, where, default)

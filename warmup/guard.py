@@ -24,6 +24,8 @@ from typing import Literal, TypeVar
 import redis
 
 from sendhost import redis_conn
+from sendhost.lua_errors import LibraryMissing
+from sendhost.masking import mask_text
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
@@ -230,8 +232,11 @@ class Guard:
     def _admin(self, operation: Callable[[], T]) -> T:
         try:
             return operation()
+        except LibraryMissing as exc:  # Redis answers, but without our functions: say what reloads them
+            raise WarmupUnavailable(str(exc)) from None
         except redis.RedisError as exc:
-            raise WarmupUnavailable(f"Redis unreachable: {exc}; check --redis-url / REDIS_URL") from None
+            raise WarmupUnavailable(f"Redis unreachable: {mask_text(str(exc))}; check --redis-url / REDIS_URL") \
+                from None
 
     # --- the hot path ----------------------------------------------------------------------------------------
 
@@ -318,15 +323,14 @@ class Guard:
         group_keys = keys.GroupKeys(reservation.group)
         mailbox = group_keys.mailbox(reservation.mailbox)
         try:
-            with self._client.pipeline(transaction=False) as pipe:
-                # Two scripts in one round trip: the success window is system-wide, so it lives on its own
-                # hash tag and cannot share a script with the group's keys on Redis Cluster.
-                self._scripts.confirm(keys=[group_keys.settled, mailbox.state],
-                                      args=[self._now_arg(now), reservation.token, SETTLED_KEEP_MS], client=pipe)
-                self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
-                                        args=[self._now_arg(now), reservation.token, self.breaker.window_s * 1000],
-                                        client=pipe)
-                settled, _ = pipe.execute()
+            # Two functions in one round trip: the success window is system-wide, so it lives on its own hash
+            # tag and cannot share a call with the group's keys on Redis Cluster.
+            settled, _ = self._scripts.call_all([
+                (self._scripts.confirm, [group_keys.settled, mailbox.state],
+                 [self._now_arg(now), reservation.token, SETTLED_KEEP_MS]),
+                (self._scripts.successes, [keys.SYSTEM_SUCCESSES],
+                 [self._now_arg(now), reservation.token, self.breaker.window_s * 1000]),
+            ])
         except redis.RedisError as exc:
             log.warning("warmup guard: confirm of %s not recorded: %s", reservation.token, exc)
             return False

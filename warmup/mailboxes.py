@@ -228,7 +228,12 @@ class Mailboxes:
         if paused is not None:
             fields.update(paused="1", pause_reason=paused)
         self._client.hset(state_key, mapping=fields)
-        self._client.hset(keys.REGISTRY, config.address, config.group)
+        # HSETNX: a mailbox's group is set once (a sender's ACL user may add a mailbox, never move one).
+        if not self._client.hsetnx(keys.REGISTRY, config.address, config.group):
+            registered = _text(self._client.hget(keys.REGISTRY, config.address))
+            if registered != config.group:
+                raise WarmupConfigError(f"mailbox {config.address} was just added to group {registered!r} by "
+                                        "another process; keep that group (its counters live there)")
         self._groups[config.address] = config.group
         self.refresh_schedule(config.address, now_ms)
         return existing is None

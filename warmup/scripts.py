@@ -1,36 +1,40 @@
-"""The guard's Lua scripts: package files loaded by the shared loader (`sendhost.lua_prelude`), registered once per
-client."""
+"""The guard's Lua functions: `warmup/lua/<name>.lua` as the function `warmup_<name>` of the `sendhost` library
+(`sendhost.lua_library`), called through one `sendhost.lua_calls.LuaCaller` per client; on a Redis without
+Functions, the same files as scripts, after the clock prelude where they read the time."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-import redis
-from redis.commands.core import Script
-
-from sendhost import lua_prelude
+from sendhost import lua_calls, lua_prelude
+from sendhost.lua_calls import LuaFunction
 from sendhost.lua_prelude import CLOCK
 
 SCRIPT_NAMES = ("reserve", "confirm", "cancel", "successes", "restore")
-# GuardScripts that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once.
+# Those that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once.
 WITH_CLOCK = frozenset({"reserve", "confirm", "cancel", "successes"})
 
 
 def script_source(name: str) -> str:
-    """The source of script `name`, with the clock prelude where it reads the time."""
+    """The source of script `name` as it runs without Functions: with the clock prelude where it reads the time."""
     return lua_prelude.script_source("warmup", name, (CLOCK,) if name in WITH_CLOCK else ())
 
 
 @dataclass(frozen=True)
 class GuardScripts:
-    reserve: Script
-    confirm: Script
-    cancel: Script
-    successes: Script
-    restore: Script
+    reserve: LuaFunction
+    confirm: LuaFunction
+    cancel: LuaFunction
+    successes: LuaFunction
+    restore: LuaFunction
 
     @classmethod
-    def register(cls, client: redis.Redis) -> GuardScripts:
-        """Register every script on `client` (redis-py loads it on first use and on NOSCRIPT)."""
-        return cls(**lua_prelude.register_scripts(client, "warmup", SCRIPT_NAMES,
-                                                  {name: (CLOCK,) for name in WITH_CLOCK}))
+    def register(cls, client: Any) -> GuardScripts:
+        """Every function on `client` (no round trip: the first call checks the library's version)."""
+        return cls(**lua_calls.make_functions(client, "warmup", SCRIPT_NAMES,
+                                              {name: (CLOCK,) for name in WITH_CLOCK}))
+
+    def call_all(self, calls: list[tuple[LuaFunction, list[Any], list[Any]]]) -> list[Any]:
+        """Several calls in one round trip where the client can pipeline them."""
+        return self.reserve.caller.call_all(calls)

@@ -15,12 +15,9 @@ ledger failing stops a pass (nothing after the mark is lost: the next pass reads
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import imaplib
 import logging
-import socket
-import ssl
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,9 +26,9 @@ from enum import StrEnum
 from sender.errors import SenderError
 from sender.feedback import mime
 from sender.feedback.bounces import MessageKind, Parsed, parse
+from sender.feedback.imap import ImapFailure, first_line, logged_in, quote
 from sender.ledger.events import Applied, Event, Feedback, SentRow
-from sendhost.errors import SecretUnavailable
-from sendhost.model import ImapSettings, Mailbox
+from sendhost.model import Mailbox
 
 log = logging.getLogger("sendhost.sender.inbox")
 
@@ -78,49 +75,23 @@ class InboxReader:
         if account is None:
             return self._failed(report, "no imap settings to read its inbox with; add imap: to the mailbox")
         try:
-            secret = account.credential.secret(self._env)
-            imap = self._connect(account)
-        except SecretUnavailable as exc:
-            return self._failed(report, str(exc))
-        except (OSError, imaplib.IMAP4.error) as exc:  # refused, timed out, TLS or certificate failure
-            return self._failed(report, f"cannot connect to {account.host}:{account.port}: {_first(exc)}")
-        try:
-            try:
-                imap.login(account.username, secret)
-            except imaplib.IMAP4.error as exc:
-                return self._failed(report, f"IMAP login as {account.username} refused: {_first(exc)}; check the "
-                                            "imap username and secret")
-            status, _ = imap.select(_quote(account.folder), readonly=True)
-            if status != "OK":
-                return self._failed(report, f"cannot open folder {account.folder!r}")
-            uidvalidity = int(imap.response("UIDVALIDITY")[1][0] or 0)
-            self._authserv_id = account.authserv_id
-            self._read_new(imap, mailbox.address, uidvalidity, report)
+            with logged_in(account, self._env, self._timeout) as imap:
+                status, _ = imap.select(quote(account.folder), readonly=True)
+                if status != "OK":
+                    return self._failed(report, f"cannot open folder {account.folder!r}")
+                uidvalidity = int(imap.response("UIDVALIDITY")[1][0] or 0)
+                self._authserv_id = account.authserv_id
+                self._read_new(imap, mailbox.address, uidvalidity, report)
+        except ImapFailure as exc:
+            return self._failed(report, exc.why)
         except (OSError, imaplib.IMAP4.error, ValueError) as exc:
-            return self._failed(report, f"IMAP session with {account.host}:{account.port} failed: {_first(exc)}")
+            return self._failed(report, f"IMAP session with {account.host}:{account.port} failed: {first_line(exc)}")
         except SenderError:
             raise  # the ledger: the caller stops the pass (the next one reads on from the mark)
         except Exception as exc:  # anything else is this mailbox's alone: the others are still read
             log.warning("inbox %s: the pass failed", mailbox.address, exc_info=log.isEnabledFor(logging.DEBUG))
-            return self._failed(report, f"reading failed: {type(exc).__name__}: {_first(exc)}")
-        finally:
-            with contextlib.suppress(OSError, imaplib.IMAP4.error):
-                imap.logout()
+            return self._failed(report, f"reading failed: {type(exc).__name__}: {first_line(exc)}")
         return report
-
-    def _connect(self, account: ImapSettings) -> imaplib.IMAP4:
-        context = ssl.create_default_context(cafile=account.ca_file) if account.ca_file else \
-            ssl.create_default_context()
-        if account.security == "tls":
-            return imaplib.IMAP4_SSL(account.host, account.port, ssl_context=context, timeout=self._timeout)
-        imap = imaplib.IMAP4(account.host, account.port, timeout=self._timeout)
-        try:
-            imap.starttls(context)
-        except BaseException:
-            with contextlib.suppress(OSError):  # the failed handshake may have closed the socket already
-                imap.shutdown()
-            raise
-        return imap
 
     def _read_new(self, imap: imaplib.IMAP4, address: str, uidvalidity: int, report: MailboxReport) -> None:
         mark = self._feedback.inbox_mark(address)
@@ -217,17 +188,3 @@ def read_all(feedback: Feedback, mailboxes: list[Mailbox], *, env: Mapping[str, 
     reader = InboxReader(feedback, env=env, timeout_s=timeout_s)
     return [reader.read(mailbox) for mailbox in mailboxes]
 
-
-def _quote(folder: str) -> str:
-    return '"' + folder.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _first(exc: BaseException) -> str:
-    if isinstance(exc, socket.timeout):
-        return "timed out"
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return f"certificate verify failed: {exc.verify_message}; set imap ca_file or fix the server's certificate"
-    text: object = exc.args[0] if len(exc.args) == 1 else exc
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return (str(text).strip().splitlines() or [type(exc).__name__])[0]

@@ -135,6 +135,14 @@ class Campaigns:
     def names(self) -> list[str]:
         return [str(name) for (name,) in self.ledger.fetch_all("campaign_names", {}, "campaigns")]
 
+    def spec(self, name: str) -> CampaignSpec | None:
+        """Campaign `name` as last applied (its stored file, checked again); None when no campaign file has it."""
+        row = self.ledger.fetch_one("campaign_source", {"name": name}, f"campaign {name}")
+        if row is None:
+            return None
+        # named after the campaign, not a path: the file it came from may have moved or changed since
+        return load_campaign(Path(f"campaign {name} (as applied)"), text=row[0])
+
     def status(self, name: str) -> CampaignStatus | None:
         head = self.ledger.fetch_one("campaign_head", {"name": name}, f"status of {name}")
         if head is None:

@@ -6,28 +6,24 @@ ever held open across an SMTP conversation.
 
 from __future__ import annotations
 
-import re
-
 import psycopg
 from psycopg.rows import TupleRow
 
 from sender.errors import LedgerUnavailable, SenderConfigError
+from sendhost.database_url import database_url_problem
+from sendhost.masking import mask_url, scrub
 
 CONNECT_TIMEOUT_S = 5
 # A statement that takes longer than this is a sick database, not a slow query: the ledger's are all tiny.
 STATEMENT_TIMEOUT_MS = 15_000
-_URL_RE = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
-
-
-def mask(url: str) -> str:
-    """The URL with any password replaced, fit for messages and logs."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def validate_url(url: str) -> str:
-    if not _URL_RE.match(url):
-        raise SenderConfigError(f"database URL {mask(url)!r} is not a PostgreSQL URL; use "
-                                "postgresql://USER@HOST:PORT/DB (--database-url or SENDHOST_DATABASE_URL)")
+    """`url` if it is a PostgreSQL URL libpq reads as written; else SenderConfigError showing it masked."""
+    problem = database_url_problem(url)
+    if problem is not None:
+        raise SenderConfigError(f"database URL {mask_url(url)!r}: {problem} (--database-url or "
+                                "SENDHOST_DATABASE_URL)")
     return url
 
 
@@ -38,9 +34,14 @@ def connect(url: str, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> psycopg.Co
         return psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout,
                                options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}", application_name="sendhost")
     except psycopg.ProgrammingError as exc:  # a malformed URL
-        raise SenderConfigError(f"database URL {mask(url)!r}: {exc}; fix --database-url or "
+        raise SenderConfigError(f"database URL {mask_url(url)!r}: {error_line(exc, url)}; fix --database-url or "
                                 "SENDHOST_DATABASE_URL") from None
     except psycopg.OperationalError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise LedgerUnavailable(f"database {mask(url)} unreachable: {first}; start it or fix --database-url / "
-                                "SENDHOST_DATABASE_URL") from None
+        raise LedgerUnavailable(f"database {mask_url(url)} unreachable: {error_line(exc, url)}; start it or fix "
+                                "--database-url / SENDHOST_DATABASE_URL") from None
+
+
+def error_line(exc: Exception, url: str | None = None) -> str:
+    """The first line of a psycopg error, scrubbed of anything of `url`'s secrets (libpq quotes what it misread)."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return scrub(first, *([url] if url else []))

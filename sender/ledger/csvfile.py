@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sender.addresses import AddressError, canonical
 from sender.csv_input import CSV_OPEN_ERRORS, csv_open_error
 from sender.errors import SenderConfigError
 
 REQUIRED = ("lead", "step", "to", "group", "subject", "text")
 OPTIONAL = ("not_before",)
-ADDRESS_RE = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,10 @@ def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups:
         raise fail("step", f"{values['step']!r} is not a whole number like 1") from None
     if step < 1:
         raise fail("step", f"{step} must be 1 or more")
-    to = values["to"].strip()
-    if not ADDRESS_RE.match(to):
-        raise fail("to", f"{to!r} is not an email address like alice@example.com")
+    try:
+        to = canonical(values["to"])  # the one form of an address: the suppression key, the stored recipient
+    except AddressError as exc:
+        raise fail("to", str(exc)) from None
     group = values["group"].strip()
     if known_groups is not None and group not in known_groups:
         raise fail("group", f"unknown group {group!r}; the inventory's mailbox groups are "
@@ -83,4 +83,4 @@ def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups:
             raise fail("not_before", f"{values['not_before']!r} is not a time like 2026-12-01T09:00:00+00:00") from None
         if not_before.tzinfo is None:
             not_before = not_before.replace(tzinfo=UTC)
-    return Row(values["lead"].strip(), step, to.lower(), group, values["subject"], values["text"], not_before)
+    return Row(values["lead"].strip(), step, to, group, values["subject"], values["text"], not_before)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import psycopg
 
 from sender.errors import LedgerUnavailable
+from sender.ledger.connection import error_line
 from sender.ledger.queries import migrations, query, sql_text
 
 BASELINE_VERSION = 1  # sql/migrations/1_0_baseline.sql: the first schema, what every migration builds on
@@ -50,7 +51,7 @@ def migrate(conn: psycopg.Connection) -> MigrateResult:
         finally:
             conn.execute(query("migrate_unlock"), {"key": MIGRATE_LOCK})
     except psycopg.OperationalError as exc:
-        raise LedgerUnavailable(f"migration failed, nothing changed: {exc}".splitlines()[0]) from None
+        raise LedgerUnavailable(f"migration failed, nothing changed: {error_line(exc)}") from None
 
 
 def _migrate_locked(conn: psycopg.Connection) -> MigrateResult:

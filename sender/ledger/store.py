@@ -20,10 +20,12 @@ from typing import Any
 
 import psycopg
 
+from sender.addresses import canonical, canonical_domain
 from sender.errors import LedgerUnavailable, SenderConfigError
 from sender.ledger import connection as db
 from sender.ledger.migrate import MigrateResult, current_version, latest_version, migrate
 from sender.ledger.queries import query
+from sendhost.masking import mask_url
 
 MAX_ATTEMPTS = 3
 
@@ -120,6 +122,12 @@ class Shown:
     feedback: list[dict[str, Any]] = field(default_factory=list)
 
 
+def suppression_entry(text: str) -> str:
+    """The suppression list's key for `text`: `@domain` for a whole domain, else the canonical address."""
+    stripped = text.strip(" \t")
+    return f"@{canonical_domain(stripped)}" if stripped.startswith("@") else canonical(stripped)
+
+
 class Ledger:
     """A connection to the send ledger. Not shared between threads: give each worker its own.
 
@@ -176,8 +184,8 @@ class Ledger:
         except (psycopg.IntegrityError, psycopg.DataError) as exc:  # a CHECK or a type the database refused
             raise SenderConfigError(f"{what}: the ledger refused it: {exc.diag.message_primary}") from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise LedgerUnavailable(f"{what}: database {db.mask(self.url or '?')} failed: {first}") from None
+            raise LedgerUnavailable(f"{what}: database {mask_url(self.url or '?')} failed: "
+                                    f"{db.error_line(exc, self.url)}") from None
 
     def fetch_one(self, name: str, params: Mapping[str, Any], what: str) -> tuple[Any, ...] | None:
         """Run the named query `name` (sql/*.sql) with `params` and the clock's now; its first row, if any.
@@ -218,25 +226,30 @@ class Ledger:
 
     def enqueue(self, *, lead: str, step: int, to: str, group: str, subject: str, text: str,
                 not_before: datetime | None = None) -> Enqueued:
-        """Queue (lead, step) for `to`; queued, duplicate (already in the ledger) or suppressed (refused)."""
-        return Enqueued(self._one("enqueue", {"lead": lead, "step": step, "to": to, "group": group,
+        """Queue (lead, step) for `to` (reduced to its canonical address, or AddressError); queued, waiting,
+        duplicate (already in the ledger), suppressed or ended (refused)."""
+        return Enqueued(self._one("enqueue", {"lead": lead, "step": step, "to": canonical(to), "group": group,
                                               "subject": subject, "text": text, "not_before": not_before},
                                   f"enqueue {lead} step {step}"))
 
     def enqueue_many(self, rows: Sequence[dict[str, Any]]) -> list[Enqueued]:
-        """Enqueue every row in one transaction: all are written, or (on a failure) none."""
+        """Enqueue every row in one transaction: all are written, or (on a failure, or an address that is not
+        one: AddressError before anything is written) none."""
         results: list[Enqueued] = []
         now = self.now()
+        checked = [{**row, "to": canonical(row["to"])} for row in rows]
         with self._calling("enqueue") as conn, conn.transaction():
-            for row in rows:
+            for row in checked:
                 found = conn.execute(query("enqueue"), {**row, "now": now}).fetchone()
                 assert found is not None
                 results.append(Enqueued(found[0]))
         return results
 
     def suppress(self, address: str, reason: str = "") -> int:
-        """Suppress `address` for good; returns how many queued rows it withdrew."""
-        return int(self._one("suppress", {"address": address, "reason": reason}, f"suppress {address}"))
+        """Suppress `address`, or a whole domain written `@bigco.example`, for good (in canonical form, or
+        AddressError); returns how many rows not sent yet it withdrew."""
+        entry = suppression_entry(address)
+        return int(self._one("suppress", {"address": entry, "reason": reason}, f"suppress {entry}"))
 
     def is_suppressed(self, address: str) -> bool:
         return bool(self._one("is_suppressed", {"address": address}, f"suppression check of {address}"))
@@ -256,9 +269,11 @@ class Ledger:
         """One round trip: LedgerUnavailable when the database does not answer."""
         self.fetch_one("ping", {}, "ping")
 
-    def show(self, lead: str, step: int) -> Shown | None:
+    def show(self, lead: str, step: int, campaign: str = "enqueue") -> Shown | None:
+        """Step `step` of `lead` in `campaign` (the built-in `enqueue`: the caller's lead id; a campaign file's:
+        the lead's address), its send-log entry and its history; None when there is no such row."""
         with self._calling(f"show {lead} step {step}") as conn:
-            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step})
+            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step, "campaign": campaign})
             row = cursor.fetchone()
             if row is None:
                 return None
@@ -286,6 +301,11 @@ class Ledger:
     def resolve(self, email_id: int, *, sent: bool, note: str) -> str:
         """A person's verdict on an unconfirmed row: resolved | not_unconfirmed | no_row."""
         return str(self._one("resolve", {"id": email_id, "sent": sent, "note": note}, f"resolve row {email_id}"))
+
+    def status_of(self, email_id: int) -> Status | None:
+        """The row's status; None: no such row."""
+        row = self.fetch_one("row_status", {"id": email_id}, f"status of row {email_id}")
+        return None if row is None else Status(row[0])
 
     def retry_now(self, email_id: int | None = None, due_before: datetime | None = None) -> int:
         """Make `retry` rows due now: one row, or every one due before `due_before`; how many."""

@@ -48,9 +48,17 @@ SELECT status::text, count(*) FROM sender_emails GROUP BY status;
 SELECT status, rank FROM sender_status_ranks();
 
 -- name: show_row
-SELECT id, lead, step, recipient, mailbox_group, subject, status::text, attempts, not_before, idempotency_key,
-       message_id, mailbox, source_ip, last_error, created_at, updated_at
-FROM sender_emails WHERE lead = %(lead)s AND step = %(step)s;
+-- A lead's step in one campaign: `enqueue` (the built-in one, whose leads are the caller's ids) or a campaign
+-- file's (whose leads are addresses). Without the campaign, two campaigns' leads of one name would both match.
+SELECT e.id, c.name AS campaign, e.lead, e.step, e.recipient, e.mailbox_group, e.subject, e.status::text,
+       e.attempts, e.not_before, e.idempotency_key, e.message_id, e.mailbox, e.source_ip, e.last_error,
+       e.created_at, e.updated_at
+FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE c.name = %(campaign)s AND e.lead = %(lead)s AND e.step = %(step)s;
+
+-- name: row_status
+-- One row's status, for a person's command that found it in another status than it acts on.
+SELECT status::text FROM sender_emails WHERE id = %(id)s;
 
 -- name: show_events
 SELECT at, kind, detail FROM sender_events WHERE email_id = %(id)s ORDER BY id;

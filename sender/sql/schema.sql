@@ -324,7 +324,9 @@ CREATE TRIGGER sender_due_guard_insert BEFORE INSERT ON sender_emails
 FOR EACH ROW WHEN (NEW.status IN ('queued', 'retry') AND NEW.step > 1) EXECUTE FUNCTION sender_due_guard();
 
 -- End a lead's sequence: its reason, once (a reply, bounce, unsubscribe or complaint still replaces `completed`
--- and `unconfirmed`, which say less), and every step of it not sent yet cancelled.
+-- and `unconfirmed`, which say less), and every step of it not sent yet cancelled. Except for `unconfirmed`: that
+-- step may yet prove sent (`sendhost sender resolve --sent`, sender_advance), so the steps enqueued behind it go on
+-- waiting for the verdict; a verdict of not sent (`failed`) cancels them.
 CREATE FUNCTION sender_end_sequence(p_campaign bigint, p_lead text, p_reason text, p_at timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -334,6 +336,9 @@ BEGIN
     WHERE campaign_id = p_campaign AND lead = p_lead
       AND (ended IS NULL OR (ended IN ('completed', 'unconfirmed')
                              AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained')));
+    IF p_reason = 'unconfirmed' THEN
+        RETURN;
+    END IF;
     WITH withdrawn AS (
         UPDATE sender_emails SET status = 'cancelled', last_error = 'the sequence ended: ' || p_reason,
                                  updated_at = p_at
@@ -541,6 +546,7 @@ DECLARE
     c sender_campaigns;
     target sender_campaign_state;
     lead_row record;
+    logged integer;
 BEGIN
     SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
     IF c.id IS NULL OR c.kind <> 'file' THEN
@@ -562,12 +568,23 @@ BEGIN
     UPDATE sender_campaigns SET state = target, updated_at = now_at WHERE id = c.id;
     IF target = 'running' THEN
         -- what waited for the campaign is due again; what waits for an earlier step goes on waiting (the guard)
-        UPDATE sender_emails SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status
-                                               ELSE 'retry'::sender_status END, updated_at = now_at
-        WHERE campaign_id = c.id AND status = 'waiting';
+        WITH moved AS (
+            UPDATE sender_emails SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status
+                                                   ELSE 'retry'::sender_status END, updated_at = now_at
+            WHERE campaign_id = c.id AND status = 'waiting'
+            RETURNING id, status
+        )
+        SELECT count(*) INTO logged
+        FROM (SELECT sender_event(id, status::text, format('campaign %s: %s', p_name, p_move), p_now)
+              FROM moved WHERE status <> 'waiting') AS events;
     ELSIF target = 'paused' THEN
-        UPDATE sender_emails SET status = 'waiting', updated_at = now_at
-        WHERE campaign_id = c.id AND status IN ('queued', 'retry');
+        WITH moved AS (
+            UPDATE sender_emails SET status = 'waiting', updated_at = now_at
+            WHERE campaign_id = c.id AND status IN ('queued', 'retry')
+            RETURNING id
+        )
+        SELECT count(*) INTO logged
+        FROM (SELECT sender_event(id, 'waiting', format('campaign %s: paused', p_name), p_now) FROM moved) AS events;
     ELSE
         FOR lead_row IN SELECT lead FROM sender_leads WHERE campaign_id = c.id AND ended IS NULL LOOP
             PERFORM sender_end_sequence(c.id, lead_row.lead, 'stopped', now_at);

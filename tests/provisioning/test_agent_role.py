@@ -263,8 +263,9 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
          "smtp": {**smtp, "username": "alice@example.com", "password_file": str(password_file)},
          "imap": {"host": "imap.gmail.com", "username": "alice@example.com", "password_file": "secrets/alice-imap.pw"}},
         {"address": "bob@example.com", "domain": "example.com", "start": "2026-11-02", "group": "b",
-         "smtp": {**smtp, "username": "bob@example.com", "password_env": "SENDHOST_TEST_BOB_PASSWORD"},
-         "imap": {"host": "imap.gmail.com", "username": "bob@example.com", "password_env": "SENDHOST_TEST_BOB_IMAP"}},
+         "smtp": {**smtp, "username": "bob@example.com", "password_env": "SENDHOST_SECRET_TEST_BOB"},
+         "imap": {"host": "imap.gmail.com", "username": "bob@example.com",
+                  "password_env": "SENDHOST_SECRET_TEST_BOB_IMAP"}},
         {"address": "carol@example.com", "domain": "example.com", "start": "2026-11-02", "auth": "xoauth2",
          "token_file": "/var/lib/sendhost-tokens/carol", "smtp": {**smtp, "username": "carol@example.com"}},
     ]
@@ -277,8 +278,8 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
         "sendhost_unsubscribe_key_file": "keys/unsub.key",  # relative: read beside the inventory
     }
     inventory.write_text(yaml.safe_dump(data, sort_keys=False))
-    for name, value in {**CLI_ENV, "SENDHOST_TEST_BOB_PASSWORD": "bob-s3cret",
-                        "SENDHOST_TEST_BOB_IMAP": "bob-imap-s3cret"}.items():
+    for name, value in {**CLI_ENV, "SENDHOST_SECRET_TEST_BOB": "bob-s3cret",
+                        "SENDHOST_SECRET_TEST_BOB_IMAP": "bob-imap-s3cret"}.items():
         monkeypatch.setenv(name, value)
     lines: list[str] = []
 
@@ -323,8 +324,11 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
         ("alice@example.com", f"{secrets}/alice@example.com.password"), ("bob@example.com", None),
         ("carol@example.com", None)]
     env_lines = (files / "sendhost" / "agent.env").read_text().splitlines()
-    # each password_env reaches the agent's environment
-    assert env_lines[-2:] == ["SENDHOST_TEST_BOB_PASSWORD=bob-s3cret", "SENDHOST_TEST_BOB_IMAP=bob-imap-s3cret"]
+    # each password_env reaches the agent's environment, before the agent's own settings (the later line wins)
+    secret_lines = ["SENDHOST_SECRET_TEST_BOB=bob-s3cret", "SENDHOST_SECRET_TEST_BOB_IMAP=bob-imap-s3cret"]
+    assert [line for line in env_lines if line.startswith("SENDHOST_SECRET_")] == secret_lines
+    assert env_lines.index(secret_lines[-1]) < env_lines.index(next(
+        line for line in env_lines if line.startswith("SENDHOST_REDIS_URL=")))
     assert not [line for line in lines if "s3cret" in line or "alice-" in line or "signing-key" in line]
 
     lines.clear()
@@ -341,16 +345,17 @@ def test_a_password_variable_missing_where_provision_runs_is_refused(fresh_host:
     data = yaml.safe_load(inventory.read_text())
     data["all"]["vars"] = {"sendhost_mailboxes": [{
         "address": "bob@example.com", "domain": "example.com", "start": "2026-11-02",
-        "smtp": {"host": "smtp.gmail.com", "username": "bob@example.com", "password_env": "SENDHOST_TEST_UNSET_PW"}}]}
+        "smtp": {"host": "smtp.gmail.com", "username": "bob@example.com",
+                 "password_env": "SENDHOST_SECRET_TEST_UNSET"}}]}
     inventory.write_text(yaml.safe_dump(data, sort_keys=False))
     for name, value in CLI_ENV.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.delenv("SENDHOST_TEST_UNSET_PW", raising=False)
+    monkeypatch.delenv("SENDHOST_SECRET_TEST_UNSET", raising=False)
 
     result = run_playbook(inventory, binary=find_ansible_playbook({"PATH": ""}), tags=["sender_agent"],
                           extravars={"sendhost_agent_wheel": str(agent_wheel)})
 
     assert result.failed
     assert ("a mailbox password_env is not set where sendhost provision runs, for "
-            "bob@example.com (smtp: SENDHOST_TEST_UNSET_PW)" in (result.hosts[0].message or ""))
+            "bob@example.com (smtp: SENDHOST_SECRET_TEST_UNSET)" in (result.hosts[0].message or ""))
     assert not files.exists()

@@ -55,7 +55,7 @@ def bound_host(fresh_host: SshHost) -> SshHost:
 def _smtp_mailbox(local: str, host: str, port: int) -> dict[str, Any]:
     return {"address": f"{local}@example.com", "domain": "example.com", "start": "2026-11-01",
             "smtp": {"host": host, "port": port, "security": "starttls", "username": f"{local}@example.com",
-                     "password_env": "UNUSED_SMTP_PASSWORD"}}
+                     "password_env": "SENDHOST_SECRET_UNUSED_SMTP"}}
 
 
 def _inventory(path: Path, host: SshHost, endpoints: list[tuple[str, int]], redis_url: str) -> Path:

@@ -12,6 +12,7 @@ import redis
 from ippool.sender_acl import MIN_REDIS, sender_user
 from provisioning.sender_redis import key_path, sender_redis_urls
 from sendhost.errors import ConfigError
+from sendhost.lua_library import library_version
 from tests.conftest import run_cli
 from tests.provisioning.conftest import write_inventory
 from tests.provisioning.test_cli_input import sender
@@ -47,6 +48,17 @@ def test_each_host_gets_its_own_user_and_a_rerun_the_same_url(tmp_path: Path, re
         redis.Redis.from_url(urls["sender-1"]).ping()
 
 
+def test_provision_loads_the_library_and_grants_each_host_its_groups(tmp_path: Path, redis7: RedisServer,
+                                                                     redis7_admin: redis.Redis) -> None:
+    sender_redis_urls(redis7.client, redis7.url, HOSTS, tmp_path / "k", groups={"sender-1": ["g1"]})
+    assert redis7_admin.fcall_ro("sendhost_version", 0) == library_version()
+    rules = {line.split()[1]: line for line in redis7_admin.acl_list()}
+    assert "~sendhost:warmup:{g1}:*" in rules[sender_user("sender-1")]
+    assert "{*}" not in rules[sender_user("sender-1")]
+    assert "~sendhost:warmup:{*}:*" in rules[sender_user("sender-2")]  # named no groups: every group
+    assert all("+eval" not in rules[sender_user(h)] and "+script" not in rules[sender_user(h)] for h in HOSTS)
+
+
 def test_a_dry_run_changes_neither_redis_nor_the_key_file(tmp_path: Path, redis7: RedisServer,
                                                           redis7_admin: redis.Redis) -> None:
     key_file = tmp_path / "state" / "sender-acl.key"
@@ -79,5 +91,6 @@ def test_a_redis_without_selectors_is_refused_before_anything_runs(tmp_path: Pat
     inventory = write_inventory(tmp_path / "inv.yml", {"sender-1": sender(tmp_path)}, redis_url=redis_url)
     result = run_cli("provision", "--inventory", str(inventory), env={"SENDHOST_STATE_DIR": str(tmp_path / "s")})
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "ACL selectors need Redis >= 7.0" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "ACL selectors and Functions need Redis >= 7.0" in result.stderr
     assert "Traceback" not in result.stderr

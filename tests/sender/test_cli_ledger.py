@@ -42,6 +42,14 @@ def test_enqueue_counts_queued_duplicates_and_suppressed(sender_cli: Cli, tmp_pa
     assert json.loads(result.stdout) == {"queued": 0, "duplicate": 2, "suppressed": 1}
 
 
+def test_enqueue_stores_the_canonical_address(sender_cli: Cli, tmp_path: Path, database_url: str) -> None:
+    result = sender_cli("enqueue", str(_csv(tmp_path, "L1,1, Bob@Bücher.Example ,sales,Hi,x,\n")))
+    assert result.returncode == 0, result.stderr
+    with Ledger.from_url(database_url) as ledger:
+        shown = ledger.show("L1", 1)
+    assert shown is not None and shown.row["recipient"] == "bob@xn--bcher-kva.example"
+
+
 def test_status_json_lists_every_status(sender_cli: Cli, tmp_path: Path) -> None:
     sender_cli("enqueue", str(_csv(tmp_path, "L1,1,a@example.com,sales,Hi,x,\n")))
     result = sender_cli("status", "--format", "json")
@@ -70,7 +78,9 @@ def test_show_tells_the_rows_history(sender_cli: Cli, tmp_path: Path, database_u
 
 @pytest.mark.parametrize(("body", "expected"), [
     ("L1,1,a@example.com,sales,Hi,x,\nL2,two,b@example.com,sales,Hi,x,\n", "leads.csv:3: step: 'two' is not"),
-    ("L1,1,not-an-address,sales,Hi,x,\n", "leads.csv:2: to: 'not-an-address' is not an email address"),
+    ("L1,1,not-an-address,sales,Hi,x,\n", "leads.csv:2: to: 'not-an-address' has no @"),
+    ("L1,1,Eve <a@example.com>,sales,Hi,x,\n", "leads.csv:2: to: 'Eve <a@example.com>' is not a plain address"),
+    ("L1,1,a@localhost,sales,Hi,x,\n", "leads.csv:2: to: 'a@localhost': the domain 'localhost' is a single label"),
     ("L1,1,a@example.com,sales,Hi,x,tomorrow\n", "leads.csv:2: not_before: 'tomorrow' is not a time"),
     ("L1,1,a@example.com,sales,Hi,x,,extra\n", "leads.csv:2: row: "),
     (",1,a@example.com,sales,Hi,x,\n", "leads.csv:2: lead: empty"),

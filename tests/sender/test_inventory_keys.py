@@ -26,18 +26,20 @@ def test_sender_settings_are_read(tmp_path: Path) -> None:
         "    sendhost_database_url: postgresql://sendhost@db.internal/sendhost\n"
         "    sendhost_unsubscribe_base_url: https://u.ex.com/\n",
         "        min_gap_s: 0\n        jitter_s: [5, 30]\n"
-        "        smtp: {host: smtp.gmail.com, security: starttls, username: a@ex.com, password_env: A_PW}\n"))
+        "        smtp: {host: smtp.gmail.com, security: starttls, username: a@ex.com,\n"
+        "               password_env: SENDHOST_SECRET_A_PW}\n"))
     (mailbox,) = inventory.mailboxes
     assert inventory.database_url == "postgresql://sendhost@db.internal/sendhost"
     assert inventory.unsubscribe_base_url == "https://u.ex.com"
     assert (mailbox.min_gap_s, mailbox.jitter_s) == (0.0, (5.0, 30.0))
-    assert mailbox.smtp is not None and (mailbox.smtp.port, mailbox.smtp.credential.password_env) == (587, "A_PW")
+    assert mailbox.smtp is not None
+    assert (mailbox.smtp.port, mailbox.smtp.credential.password_env) == (587, "SENDHOST_SECRET_A_PW")
 
 
 @pytest.mark.parametrize(("mailbox", "expected"), [
     ("        smtp: {host: smtp.gmail.com, username: a@ex.com, password: hunter2}\n",
      "never put a password in the inventory"),
-    ("        smtp: {host: smtp.gmail.com, security: none, username: a@ex.com, password_env: X}\n",
+    ("        smtp: {host: smtp.gmail.com, security: none, username: a@ex.com, password_env: SENDHOST_SECRET_X}\n",
      "allowed only for a loopback host"),
     ("        smtp: {host: smtp.gmail.com, username: a@ex.com}\n", "exactly one of password_file or password_env"),
     ("        auth: xoauth2\n", "auth: xoauth2 needs token_file"),
@@ -51,7 +53,8 @@ def test_bad_mailbox_settings_are_named(tmp_path: Path, mailbox: str, expected: 
 
 
 @pytest.mark.parametrize(("global_vars", "expected"), [
-    ("    sendhost_database_url: mysql://x\n", "expected a PostgreSQL URL"),
+    ("    sendhost_database_url: mysql://x\n", "it is not a PostgreSQL URL; use postgresql://"),
+    ("    sendhost_database_url: postgresql://u:hun@ter2@db/x\n", "percent-encode them"),
     ("    sendhost_unsubscribe_base_url: http://u.ex.com\n", "expected an https:// URL"),
 ])
 def test_bad_global_settings_are_named(tmp_path: Path, global_vars: str, expected: str) -> None:

@@ -197,5 +197,29 @@ def test_values_the_database_refuses_are_bad_input(ledger: Ledger) -> None:
     with pytest.raises(SenderConfigError, match="the ledger refused it"):
         ledger.enqueue(lead="L1", step=0, to="a@example.com", group="sales", subject="s", text="t")
     with pytest.raises(SenderConfigError, match="the ledger refused it"):
-        ledger.enqueue(lead="L1", step=1, to="nobody", group="sales", subject="s", text="t")
+        ledger.enqueue(lead="", step=1, to="a@example.com", group="sales", subject="s", text="t")
     assert ledger.counts()["queued"] == 0
+
+
+def test_the_api_reduces_addresses_to_their_canonical_form_or_refuses_them(ledger: Ledger,
+                                                                           database_url: str) -> None:
+    from sender.addresses import AddressError
+
+    assert ledger.enqueue(lead="L1", step=1, to=" Eve@Bigco.Example", group="sales", subject="s",
+                          text="t") == Enqueued.QUEUED
+    assert ledger.suppress("EVE@bigco.example", "asked") == 1
+    assert ledger.suppress("@Other.Example", "asked") == 0
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT recipient FROM sender_emails").fetchall() == [("eve@bigco.example",)]
+        assert conn.execute("SELECT address FROM sender_suppressions ORDER BY 1").fetchall() == [
+            ("@other.example",), ("eve@bigco.example",)]
+    with pytest.raises(AddressError, match="has no @"):
+        ledger.enqueue(lead="L2", step=1, to="nobody", group="sales", subject="s", text="t")
+    with pytest.raises(AddressError, match="is not a plain address"):
+        ledger.suppress("Eve <eve@bigco.example>")
+    rows = [{"lead": "L3", "step": 1, "to": "c@x.example", "group": "sales", "subject": "s", "text": "t",
+             "not_before": None}, {"lead": "L4", "step": 1, "to": "d@x", "group": "sales", "subject": "s",
+                                   "text": "t", "not_before": None}]
+    with pytest.raises(AddressError, match="single label"):
+        ledger.enqueue_many(rows)
+    assert ledger.counts()["queued"] == 0  # L1 was withdrawn; neither row of the refused batch was written

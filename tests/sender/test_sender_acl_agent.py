@@ -1,6 +1,7 @@
 """The sender agent as a process, authenticated to Redis as its host's ACL user (ippool.sender_acl): the full send
-cycle (the counters' rebuild at start, reserve, lease, submit, confirm, a cancel, release) and, after Redis lost the
-warm-up keys, the rebuild from the ledger, all without a single command Redis refused (its ACL LOG stays empty)."""
+cycle (the counters' rebuild at start, reserve, lease, submit, confirm, a cancel, release: every Lua call an FCALL of
+the admin's library) and, after Redis lost the warm-up keys, the rebuild from the ledger, all without a single
+command Redis refused (its ACL LOG stays empty), with a grant on its own mailbox group's warm-up keys only."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_the_agent_runs_its_send_cycle_as_the_sender_user(tmp_path: Path, databa
                                                           redis7_admin: redis.Redis,
                                                           submission: SubmissionServer) -> None:
     world = make_world(tmp_path, database_url, redis7.url, submission)
-    apply_sender_acl(redis7_admin, HOST, PASSWORD)
+    apply_sender_acl(redis7_admin, HOST, PASSWORD, ["sales"])  # the world's one group: its keys only
     url = sender_url(redis7.url, HOST, PASSWORD)
     redis7_admin.acl_log_reset()
     world.enqueue(3)

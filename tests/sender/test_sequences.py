@@ -283,3 +283,13 @@ def test_a_relays_delivered_before_the_agents_sent_still_creates_the_next_step(t
     Feedback(timed).apply(row.id, Event.DELIVERED, source="webhook", ref="d1")  # before the agent records it
     timed.record_sent(row.id, "250 ok")
     assert [r[:2] for r in _rows(database_url)] == [(1, "delivered"), (2, "queued")]
+
+
+def test_pause_and_resume_are_in_the_rows_history(tmp_path: Path, timed: Ledger) -> None:
+    _campaign(tmp_path, timed)
+    campaigns = Campaigns(timed)
+    campaigns.move("q1", Move.PAUSE)
+    campaigns.move("q1", Move.RESUME)
+    (row,) = timed.lead_rows("eve@rcpt.example")
+    kinds = [(e["kind"], e["detail"]) for e in timed.events_of(row["id"])]
+    assert kinds[-2:] == [("waiting", "campaign q1: paused"), ("queued", "campaign q1: resume")]

@@ -108,7 +108,8 @@ def test_warmup_status_shows_health_from_the_ledger_and_writes_nothing(feedback:
     lines = [" ".join(line.strip("│ ").split()) for line in table.stdout.splitlines()]
     assert f"{BOUNCY} │ 40 │ 2 (5.0%) │ 0 (0%) │ paused" in lines, table.stdout
     assert _snapshot(redis_url) == before
-    assert not (tmp_path / ".sendhost" / "postgres").exists()  # the embedded ledger was not started either
+    # the embedded ledger was not started either (as root it would live elsewhere, named by postgres.id)
+    assert not (tmp_path / ".sendhost" / "postgres").exists() and not (tmp_path / ".sendhost" / "postgres.id").exists()
 
 
 @pytest.mark.parametrize(("env", "reason"), [

@@ -45,7 +45,8 @@ def test_one_click_post_suppresses_and_a_resend_is_refused(web: WebServer, feedb
     shown = feedback.ledger.show("L1", 1)
     later = feedback.ledger.show("L1", 2)
     assert shown is not None and later is not None
-    assert (shown.row["status"], later.row["status"]) == ("unsubscribed", "suppressed")
+    # the unsubscribe ends the lead's sequence (its step 2 cancelled), then suppresses the address
+    assert (shown.row["status"], later.row["status"]) == ("unsubscribed", "cancelled")
     assert feedback.ledger.enqueue(lead="L9", step=1, to="Alice@rcpt.example", group="sales", subject="Hi",
                             text="x") == "suppressed"
     assert "alice@rcpt.example" not in web.log()

@@ -54,12 +54,40 @@ class Dovecot:
         """Put a message in `user`'s folder over IMAP, as a delivery would."""
         with imaplib.IMAP4_SSL(self.host, self.imaps_port, ssl_context=self.client_context(), timeout=10) as imap:
             imap.login(user, self.users[user])
-            status, detail = imap.append(folder, "", imaplib.Time2Internaldate(time.time()), raw)
+            status, detail = imap.append(f'"{folder}"', "", imaplib.Time2Internaldate(time.time()), raw)
             assert status == "OK", detail
+
+    def create(self, user: str, folder: str) -> None:
+        with imaplib.IMAP4_SSL(self.host, self.imaps_port, ssl_context=self.client_context(), timeout=10) as imap:
+            imap.login(user, self.users[user])
+            status, detail = imap.create(f'"{folder}"')
+            assert status == "OK", detail
+
+    def flags(self, user: str, folder: str) -> list[bytes]:
+        """Each message's UID and flags in `folder`, read without changing any (EXAMINE keeps even \\Recent)."""
+        with imaplib.IMAP4_SSL(self.host, self.imaps_port, ssl_context=self.client_context(), timeout=10) as imap:
+            imap.login(user, self.users[user])
+            status, detail = imap.select(f'"{folder}"', readonly=True)
+            assert status == "OK", detail
+            if int(detail[0] or 0) == 0:
+                return []
+            status, fetched = imap.fetch("1:*", "(UID FLAGS)")
+            assert status == "OK", fetched
+            return sorted(item for item in fetched if isinstance(item, bytes))
 
     def log(self) -> str:
         path = self.base / "dovecot.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _namespace(special_use: dict[str, str]) -> str:
+    """The inbox namespace with these folders made for every user and marked with their RFC 6154 attribute
+    (`{"Outgoing": "\\Sent"}`); nothing (dovecot's implicit namespace) without any."""
+    if not special_use:
+        return ""
+    folders = "".join(f'  mailbox "{name}" {{\n    special_use = {use}\n    auto = create\n  }}\n'
+                      for name, use in special_use.items())
+    return f"namespace inbox {{\n  inbox = yes\n  separator = /\n{folders}}}\n"
 
 
 def _config(base: Path, imaps: int, starttls: int, uid: int, gid: int) -> str:
@@ -107,7 +135,7 @@ service imap-login {{
 
 
 @contextmanager
-def dovecot_server(users: dict[str, str]) -> Iterator[Dovecot]:
+def dovecot_server(users: dict[str, str], special_use: dict[str, str] | None = None) -> Iterator[Dovecot]:
     binary = dovecot_or_skip()
     # Not under pytest's tmp_path: its parents are 0700 root, and dovecot's processes run as other users.
     base = Path(tempfile.mkdtemp(prefix="sendhost-imap-", dir="/tmp"))
@@ -128,7 +156,8 @@ def dovecot_server(users: dict[str, str]) -> Iterator[Dovecot]:
     for sub in ("run", "state"):
         (base / sub).mkdir()
     imaps, starttls = free_port(), free_port()
-    (base / "dovecot.conf").write_text(_config(base, imaps, starttls, mail_user.pw_uid, mail_user.pw_gid))
+    (base / "dovecot.conf").write_text(_config(base, imaps, starttls, mail_user.pw_uid, mail_user.pw_gid)
+                                       + _namespace(special_use or {}))
     process = subprocess.Popen([binary, "-F", "-c", str(base / "dovecot.conf")], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     server = Dovecot("127.0.0.1", imaps, starttls, base / "ca.pem", base, dict(users))

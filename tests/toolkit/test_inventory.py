@@ -158,7 +158,7 @@ def test_example_is_also_a_valid_ansible_inventory(example_inventory: Path) -> N
 
 
 IMAP = """        start: "2026-11-30"
-        smtp: {host: smtp.gmail.com, username: a@example.com, password_env: A_SMTP}
+        smtp: {host: smtp.gmail.com, username: a@example.com, password_env: SENDHOST_SECRET_A_SMTP}
         imap: {host: IMAP_HOSTAUTHSERV}
 """
 

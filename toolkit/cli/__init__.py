@@ -16,12 +16,14 @@ from toolkit.logging_setup import configure_logging
 
 # group name -> "module:attribute". A group is listed here only once it works.
 GROUPS: dict[str, str] = {
+    "campaign": "toolkit.cli.campaign:group",
     "config": "toolkit.cli.config:group",
     "dns": "toolkit.cli.dns:group",
     "embedded": "toolkit.cli.embedded:group",
     "host": "toolkit.cli.host:group",
     "iam": "toolkit.cli.iam:group",
     "inventory": "toolkit.cli.inventory:group",
+    "lead": "toolkit.cli.lead:group",
     "pool": "toolkit.cli.pool:group",
     "provision": "toolkit.cli.provision:command",
     "sender": "toolkit.cli.sender:group",

@@ -67,7 +67,7 @@ def _sending_ips(app: App, inventory: Inventory) -> tuple[list[str], list[str]]:
         from dns_audit.errors import AuditError
         from ippool.errors import PoolConfigError, PoolOperationFailed
         from ippool.pool import Pool
-        from sendhost.redis_url import mask_url
+        from sendhost.masking import mask_url
 
         pool = Pool.from_url(url)
         try:

@@ -1,21 +1,24 @@
-"""`sendhost embedded`: the embedded Redis that holds state when no Redis is configured."""
+"""`sendhost embedded`: the embedded Redis and PostgreSQL that hold state when none is configured."""
 
 from __future__ import annotations
 
 import click
 
+from sendhost.errors import SendhostError
 from toolkit.app import App
 from toolkit.output import emit_json, emit_table, format_option
 
-EXIT_HELP = "Exit 0 ok; 1 the server did not stop; 2 bad state directory (the message names it)."
+EXIT_HELP = "Exit 0 ok; 1 a server did not stop; 2 bad state directory (the message names it)."
 
 
 @click.group("embedded", epilog=EXIT_HELP)
 def group() -> None:
-    """The embedded Redis under the state directory (.sendhost/, or SENDHOST_STATE_DIR).
+    """The embedded Redis and PostgreSQL under the state directory (.sendhost/, or SENDHOST_STATE_DIR).
 
-    It persists to an append-only file there (fsynced every second) and outlives each command; production
-    uses a Redis of its own (--redis-url, REDIS_URL or the inventory's sendhost_redis_url).
+    Redis persists to an append-only file there (fsynced every second); PostgreSQL keeps the send ledger (run as
+    root, in a directory of its own system user, embedded_postgres). Both admit only you, outlive each command, and
+    start again with the next command that needs them; production uses servers of its own (--redis-url,
+    REDIS_URL or sendhost_redis_url; --database-url, SENDHOST_DATABASE_URL or sendhost_database_url).
     """
 
 
@@ -23,12 +26,14 @@ def group() -> None:
 @format_option()
 @click.pass_obj
 def status(app: App, fmt: str | None) -> None:
-    """Whether the embedded Redis runs, its pid, version and keys, and where its state lives (starts nothing)."""
+    """Whether each embedded server runs, its pid and version, and where its state lives (starts nothing)."""
+    from sender.embedded import embedded_postgres_status
     from sendhost.embedded import embedded_status
 
     shown = embedded_status(app.state_dir)
+    postgres = embedded_postgres_status(app.state_dir)
     if app.output_format(fmt) == "json":
-        emit_json(shown.to_json())
+        emit_json({**shown.to_json(), "postgres": postgres.to_json()})
         return
     aof = "none yet" if shown.aof_bytes is None else f"{shown.aof_bytes} bytes"
     emit_table("embedded Redis", ["setting", "value"], [
@@ -43,17 +48,47 @@ def status(app: App, fmt: str | None) -> None:
         ("append-only file", f"{shown.aof_file} ({aof})"),
         ("socket", shown.socket),
     ])
+    if postgres.running:
+        admits = ("only its owner, by peer authentication on its socket; no TCP" if not postgres.exposures else
+                  "MORE than its owner (" + "; ".join(postgres.exposures) + "): the next command that needs it "
+                  "restarts it private")
+    else:
+        admits = "-"
+    not_running = "no (the next command that needs it starts it)"
+    emit_table("embedded PostgreSQL", ["setting", "value"], [
+        ("data directory", postgres.data_dir or "none yet (the first ledger command creates it)"),
+        ("running", f"yes, pid {postgres.pid}" if postgres.running else not_running),
+        ("postgresql version", postgres.version or "-"),
+        ("runs as", postgres.server_user or "-"),
+        ("socket directory", postgres.socket_dir or "-"),
+        ("admits", admits),
+    ])
 
 
 @group.command("stop")
 @click.pass_obj
 def stop(app: App) -> None:
-    """Stop the embedded Redis, flushing its append-only file; the next command that needs it starts it again."""
+    """Stop the embedded Redis (flushing its append-only file) and PostgreSQL; the next command that needs either
+    starts it again."""
+    from sender.embedded import stop_embedded_postgres
     from sendhost.embedded import stop_embedded
 
-    pid = stop_embedded(app.state_dir)
-    if pid is None:
-        click.echo(f"no embedded Redis running under {app.state_dir}")
+    failed: list[SendhostError] = []
+    try:
+        pid = stop_embedded(app.state_dir)
+    except SendhostError as exc:
+        failed.append(exc)
     else:
-        click.echo(f"stopped the embedded Redis under {app.state_dir} (pid {pid}); its state stays in "
+        click.echo(f"no embedded Redis running under {app.state_dir}" if pid is None else
+                   f"stopped the embedded Redis under {app.state_dir} (pid {pid}); its state stays in "
                    f"{app.state_dir}")
+    try:  # even when Redis would not stop: one server's trouble is no reason to leave the other running
+        pid = stop_embedded_postgres(app.state_dir)
+    except SendhostError as exc:
+        failed.append(exc)
+    else:
+        click.echo(f"no embedded PostgreSQL running under {app.state_dir}" if pid is None else
+                   f"stopped the embedded PostgreSQL of {app.state_dir} (pid {pid}); its data stays where "
+                   "`sendhost embedded status` says")
+    if failed:
+        app.fail("; ".join(str(exc) for exc in failed), max(exc.exit_code for exc in failed))

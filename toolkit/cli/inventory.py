@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from sendhost.errors import ConfigError
-from sendhost.redis_url import insecure_tls_reason, mask_url
+from sendhost.masking import mask_url, scrub
+from sendhost.redis_url import insecure_tls_reason
 from toolkit.app import App
 from toolkit.inventory import load_inventory
 from toolkit.output import emit_json, format_option
@@ -59,8 +60,8 @@ def _ping(url: str, where: str) -> None:
         client.ping()
     except redis.RedisError as exc:
         raise ConfigError(
-            f"{where}: sendhost_redis_url: cannot reach {mask_url(url)} ({exc}); start Redis, fix the URL, "
-            "or pass --offline"
+            f"{where}: sendhost_redis_url: cannot reach {mask_url(url)} ({scrub(str(exc), url)}); start Redis, fix "
+            "the URL, or pass --offline"
         ) from None
     finally:
         client.close()

@@ -345,14 +345,18 @@ def exporter(app: App, listen: str) -> None:
 
 @group.command("sender-acl")
 @click.argument("host")
+@click.option("--group", "groups", multiple=True, metavar="GROUP",
+              help="A warm-up group HOST sends for (repeatable); default: the inventory's sendhost_mailbox_groups "
+                   "of HOST, else every group.")
 @click.option("--apply", "apply_", is_flag=True,
-              help="Create or replace the user on the configured Redis (an admin URL), with the password in "
-                   "SENDHOST_SENDER_REDIS_PASSWORD.")
+              help="Load sendhost's function library and create or replace the user on the configured Redis (an "
+                   "admin URL), with the password in SENDHOST_SENDER_REDIS_PASSWORD.")
 @click.pass_obj
-def sender_acl(app: App, host: str, apply_: bool) -> None:
-    """Print the Redis ACL rule of HOST's sender user: what the sender agent runs (leases on its own host, the
-    warm-up guard), on the keys it runs it on, nothing else (docs/security.md; Redis >= 7.0). The password shows
-    as >PASSWORD; --apply sets it from the environment (`sendhost provision` applies it itself)."""
+def sender_acl(app: App, host: str, groups: tuple[str, ...], apply_: bool) -> None:
+    """Print the Redis ACL rule of HOST's sender user: what the sender agent runs (sendhost's functions, leases on
+    its own host, the warm-up guard of its groups), on the keys it runs it on, nothing else (docs/security.md;
+    Redis >= 7.0). The password shows as >PASSWORD; --apply sets it from the environment (`sendhost provision`
+    applies it itself)."""
     import os
 
     from ippool.keys import check_host_name
@@ -361,11 +365,12 @@ def sender_acl(app: App, host: str, apply_: bool) -> None:
 
     try:
         check_host_name(host)
+        served = _served_groups(app, host, groups)
+        if not apply_:
+            click.echo(sender_acl_command(host, served))
+            return
     except ValueError as exc:
         app.fail(str(exc), code=2)
-    if not apply_:
-        click.echo(sender_acl_command(host))
-        return
     password = os.environ.get("SENDHOST_SENDER_REDIS_PASSWORD", "")
     if not password:
         app.fail("--apply needs the sender's password in SENDHOST_SENDER_REDIS_PASSWORD (from your secret store)",
@@ -373,9 +378,19 @@ def sender_acl(app: App, host: str, apply_: bool) -> None:
     client = app.redis()
     try:
         with redis_errors(f"create the ACL user of {host}'s sender", client):
-            user = apply_sender_acl(client, host, password)
+            user = apply_sender_acl(client, host, password, served)
     except ValueError as exc:  # a Redis too old for the rule
         app.fail(str(exc), code=2)
     finally:
         client.close()
     click.echo(f"{user}: ACL user set on Redis (its URL: redis[s]://{user}:***@<your Redis>)")
+
+
+def _served_groups(app: App, host: str, groups: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The warm-up groups of HOST's grant: --group, else its inventory's, else None (every group)."""
+    if groups:
+        return groups
+    inventory = app.inventory
+    if inventory is None or not any(h.name == host for h in inventory.hosts):
+        return None
+    return inventory.mailbox_groups_of(inventory.host(host))

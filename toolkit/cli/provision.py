@@ -57,7 +57,8 @@ def command(app: App, inventory_path: Path | None, limit: str | None, check: boo
         from provisioning.sender_redis import key_path, sender_redis_urls  # late: only a configured Redis needs it
 
         extravars["sendhost_sender_redis_urls"] = sender_redis_urls(
-            app.redis, redis_url.value, [plan.name for plan in plans], key_path(app.env, app.state_dir), check=check)
+            app.redis, redis_url.value, [plan.name for plan in plans], key_path(app.env, app.state_dir), check=check,
+            groups={host.name: inventory.mailbox_groups_of(host) for host in inventory.hosts})
     if app.env.get("SENDHOST_DATABASE_URL"):
         extravars["sendhost_database_url"] = app.env["SENDHOST_DATABASE_URL"]  # the agent's ledger, env over inventory
     progress = (lambda line: click.echo(line, err=True)) if sys.stderr.isatty() else None

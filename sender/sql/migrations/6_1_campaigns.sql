@@ -71,11 +71,12 @@ ALTER TABLE sender_emails ADD FOREIGN KEY (campaign_id, lead) REFERENCES sender_
 ALTER TABLE sender_emails ADD CHECK (own_subject OR subject = '');
 
 -- Rows queued ahead of an earlier step that is not sent wait for it ('waiting', added by 6_0), or are cancelled
--- when that step ended unsent: what the rules below would have made of them.
+-- when that step ended unsent: what the rules below would have made of them (behind an `unconfirmed` step they
+-- wait: it may yet prove sent).
 UPDATE sender_emails e SET status = 'cancelled', last_error = 'an earlier step of the lead ended unsent'
 WHERE status IN ('queued', 'retry') AND step > 1 AND EXISTS (
     SELECT 1 FROM sender_emails p WHERE p.campaign_id = e.campaign_id AND p.lead = e.lead AND p.step < e.step
-      AND p.status IN ('failed', 'unconfirmed', 'suppressed', 'cancelled', 'replied', 'bounced', 'unsubscribed',
+      AND p.status IN ('failed', 'suppressed', 'cancelled', 'replied', 'bounced', 'unsubscribed',
                        'complained'));
 UPDATE sender_emails e SET status = 'waiting'
 WHERE status IN ('queued', 'retry') AND step > 1 AND NOT EXISTS (
@@ -145,7 +146,9 @@ CREATE TRIGGER sender_due_guard_insert BEFORE INSERT ON sender_emails
 FOR EACH ROW WHEN (NEW.status IN ('queued', 'retry') AND NEW.step > 1) EXECUTE FUNCTION sender_due_guard();
 
 -- End a lead's sequence: its reason, once (a reply, bounce, unsubscribe or complaint still replaces `completed`
--- and `unconfirmed`, which say less), and every step of it not sent yet cancelled.
+-- and `unconfirmed`, which say less), and every step of it not sent yet cancelled. Except for `unconfirmed`: that
+-- step may yet prove sent (`sendhost sender resolve --sent`, sender_advance), so the steps enqueued behind it go on
+-- waiting for the verdict; a verdict of not sent (`failed`) cancels them.
 CREATE FUNCTION sender_end_sequence(p_campaign bigint, p_lead text, p_reason text, p_at timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -155,6 +158,9 @@ BEGIN
     WHERE campaign_id = p_campaign AND lead = p_lead
       AND (ended IS NULL OR (ended IN ('completed', 'unconfirmed')
                              AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained')));
+    IF p_reason = 'unconfirmed' THEN
+        RETURN;
+    END IF;
     WITH withdrawn AS (
         UPDATE sender_emails SET status = 'cancelled', last_error = 'the sequence ended: ' || p_reason,
                                  updated_at = p_at
@@ -515,6 +521,7 @@ DECLARE
     c sender_campaigns;
     target sender_campaign_state;
     lead_row record;
+    logged integer;
 BEGIN
     SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
     IF c.id IS NULL OR c.kind <> 'file' THEN
@@ -536,12 +543,23 @@ BEGIN
     UPDATE sender_campaigns SET state = target, updated_at = now_at WHERE id = c.id;
     IF target = 'running' THEN
         -- what waited for the campaign is due again; what waits for an earlier step goes on waiting (the guard)
-        UPDATE sender_emails SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status
-                                               ELSE 'retry'::sender_status END, updated_at = now_at
-        WHERE campaign_id = c.id AND status = 'waiting';
+        WITH moved AS (
+            UPDATE sender_emails SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status
+                                                   ELSE 'retry'::sender_status END, updated_at = now_at
+            WHERE campaign_id = c.id AND status = 'waiting'
+            RETURNING id, status
+        )
+        SELECT count(*) INTO logged
+        FROM (SELECT sender_event(id, status::text, format('campaign %s: %s', p_name, p_move), p_now)
+              FROM moved WHERE status <> 'waiting') AS events;
     ELSIF target = 'paused' THEN
-        UPDATE sender_emails SET status = 'waiting', updated_at = now_at
-        WHERE campaign_id = c.id AND status IN ('queued', 'retry');
+        WITH moved AS (
+            UPDATE sender_emails SET status = 'waiting', updated_at = now_at
+            WHERE campaign_id = c.id AND status IN ('queued', 'retry')
+            RETURNING id
+        )
+        SELECT count(*) INTO logged
+        FROM (SELECT sender_event(id, 'waiting', format('campaign %s: paused', p_name), p_now) FROM moved) AS events;
     ELSE
         FOR lead_row IN SELECT lead FROM sender_leads WHERE campaign_id = c.id AND ended IS NULL LOOP
             PERFORM sender_end_sequence(c.id, lead_row.lead, 'stopped', now_at);

@@ -1,26 +1,18 @@
-"""`sendhost sender`: the send ledger (migrate, enqueue, suppress, status, show, sweep), the agent (run) and its
-feedback (web, inbox, health). One module per part; this one holds the group and the `sendhost-sender` script."""
+"""`sendhost sender`: the send ledger (migrate, enqueue, suppress, status, show, sweep), the agent (run), its
+feedback (web, inbox, health) and a person's verdicts (unconfirmed, resolve, retry). One module per part; this one
+holds the group and the `sendhost-sender` script."""
 
 from __future__ import annotations
 
-import click
+from toolkit.cli.sender import feedback, ledger, run, verdicts
+from toolkit.cli.sender.context import ledger_group
 
-from toolkit.app import App
-from toolkit.cli.sender import feedback, ledger, run
-from toolkit.cli.sender.context import EXIT_HELP, SenderContext
-
-
-@click.group("sender", epilog=EXIT_HELP)
-@click.option("--database-url", metavar="URL", help="The ledger's PostgreSQL (env SENDHOST_DATABASE_URL).")
-@click.pass_context
-def group(ctx: click.Context, database_url: str | None) -> None:
-    """The sender agent and its PostgreSQL send ledger."""
-    ctx.obj = SenderContext(ctx.ensure_object(App), database_url)
-
+group = ledger_group("sender", "The sender agent and its PostgreSQL send ledger.")
 
 for _command in (ledger.migrate_command, ledger.enqueue_command, ledger.suppress_command, ledger.status_command,
                  ledger.show_command, ledger.sweep_command, run.run_command, feedback.web_command,
-                 feedback.inbox_command, feedback.health_command):
+                 feedback.inbox_command, feedback.health_command, verdicts.unconfirmed_command,
+                 verdicts.resolve_command, verdicts.retry_command):
     group.add_command(_command)
 
 

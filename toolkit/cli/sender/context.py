@@ -1,4 +1,5 @@
-"""The `sendhost sender` group's shared state: the App, the --database-url flag, and the ledger they name."""
+"""The shared state of the groups that open the ledger (`sender`, `campaign`, `lead`): the App, the --database-url
+flag, and the ledger they name."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ class SenderContext:
         from sender import Ledger
 
         return self.place.open() if migrated else Ledger.from_url(self.place.url)
+
+    def mailbox_groups(self) -> set[str] | None:
+        """The inventory's mailbox groups, what a group named in a file is checked against; None (no check) without
+        an inventory or without mailboxes in it."""
+        inventory = self.app.inventory
+        return {m.group for m in inventory.mailboxes} if inventory is not None and inventory.mailboxes else None
+
+
+def ledger_group(name: str, help_text: str) -> click.Group:
+    """A command group whose commands open the ledger: `--database-url` on the group, a SenderContext as their obj."""
+
+    @click.group(name, help=help_text, epilog=EXIT_HELP)
+    @click.option("--database-url", metavar="URL", help="The ledger's PostgreSQL (env SENDHOST_DATABASE_URL).")
+    @click.pass_context
+    def group(ctx: click.Context, database_url: str | None) -> None:
+        ctx.obj = SenderContext(ctx.ensure_object(App), database_url)
+
+    return group
 
 
 pass_sender = click.make_pass_decorator(SenderContext)

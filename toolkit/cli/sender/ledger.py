@@ -35,9 +35,7 @@ def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
     """Queue each row of FILE.csv (lead,step,to,group,subject,text[,not_before]); all rows or none."""
     from sender.ledger.csvfile import read_rows
 
-    inventory = sc.app.inventory
-    groups = {m.group for m in inventory.mailboxes} if inventory is not None and inventory.mailboxes else None
-    rows = read_rows(csv_file, groups)
+    rows = read_rows(csv_file, sc.mailbox_groups())
     with sc.ledger() as ledger:
         results = ledger.enqueue_many([row.params() for row in rows])
     counts = {"queued": 0, "duplicate": 0, "suppressed": 0}
@@ -51,24 +49,24 @@ def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
 
 
 @click.command("suppress")
-@click.argument("addresses", nargs=-1, required=True)
+@click.argument("addresses", nargs=-1, required=True, metavar="ADDRESS|@DOMAIN...")
 @click.option("--reason", default="suppressed by hand", show_default=True, help="Why, for the row's history.")
 @format_option()
 @pass_sender
 def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str, fmt: str | None) -> None:
-    """Never send to ADDRESS again; queued rows to it are withdrawn."""
-    from sender.ledger.csvfile import ADDRESS_RE
+    """Never send to ADDRESS, or to any address of @DOMAIN (like @bigco.example), again; rows to it not sent yet
+    are withdrawn and their sequences end. Each is reduced to its canonical form first; all are checked before any
+    is suppressed."""
+    from sender.ledger.store import suppression_entry
 
-    bad = [a for a in addresses if not ADDRESS_RE.match(a.strip())]
-    if bad:
-        sc.app.fail(f"{bad[0]!r} is not an email address like alice@example.com", 2)
+    entries = list(dict.fromkeys(suppression_entry(address) for address in addresses))  # AddressError: exit 2
     with sc.ledger() as ledger:
-        withdrawn = {address.strip().lower(): ledger.suppress(address.strip(), reason) for address in addresses}
+        withdrawn = {entry: ledger.suppress(entry, reason) for entry in entries}
     if sc.app.output_format(fmt) == "json":
         emit_json({"suppressed": withdrawn})
     else:
-        for address, count in withdrawn.items():
-            click.echo(f"{address}: suppressed; {count} queued row(s) withdrawn")
+        for entry, count in withdrawn.items():
+            click.echo(f"{entry}: suppressed; {count} row(s) not sent yet withdrawn")
 
 
 @click.command("status")
@@ -95,14 +93,25 @@ def status_command(sc: SenderContext, fmt: str | None) -> None:
 @click.command("show")
 @click.argument("lead")
 @click.argument("step", type=click.IntRange(min=1))
+@click.option("--campaign", "campaign", metavar="NAME", default="enqueue", show_default=True,
+              help="The campaign of the lead: `enqueue` for the rows of `sender enqueue` (LEAD is their lead "
+                   "column), a campaign file's name for its leads (LEAD is the address).")
 @format_option()
 @pass_sender
-def show_command(sc: SenderContext, lead: str, step: int, fmt: str | None) -> None:
-    """The row of LEAD's STEP and its history: what happened to it."""
+def show_command(sc: SenderContext, lead: str, step: int, campaign: str, fmt: str | None) -> None:
+    """The row of LEAD's STEP and its history: what happened to it (every campaign of a person: `sendhost lead
+    show`)."""
+    from sender.addresses import canonical
+
+    if campaign != "enqueue":
+        lead = canonical(lead)  # a campaign file's lead is its canonical address
     with sc.ledger() as ledger:
-        shown = ledger.show(lead, step)
+        shown = ledger.show(lead, step, campaign)
     if shown is None:
-        sc.app.fail(f"no row for lead {lead!r} step {step}; check the lead id (sendhost sender status)", 1)
+        where = "" if campaign == "enqueue" else f" in campaign {campaign!r}"
+        hint = ("check the lead id (sendhost sender status)" if campaign == "enqueue"
+                else "check the address and the campaign (sendhost lead show ADDRESS lists every step)")
+        sc.app.fail(f"no row for lead {lead!r} step {step}{where}; {hint}", 1)
     data: dict[str, Any] = {"row": shown.row, "send_log": shown.send_log, "events": shown.events,
                             "feedback": shown.feedback}
     if sc.app.output_format(fmt) == "json":

@@ -1,0 +1,429 @@
+"""`sendhost campaign apply|add-leads|start|pause|resume|stop|status|reassign`, `sendhost lead show` and the
+addresses of `sender suppress|enqueue|show`, run as a user runs them (in process, through run_cli), on a real
+PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import psycopg
+import pytest
+
+from sender import Ledger
+from sender.ledger.events import Event, Feedback
+
+Cli = Callable[..., CompletedProcess[str]]
+BOX1, BOX2, BOX3 = "box1@sender.example", "box2@sender.example", "box3@sender.example"
+INVENTORY = f"""\
+all:
+  vars:
+    sendhost_mailboxes:
+      - {{address: {BOX1}, domain: sender.example, start: '2026-11-01', group: sales}}
+      - {{address: {BOX2}, domain: sender.example, start: '2026-11-01', group: sales}}
+      - {{address: {BOX3}, domain: sender.example, start: '2026-11-01', group: support}}
+  children:
+    senders:
+      hosts: {{}}
+"""
+CAMPAIGN = """\
+name: {name}
+group: sales
+fields: [first_name]
+steps:
+  - subject: "Hello {{first_name|there}}"
+    body: "Hi {{first_name|there}}"
+  - delay: 3d
+    body: "Following up"
+  - delay: 4d
+    body: "Last one"
+"""
+LEADS = "email,lead,timezone,first_name\n"
+
+
+@pytest.fixture
+def sendhost(cli: Cli, database_url: str, tmp_path: Path) -> Cli:
+    """`sendhost GROUP --database-url URL ARGS...` with the inventory above, on a migrated ledger."""
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(INVENTORY)
+
+    def run(group: str, *args: str) -> CompletedProcess[str]:
+        return cli("--inventory", str(inventory), group, "--database-url", database_url, *args, cwd=tmp_path)
+
+    migrated = run("sender", "migrate")
+    assert migrated.returncode == 0, migrated.stderr
+    return run
+
+
+def _file(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _apply(sendhost: Cli, tmp_path: Path, name: str = "q1", text: str | None = None) -> CompletedProcess[str]:
+    result = sendhost("campaign", "apply", str(_file(tmp_path, f"{name}.yml", text or CAMPAIGN.format(name=name))))
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def _add(sendhost: Cli, tmp_path: Path, name: str, rows: str, *args: str) -> CompletedProcess[str]:
+    return sendhost("campaign", "add-leads", name, str(_file(tmp_path, f"{name}.csv", LEADS + rows)), *args)
+
+
+def _ready(sendhost: Cli, tmp_path: Path, rows: str = "eve@bigco.example,crm-4127,,Eve\n") -> None:
+    """Campaign q1 with the leads `rows`, started."""
+    _apply(sendhost, tmp_path)
+    assert _add(sendhost, tmp_path, "q1", rows).returncode == 0
+    assert sendhost("campaign", "start", "q1").returncode == 0
+
+
+def _send(database_url: str, mailbox: str = BOX1) -> int:
+    """An agent's send of the one due row through `mailbox`; the row's id."""
+    with Ledger.from_url(database_url) as ledger:
+        (row,) = ledger.claim("w", 1, ["sales"], [mailbox])
+        outcome, _ = ledger.begin_attempt(row.id, uuid.uuid4(), mailbox, None, f"<{uuid.uuid4()}@sender.example>",
+                                          "Hello Eve")
+        assert outcome == "ok" and ledger.record_sent(row.id, "250 ok")
+    return row.id
+
+
+def _sql(database_url: str, statement: str, *params: object) -> list[tuple[object, ...]]:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(statement, params).fetchall()
+
+
+def _table_rows(stdout: str, rule: str = "│") -> list[str]:
+    """The body rows (with rule "┃": the headers) of the tables in `stdout`, cells joined by ` | `."""
+    return [" | ".join(cell.strip() for cell in line.strip().strip(rule).split(rule))
+            for line in stdout.splitlines() if line.startswith(rule)]
+
+
+def _one_line_error(result: CompletedProcess[str], code: int = 2) -> str:
+    assert result.returncode == code, result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+    return result.stderr.strip()
+
+
+# --- apply ---------------------------------------------------------------------------------------------------------
+
+
+def test_apply_creates_then_finds_it_unchanged_then_lists_the_changes(sendhost: Cli, tmp_path: Path,
+                                                                     database_url: str) -> None:
+    created = _apply(sendhost, tmp_path)
+    assert created.stdout.startswith("campaign q1: created (3 steps, group sales, draft); next: `sendhost campaign "
+                                     "add-leads q1 LEADS.csv`")
+    assert _apply(sendhost, tmp_path).stdout == "campaign q1: unchanged\n"
+    assert _add(sendhost, tmp_path, "q1", "eve@bigco.example,,,Eve\n").returncode == 0
+    changed = CAMPAIGN.format(name="q1").replace("delay: 3d", "delay: 2d").replace('"Hello {first_name|there}"',
+                                                                                  '"Hi again"')
+    updated = _apply(sendhost, tmp_path, text=changed)
+    assert updated.stdout == ("campaign q1: updated; the changes apply to steps not queued yet (a step already queued "
+                              "keeps the text it was queued with):\n"
+                              "  steps[1].subject: 'Hello {first_name|there}' -> 'Hi again'\n"
+                              "  steps[2].delay: 3d -> 2d\n")
+    assert _sql(database_url, "SELECT s.step, s.delay_s, s.subject FROM sender_campaign_steps s JOIN "
+                "sender_campaigns c ON c.id = s.campaign_id WHERE c.name = 'q1' AND s.step < 3 ORDER BY 1") == [
+        (1, 0, "Hi again"), (2, 2 * 86400, None)]
+    # the lead's step 1 was queued before the change: it keeps its subject
+    assert _sql(database_url, "SELECT subject FROM sender_emails WHERE lead = 'eve@bigco.example'") == [
+        ("Hello {first_name|there}",)]
+
+
+def test_apply_json(sendhost: Cli, tmp_path: Path) -> None:
+    path = _file(tmp_path, "q1.yml", CAMPAIGN.format(name="q1"))
+    first = sendhost("campaign", "apply", str(path), "--format", "json")
+    assert json.loads(first.stdout) == {"campaign": "q1", "outcome": "created", "changes": []}
+    path.write_text(CAMPAIGN.format(name="q1").replace("delay: 4d", "delay: 5d"))
+    second = sendhost("campaign", "apply", str(path), "--format", "json")
+    assert json.loads(second.stdout) == {"campaign": "q1", "outcome": "updated",
+                                         "changes": ["steps[3].delay: 4d -> 5d"]}
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (("fields: [first_name]", "fields: [first_name]\ncolour: blue"), "q1.yml:4: colour: unknown key"),
+    (("delay: 3d", "delay: soon"), "q1.yml:7: steps[2].delay: 'soon' is not a duration"),
+    (('body: "Following up"', 'body: "Following up, {frist_name}"'),
+     "q1.yml:8: steps[2].body: unknown merge field {frist_name}"),
+    (("group: sales", "group: marketing"),
+     "q1.yml:2: group: no mailbox is in group 'marketing'; the inventory's mailbox groups are sales, support"),
+], ids=["unknown-key", "delay-not-a-duration", "unknown-merge-field", "group-no-mailbox-has"])
+def test_a_bad_campaign_file_exits_2_naming_the_line_and_applies_nothing(
+        sendhost: Cli, tmp_path: Path, database_url: str, change: tuple[str, str], expected: str) -> None:
+    path = _file(tmp_path, "q1.yml", CAMPAIGN.format(name="q1").replace(*change))
+    message = _one_line_error(sendhost("campaign", "apply", str(path)))
+    assert message.startswith(f"error: {tmp_path / expected}"), message
+    assert _sql(database_url, "SELECT name FROM sender_campaigns WHERE kind = 'file'") == []
+
+
+# --- add-leads -----------------------------------------------------------------------------------------------------
+
+ROWS = ("ann@rcpt.example,crm-1,America/New_York,Ann\n"  # line 2: added
+        "gone@rcpt.example,crm-2,,Gone\n"  # 3: suppressed; its time zone empty
+        "Eve@Bigco.example,crm-3,Mars/Olympus,Eve\n"  # 4: in campaign `other`; its time zone not a real one
+        "ANN@rcpt.example,crm-4,,Ann\n"  # 5: line 2 again
+        "bob@rcpt.example,crm-5,Europe/Berlin,Bob\n")  # 6: added
+
+
+def _other_campaign_has_eve(sendhost: Cli, tmp_path: Path) -> None:
+    _apply(sendhost, tmp_path, "other")
+    assert _add(sendhost, tmp_path, "other", "eve@bigco.example,,,Eve\n").returncode == 0
+    assert sendhost("campaign", "start", "other").returncode == 0
+
+
+def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: Cli, tmp_path: Path,
+                                                                      database_url: str) -> None:
+    assert sendhost("sender", "suppress", "gone@rcpt.example").returncode == 0
+    _other_campaign_has_eve(sendhost, tmp_path)
+    _apply(sendhost, tmp_path)
+    first = _add(sendhost, tmp_path, "q1", ROWS)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == (
+        "campaign q1: 2 added (first at line 2), 0 already in this campaign, 1 suppressed (first at line 3), "
+        "1 in another active campaign (first at line 4)\n"
+        f"{tmp_path / 'q1.csv'}: 5 rows; 1 duplicate(s) of an earlier row, not added (line 5 repeats line 2); "
+        "2 time zone(s) defaulted to the campaign's UTC (1 empty, 1 not an IANA name)\n")
+    again = _add(sendhost, tmp_path, "q1", ROWS)
+    assert again.stdout.splitlines()[0] == (
+        "campaign q1: 0 added, 2 already in this campaign (first at line 2), 1 suppressed (first at line 3), "
+        "1 in another active campaign (first at line 4)")
+    assert _sql(database_url, "SELECT l.address, l.ref, l.timezone FROM sender_leads l JOIN sender_campaigns c "
+                "ON c.id = l.campaign_id WHERE c.name = 'q1' ORDER BY l.id") == [
+        ("ann@rcpt.example", "crm-1", "America/New_York"), ("bob@rcpt.example", "crm-5", "Europe/Berlin")]
+
+
+def test_add_leads_json(sendhost: Cli, tmp_path: Path) -> None:
+    assert sendhost("sender", "suppress", "gone@rcpt.example").returncode == 0
+    _other_campaign_has_eve(sendhost, tmp_path)
+    _apply(sendhost, tmp_path)
+    result = _add(sendhost, tmp_path, "q1", ROWS, "--format", "json")
+    assert json.loads(result.stdout) == {
+        "campaign": "q1", "file": str(tmp_path / "q1.csv"), "rows": 5, "added": 2, "already": 0, "suppressed": 1,
+        "other_campaign": 1, "first_lines": {"added": 2, "suppressed": 3, "other_campaign": 4}, "duplicates": 1,
+        "duplicate_lines": [[5, 2]], "timezone_defaulted": 2, "timezone_absent": 1, "timezone_invalid": 1,
+        "timezone": "UTC"}
+
+
+def test_the_same_person_spelled_otherwise_in_a_second_campaign_is_refused(sendhost: Cli, tmp_path: Path,
+                                                                          database_url: str) -> None:
+    _other_campaign_has_eve(sendhost, tmp_path)
+    _apply(sendhost, tmp_path)
+    result = _add(sendhost, tmp_path, "q1", "Eve@Bigco.example,,,Eve\n")
+    assert result.stdout.splitlines()[0] == ("campaign q1: 0 added, 0 already in this campaign, 0 suppressed, "
+                                             "1 in another active campaign (first at line 2)")
+    assert _sql(database_url, "SELECT c.name FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id "
+                "WHERE l.address = 'eve@bigco.example'") == [("other",)]
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ("ann@rcpt.example,,,Ann\nEve <eve@bigco.example>,,,Eve\n", "q1.csv:3: email: 'Eve <eve@bigco.example>' is not "
+                                                               "a plain address"),
+    ("ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob,extra\n", "q1.csv:3: row: 5 values for 4 columns"),
+], ids=["display-name", "too-many-values"])
+def test_a_bad_csv_row_exits_2_naming_its_line_and_imports_nothing(sendhost: Cli, tmp_path: Path, database_url: str,
+                                                                   rows: str, expected: str) -> None:
+    _apply(sendhost, tmp_path)
+    message = _one_line_error(_add(sendhost, tmp_path, "q1", rows))
+    assert message.startswith(f"error: {tmp_path / expected}"), message
+    assert _sql(database_url, "SELECT count(*) FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id "
+                "WHERE c.name = 'q1'") == [(0,)]
+
+
+def test_add_leads_to_an_unknown_campaign_names_it_and_apply(sendhost: Cli, tmp_path: Path) -> None:
+    message = _one_line_error(_add(sendhost, tmp_path, "nope", "ann@rcpt.example,,,Ann\n"))
+    assert message == "error: no campaign 'nope'; create it first with `sendhost campaign apply FILE.yml`"
+
+
+# --- start, pause, resume, stop ------------------------------------------------------------------------------------
+
+
+def _due(database_url: str) -> int:
+    with Ledger.from_url(database_url) as ledger:
+        claimed = ledger.claim("w", 10, ["sales"])
+        for row in claimed:
+            ledger.unclaim(row.id)
+    return len(claimed)
+
+
+def test_start_pause_resume_stop_and_the_moves_a_state_refuses(sendhost: Cli, tmp_path: Path,
+                                                               database_url: str) -> None:
+    _apply(sendhost, tmp_path)
+    assert _add(sendhost, tmp_path, "q1", "ann@rcpt.example,,,Ann\n").returncode == 0
+    assert _one_line_error(sendhost("campaign", "pause", "q1")) == (
+        "error: pause q1: the ledger refused it: campaign q1 is draft: it cannot pause")
+    assert _due(database_url) == 0
+    assert sendhost("campaign", "start", "q1").stdout == "campaign q1: running\n"
+    assert _due(database_url) == 1
+    assert sendhost("campaign", "pause", "q1").stdout == "campaign q1: paused\n"
+    assert _due(database_url) == 0
+    resumed = sendhost("campaign", "resume", "q1", "--format", "json")
+    assert json.loads(resumed.stdout) == {"campaign": "q1", "state": "running"}
+    assert _due(database_url) == 1
+    assert sendhost("campaign", "stop", "q1").stdout == "campaign q1: stopped\n"
+    assert _due(database_url) == 0
+    assert _one_line_error(sendhost("campaign", "start", "q1")) == (
+        "error: start q1: the ledger refused it: campaign q1 is stopped: it cannot start")
+    assert _one_line_error(sendhost("campaign", "resume", "nope")) == (
+        "error: resume nope: the ledger refused it: no campaign nope; `sendhost campaign status` lists them")
+
+
+# --- status --------------------------------------------------------------------------------------------------------
+
+
+def _status_world(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
+    """q1 with two leads: ann's step 1 sent through BOX1 (so her step 2 waits for it), then replied to."""
+    _ready(sendhost, tmp_path, "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\n")
+    first = _send(database_url)
+    with Feedback.from_url(database_url) as feedback:
+        feedback.apply(first, Event.REPLIED, source="inbox", ref="r1")
+    _apply(sendhost, tmp_path, "later")
+
+
+def test_status_shows_a_table_per_step_and_per_mailbox(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
+    _status_world(sendhost, tmp_path, database_url)
+    result = sendhost("campaign", "status", "q1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "campaign q1: running, group sales, 2 lead(s); sequences ended: replied 1"
+    assert _table_rows(result.stdout, "┃") == [
+        "step | waiting | queued | sent | replied | bounced | unsubscribed | failed | unconfirmed | suppressed | "
+        "cancelled", "mailbox | sent | waiting follow-ups"]
+    assert _table_rows(result.stdout) == [
+        "1 | 0 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0",
+        "2 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 1",
+        "3 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0",
+        f"{BOX1} | 1 | 0",  # mailbox | sent | waiting follow-ups (ann's step 2 was cancelled by her reply)
+    ]
+    every = sendhost("campaign", "status")
+    assert [line for line in every.stdout.splitlines() if line.startswith("campaign ")] == [
+        "campaign later: draft, group sales, 0 lead(s); sequences ended: none",
+        "campaign q1: running, group sales, 2 lead(s); sequences ended: replied 1"]
+
+
+def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
+    _status_world(sendhost, tmp_path, database_url)
+    zero = dict.fromkeys(("waiting", "queued", "sent", "replied", "bounced", "unsubscribed", "failed",
+                          "unconfirmed", "suppressed", "cancelled"), 0)
+    one = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)
+    assert one == {"name": "q1", "state": "running", "group": "sales", "leads": 2, "ended": {"replied": 1},
+                   "steps": {"1": {**zero, "queued": 1, "replied": 1}, "2": {**zero, "cancelled": 1}, "3": zero},
+                   "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}}
+    every = json.loads(sendhost("campaign", "status", "--format", "json").stdout)
+    assert [c["name"] for c in every] == ["later", "q1"] and every[1] == one
+    assert _one_line_error(sendhost("campaign", "status", "nope")).startswith("error: no campaign 'nope'")
+
+
+# --- lead show -----------------------------------------------------------------------------------------------------
+
+
+def test_lead_show_by_address_in_any_spelling(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
+    _ready(sendhost, tmp_path)
+    first = _send(database_url)
+    (message_id,) = _sql(database_url, "SELECT message_id FROM sender_emails WHERE id = %s", first)[0]
+    result = sendhost("lead", "show", "EVE@Bigco.example")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "campaign q1: eve@bigco.example, lead id crm-4127; sequence going on"
+    sent, waiting = _table_rows(result.stdout)
+    assert sent.startswith("1 | sent | box1@sender.example | ") and sent.endswith(f" | {message_id}")
+    assert waiting.startswith("2 | queued | box1@sender.example | ") and waiting.endswith(" | - | -")
+    with Feedback.from_url(database_url) as feedback:
+        feedback.apply(first, Event.REPLIED, source="inbox", ref="r1")
+    ended = sendhost("lead", "show", "eve@bigco.example").stdout.splitlines()[0]
+    assert ended.startswith("campaign q1: eve@bigco.example, lead id crm-4127; sequence ended: replied at ")
+    # an international domain is found only in its canonical (IDNA) form, which no lower() gives
+    assert _add(sendhost, tmp_path, "q1", "zoe@bücher.example,,,Zoe\n").returncode == 0
+    zoe = sendhost("lead", "show", "Zoe@BÜCHER.example")
+    assert zoe.stdout.splitlines()[0] == "campaign q1: zoe@xn--bcher-kva.example; sequence going on", zoe.stderr
+
+
+def test_lead_show_by_the_csv_lead_id_json_with_each_rows_history(sendhost: Cli, tmp_path: Path,
+                                                                  database_url: str) -> None:
+    _ready(sendhost, tmp_path)
+    first = _send(database_url)
+    shown = json.loads(sendhost("lead", "show", "crm-4127", "--format", "json").stdout)
+    (lead,) = shown["leads"]
+    assert (lead["campaign"], lead["address"], lead["ref"], lead["ended"]) == ("q1", "eve@bigco.example",
+                                                                               "crm-4127", None)
+    assert [(s["id"] == first, s["step"], s["status"], s["mailbox"]) for s in lead["steps"]] == [
+        (True, 1, "sent", BOX1), (False, 2, "queued", BOX1)]
+    assert lead["steps"][0]["message_id"] and lead["steps"][0]["sent_at"]
+    history = [e["kind"] for e in lead["steps"][0]["history"]]
+    assert history[0] == "waiting" and history[-1] == "sent", history
+    assert lead["steps"][0]["history"][0]["detail"] == "added to campaign q1"
+
+
+def test_lead_show_of_nobody_is_one_line_exit_1(sendhost: Cli, tmp_path: Path) -> None:
+    _ready(sendhost, tmp_path)
+    assert _one_line_error(sendhost("lead", "show", "nobody@bigco.example"), 1) == (
+        "error: no lead 'nobody@bigco.example' in any campaign (looked for it as an address, a leads file's lead id "
+        "and an enqueued lead)")
+
+
+# --- reassign ------------------------------------------------------------------------------------------------------
+
+
+def test_reassign_moves_the_follow_ups_and_warns_about_a_mailbox_outside_the_group(
+        sendhost: Cli, tmp_path: Path, database_url: str) -> None:
+    _ready(sendhost, tmp_path)
+    _send(database_url)
+    moved = sendhost("campaign", "reassign", "q1", "--from", "Box1@Sender.example", "--to", BOX2)
+    assert (moved.returncode, moved.stdout, moved.stderr) == (
+        0, f"campaign q1: 1 row(s) moved from {BOX1} to {BOX2}\n", "")
+    outside = sendhost("campaign", "reassign", "q1", "--from", BOX2, "--to", BOX3, "--format", "json")
+    assert outside.returncode == 0 and json.loads(outside.stdout) == {"campaign": "q1", "from": BOX2, "to": BOX3,
+                                                                      "moved": 1}
+    assert outside.stderr == (f"warning: {BOX3} is not a mailbox of group sales in the inventory ({BOX1}, {BOX2}); "
+                              "the moved steps wait until an agent that has it runs\n")
+    assert _sql(database_url, "SELECT step, pinned_mailbox FROM sender_emails WHERE step = 2") == [(2, BOX3)]
+    nothing = sendhost("campaign", "reassign", "q1", "--from", BOX1, "--to", BOX2)
+    assert nothing.stdout == f"campaign q1: no step not sent yet waits for {BOX1}; nothing moved\n"
+    assert _one_line_error(sendhost("campaign", "reassign", "nope", "--from", BOX1, "--to", BOX2)).startswith(
+        "error: no campaign 'nope'")
+
+
+# --- addresses: sender suppress, enqueue, show ---------------------------------------------------------------------
+
+
+def _enqueue(sendhost: Cli, tmp_path: Path, rows: str) -> CompletedProcess[str]:
+    path = _file(tmp_path, "enqueue.csv", "lead,step,to,group,subject,text\n" + rows)
+    return sendhost("sender", "enqueue", str(path))
+
+
+def test_suppress_a_whole_domain_and_addresses_in_canonical_form(sendhost: Cli, tmp_path: Path,
+                                                                 database_url: str) -> None:
+    assert _enqueue(sendhost, tmp_path, "L1,1,a@bigco.example,sales,Hi,x\nL2,1,B@BIGCO.example,sales,Hi,x\n"
+                                        "L3,1,carol@other.example,sales,Hi,x\n").returncode == 0
+    result = sendhost("sender", "suppress", "@BigCo.example", " Carol@Other.Example")
+    assert result.stdout == ("@bigco.example: suppressed; 2 row(s) not sent yet withdrawn\n"
+                             "carol@other.example: suppressed; 1 row(s) not sent yet withdrawn\n")
+    assert _sql(database_url, "SELECT address FROM sender_suppressions ORDER BY 1") == [
+        ("@bigco.example",), ("carol@other.example",)]
+    assert _enqueue(sendhost, tmp_path, "L4,1,zed@bigco.example,sales,Hi,x\n").stdout.strip() == (
+        "0 queued, 0 refused as duplicates, 1 refused as suppressed")
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("Eve <eve@bigco.example>", "'Eve <eve@bigco.example>' is not a plain address"),
+    ("@bigco", "the domain 'bigco' is a single label"),
+    ("bigco.example", "'bigco.example' has no @"),
+])
+def test_suppress_refuses_what_is_not_one_address_or_domain_and_writes_nothing(
+        sendhost: Cli, database_url: str, given: str, expected: str) -> None:
+    message = _one_line_error(sendhost("sender", "suppress", "ok@bigco.example", given))
+    assert expected in message, message
+    assert _sql(database_url, "SELECT count(*) FROM sender_suppressions") == [(0,)]
+
+
+def test_sender_show_names_the_enqueue_campaigns_lead_unless_told_another(sendhost: Cli, tmp_path: Path) -> None:
+    _ready(sendhost, tmp_path)
+    # an enqueued lead whose id is the same text as the campaign's lead
+    assert _enqueue(sendhost, tmp_path, "eve@bigco.example,1,eve@bigco.example,sales,Enqueued,x\n").returncode == 0
+    enqueued = json.loads(sendhost("sender", "show", "eve@bigco.example", "1", "--format", "json").stdout)
+    assert (enqueued["row"]["campaign"], enqueued["row"]["subject"]) == ("enqueue", "Enqueued")
+    of_q1 = json.loads(sendhost("sender", "show", "Eve@Bigco.example", "1", "--campaign", "q1", "--format",
+                                "json").stdout)
+    assert (of_q1["row"]["campaign"], of_q1["row"]["subject"]) == ("q1", "Hello {first_name|there}")
+    assert _one_line_error(sendhost("sender", "show", "eve@bigco.example", "2", "--campaign", "q1"), 1).startswith(
+        "error: no row for lead 'eve@bigco.example' step 2 in campaign 'q1'")

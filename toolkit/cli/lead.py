@@ -1,0 +1,97 @@
+"""`sendhost lead show`: a person across every campaign (the built-in `enqueue` one too): each step's status,
+mailbox, send time and Message-ID, and why the sequence ended.
+
+A group of its own rather than under `campaign`: a lead is a person, found by address or by the caller's id in
+whatever campaigns they are in, and the question ("what did we send to eve@bigco.example?") names no campaign.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from toolkit.cli.sender.context import SenderContext, ledger_group, pass_sender
+from toolkit.output import emit_json, emit_table, format_option
+
+if TYPE_CHECKING:
+    from sender import Ledger
+
+group = ledger_group("lead", "Leads: one person's steps in every campaign.")
+
+# The lead's own columns of the lead_rows query; the rest are one step's.
+LEAD_KEYS = ("name", "lead", "address", "ref", "ended", "ended_at")
+
+
+@group.command("show")
+@click.argument("who", metavar="ID_OR_ADDRESS")
+@format_option()
+@pass_sender
+def show_command(sc: SenderContext, who: str, fmt: str | None) -> None:
+    """A person's steps in every campaign.
+
+    ID_OR_ADDRESS is an address (in any spelling), a leads file's `lead` id, or an enqueued lead's id. For each
+    campaign: each step's status, mailbox, send time and Message-ID, and why the sequence ended; JSON adds each
+    row's history. Exit 1 when no campaign has such a lead."""
+    out = sc.app.output_format(fmt)
+    with sc.ledger() as ledger:
+        rows = _rows(ledger, who)
+        leads = _leads(rows)
+        if out == "json":
+            for lead in leads:
+                for step in lead["steps"]:
+                    step["history"] = ledger.events_of(step["id"])
+    if not leads:
+        sc.app.fail(f"no lead {who.strip()!r} in any campaign (looked for it as an address, a leads file's lead id "
+                    "and an enqueued lead)", 1)
+    if out == "json":
+        emit_json({"who": who, "leads": leads})
+        return
+    for number, lead in enumerate(leads):
+        if number:
+            click.echo()
+        render_lead(lead)
+
+
+def _rows(ledger: Ledger, who: str) -> list[dict[str, Any]]:
+    """The rows `who` names: as a canonical address when it is one, else (or when that finds nothing) as given."""
+    from sender.addresses import AddressError, canonical
+
+    given = who.strip()
+    try:
+        address = canonical(given)
+    except AddressError:
+        address = None
+    rows = ledger.lead_rows(address) if address else []
+    return rows or ledger.lead_rows(given)
+
+
+def _leads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The query's rows, one per step, grouped by lead (a campaign each)."""
+    leads: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["name"], row["lead"])
+        if key not in leads:
+            leads[key] = {"campaign": row["name"], **{k: row[k] for k in LEAD_KEYS[1:]}, "steps": []}
+        if row["id"] is not None:
+            leads[key]["steps"].append({"id": row["id"], "step": row["step"], "status": row["status"],
+                                        "mailbox": row["mailbox"] or row["pinned_mailbox"],
+                                        "due": row["not_before"], "sent_at": row["accepted_at"],
+                                        "message_id": row["message_id"], "subject": row["sent_subject"]})
+    return list(leads.values())
+
+
+def render_lead(lead: dict[str, Any]) -> None:
+    ref = f", lead id {lead['ref']}" if lead["ref"] else ""
+    who = lead["address"] if lead["lead"] == lead["address"] else f"{lead['lead']} <{lead['address']}>"
+    end = f"ended: {lead['ended']} at {_when(lead['ended_at'])}" if lead["ended"] else "going on"
+    click.echo(f"campaign {lead['campaign']}: {who}{ref}; sequence {end}")
+    emit_table(None, ["step", "status", "mailbox", "due", "sent at", "Message-ID"],
+               [(s["step"], s["status"], s["mailbox"], _when(s["due"]), _when(s["sent_at"]), s["message_id"])
+                for s in lead["steps"]])
+
+
+def _when(value: datetime | None) -> str | None:
+    """A time for people: to the second (JSON keeps the database's full precision)."""
+    return value.isoformat(sep=" ", timespec="seconds") if value is not None else None
