@@ -35,6 +35,10 @@ SMTP_PORT = {"starttls": 587, "tls": 465, "none": 587}
 IMAP_SECURITY = ("tls", "starttls")
 IMAP_PORT = {"tls": 993, "starttls": 143}
 IMAP_FOLDER = "INBOX"
+# The authserv-id a provider writes its Authentication-Results under (RFC 8601), by its IMAP host: what
+# `imap.authserv_id` defaults to. Only providers whose id is one fixed name: Microsoft 365 and Outlook.com write
+# theirs without any id, Yahoo's and Fastmail's name the receiving host, so those mailboxes set it or go without.
+AUTHSERV_ID_PRESETS = {"imap.gmail.com": "mx.google.com"}
 AUTH_METHODS = ("password", "xoauth2")
 DMARC_FLOORS = ("none", "quarantine", "reject")
 DEFAULT_DMARC_FLOOR = "none"
@@ -119,6 +123,9 @@ class ImapSettings:
     ca_file: str | None = None
     folder: str = IMAP_FOLDER
     sent_folder: str | None = None
+    # The provider's own Authentication-Results id: only headers under it are believed (sender.feedback.
+    # authentication); None: no verdict is read, every message's is `none`.
+    authserv_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from sendhost.database_url import database_url_problem
 from sendhost.errors import ConfigError
 from sendhost.model import (
     AUTH_METHODS,
+    AUTHSERV_ID_PRESETS,
     BUDGET,
     DEFAULT_DMARC_FLOOR,
     DEFAULT_GROUP,
@@ -431,12 +432,28 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
     if not username:
         check.fail(node, "host", f"{where}.imap", "name username (there is no smtp username to default to)")
     credential = Credential(address, "imap", password_file=password_file, password_env=password_env)
-    return ImapSettings(host=check.string(node, "host", f"{where}.imap.host"), port=port, security=security,
-                        username=username, credential=credential,
+    host = check.string(node, "host", f"{where}.imap.host")
+    return ImapSettings(host=host, port=port, security=security, username=username, credential=credential,
                         ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (
                             smtp.ca_file if smtp is not None else None),
                         folder=check.string(node, "folder", f"{where}.imap.folder", default=IMAP_FOLDER),
-                        sent_folder=check.string(node, "sent_folder", f"{where}.imap.sent_folder", default="") or None)
+                        sent_folder=check.string(node, "sent_folder", f"{where}.imap.sent_folder", default="") or None,
+                        authserv_id=_authserv_id(check, node, f"{where}.imap.authserv_id", host))
+
+
+# RFC 8601's authserv-id is a `value` (a token or a quoted string); providers use a host name. No spaces, no `;`.
+_AUTHSERV_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
+
+
+def _authserv_id(check: Checker, node: LineDict, where: str, host: str) -> str | None:
+    """The provider's Authentication-Results id: as written, else its preset by IMAP host, else None."""
+    value = check.string(node, "authserv_id", where, default="")
+    if not value:
+        return AUTHSERV_ID_PRESETS.get(host.lower().rstrip("."))
+    if not _AUTHSERV_ID.match(value):
+        check.fail(node, "authserv_id", where, f"{value!r} is not an authserv-id; write the name the provider puts "
+                   "first in its Authentication-Results headers, like mx.google.com")
+    return value
 
 
 def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:

@@ -15,6 +15,10 @@ from sendhost.masking import mask_text
 
 # The top-level packages of this project; every logger they create is named under one of these.
 OWN_LOGGERS = ("sendhost", "toolkit", "ippool", "warmup", "dns_audit", "provisioning", "simulation", "sender")
+# Libraries that log what sendhost already reports in one line: flufl.bounce logs each bounce detector's
+# exception with a traceback (log.exception) before re-raising it, and any stranger can mail a message that makes
+# one fail; the inbox reader catches it and logs the mailbox, the UID and the reason.
+QUIET_LOGGERS = ("flufl.bounce",)
 
 
 class SecretMasking(logging.Filter):
@@ -46,3 +50,5 @@ def configure_logging(verbose: int, stream: TextIO | None = None) -> None:
     own_level = logging.DEBUG if verbose >= 2 else logging.INFO if verbose else logging.WARNING
     for name in OWN_LOGGERS:
         logging.getLogger(name).setLevel(own_level)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL)

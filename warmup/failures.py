@@ -3,11 +3,12 @@
 `RULES` below is the precedence, first match wins, and each rule is named so a caller (and a test) can see which
 one decided (`explain`). In short: no reply at all is decided by the stage (after the end of DATA the message may
 have been accepted: `unknown`); text naming the sending quota or a rate limit wins over any code; then the account
-itself (authentication, send-as); then a missing recipient domain or recipient; then RFC 3463 enhanced codes
-(addressing X.1.x is `recipient`, network/congestion X.4.x is `transient`, whatever the reply code); then content and
-policy; then the reply code. docs/failure-classes.md documents each step; the replies behind the texts (Gmail,
-Microsoft 365, Yahoo, real bounces of many MTAs, French, German and Japanese providers) are in
-tests/warmup/test_failures_replies.py.
+itself (authentication, send-as); then our message's failed authentication (RFC 7372); then a missing recipient
+domain or recipient; then a block list; then RFC 3463 enhanced codes (addressing X.1.x is `recipient`,
+network/congestion X.4.x is `transient`, whatever the reply code); then a destination that cannot take it for now
+(X.3.x, routing loops, connections refused); then content and policy; then the reply code. docs/failure-classes.md
+documents each step; the replies behind the texts (Gmail, Microsoft 365, Yahoo, real bounces of many MTAs, French,
+German and Japanese providers) are in tests/warmup/test_failures_replies.py.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ SENDING_QUOTA = _re(
 )
 # A rate limit on the sender: Gmail, Microsoft, Yahoo's [TS..] codes, Tencent, IONOS, Orange (French), German hosts.
 RATE_LIMIT = _re(
-    r"unusual rate|rate[ -]?limit|too many (?:messages|connections|login attempts|concurrent)|"
+    r"unusual rate|rate[ -]?limit|too many (?:messages|connections|login attempts|concurrent|recipients)|"
     r"\[TS[S0-9]\d*\]|deferred due to (?:unexpected volume|user complaints)|sender thread limit|"
     r"concurrent connection limit|(?:connection|ip) frequency limit|trop de connexions|"
     r"zu viele (?:verbindungen|nachrichten|e-?mails)"
@@ -151,7 +152,8 @@ SENDER_REFUSED = _re(
 )
 # The recipient's domain does not exist (NXDOMAIN, a null MX), as opposed to a lookup that failed for now.
 DOMAIN_MISSING = _re(
-    r"host or domain name not found.*host not found(?!, try again)|nxdomain|domain name not found|"
+    r"host or domain name not found.*host not found(?!, try again)|nxdomain|domain name not found|invalid domain|"
+    r"illegal host/domain name|host does not accept mail|"
     r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|^host unknown|"
     r"returned null mx|doesn't receive email according to the administrator|"
     r"domaine inexistant|domain existiert nicht|ドメインが存在しません"
@@ -165,6 +167,8 @@ RECIPIENT_GONE = _re(
     r"invalid recipient|unknown recipient|recipient (?:address )?rejected|(?<!sender )address rejected|"
     r"unknown or illegal (?:user|alias)|doesn't have a [\w.]+ account|not our (?:user|customer)|"
     r"no mailbox here|account (?:has been |is )?(?:disabled|inactive|discontinued)|disabled recipient|"
+    r"mailbox is frozen|address couldn't be found|domain is not reachable\. please check the domain|"
+    r"^\s*<?[^\s<>@]+@[^\s<>@]+>?\s+rejected\.?\s*$|"
     r"is (?:disabled|inactive)|no longer on server|unrouteable address|"
     r"resolver\.rst\.(?:authrequired|notauthorized|restrictedtorecipients)|"
     r"destinataire (?:invalide|inconnu)|utilisateur inconnu|adresse inconnue|compte du destinataire est bloqu|"
@@ -179,12 +183,24 @@ MAILBOX_FULL = _re(
 # The recipient's inbox is flooded (Gmail X.2.1 "receiving mail at a rate that prevents ..."): congestion.
 RECIPIENT_FLOODED = _re(r"receiving (?:mail|email) (?:at a rate|too quickly)")
 CONTENT_TEXT = _re(r"spam|policy|block ?list|blocked|blacklist|spamhaus|virus|dmarc|\bspf\b|content")
+# A block list named in the reply: a verdict on our sending IP or domain, whatever code a server puts with it
+# (GoDaddy answers `553 5.1.3` and a Spamhaus URL).
+BLOCKLIST_TEXT = _re(r"spamhaus|block ?list|blacklist|\bdnsbl\b|\brbl\b")
+# The destination cannot take it for now, whatever the code says: a routing loop (RFC 3463 X.4.6), a service
+# unavailable for the moment, a connection that timed out or was refused (an MTA that gave up on an unreachable
+# host: X.4.1/X.4.7 in substance), its own local delivery program (Exim's `pipe to |...`) failing.
+UNAVAILABLE_FOR_NOW = _re(r"routing loop|hop count exceeded|too many hops|service (?:is )?(?:currently|temporarily) "
+                          r"unavailable|\bpipe to \||connection (?:timed out|refused)|no route to host")
 SERVER_BUSY = _re(r"server busy")
 
 # Enhanced codes that name the provider's content or policy verdict (Gmail, Microsoft, Yahoo).
 CONTENT_CODES = frozenset({"5.7.0", "5.7.1", "5.7.9", "5.7.25", "5.7.26", "5.7.27", "5.7.509", "5.7.606",
                            "5.7.708", "5.3.4", "5.2.3", "5.6.0"})
 AUTH_CODES = frozenset({"5.7.8", "5.7.139", "5.7.57", "5.7.11", "5.7.60"})
+# RFC 7372's codes for the message's own authentication failing at the receiver: no DKIM signature or a failing
+# one (X.7.20-X.7.22), SPF (X.7.23, X.7.24), reverse DNS (X.7.25), several checks (X.7.26, DMARC). They name our
+# message and sending IP, so they decide over Postfix's generic "Recipient address rejected:" wording.
+MESSAGE_AUTH_CODES = frozenset({f"5.7.{n}" for n in range(20, 27)})
 AUTH_REPLY_CODES = frozenset({530, 534, 535, 538})
 # X.1.x details that name the *sender's* address (RFC 3463 X.1.7, X.1.8), or nothing in particular (X.1.0).
 SENDER_ADDRESS_DETAILS = frozenset({"7", "8"})
@@ -240,6 +256,13 @@ def _network_code(r: Reply) -> bool:
     return r.enhanced_subject == "4"
 
 
+def _mail_system_code(r: Reply) -> bool:
+    # RFC 3463 X.3.x: "something having to do with the destination system has caused this DSN" (full, not
+    # accepting, not capable): the system's state, not the address nor our message. X.3.4 (message too big for the
+    # system) is our message's, and content.
+    return r.enhanced_subject == "3" and r.enhanced_detail != "4"
+
+
 def _sender_throttled(r: Reply) -> bool:
     # Gmail 421 4.7.0 "Try again later, closing connection"; Microsoft 451 4.7.500-699 "Server busy" throttles the
     # sender (a security-class code), unlike a plain busy server (4.4.5, rule network_code).
@@ -267,10 +290,14 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("account_refused", FailureClass.ACCOUNT_AUTH, _account_refused),
     FailureRule("sender_refused_for_now", FailureClass.TRANSIENT, _sender_refused_for_now),
     FailureRule("recipient_flooded", FailureClass.TRANSIENT, lambda r: r.says(RECIPIENT_FLOODED)),
+    FailureRule("message_authentication_code", FailureClass.CONTENT, lambda r: r.enhanced in MESSAGE_AUTH_CODES),
     FailureRule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
     FailureRule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
+    FailureRule("blocklist_text", FailureClass.CONTENT, lambda r: r.says(BLOCKLIST_TEXT)),
     FailureRule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
     FailureRule("network_code", FailureClass.TRANSIENT, _network_code),
+    FailureRule("unavailable_for_now", FailureClass.TRANSIENT, lambda r: r.says(UNAVAILABLE_FOR_NOW)),
+    FailureRule("mail_system_code", FailureClass.TRANSIENT, _mail_system_code),
     FailureRule("sender_throttled", FailureClass.RATE_LIMITED, _sender_throttled),
     FailureRule("recipient_mailbox", FailureClass.RECIPIENT, _recipient_mailbox),
     FailureRule("content", FailureClass.CONTENT, _content),
@@ -335,20 +362,40 @@ def classify_error(error: BaseException, stage: SmtpStage) -> FailureClass:
     return classify(None, None, str(error), stage)
 
 
-def classify_bounce(status: str, diagnostic: str = "") -> FailureClass:
+# A reply quoted in a report's human-readable text: "<addr>: 550 5.7.26 <addr>: Recipient address rejected: ..."
+_QUOTED_REPLY = re.compile(r"(?<![\d.])[45]\d\d[ -][245]\.\d{1,3}\.\d{1,3}\b")
+# sysexits.h codes a local delivery program exits with (sendmail's `X-Unix; 67`): EX_NOUSER, EX_NOHOST name the
+# address; the others (EX_TEMPFAIL 75, EX_NOPERM 77, a crash's 255 ...) the destination's mail system.
+_SYSEXITS_RECIPIENT = frozenset({"67", "68"})
+
+
+def classify_bounce(status: str, diagnostic: str = "", report_text: str = "") -> FailureClass:
     """The class of a bounce (RFC 3464 delivery status): its `Status` and `Diagnostic-Code` fields.
 
     A diagnostic of type `smtp` quotes the remote server's reply, which is classified as such; any other
     (`X-Postfix; Host or domain name not found ...`) has no reply, and the Status class stands for the reply class.
+    A DSN without a Diagnostic-Code (Exim's, OpenSMTPD's, Gmail's own) says why in its human-readable part,
+    `report_text`: the first reply it quotes is classified as an `smtp` diagnostic, else its words as above. A
+    Status of X.4.7 (delivery time expired, RFC 3463) is a final failure after days of retries: the temporary reply
+    that kept the message out is classified as the permanent one it was in effect.
     """
-    kind, _, detail = diagnostic.partition(";") if ";" in diagnostic else ("", "", diagnostic)
     status = status.strip()
     if not _ENHANCED_ONLY.fullmatch(status) or status[0] == "2":
         raise ValueError(f"bounce status {status!r} is not a failure (expected 4.x.x or 5.x.x)")
-    if kind.strip().lower() == "smtp":
+    said = diagnostic.partition(";")[2] if ";" in diagnostic else diagnostic
+    if not said.strip() and report_text.strip():
+        quoted = _QUOTED_REPLY.search(report_text)
+        diagnostic = f"smtp; {report_text[quoted.start():]}" if quoted else f"x-report-text; {report_text}"
+    kind, _, detail = diagnostic.partition(";") if ";" in diagnostic else ("", "", diagnostic)
+    kind = kind.strip().lower()
+    if kind == "smtp":
         code, enhanced, text = split_reply(detail)
         if code is not None and 400 <= code < 600:
+            if code < 500 and status.endswith(".4.7"):
+                code += 100
             return classify(code, enhanced or _enhanced_from_text(text) or status, text)
+    if kind == "x-unix" and detail.strip().isdigit():
+        return FailureClass.RECIPIENT if detail.strip() in _SYSEXITS_RECIPIENT else FailureClass.TRANSIENT
     return classify(int(status[0]) * 100 + 50, status, detail.strip())
 
 

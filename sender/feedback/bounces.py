@@ -1,9 +1,12 @@
 """What a message in a sending mailbox's inbox is: a bounce (hard or soft), a spam complaint, an automatic reply,
-an unsubscribe request, or a person's reply; and which of our messages it is about.
+an unsubscribe request, or a person's reply; which of our messages it is about; and how sure its From is.
 
 Bounces are detected by `flufl.bounce` (RFC 3464 DSNs and the formats of Exim, qmail, Postfix, Microsoft, Yahoo,
 AOL...); a DSN's Status and Diagnostic-Code are classified by `warmup.classify_bounce`: only an address that does
 not exist (class `recipient`) is a hard bounce that suppresses it; a policy or quota refusal is noted as soft.
+
+Every message is a stranger's: it is read within the bounds of sender.feedback.mime (bytes, parts, depth, IDs), and
+`parse` never raises: what cannot be read is MALFORMED, with the reason.
 """
 
 from __future__ import annotations
@@ -11,14 +14,18 @@ from __future__ import annotations
 import email
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from email.message import Message
-from email.utils import parseaddr
+from email.utils import getaddresses, parseaddr
 from enum import StrEnum
 
 from flufl.bounce import all_failures
 
+from sender.addresses import AddressError, canonical
+from sender.feedback import mime
+from sender.feedback.authentication import dmarc_verdict
+from sender.ledger.events import Verdict
 from warmup import FailureClass
 from warmup.failures import classify_bounce
 
@@ -30,7 +37,8 @@ _AUTO_PRECEDENCE = ("auto_reply", "auto-reply", "bulk", "junk")
 _AUTO_SUBJECT = re.compile(r"^\s*(automatic reply|auto(matic)?[- ]?reply|out of (the )?office|autoreply|"
                            r"abwesenheitsnotiz|r[ée]ponse automatique|respuesta autom[áa]tica|auto:)", re.IGNORECASE)
 _UNSUBSCRIBE_SUBJECT = re.compile(r"^\s*(re:\s*)?unsubscribe\s*$", re.IGNORECASE)
-_MESSAGE_ID = re.compile(r"<[^<>\s@]+@[^<>\s@]+>")
+_QUOTED_ID = re.compile(r"message-id:\s*(" + mime.MESSAGE_ID.pattern + ")", re.IGNORECASE)
+MAX_RECIPIENTS = 16  # a bounce of one of our messages names one recipient; a DSN naming more is about others
 
 
 class MessageKind(StrEnum):
@@ -40,14 +48,14 @@ class MessageKind(StrEnum):
     AUTO_REPLY = "auto_reply"
     UNSUBSCRIBE = "unsubscribe"
     REPLY = "reply"
-    MALFORMED = "malformed"  # a bounce or report we cannot read: counted, nothing changed
+    MALFORMED = "malformed"  # a message or report we cannot read: counted, nothing changed
 
 
 @dataclass(frozen=True)
 class Parsed:
     kind: MessageKind
     own_message_id: str | None  # the feedback message's own Message-ID (a stable replay reference)
-    sender: str  # the From address, lower case ('' when none)
+    sender: str  # the From address in canonical form ('' when none, or not one plain address)
     # Message-IDs this message is about, most trustworthy first: the returned message or headers part, then
     # In-Reply-To and References.
     about: tuple[str, ...] = ()
@@ -55,31 +63,53 @@ class Parsed:
     # one of them names a row.
     quoted: tuple[str, ...] = ()
     detail: str = ""
+    # the addresses a bounce says failed (canonical; flufl.bounce's and the DSN's Final-Recipient fields)
     recipients: frozenset[str] = field(default_factory=frozenset)
+    # the mailbox provider's DMARC verdict on the From domain (sender.feedback.authentication)
+    verdict: Verdict = Verdict.NONE
 
 
-def parse(raw: bytes) -> Parsed:
-    """Classify one raw message. Never raises on bad input: an unreadable bounce is MALFORMED."""
+def parse(raw: bytes, authserv_id: str | None = None) -> Parsed:
+    """Classify one raw message (at most mime.MAX_BYTES of it are read); `authserv_id` is the provider's, whose
+    Authentication-Results alone are believed. Never raises on bad input: what cannot be read is MALFORMED."""
     try:
-        message = email.message_from_bytes(raw)
-    except Exception as exc:  # the parser is lenient; this is belt and braces
-        return Parsed(MessageKind.MALFORMED, None, "", detail=f"unparseable: {exc}")
-    own = _one_id(message.get("Message-ID", ""))
-    sender = parseaddr(str(message.get("From", "")))[1].lower()
-    threaded = _ids(message.get_all("In-Reply-To", []) + message.get_all("References", []))
+        mime.check_structure(raw[:mime.MAX_BYTES])
+        message = email.message_from_bytes(raw[:mime.MAX_BYTES])
+        mime.parts(message)  # refuses, before any detector walks it, what no real bounce or reply looks like
+        mime.trim(message)
+        return _classify(message, authserv_id)
+    except mime.TooComplex as exc:
+        return Parsed(MessageKind.MALFORMED, None, "", detail=f"unreadable: {exc}")
+    except Exception as exc:  # whatever else a stranger's bytes make the email package or a detector do
+        log.warning("inbox: a message could not be read: %s: %s", type(exc).__name__, exc)
+        return Parsed(MessageKind.MALFORMED, None, "", detail=f"unreadable: {type(exc).__name__}")
+
+
+def _classify(message: Message, authserv_id: str | None) -> Parsed:
+    own = _one_id(mime.header(message, "Message-ID"))
+    sender = _address(mime.header(message, "From"))
+    verdict = dmarc_verdict(message, authserv_id, sender.rpartition("@")[2] or _from_domain(message))
+    threaded = mime.message_ids(mime.headers(message, "In-Reply-To") + mime.headers(message, "References"))
     if _is_complaint(message):
         returned = _returned_ids(message)
-        return Parsed(MessageKind.COMPLAINT, own, sender, about=returned, quoted=_quoted(message), detail="ARF report")
+        return Parsed(MessageKind.COMPLAINT, own, sender, about=returned, quoted=_quoted(message, own),
+                      detail="ARF report", verdict=verdict)
     try:
         temporary, permanent = all_failures(message)
-    except Exception as exc:  # a detector choking on a malformed part
-        log.warning("inbox: bounce detectors failed on %s: %s", own or "a message without Message-ID", exc)
-        return Parsed(MessageKind.MALFORMED, own, sender, detail=f"bounce detectors failed: {type(exc).__name__}")
+    except Exception as exc:
+        # A detector choking on the message: flufl.bounce's expect ASCII headers (raw UTF-8 in a From, as a
+        # person's client may send, makes one fail). A report we cannot read is malformed; anything else is read
+        # as the mail it looks like (a reply, an auto-reply, an unsubscribe).
+        if _is_report(message):
+            log.warning("inbox: bounce detectors failed on %s: %s", own or "a message without Message-ID", exc)
+            return Parsed(MessageKind.MALFORMED, own, sender,
+                          detail=f"bounce detectors failed: {type(exc).__name__}")
+        temporary = permanent = frozenset()
     if temporary or permanent or _is_report(message):
-        about = _returned_ids(message) + threaded
-        quoted = _quoted(message)
-        status, diagnostic = _delivery_status(message)
-        recipients = frozenset(a.decode("ascii", "replace").lower() for a in permanent | temporary)
+        about = mime.message_ids(_returned_ids(message) + threaded)
+        quoted = _quoted(message, own)
+        status, diagnostic, report_text = failure_fields(message)
+        recipients = _recipients(message, permanent | temporary)
         if not (temporary or permanent or status):
             return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, "a delivery report naming no failure")
         kind = MessageKind.HARD_BOUNCE if permanent else MessageKind.SOFT_BOUNCE
@@ -87,118 +117,148 @@ def parse(raw: bytes) -> Parsed:
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
         if status:
             try:
-                failure = classify_bounce(status, diagnostic)
+                failure = classify_bounce(status, diagnostic, report_text)
             except ValueError:  # a 2.x.x status: a delivery, not a failure
-                return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}")
+                return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}"[:300])
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
             # nothing against the address, so it is noted as soft and never suppresses.
             kind = MessageKind.HARD_BOUNCE if failure is FailureClass.RECIPIENT and status.startswith("5") else \
                 MessageKind.SOFT_BOUNCE
             detail = f"{failure}: {detail}"
-        return Parsed(kind, own, sender, about, quoted, detail[:300], recipients)
-    if _is_auto_reply(message):
-        return Parsed(MessageKind.AUTO_REPLY, own, sender, threaded, detail=str(message.get("Subject", ""))[:200])
-    if _UNSUBSCRIBE_SUBJECT.match(str(message.get("Subject", ""))):
-        return Parsed(MessageKind.UNSUBSCRIBE, own, sender, threaded, detail="unsubscribe by mail")
-    return Parsed(MessageKind.REPLY, own, sender, threaded, detail=str(message.get("Subject", ""))[:200])
+        return Parsed(kind, own, sender, about, quoted, detail[:300], recipients, verdict)
+    subject = mime.header(message, "Subject")
+    if _is_auto_reply(message, subject):
+        return Parsed(MessageKind.AUTO_REPLY, own, sender, threaded, detail=subject[:200], verdict=verdict)
+    if _UNSUBSCRIBE_SUBJECT.match(subject):
+        return Parsed(MessageKind.UNSUBSCRIBE, own, sender, threaded, detail="unsubscribe by mail", verdict=verdict)
+    return Parsed(MessageKind.REPLY, own, sender, threaded, detail=subject[:200], verdict=verdict)
 
 
-def _one_id(value: object) -> str | None:
-    found = _MESSAGE_ID.findall(str(value or ""))
+def _address(value: str) -> str:
+    """The From's address in canonical form, or '' when it is not one plain address."""
+    try:
+        return canonical(parseaddr(value)[1])
+    except AddressError:
+        return ""
+
+
+def _from_domain(message: Message) -> str:
+    """The From's domain even when the address is not one we could mail (DMARC is about the domain alone)."""
+    found = getaddresses([mime.header(message, "From")])
+    return found[0][1].rpartition("@")[2].lower() if found else ""
+
+
+def _recipients(message: Message, failed: Iterable[bytes]) -> frozenset[str]:
+    """The failed recipients a bounce names: flufl.bounce's, and each DSN block's Final- and Original-Recipient."""
+    found: set[str] = set()
+    for address in failed:
+        found.add(address.decode("ascii", "replace"))
+    for part in mime.parts(message):
+        if part.get_content_type() != "message/delivery-status":
+            continue
+        blocks = part.get_payload()
+        for block in (blocks if isinstance(blocks, list) else [])[1:mime.MAX_PARTS]:
+            if isinstance(block, Message):
+                for name in ("Final-Recipient", "Original-Recipient"):
+                    value = mime.header(block, name)
+                    found.add(value.partition(";")[2] if ";" in value else value)
+    clean = {_address(a.strip()) for a in list(found)[:MAX_RECIPIENTS * 2]}
+    return frozenset(sorted(a for a in clean if a)[:MAX_RECIPIENTS])
+
+
+def _one_id(value: str) -> str | None:
+    found = mime.message_ids([value], 1)
     return found[0] if found else None
 
 
-def _ids(values: Sequence[object]) -> tuple[str, ...]:
-    seen: list[str] = []
-    for value in values:
-        for found in _MESSAGE_ID.findall(str(value)):
-            if found not in seen:
-                seen.append(found)
-    # References lists the oldest first; the most recent message is the likeliest ours.
-    return tuple(seen)
+def _report_type(message: Message) -> str:
+    value = message.get_param("report-type", "")
+    value = value[2] if isinstance(value, tuple) else value  # an RFC 2231 parameter: (charset, language, value)
+    return str(value or "").lower()
 
 
 def _is_report(message: Message) -> bool:
-    return message.get_content_type() == "multipart/report" and \
-        message.get_param("report-type", "").lower() == "delivery-status"  # type: ignore[union-attr]
+    return message.get_content_type() == "multipart/report" and _report_type(message) == "delivery-status"
 
 
 def _is_complaint(message: Message) -> bool:
-    if message.get_content_type() != "multipart/report":
+    if message.get_content_type() != "multipart/report" or _report_type(message) != "feedback-report":
         return False
-    if str(message.get_param("report-type", "")).lower() != "feedback-report":
-        return False
-    for part in message.walk():
+    for part in mime.parts(message):
         if part.get_content_type() == "message/feedback-report":
-            text = _text_of(part).lower()
+            text = mime.text_of(part).lower()
             return "feedback-type: abuse" in text or "feedback-type:abuse" in text
     return False
-
-
-def _text_of(part: Message) -> str:
-    payload = part.get_payload()
-    if isinstance(payload, list):  # message/* parts: their header blocks
-        return "\n".join(str(p) for p in payload)
-    data = part.get_payload(decode=True)
-    if isinstance(data, bytes):
-        return data.decode(part.get_content_charset() or "utf-8", "replace")
-    return str(payload)
 
 
 def _returned_ids(message: Message) -> tuple[str, ...]:
     """The Message-ID of the returned message (message/rfc822) or headers (text/rfc822-headers)."""
     found: list[str] = []
-    for part in message.walk():
+    for part in mime.parts(message):
         kind = part.get_content_type()
         if kind == "message/rfc822":
             inner = part.get_payload()
             if isinstance(inner, list) and inner and isinstance(inner[0], Message):
-                value = _one_id(inner[0].get("Message-ID", ""))
+                value = _one_id(mime.header(inner[0], "Message-ID"))
                 if value:
                     found.append(value)
         elif kind == "text/rfc822-headers":
-            headers = email.message_from_string(_text_of(part))
-            value = _one_id(headers.get("Message-ID", ""))
+            value = _one_id(mime.header(email.message_from_string(mime.text_of(part)), "Message-ID"))
             if value:
                 found.append(value)
-    return tuple(dict.fromkeys(found))
+    return mime.message_ids(found)
 
 
-def _quoted(message: Message) -> tuple[str, ...]:
-    own = _one_id(message.get("Message-ID", ""))
-    found: list[str] = []
-    for part in message.walk():
-        if part.get_content_maintype() == "text":
-            for match in re.finditer(r"message-id:\s*(<[^<>\s@]+@[^<>\s@]+>)", _text_of(part), re.IGNORECASE):
-                if match.group(1) != own and match.group(1) not in found:
-                    found.append(match.group(1))
+def _quoted(message: Message, own: str | None) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for part in mime.parts(message):
+        if part.get_content_maintype() != "text":
+            continue
+        for match in _QUOTED_ID.finditer(mime.text_of(part)):
+            if match.group(1) != own:
+                found.setdefault(match.group(1), None)
+                if len(found) >= mime.MAX_IDS:
+                    return tuple(found)
     return tuple(found)
+
+
+def failure_fields(message: Message) -> tuple[str, str, str]:
+    """What `classify_bounce` reads of a DSN: the first failed recipient's Status and Diagnostic-Code, and, when
+    there is no Diagnostic-Code, the report's human-readable text (its first text part, at most 2,000 characters)."""
+    status, diagnostic = _delivery_status(message)
+    if not status or diagnostic.partition(";")[2].strip() or (";" not in diagnostic and diagnostic):
+        return status, diagnostic, ""
+    for part in mime.parts(message)[1:]:
+        if part.get_content_type() == "text/plain":
+            return status, diagnostic, mime.clean(mime.text_of(part), 2000)
+        if part.get_content_type() == "message/delivery-status":
+            break
+    return status, diagnostic, ""
 
 
 def _delivery_status(message: Message) -> tuple[str, str]:
     """The first failed recipient's Status and Diagnostic-Code of a DSN ('' when it has none)."""
-    for part in message.walk():
+    for part in mime.parts(message):
         if part.get_content_type() != "message/delivery-status":
             continue
         blocks = part.get_payload()
         if not isinstance(blocks, list):
             continue
-        for block in blocks[1:] or blocks:
+        for block in (blocks[1:] or blocks)[:mime.MAX_PARTS]:
             if not isinstance(block, Message):
                 continue
-            status = str(block.get("Status", "")).split()[0] if block.get("Status") else ""
+            status = (mime.header(block, "Status").split() or [""])[0]
             if status and status[0] in "45":
-                return status, " ".join(str(block.get("Diagnostic-Code", "")).split())
+                return status, mime.header(block, "Diagnostic-Code")
     return "", ""
 
 
-def _is_auto_reply(message: Message) -> bool:
-    auto = str(message.get("Auto-Submitted", "")).strip().lower()
+def _is_auto_reply(message: Message, subject: str) -> bool:
+    auto = mime.header(message, "Auto-Submitted").lower()
     if auto and auto != "no":
         return True
-    if any(message.get(h) for h in _AUTO_HEADERS):
+    if any(mime.header(message, h) for h in _AUTO_HEADERS):
         return True
-    if str(message.get("Precedence", "")).strip().lower() in _AUTO_PRECEDENCE:
+    if mime.header(message, "Precedence").lower() in _AUTO_PRECEDENCE:
         return True
-    return bool(_AUTO_SUBJECT.match(str(message.get("Subject", ""))))
-
+    return bool(_AUTO_SUBJECT.match(subject))

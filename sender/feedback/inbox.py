@@ -3,12 +3,19 @@
 For each message after the mailbox's high-water mark (UIDVALIDITY, last UID, kept in the ledger): classify it
 (sender.feedback.bounces), find the row it is about (the returned message's Message-ID, In-Reply-To/References, a single
 quoted Message-ID that names a row, or for a reply the last row this mailbox sent to its author), and apply the
-event (sender.ledger.events). A message that matches no row is left alone and counted; nothing changes on a guess. The
-mailbox is opened read-only: the reader never changes a flag or moves a message.
+event (sender.ledger.events) with the provider's DMARC verdict on its From. A message that matches no row is left
+alone and counted; nothing changes on a guess. The mailbox is opened read-only: the reader never changes a flag or
+moves a message.
+
+Every message is a stranger's, so none can stop a pass or cost more than a bounded time: at most
+`mime.MAX_BYTES` of it are fetched, its Message-IDs are capped and looked up in one query, and a message that
+cannot be read, whatever the reason, is counted `malformed` with its UID while the mark moves past it. Only the
+ledger failing stops a pass (nothing after the mark is lost: the next pass reads on from there).
 """
 
 from __future__ import annotations
 
+import hashlib
 import imaplib
 import logging
 from collections import Counter
@@ -16,9 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from sender.errors import SenderError
+from sender.feedback import mime
 from sender.feedback.bounces import MessageKind, Parsed, parse
 from sender.feedback.imap import ImapFailure, first_line, logged_in, quote
-from sender.ledger.events import Applied, Event, Feedback
+from sender.ledger.events import Applied, Event, Feedback, SentRow
 from sendhost.model import Mailbox
 
 log = logging.getLogger("sendhost.sender.inbox")
@@ -36,7 +45,8 @@ class ReadOutcome(StrEnum):
     APPLIED = "applied"  # a new event on its row
     REPLAY = "replay"  # read before: nothing changed
     UNMATCHED = "unmatched"  # about no row of ours: left alone
-    MALFORMED = "malformed"  # a bounce or report we cannot read: left alone
+    MALFORMED = "malformed"  # a message we cannot read: left alone
+    FORGED = "forged"  # the provider found its From failing DMARC: recorded on its row, nothing changed
 
 
 @dataclass
@@ -54,6 +64,7 @@ class InboxReader:
         self._feedback = feedback
         self._env = env
         self._timeout = timeout_s
+        self._authserv_id: str | None = None  # the mailbox being read's (its imap.authserv_id)
 
     def read(self, mailbox: Mailbox) -> MailboxReport:
         """Read `mailbox`'s new messages (in its `imap` settings' folder). An IMAP or configuration failure is
@@ -69,11 +80,17 @@ class InboxReader:
                 if status != "OK":
                     return self._failed(report, f"cannot open folder {account.folder!r}")
                 uidvalidity = int(imap.response("UIDVALIDITY")[1][0] or 0)
+                self._authserv_id = account.authserv_id
                 self._read_new(imap, mailbox.address, uidvalidity, report)
         except ImapFailure as exc:
             return self._failed(report, exc.why)
         except (OSError, imaplib.IMAP4.error, ValueError) as exc:
             return self._failed(report, f"IMAP session with {account.host}:{account.port} failed: {first_line(exc)}")
+        except SenderError:
+            raise  # the ledger: the caller stops the pass (the next one reads on from the mark)
+        except Exception as exc:  # anything else is this mailbox's alone: the others are still read
+            log.warning("inbox %s: the pass failed", mailbox.address, exc_info=log.isEnabledFor(logging.DEBUG))
+            return self._failed(report, f"reading failed: {type(exc).__name__}: {first_line(exc)}")
         return report
 
     def _read_new(self, imap: imaplib.IMAP4, address: str, uidvalidity: int, report: MailboxReport) -> None:
@@ -85,53 +102,78 @@ class InboxReader:
         # "n:*" always includes the newest message, even below n: keep only those after the mark.
         uids = sorted(u for u in (int(x) for x in (data[0] or b"").split()) if u >= start)
         for uid in uids:
-            status, fetched = imap.uid("FETCH", str(uid), "(BODY.PEEK[])")
+            # At most MAX_BYTES of each message: a DSN's parts that say what happened come first.
+            status, fetched = imap.uid("FETCH", str(uid), f"(BODY.PEEK[]<0.{mime.MAX_BYTES}>)")
             raw = next((item[1] for item in fetched if isinstance(item, tuple)), None) if status == "OK" else None
-            if raw is None:
+            if not isinstance(raw, bytes):
                 report.outcomes[ReadOutcome.MALFORMED] += 1
                 log.warning("inbox %s: UID %d could not be fetched; skipped", address, uid)
             else:
-                self._one(address, uidvalidity, uid, raw, report)
+                try:
+                    self._one(address, uid, raw, report)
+                except SenderError:
+                    raise
+                except Exception as exc:  # no message content may stop the pass: counted, the mark moves past it
+                    report.outcomes[ReadOutcome.MALFORMED] += 1
+                    log.warning("inbox %s UID %d: could not be read (%s: %s); left alone", address, uid,
+                                type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             self._feedback.set_inbox_mark(address, uidvalidity, uid)
 
-    def _one(self, address: str, uidvalidity: int, uid: int, raw: bytes, report: MailboxReport) -> None:
-        parsed = parse(raw)
+    def _one(self, address: str, uid: int, raw: bytes, report: MailboxReport) -> None:
+        parsed = parse(raw, self._authserv_id)
         where = f"inbox {address} UID {uid}"
         if parsed.kind is MessageKind.MALFORMED:
             report.outcomes[ReadOutcome.MALFORMED] += 1
             log.warning("%s: %s; left alone", where, parsed.detail)
             return
-        row = self._row_of(parsed, address)
-        if row is None:
+        found = self._row_of(parsed, address)
+        if found is None:
             report.outcomes[ReadOutcome.UNMATCHED] += 1
             log.info("%s: a %s about no row of ours; left alone", where, parsed.kind)
             return
-        if parsed.recipients and self._feedback.recipient_of(row) not in parsed.recipients:
-            # The bounce names other addresses than the row's: it is not about this row after all.
-            report.outcomes[ReadOutcome.UNMATCHED] += 1
-            log.warning("%s: a %s naming row %d but not its recipient; left alone", where, parsed.kind, row)
-            return
-        event = EVENT_OF[parsed.kind]
-        ref = parsed.own_message_id or f"imap:{address}:{uidvalidity}:{uid}"
-        applied = self._feedback.apply(row, event, source="inbox", ref=ref, detail=parsed.detail)
+        row, recipient = found
+        event, detail = EVENT_OF[parsed.kind], parsed.detail
+        if parsed.kind in (MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE) and recipient is not None:
+            if parsed.recipients and recipient not in parsed.recipients:
+                # The bounce names other addresses than the row's: it is not about this row after all.
+                report.outcomes[ReadOutcome.UNMATCHED] += 1
+                log.warning("%s: a %s naming row %d but not its recipient; left alone", where, parsed.kind, row)
+                return
+            if event is Event.BOUNCED and not parsed.recipients:
+                # A hard bounce suppresses the address and counts against the mailbox: it must say whom it is
+                # about. One that names nobody is noted on the row, as a soft one.
+                event, detail = Event.DEFERRED, f"a permanent failure naming no recipient: {detail}"
+        # The message's own Message-ID, else a hash of what was read: the same message is the same reference after
+        # a UIDVALIDITY change or a restored mark, whatever UID it has now.
+        ref = parsed.own_message_id or "sha256:" + hashlib.sha256(raw[:mime.MAX_BYTES]).hexdigest()
+        applied = self._feedback.apply(row, event, source="inbox", ref=ref, detail=mime.clean(detail, 500),
+                                       verdict=parsed.verdict)
         if applied is Applied.REPLAY:
             report.outcomes[ReadOutcome.REPLAY] += 1
             return
+        if applied is Applied.FORGED:
+            report.outcomes[ReadOutcome.FORGED] += 1
+            log.warning("%s: a %s on row %d whose From fails DMARC at the provider: recorded, nothing changed",
+                        where, parsed.kind, row)
+            return
         report.outcomes[ReadOutcome.APPLIED] += 1
         report.outcomes[event.value] += 1
-        log.info("%s: %s on row %d (%s)", where, event, row, applied)
+        log.info("%s: %s on row %d (%s, DMARC %s)", where, event, row, applied, parsed.verdict)
 
-    def _row_of(self, parsed: Parsed, address: str) -> int | None:
+    def _row_of(self, parsed: Parsed, address: str) -> tuple[int, str | None] | None:
+        """(row, its recipient) of the row `parsed` is about, with one lookup of its Message-IDs (capped by the
+        parser); for a reply, auto-reply or unsubscribe mail that names none, the last row sent to its author."""
+        rows: dict[str, SentRow] = self._feedback.rows_of(parsed.about + parsed.quoted)
         for message_id in parsed.about:
-            row = self._feedback.row_of(message_id)
-            if row is not None:
-                return row
-        named = {row for row in (self._feedback.row_of(m) for m in parsed.quoted) if row is not None}
+            if message_id in rows:
+                return rows[message_id].id, rows[message_id].recipient
+        named = {rows[m].id: rows[m].recipient for m in parsed.quoted if m in rows}
         if len(named) == 1:
-            return named.pop()
+            return next(iter(named.items()))
         if parsed.kind in (MessageKind.REPLY, MessageKind.AUTO_REPLY, MessageKind.UNSUBSCRIBE) and parsed.sender and \
                 parsed.sender != address.lower():
-            return self._feedback.latest_row_to(parsed.sender, address)
+            row = self._feedback.latest_row_to(parsed.sender, address)
+            return None if row is None else (row, None)
         return None
 
     def _failed(self, report: MailboxReport, why: str) -> MailboxReport:

@@ -6,13 +6,15 @@
         feedback.apply_by_message_id("<id@domain>", Event.DELIVERED, source="webhook", ref="2026-11-30T10:00:00Z")
 
 The rank order and what each event does live in sql/schema.sql (sender_status_ranks, sender_apply_event; and
-docs/feedback.md): a late `sent` never overwrites `delivered`; nothing overwrites bounced, unsubscribed or
-complained; replays are no-ops. The ranks are the database's alone: `Ledger.status_ranks()` reads them.
+docs/feedback.md): a late `sent` never overwrites `delivered` or `failed`; nothing overwrites bounced, unsubscribed or
+complained; replays are no-ops; an event whose verdict is `fail` (forged) is recorded and changes nothing. The ranks
+are the database's alone: `Ledger.status_ranks()` reads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
@@ -34,13 +36,31 @@ class Event(StrEnum):
     AUTO_REPLIED = "auto_replied"  # out-of-office and other automatic replies: noted, the sequence goes on
 
 
+class Verdict(StrEnum):
+    """How sure the source of an event is that it is what it claims: for mail, the DMARC result of its From domain
+    in the mailbox provider's own Authentication-Results (sender.feedback.authentication)."""
+
+    PASS = "pass"  # the provider found the From domain's DMARC passing
+    NONE = "none"  # no result: no trusted header, a domain without DMARC, an error, or not a mail
+    FAIL = "fail"  # the provider found it failing: forged; recorded, and nothing changes
+
+
 class Applied(StrEnum):
     """The answer of sender_apply_event."""
 
     APPLIED = "applied"  # the row's status moved
     RECORDED = "recorded"  # a new event that changed no status (outranked, or an event without a status)
+    FORGED = "forged"  # verdict fail: recorded with its verdict, nothing else changed
     REPLAY = "replay"  # already recorded: nothing changed
     NO_ROW = "no_row"  # no such row: nothing changed
+
+
+@dataclass(frozen=True)
+class SentRow:
+    """A row found by the Message-ID it was sent with."""
+
+    id: int
+    recipient: str
 
 
 class Feedback:
@@ -66,17 +86,20 @@ class Feedback:
         self.close()
 
     def apply(self, email_id: int, event: Event, *, source: str, ref: str, at: datetime | None = None,
-              detail: str = "") -> Applied:
-        """Apply `event` to row `email_id` under the rank guard; (row, event, ref) is applied at most once."""
+              detail: str = "", verdict: Verdict = Verdict.NONE) -> Applied:
+        """Apply `event` to row `email_id` under the rank guard; (row, event, ref) is applied at most once. A
+        `verdict` of FAIL records it and changes nothing (FORGED)."""
         return Applied(self._answer("apply_event", {"id": email_id, "event": event.value, "at": at, "source": source,
-                                                    "ref": ref, "detail": detail}, f"apply {event} to row {email_id}"))
+                                                    "ref": ref, "detail": detail, "verdict": verdict.value},
+                                    f"apply {event} to row {email_id}"))
 
     def apply_by_message_id(self, message_id: str, event: Event, *, source: str, ref: str,
-                            at: datetime | None = None, detail: str = "") -> Applied:
+                            at: datetime | None = None, detail: str = "", verdict: Verdict = Verdict.NONE) -> Applied:
         """As apply, naming the row by the Message-ID it was sent with."""
         return Applied(self._answer("apply_event_by_message_id",
                                     {"message_id": message_id, "event": event.value, "at": at, "source": source,
-                                     "ref": ref, "detail": detail}, f"apply {event} by Message-ID"))
+                                     "ref": ref, "detail": detail, "verdict": verdict.value},
+                                    f"apply {event} by Message-ID"))
 
     def has_row(self, email_id: int) -> bool:
         return self.ledger.fetch_one("has_row", {"id": email_id}, f"find row {email_id}") is not None
@@ -85,6 +108,14 @@ class Feedback:
         """The row sent with `message_id`, if any."""
         row = self.ledger.fetch_one("row_of_message_id", {"message_id": message_id}, "find a row by Message-ID")
         return None if row is None else int(row[0])
+
+    def rows_of(self, message_ids: Iterable[str]) -> dict[str, SentRow]:
+        """The rows sent with any of `message_ids` ('<local@domain>'), in one lookup, by Message-ID."""
+        wanted = list(dict.fromkeys(message_ids))
+        if not wanted:
+            return {}
+        found = self.ledger.fetch_all("rows_of_message_ids", {"message_ids": wanted}, "find rows by Message-ID")
+        return {str(message_id): SentRow(int(row), str(recipient)) for message_id, row, recipient in found}
 
     def recipient_of(self, email_id: int) -> str | None:
         row = self.ledger.fetch_one("recipient_of", {"id": email_id}, f"find row {email_id}")

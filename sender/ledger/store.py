@@ -13,7 +13,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -64,6 +64,9 @@ class Settle(StrEnum):
     REROUTE = "reroute"  # the mailbox's fault: back soon through another mailbox, the attempt refunded
     FAILED = "failed"
     SUPPRESS = "suppress"
+    # the recipient's server refused the address for good (550 5.1.1 at RCPT): suppressed, and a hard bounce of the
+    # mailbox in its health
+    BOUNCE = "bounce"
     UNCONFIRMED = "unconfirmed"
 
 
@@ -115,6 +118,8 @@ class Shown:
     row: dict[str, Any]
     events: list[dict[str, Any]]
     send_log: dict[str, Any] | None
+    # each piece of feedback about the row, with its source and verdict (pass | none | fail: how sure it was)
+    feedback: list[dict[str, Any]] = field(default_factory=list)
 
 
 def suppression_entry(text: str) -> str:
@@ -282,7 +287,10 @@ class Ledger:
             if log_row is not None:
                 assert cursor.description is not None
                 send_log = dict(zip([c.name for c in cursor.description], log_row, strict=True))
-        return Shown(record, events, send_log)
+            feedback = [{"at": at, "event": event, "source": source, "verdict": verdict, "detail": detail}
+                        for at, event, source, verdict, detail in
+                        conn.execute(query("feedback_of_row"), {"id": record["id"]}).fetchall()]
+        return Shown(record, events, send_log, feedback)
 
     # --- answers for people -----------------------------------------------------------------------------------
 

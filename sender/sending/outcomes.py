@@ -46,7 +46,10 @@ def decide(result: Result, retry_delay_s: float) -> Disposition:
     if failure is FailureClass.ACCOUNT_AUTH:
         return Disposition(Settle.REROUTE, failure, False, REROUTE_DELAY_S, detail)
     if failure is FailureClass.RECIPIENT:
-        return Disposition(Settle.SUPPRESS, failure, False, 0.0, detail)
+        # A permanent refusal of the address is a hard bounce of the mailbox, as the same refusal in a DSN would be;
+        # a temporary one (450 4.1.1) suppresses the address but says less about the list.
+        permanent = result.code is not None and 500 <= result.code < 600
+        return Disposition(Settle.BOUNCE if permanent else Settle.SUPPRESS, failure, False, 0.0, detail)
     if failure is FailureClass.CONTENT:
         return Disposition(Settle.FAILED, failure, False, 0.0, detail)
     return Disposition(Settle.RETRY, failure, False, retry_delay_s, detail)

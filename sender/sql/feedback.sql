@@ -2,11 +2,11 @@
 -- %(now)s is the ledger's clock (NULL: the database's now()).
 
 -- name: apply_event
-SELECT sender_apply_event(%(id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(detail)s, %(now)s);
+SELECT sender_apply_event(%(id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(detail)s, %(verdict)s, %(now)s);
 
 -- name: apply_event_by_message_id
 SELECT sender_apply_event_by_message_id(%(message_id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(detail)s,
-                                        %(now)s);
+                                        %(verdict)s, %(now)s);
 
 -- name: has_row
 SELECT 1 FROM sender_emails WHERE id = %(id)s;
@@ -36,11 +36,27 @@ SET uidvalidity = excluded.uidvalidity, updated_at = excluded.updated_at,
                     THEN greatest(sender_inbox_marks.last_uid, excluded.last_uid) ELSE excluded.last_uid END;
 
 -- name: health_since
--- Per mailbox since %(since)s: accepted sends, hard bounces, complaints (what the warm-up health gates read).
-SELECT mailbox, count(*) FILTER (WHERE event = 'sent') AS sent, count(*) FILTER (WHERE event = 'bounced') AS bounced,
-       count(*) FILTER (WHERE event = 'complained') AS complained
-FROM (SELECT mailbox, 'sent' AS event FROM sender_send_log WHERE accepted_at >= %(since)s
+-- Per mailbox since %(since)s: sends, hard bounces, complaints (what the warm-up health gates read), each counted
+-- once per row: three complaints or two bounces about one message are one (whoever sent them), and forged
+-- feedback (verdict fail) is never counted. A recipient refused at submission (the agent's own `bounced`, no
+-- send-log entry) counts as a send and a bounce, so the rate stays bounces over attempts that reached a server.
+SELECT mailbox, count(DISTINCT email_id) FILTER (WHERE event = 'sent') AS sent,
+       count(DISTINCT email_id) FILTER (WHERE event = 'bounced') AS bounced,
+       count(DISTINCT email_id) FILTER (WHERE event = 'complained') AS complained
+FROM (SELECT mailbox, email_id, 'sent' AS event FROM sender_send_log WHERE accepted_at >= %(since)s
       UNION ALL
-      SELECT mailbox, event FROM sender_feedback
-      WHERE occurred_at >= %(since)s AND event IN ('bounced', 'complained') AND mailbox IS NOT NULL) AS seen
+      SELECT mailbox, email_id, 'sent' FROM sender_feedback
+      WHERE occurred_at >= %(since)s AND event = 'bounced' AND source = 'agent' AND mailbox IS NOT NULL
+      UNION ALL
+      SELECT mailbox, email_id, event FROM sender_feedback
+      WHERE occurred_at >= %(since)s AND event IN ('bounced', 'complained') AND verdict <> 'fail'
+        AND mailbox IS NOT NULL) AS seen
 GROUP BY mailbox;
+
+-- name: rows_of_message_ids
+-- The rows sent with any of %(message_ids)s (each '<local@domain>'), in one lookup, with their recipients.
+SELECT message_id, id, recipient FROM sender_emails WHERE message_id = ANY (%(message_ids)s::text[]);
+
+-- name: feedback_of_row
+-- A row's feedback, oldest first, with how sure each source was (`sender show`, `lead show`).
+SELECT occurred_at, event, source, verdict, detail FROM sender_feedback WHERE email_id = %(id)s ORDER BY id;

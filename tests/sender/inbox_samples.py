@@ -5,7 +5,10 @@ message it is about and the lead's address."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 BOX = "box0@sender.example"
+Sample = Callable[[str, str], bytes]  # (the Message-ID it is about, the lead's address) -> the raw message
 
 
 def _headers(subject: str, sender: str, own_id: str, extra: str = "") -> str:
@@ -168,3 +171,121 @@ def no_message_id_bounce(message_id: str, to: str) -> bytes:
                 own_id="<20261130-bare@mx.sender.example>", to=to, action="failed", status="5.1.1",
                 diagnostic="smtp; 550 5.1.1 User unknown", returned="Content-Type: text/plain\r\n\r\n(no copy)\r\n",
                 human="The message could not be delivered.")
+
+
+# -- Hostile messages: what a stranger can put in a sending mailbox. None may stop a pass or change anything. --
+
+def charset_dsn(charset: str) -> Sample:
+    """A real-looking DSN whose human part declares a charset Python has no text codec for (x-no-such-charset,
+    or a bytes-to-bytes codec such as zlib_codec): once a LookupError that stopped every pass."""
+    def sample(message_id: str, to: str) -> bytes:
+        return postfix_hard(message_id, to).replace(b"charset=us-ascii", b"charset=" + charset.encode())
+    return sample
+
+
+def many_ids_dsn(message_id: str, to: str, count: int = 40_000) -> bytes:
+    """A DSN quoting `count` Message-IDs (one of ours last): once 13-25 s of quadratic dedup and a query per ID."""
+    quoted = "".join(f"Message-ID: <junk{n}@elsewhere.example>\r\n" for n in range(count))
+    return _dsn(sender="MAILER-DAEMON@mx.sender.example", subject="Undelivered Mail Returned to Sender",
+                own_id="<many-ids@mx.sender.example>", to="someone@elsewhere.example", action="failed",
+                status="5.1.1", diagnostic="smtp; 550 5.1.1 User unknown",
+                returned=f"Content-Type: text/plain\r\n\r\n{quoted}Message-ID: {message_id}\r\n",
+                human="The message could not be delivered.")
+
+
+def huge_dsn(message_id: str, to: str, size: int = 1_300_000) -> bytes:
+    """A 1.3 MB DSN whose human part is junk lines (once 21.7 s for one pass): about a stranger's message."""
+    junk = "delivery to someone@elsewhere.example failed: 550 user unknown\r\n" * (size // 64)
+    return _dsn(sender="MAILER-DAEMON@mx.sender.example", subject="Undelivered Mail Returned to Sender",
+                own_id="<huge@mx.sender.example>", to="someone@elsewhere.example", action="failed", status="5.1.1",
+                diagnostic="smtp; 550 5.1.1 User unknown",
+                returned=f"Content-Type: text/rfc822-headers\r\n\r\n{_original(message_id, to)}\r\n", human=junk)
+
+
+def many_parts(message_id: str, to: str, parts: int = 5_000) -> bytes:
+    boundary = "P"
+    body = "".join(f"--{boundary}\r\nContent-Type: text/plain\r\n\r\npart {n}\r\n" for n in range(parts))
+    return (_headers("Re: Hello", f"Lead <{to}>", "<parts@rcpt.example>", f"In-Reply-To: {message_id}\r\n") +
+            f'Content-Type: multipart/mixed; boundary="{boundary}"\r\n\r\n{body}--{boundary}--\r\n').encode()
+
+
+def deep_nesting(message_id: str, to: str, depth: int = 2_000) -> bytes:
+    """Message parts nested 2,000 deep: the email package's parser and walk() recurse."""
+    opening = "".join(f'Content-Type: multipart/mixed; boundary="b{n}"\r\n\r\n--b{n}\r\n' for n in range(depth))
+    closing = "".join(f"\r\n--b{n}--" for n in reversed(range(depth)))
+    return (_headers("Re: Hello", f"Lead <{to}>", "<deep@rcpt.example>", f"In-Reply-To: {message_id}\r\n") +
+            opening + "Content-Type: text/plain\r\n\r\nhi" + closing + "\r\n").encode()
+
+
+def rfc2231_report(message_id: str, to: str) -> bytes:
+    """A report whose report-type is an RFC 2231 parameter: the email package returns a tuple for it."""
+    return postfix_hard(message_id, "someone@elsewhere.example").replace(
+        b"report-type=delivery-status;", b"report-type*=us-ascii''delivery-status;")
+
+
+def broken_mime(message_id: str, to: str) -> bytes:
+    """A multipart report with no boundary, a base64 part that is not base64, and bytes that are not UTF-8."""
+    return (_headers("Undelivered Mail", "MAILER-DAEMON@mx.sender.example \xff\xfe", "<broken-2@mx.sender.example>")
+            .encode("latin-1") + b"Content-Type: multipart/report; report-type=delivery-status\r\n"
+            b"Content-Transfer-Encoding: base64\r\n\r\n\x00\x01\xff not base64 \xc3\x28 <a\x00b@x.example>\r\n")
+
+
+def nul_ids(message_id: str, to: str) -> bytes:
+    """Control characters and 8-bit bytes in the headers the ledger is asked about."""
+    return (f"From: =?x-no-such-charset?q?=FF?= <str\x00anger@rcpt.example>\r\nTo: {BOX}\r\nSubject: Re: \x1b[31mHi\r\n"
+            f"Message-ID: <nul\x00id@rcpt.example>\r\nIn-Reply-To: <bad\x00{message_id[1:]}\r\n"
+            "Content-Type: text/plain; charset=zlib_codec\r\n\r\n\xff\xfe hello\r\n").encode("latin-1")
+
+
+def no_recipient_bounce(message_id: str, to: str) -> bytes:
+    """A DSN about one of our messages that names no recipient: it must not bounce the row."""
+    return (_headers("Undelivered Mail Returned to Sender", "MAILER-DAEMON@mx.sender.example",
+                     "<no-rcpt@mx.sender.example>") +
+            'Content-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n\r\n'
+            "--B\r\nContent-Type: text/plain\r\n\r\nDelivery failed.\r\n\r\n"
+            "--B\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.rcpt.example\r\n\r\n"
+            "Action: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 User unknown\r\n\r\n"
+            f"--B\r\nContent-Type: text/rfc822-headers\r\n\r\n{_original(message_id, to)}\r\n--B--\r\n").encode()
+
+
+def other_recipient_bounce(message_id: str, to: str) -> bytes:
+    """A DSN about one of our messages naming another address than the row's."""
+    return postfix_hard(message_id, to).replace(f"rfc822; {to}".encode(), b"rfc822; other@rcpt.example").replace(
+        f"rfc822;{to}".encode(), b"rfc822;other@rcpt.example").replace(f"<{to}>:".encode(), b"<other@rcpt.example>:")
+
+
+def without_message_id(sample: Sample) -> Sample:
+    """`sample` with its own Message-ID header removed: its replay key is then a hash of the message."""
+    def stripped(message_id: str, to: str) -> bytes:
+        lines = sample(message_id, to).split(b"\r\n")
+        drop = next(n for n, line in enumerate(lines) if line.lower().startswith(b"message-id:"))
+        return b"\r\n".join(lines[:drop] + lines[drop + 1:])
+    return stripped
+
+
+def authenticated(sample: Sample, *results: str) -> Sample:
+    """`sample` with Authentication-Results headers on top, as the receiving provider adds them (topmost first)."""
+    def signed(message_id: str, to: str) -> bytes:
+        return "".join(f"Authentication-Results: {r}\r\n" for r in results).encode() + sample(message_id, to)
+    return signed
+
+
+def arf_complaint_numbered(n: int) -> Sample:
+    """An ARF report of its own (its own Message-ID) about our message: one recipient can send many."""
+    def sample(message_id: str, to: str) -> bytes:
+        return arf_complaint(message_id, to).replace(b"<arf-1@arf.yahoo.com>", f"<arf-{n}@arf.example>".encode())
+    return sample
+
+
+def postfix_hard_numbered(n: int) -> Sample:
+    def sample(message_id: str, to: str) -> bytes:
+        return postfix_hard(message_id, to).replace(b"<20261130-postfix@mx.sender.example>",
+                                                    f"<dsn-{n}@mx.sender.example>".encode())
+    return sample
+
+
+def arf_not_ours(message_id: str, to: str) -> bytes:
+    """An ARF report from the lead's own address that quotes none of our Message-IDs: a complaint must name one."""
+    return (arf_complaint("<not-ours-2@elsewhere.example>", to)
+            .replace(b"Yahoo! Mail AntiSpam Feedback <feedback@arf.yahoo.com>", to.encode())
+            .replace(b"<arf-1@arf.yahoo.com>", b"<arf-not-ours@rcpt.example>"))

@@ -16,7 +16,7 @@ import pytest
 
 from sender import Ledger, Settle, Status
 from sender.ledger import connection as db
-from sender.ledger.events import Applied, Event, Feedback
+from sender.ledger.events import Applied, Event, Feedback, Verdict
 from tests.conftest import REPO_ROOT
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -52,6 +52,14 @@ STEPS: dict[str, tuple[str, Step]] = {
     "deferred": ("sending", lambda f, row: f.apply(row, Event.DEFERRED, source="inbox", ref="m3")),
     "auto-reply": ("sending", lambda f, row: f.apply(row, Event.AUTO_REPLIED, source="inbox", ref="m4")),
     "late unconfirmed": ("sending", lambda f, row: f.ledger.settle(row, Settle.UNCONFIRMED, "timeout after DATA")),
+    # the agent's definite answers that the message did not leave
+    "failed": ("sending", lambda f, row: f.ledger.settle(row, Settle.FAILED, "554 5.7.1 content rejected")),
+    "refused at RCPT": ("sending", lambda f, row: f.ledger.settle(row, Settle.BOUNCE, "550 5.1.1 user unknown")),
+    # feedback the provider found forged (DMARC fail): recorded, changes nothing
+    "forged reply": ("sending", lambda f, row: f.apply(row, Event.REPLIED, source="inbox", ref="m5",
+                                                       verdict=Verdict.FAIL)),
+    "forged unsubscribe": ("sending", lambda f, row: f.apply(row, Event.UNSUBSCRIBED, source="inbox", ref="m6",
+                                                             verdict=Verdict.FAIL)),
 }
 
 
@@ -65,17 +73,19 @@ def feedback(database_url: str) -> Feedback:
     return opened
 
 
-@pytest.mark.parametrize("names", [
-    ("agent sent", "delivered", "replied", "bounced", "complained", "deferred"),
-    ("agent sent", "webhook sent", "delivered", "unsubscribed", "auto-reply", "late unconfirmed"),
-    ("late unconfirmed", "delivered", "replied", "deferred", "auto-reply"),
-], ids=["hard", "soft", "unconfirmed"])
-def test_every_arrival_order_ends_in_the_same_status(feedback: Feedback, names: tuple[str, ...]) -> None:
-    # The highest-ranked status among the events wins, whatever the order; "sending" is the row's start.
-    ranks = feedback.ledger.status_ranks()
-    expected = max(["sending", *(STEPS[n][0] for n in names)], key=lambda s: ranks[Status(s)])
-    if expected == "sending":
-        expected = "unconfirmed"
+@pytest.mark.parametrize(("names", "expected"), [
+    (("agent sent", "delivered", "replied", "bounced", "complained", "deferred"), "complained"),
+    (("agent sent", "webhook sent", "delivered", "unsubscribed", "auto-reply", "late unconfirmed"), "unsubscribed"),
+    (("late unconfirmed", "delivered", "replied", "deferred", "auto-reply"), "replied"),
+    # a late sent never overwrites failed, and a sent that came first does not outlast it
+    (("failed", "webhook sent", "deferred", "auto-reply", "forged reply"), "failed"),
+    (("failed", "webhook sent", "delivered"), "delivered"),  # a relay's delivered is proof it left
+    (("refused at RCPT", "webhook sent", "forged unsubscribe", "auto-reply"), "suppressed"),
+    (("agent sent", "forged reply", "forged unsubscribe", "deferred"), "sent"),
+    (("late unconfirmed", "webhook sent", "forged reply"), "sent"),
+], ids=["hard", "soft", "unconfirmed", "failed", "failed-delivered", "refused", "forged", "unconfirmed-sent"])
+def test_every_arrival_order_ends_in_the_same_status(feedback: Feedback, names: tuple[str, ...],
+                                                     expected: str) -> None:
     finals = {}
     for n, order in enumerate(itertools.permutations(names)):
         row, _ = _handed_over(feedback, f"P{n}", f"p{n}@rcpt.example")
@@ -83,6 +93,43 @@ def test_every_arrival_order_ends_in_the_same_status(feedback: Feedback, names: 
             STEPS[name][1](feedback, row)
         finals[order] = _status(feedback, f"P{n}")
     assert set(finals.values()) == {expected}, {k: v for k, v in finals.items() if v != expected}
+
+
+def test_without_the_agents_own_answers_the_highest_rank_wins(feedback: Feedback) -> None:
+    # The rank order alone decides among feedback: what the scenarios above without failed or refused expect.
+    ranks = feedback.ledger.status_ranks()
+    names = ("agent sent", "delivered", "replied", "bounced", "complained", "deferred")
+    assert max((STEPS[n][0] for n in names), key=lambda status: ranks[Status(status)]) == "complained"
+
+
+def test_a_late_sent_never_overwrites_failed(feedback: Feedback) -> None:
+    row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
+    assert feedback.ledger.settle(row, Settle.FAILED, "554 5.7.1 rejected") == Status.FAILED
+    assert feedback.apply(row, Event.SENT, source="webhook", ref="late", at=AT) is Applied.RECORDED
+    assert _status(feedback, "L1") == "failed"
+    # the other order: a relay's sent first, then the agent's own 5xx
+    other, _ = _handed_over(feedback, "L2", "b@rcpt.example")
+    assert feedback.apply(other, Event.SENT, source="webhook", ref="early", at=AT) is Applied.APPLIED
+    assert feedback.ledger.settle(other, Settle.FAILED, "554 5.7.1 rejected") == Status.FAILED
+    assert _status(feedback, "L2") == "failed"
+    # but once the submission server accepted it (a send-log entry), the agent's record stands
+    accepted, _ = _handed_over(feedback, "L3", "c@rcpt.example")
+    feedback.ledger.record_sent(accepted, "250 ok")
+    assert feedback.ledger.settle(accepted, Settle.FAILED, "late") == Status.SENT
+
+
+def test_a_forged_event_is_recorded_and_changes_nothing(feedback: Feedback, database_url: str) -> None:
+    row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
+    feedback.ledger.record_sent(row, "250 ok")
+    assert feedback.apply(row, Event.UNSUBSCRIBED, source="inbox", ref="f", verdict=Verdict.FAIL) is Applied.FORGED
+    assert feedback.apply(row, Event.UNSUBSCRIBED, source="inbox", ref="f", verdict=Verdict.FAIL) is Applied.REPLAY
+    assert (_status(feedback, "L1"), feedback.ledger.is_suppressed("a@rcpt.example")) == ("sent", False)
+    shown = feedback.ledger.show("L1", 1)
+    assert shown is not None and [(f["event"], f["verdict"]) for f in shown.feedback] == [("unsubscribed", "fail")]
+    assert "forged" in [e["kind"] for e in shown.events]
+    assert feedback.apply(row, Event.UNSUBSCRIBED, source="inbox", ref="g", verdict=Verdict.PASS) is Applied.APPLIED
+    with psycopg.connect(database_url) as conn, pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute("SELECT sender_apply_event(%s, 'replied', NULL, 'inbox', 'h', '', 'maybe')", (row,))
 
 
 def test_replays_change_nothing(feedback: Feedback, database_url: str) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -15,8 +16,9 @@ import psycopg
 import pytest
 import redis
 
+from sender import Settle
 from sender.feedback.health import apply_health
-from sender.ledger.events import Event, Feedback
+from sender.ledger.events import Event, Feedback, Verdict
 from tests.conftest import REPO_ROOT
 from tests.sender.web_server import sent_row
 from warmup import Guard
@@ -61,6 +63,40 @@ def test_a_hard_bounce_rate_of_five_percent_pauses_the_mailbox(feedback: Feedbac
     assert (action.health.sent, action.health.bounced, action.verdict) == (40, 2, "bounce-pause")
     state, reason = _state(guard)
     assert state == "paused" and reason is not None and "hard-bounce rate 5.0%" in reason
+
+
+def test_each_row_counts_once_and_forged_feedback_never(feedback: Feedback, guard: Guard) -> None:
+    """One recipient who knows one Message-ID and sends 3 ARF reports and 2 DSNs about it counts once each; feedback
+    the provider found forged counts not at all."""
+    rows = [sent_row(feedback, f"L{n}", f"lead{n}@rcpt.example", mailbox=BOX)[0] for n in range(40)]
+    for n in range(3):
+        feedback.apply(rows[0], Event.COMPLAINED, source="inbox", ref=f"<arf-{n}@x.example>")
+    for n in range(2):
+        feedback.apply(rows[0], Event.BOUNCED, source="inbox", ref=f"<dsn-{n}@x.example>")
+    for row in rows[1:4]:
+        feedback.apply(row, Event.BOUNCED, source="inbox", ref="forged", verdict=Verdict.FAIL)
+        feedback.apply(row, Event.COMPLAINED, source="inbox", ref="forged", verdict=Verdict.FAIL)
+    assert feedback.health_since(datetime.now(UTC) - timedelta(days=7))[BOX] == \
+        {"sent": 40, "bounced": 1, "complained": 1}
+    (action,) = apply_health(feedback, guard, [BOX], datetime.now(UTC))
+    assert (action.health.bounced, action.verdict) == (1, "pause")  # one complaint in 40 is still 2.5%
+
+
+def test_a_recipient_refused_at_rcpt_is_a_hard_bounce(feedback: Feedback, guard: Guard) -> None:
+    """550 5.1.1 at RCPT suppresses the address and counts like a bounced DSN: 2 refused of 40 attempts pause."""
+    for n in range(38):
+        sent_row(feedback, f"L{n}", f"lead{n}@rcpt.example", mailbox=BOX)
+    for n in range(2):
+        feedback.ledger.enqueue(lead=f"R{n}", step=1, to=f"gone{n}@rcpt.example", group="sales", subject="Hi",
+                                text="Hello")
+        (row,) = [r for r in feedback.ledger.claim("w1", 10) if r.lead == f"R{n}"]
+        feedback.ledger.begin_attempt(row.id, uuid.uuid4(), BOX, None, f"<{uuid.uuid4()}@sender.example>")
+        assert feedback.ledger.settle(row.id, Settle.BOUNCE, "550 5.1.1 user unknown") == "suppressed"
+        assert feedback.ledger.is_suppressed(f"gone{n}@rcpt.example")
+    assert feedback.health_since(datetime.now(UTC) - timedelta(days=7))[BOX] == \
+        {"sent": 40, "bounced": 2, "complained": 0}
+    (action,) = apply_health(feedback, guard, [BOX], datetime.now(UTC))
+    assert action.verdict == "bounce-pause"
 
 
 def test_below_five_percent_or_too_few_sends_judge_nothing(feedback: Feedback, guard: Guard) -> None:

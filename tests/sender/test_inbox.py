@@ -50,19 +50,23 @@ def imap() -> Iterator[Dovecot]:
         yield server
 
 
-def _inventory(tmp: Path, imap: Dovecot, *, box0_password: str = PASSWORDS[BOX0], box1_ca: str | None = None) -> Path:
+def _inventory(tmp: Path, imap: Dovecot, *, box0_password: str | None = None, box1_ca: str | None = None,
+               boxes: tuple[str, str] = (BOX0, BOX1), authserv_id: str | None = None, folder: str = "INBOX") -> Path:
     entries = []
-    for address, password, security, port in ((BOX0, box0_password, "tls", imap.imaps_port),
-                                              (BOX1, PASSWORDS[BOX1], "starttls", imap.starttls_port)):
+    box0, box1 = boxes
+    extra = (f", authserv_id: {authserv_id}" if authserv_id else "") + (f", folder: {folder}" if folder != "INBOX"
+                                                                         else "")
+    for address, password, security, port in ((box0, box0_password or imap.users[box0], "tls", imap.imaps_port),
+                                              (box1, imap.users[box1], "starttls", imap.starttls_port)):
         secret = tmp / f"{address}.pw"
         secret.write_text(password + "\n")
         secret.chmod(0o600)
-        ca = imap.ca_file if address == BOX0 or box1_ca is None else box1_ca
+        ca = imap.ca_file if address == box0 or box1_ca is None else box1_ca
         entries.append(
             f"      - address: {address}\n        domain: sender.example\n        start: '2026-01-01'\n"
             f"        group: sales\n"
             f"        smtp: {{host: 127.0.0.1, port: 587, username: {address}, password_file: '{secret}'}}\n"
-            f"        imap: {{host: 127.0.0.1, port: {port}, security: {security}, ca_file: '{ca}'}}\n")
+            f"        imap: {{host: 127.0.0.1, port: {port}, security: {security}, ca_file: '{ca}'{extra}}}\n")
     path = tmp / "inventory.yml"
     path.write_text("all:\n  vars:\n    sendhost_unsubscribe_base_url: https://u.example.test\n"
                     "    sendhost_mailboxes:\n" + "".join(entries) +

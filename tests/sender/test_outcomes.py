@@ -64,6 +64,10 @@ def test_provider_reply_drives_the_outcome(tmp_path: Path, database_url: str, re
     assert shown is not None
     assert (shown.row["status"], shown.row["attempts"]) == (row_status, attempts), shown.events
     assert suppressed is (name == "recipient")
+    # a recipient refused at RCPT is a hard bounce of the mailbox, as the same refusal in a DSN would be
+    assert ("bounce" in [e["kind"] for e in shown.events]) is (name == "recipient")
+    assert [(f["event"], f["source"]) for f in shown.feedback] == ([("bounced", "agent")] if name == "recipient"
+                                                                  else [])
     assert bool(submission.recorder.received) is delivered
     state, sent = _mailbox_state(world, world.mailboxes[0])
     assert state == mailbox_state

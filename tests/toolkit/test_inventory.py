@@ -155,3 +155,31 @@ def test_example_is_also_a_valid_ansible_inventory(example_inventory: Path) -> N
     assert sorted(listed["senders"]["hosts"]) == ["sender-1", "sender-2"]
     assert listed["_meta"]["hostvars"]["sender-1"]["sendhost_pool"]["slots"] == 2
     assert "[WARNING]" not in result.stderr
+
+
+IMAP = """        start: "2026-11-30"
+        smtp: {host: smtp.gmail.com, username: a@example.com, password_env: SENDHOST_SECRET_A_SMTP}
+        imap: {host: IMAP_HOSTAUTHSERV}
+"""
+
+
+@pytest.mark.parametrize(("host", "written", "expected"), [
+    ("imap.gmail.com", "", "mx.google.com"),  # the provider preset
+    ("IMAP.Gmail.com.", "", "mx.google.com"),
+    ("imap.gmail.com", ", authserv_id: mx-eu.google.example", "mx-eu.google.example"),  # written wins
+    ("outlook.office365.com", "", None),  # Microsoft writes no authserv-id: no verdict
+    ("imap.example.net", ", authserv_id: mx.example.net", "mx.example.net"),
+])
+def test_imap_authserv_id_is_read_or_preset(tmp_path: Path, host: str, written: str, expected: str | None) -> None:
+    text = MINIMAL.replace('        start: "2026-11-30"\n',
+                           IMAP.replace("IMAP_HOST", host).replace("AUTHSERV", written), 1)
+    (mailbox,) = load_inventory(write(tmp_path, text)).mailboxes
+    assert mailbox.imap is not None and mailbox.imap.authserv_id == expected
+
+
+def test_a_bad_authserv_id_names_the_key_and_the_fix(tmp_path: Path) -> None:
+    text = MINIMAL.replace('        start: "2026-11-30"\n',
+                           IMAP.replace("IMAP_HOST", "imap.gmail.com").replace("AUTHSERV", ', authserv_id: "mx; x"'), 1)
+    with pytest.raises(ConfigError, match=r"inventory.yml:\d+: sendhost_mailboxes\[0\].imap.authserv_id: 'mx; x' is "
+                                          r"not an authserv-id; write the name the provider puts first"):
+        load_inventory(write(tmp_path, text))

@@ -112,12 +112,16 @@ def show_command(sc: SenderContext, lead: str, step: int, campaign: str, fmt: st
         hint = ("check the lead id (sendhost sender status)" if campaign == "enqueue"
                 else "check the address and the campaign (sendhost lead show ADDRESS lists every step)")
         sc.app.fail(f"no row for lead {lead!r} step {step}{where}; {hint}", 1)
-    data: dict[str, Any] = {"row": shown.row, "send_log": shown.send_log, "events": shown.events}
+    data: dict[str, Any] = {"row": shown.row, "send_log": shown.send_log, "events": shown.events,
+                            "feedback": shown.feedback}
     if sc.app.output_format(fmt) == "json":
         click.echo(json.dumps(data, indent=2, default=str))
         return
     emit_table(f"{lead} step {step}", ["field", "value"], [(k, v) for k, v in shown.row.items()])
     emit_table("history", ["at", "event", "detail"], [(e["at"], e["kind"], e["detail"]) for e in shown.events])
+    if shown.feedback:  # verdict: how sure the source was (DMARC of a mail's From: pass, fail = forged, none)
+        emit_table("feedback", ["at", "event", "source", "verdict", "detail"],
+                   [(f["at"], f["event"], f["source"], f["verdict"], f["detail"]) for f in shown.feedback])
 
 
 def _duration(value: str) -> float:
