@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from sender.embedded_place import FIX, Place, bin_dir, discard, locate, move_root_data_from_state_dir, prepare
+from sender.embedded_place import FIX, Place, discard, locate, move_root_data_from_state_dir, prepare, programs_for
 from sender.embedded_place import prepare_private as _prepare_private
 from sender.errors import LedgerUnavailable
 from sendhost.private_paths import private_file
@@ -248,7 +248,7 @@ def _run(place: Place, program: str, *args: str, stdout: int = subprocess.PIPE,
     env = {"PATH": os.environ.get("PATH", os.defpath), "PGDATA": str(place.data_dir), "LC_ALL": "C"}
     account = {} if place.run_as is None else {"user": place.uid, "group": place.gid, "extra_groups": []}
     try:
-        return subprocess.run([str(bin_dir() / program), *args], env=env, cwd="/", umask=0o077,
+        return subprocess.run([str(programs_for(place) / program), *args], env=env, cwd="/", umask=0o077,
                               stdin=subprocess.DEVNULL, stdout=stdout,
                               stderr=subprocess.STDOUT if stdout != subprocess.PIPE else subprocess.PIPE,
                               text=True, timeout=timeout, check=False, **account)  # type: ignore[call-overload]
@@ -258,14 +258,14 @@ def _run(place: Place, program: str, *args: str, stdout: int = subprocess.PIPE,
 
 
 def _check_programs(place: Place) -> None:
-    """As root, the server's account must be able to run the wheel's programs where pip put them."""
+    """As root, the server's account must be able to run the programs (the wheel's, or root's copy of them)."""
     if place.run_as is None:
         return
     result = _run(place, "postgres", "--version", timeout=30)
     if result.returncode != 0:
+        why = (result.stderr or result.stdout).strip() or "denied"
         raise LedgerUnavailable(f"{place.run_as}, who runs the embedded PostgreSQL as root, cannot run "
-                                f"{bin_dir() / 'postgres'} ({(result.stderr or result.stdout).strip() or 'denied'}); "
-                                f"install sendhost where other users may read it (umask 022), {FIX}")
+                                f"{programs_for(place) / 'postgres'} ({why}); {FIX}")
 
 
 def _initdb(place: Place) -> None:

