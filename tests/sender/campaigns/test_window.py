@@ -18,7 +18,7 @@ NIGHT = Schedule(tuple(range(7)), (HourRange(90, 210),))  # 01:30-03:30 every da
 
 
 def at(tz: ZoneInfo, *parts: int, fold: int = 0) -> datetime:
-    return datetime(*parts, tzinfo=tz).replace(fold=fold)  # type: ignore[misc]
+    return datetime(*parts, tzinfo=tz).replace(fold=fold)  # type: ignore[arg-type,misc]
 
 
 def local(instant: datetime | None, tz: ZoneInfo) -> str:
