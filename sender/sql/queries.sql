@@ -32,6 +32,23 @@ LEFT JOIN LATERAL (
 -- A campaign's file as last applied, with the hash the claim returns (the agent caches its parse by both).
 SELECT name, source, md5(source) FROM sender_campaigns WHERE id = %(id)s;
 
+-- name: campaign_queued_zones
+-- The lead time zones (as stored; NULL: the campaign's) of a campaign's rows waiting to be claimed.
+SELECT DISTINCT l.timezone
+FROM sender_emails e
+JOIN sender_campaigns c ON c.id = e.campaign_id
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+WHERE c.name = %(name)s AND e.status IN ('queued', 'retry');
+
+-- name: campaign_due_by
+-- How many of them, of leads in one time zone, are due by `until` (the window's next opening there).
+SELECT count(*)
+FROM sender_emails e
+JOIN sender_campaigns c ON c.id = e.campaign_id
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+WHERE c.name = %(name)s AND e.status IN ('queued', 'retry') AND l.timezone IS NOT DISTINCT FROM %(timezone)s
+  AND e.not_before <= %(until)s;
+
 -- name: unclaim
 SELECT sender_unclaim(%(id)s, %(delay_s)s, %(why)s, %(now)s);
 

@@ -17,6 +17,7 @@ from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import load_campaign
 from sender.campaigns.window import Schedule
 from sender.ledger.campaigns import Campaigns, Move
+from sender.ledger.window_wait import window_wait
 from sender.sending.agent import Agent
 from sender.settings import AgentSettings
 from tests.sender.world import HOST, World, make_world
@@ -147,6 +148,11 @@ def test_a_row_due_friday_at_18_goes_monday_at_9(tmp_path: Path, paced: World, a
         (why,) = conn.execute("SELECT detail FROM sender_events WHERE kind = 'unclaimed'").fetchone() or (None,)
     assert not_before == datetime(2026, 12, 14, 9, 0, tzinfo=BERLIN)
     assert why is not None and "opens 2026-12-14T09:00:00+01:00" in why
+    # `campaign status` counts it as waiting for the window, which opens Monday 09:00 at Berlin's offset
+    spec = Campaigns(ledger).spec("paced")
+    assert spec is not None
+    wait = window_wait(ledger, spec)
+    assert wait is not None and (wait.rows, wait.as_json()["opens"]) == (1, "2026-12-14T09:00:00+01:00")
     clock.now = datetime(2026, 12, 14, 8, 59, 59, tzinfo=BERLIN).timestamp()
     assert _drain(sender, ledger) == []
     assert paced.server.recorder.received == []
