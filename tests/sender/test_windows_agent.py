@@ -57,7 +57,7 @@ def clock() -> Clock:
 @pytest.fixture
 def paced(tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> World:
     return make_world(tmp_path, database_url, redis_url, submission, mailboxes=2,
-                      start=MONDAY.date() - timedelta(days=120))
+                      start=date(2025, 11, 1))  # warmed up by every week the tests simulate
 
 
 @pytest.fixture
@@ -98,14 +98,18 @@ def _drain(agent: Agent, ledger: Ledger, on_send: Callable[[], None] | None = No
     return kinds
 
 
+# a plain week, and one across Europe's spring-forward (Sunday 29 March), after New York's (8 March) moved it an
+# hour closer to Berlin
+@pytest.mark.parametrize("monday", [MONDAY, datetime(2026, 3, 23, tzinfo=BERLIN)], ids=["december", "march-dst"])
 def test_over_a_simulated_week_nothing_arrives_outside_each_leads_window(
-        tmp_path: Path, paced: World, agent: tuple[Agent, Ledger], clock: Clock) -> None:
+        tmp_path: Path, paced: World, agent: tuple[Agent, Ledger], clock: Clock, monday: datetime) -> None:
     sender, ledger = agent
+    clock.now = monday.timestamp()
     berlin = [f"b{n}@rcpt.example" for n in range(3)]
     new_york = [f"n{n}@rcpt.example" for n in range(3)]
     # Berlin leads have no time zone of their own (the campaign's), New York leads name theirs
     _campaign(tmp_path, ledger, "".join(f"{a},\n" for a in berlin) + "".join(f"{a},America/New_York\n"
-                                                                             for a in new_york), delay="5h")
+                                                                             for a in new_york), delay="4d10h")
     schedule = Schedule((0, 1, 2, 3, 4), load_campaign(tmp_path / "paced.yml").pacing.window.hours)  # type: ignore[union-attr]
     zone_of = {**dict.fromkeys(berlin, BERLIN), **dict.fromkeys(new_york, NEW_YORK)}
     received = paced.server.recorder.received
@@ -119,7 +123,7 @@ def test_over_a_simulated_week_nothing_arrives_outside_each_leads_window(
             if not schedule.is_open(clock.at(), zone_of[rcpt]):
                 outside.append((rcpt, clock.at().astimezone(zone_of[rcpt]).isoformat()))
 
-    end = MONDAY.timestamp() + 7 * 86400
+    end = monday.timestamp() + 8 * 86400  # to the next Monday's window, past the DST change
     while clock.now < end:
         _drain(sender, ledger, check)
         due = ledger.next_due_s(sender.groups)
@@ -130,9 +134,12 @@ def test_over_a_simulated_week_nothing_arrives_outside_each_leads_window(
     firsts = {r: when for r, when in reversed(arrivals)}
     assert {firsts[r].astimezone(BERLIN).strftime("%a %H:%M") for r in berlin} == {"Mon 09:00"}
     assert {firsts[r].astimezone(NEW_YORK).strftime("%a %H:%M") for r in new_york} == {"Mon 09:00"}
-    # a follow-up due 5 hours after a 09:00 send falls at 14:00, inside the window: it goes then
+    # a follow-up due 4 days 10 hours after a Monday 09:00 send falls on Friday 19:00, outside the window: it waits
+    # for the next Monday 09:00 in its lead's zone, across the DST change of the March week
     seconds = {r: when for r, when in arrivals}
-    assert {seconds[r].astimezone(BERLIN).strftime("%a %H:%M") for r in berlin} == {"Mon 14:00"}
+    next_monday = (monday + timedelta(days=7)).date().isoformat()
+    assert {seconds[r].astimezone(BERLIN).strftime("%F %H:%M") for r in berlin} == {f"{next_monday} 09:00"}
+    assert {seconds[r].astimezone(NEW_YORK).strftime("%F %H:%M") for r in new_york} == {f"{next_monday} 09:00"}
 
 
 def test_a_row_due_friday_at_18_goes_monday_at_9(tmp_path: Path, paced: World, agent: tuple[Agent, Ledger],
