@@ -1,4 +1,5 @@
-"""The sender agent: claim a due row, reserve a mailbox, lease a source IP, check suppression, submit, record.
+"""The sender agent: claim a due row, check its sending window, reserve a mailbox, lease a source IP, check suppression,
+submit, record.
 
 Each step that takes something is undone in reverse when a later one fails. No transaction or lock is held across
 the SMTP conversation: every ledger call is one database function. The attempt's durable start (with the last
