@@ -1,7 +1,7 @@
 """A campaign's pacing keys (issue 25): time zone, sending window, dates to skip, caps, the follow-ups' share.
 
-Parsed and validated here; enforcing them (the agent's window, the campaign cap in the guard's script) comes with
-the ledger and agent work and is not done by this module.
+Parsed and validated here. The window keys are enforced by the agent (sender/sending/windows.py, with the
+arithmetic in sender/campaigns/window.py); the caps and the follow-ups' share are not enforced yet.
 """
 
 from __future__ import annotations

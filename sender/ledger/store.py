@@ -88,13 +88,17 @@ class Claimed:
     fields: Mapping[str, str] | None = None  # the lead's merge fields; None: subject and body are the text itself
     # the lead's earlier steps handed over, oldest first: (its own subject, None for a reply; its Message-ID)
     earlier: tuple[tuple[str | None, str], ...] = ()
+    campaign_id: int | None = None
+    lead_timezone: str | None = None  # the lead's own `timezone` column, as stored (not checked)
+    source_hash: str | None = None  # of the campaign's file as applied; None: no file (`enqueue`), no window
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> Claimed:
         (id_, lead, step, recipient, group, subject, body, attempts, key, message_id, attempt_id, pinned, own,
-         fields, earlier) = row  # the claim query's columns, in order
+         fields, earlier, campaign_id, lead_timezone, source_hash) = row  # the claim query's columns, in order
         return cls(id_, lead, step, recipient, group, subject, body, attempts, key, message_id, attempt_id, pinned,
-                   own, fields, tuple((text if own_text else None, mid) for own_text, text, mid in earlier or ()))
+                   own, fields, tuple((text if own_text else None, mid) for own_text, text, mid in earlier or ()),
+                   campaign_id, lead_timezone, source_hash)
 
 
 @dataclass(frozen=True)
@@ -333,6 +337,11 @@ class Ledger:
                                         "mailboxes": [m.lower() for m in mailboxes] if mailboxes else None},
                               "claim")
         return [Claimed.of(row) for row in rows]
+
+    def campaign_source(self, campaign_id: int) -> tuple[str, str, str] | None:
+        """A campaign's (name, file as last applied, its hash as the claim gives it); None: no such campaign."""
+        rows = self.fetch_all("campaign_file", {"id": campaign_id}, "read the campaign file")
+        return None if not rows else (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
 
     def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
         return bool(self._one("unclaim", {"id": email_id, "delay_s": self._put_back(delay_s), "why": why},

@@ -1,4 +1,5 @@
-"""The sender agent: claim a due row, reserve a mailbox, lease a source IP, check suppression, submit, record.
+"""The sender agent: claim a due row, check its sending window, reserve a mailbox, lease a source IP, check suppression,
+submit, record.
 
 Each step that takes something is undone in reverse when a later one fails. No transaction or lock is held across
 the SMTP conversation: every ledger call is one database function. The attempt's durable start (with the last
@@ -20,6 +21,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ippool import Lease, Pool
 from sender.campaigns.template import TemplateError
@@ -31,6 +33,7 @@ from sender.sending.message import build_message, message_id_for, unsubscribe_ur
 from sender.sending.outcomes import decide
 from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession, open_session
 from sender.sending.tokens import make_token
+from sender.sending.windows import Windows
 from sender.settings import AgentSettings
 from sendhost.errors import SecretUnavailable
 from sendhost.model import Mailbox
@@ -98,6 +101,7 @@ class Agent:
         # Threads for work beside a send: opening its SMTP session, settling its lease and reservation. The
         # simulation passes an inline executor: one thread on its simulated clock, the same order every run.
         self._side_tasks = side_tasks or ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
+        self._windows = Windows()
 
     @property
     def groups(self) -> list[str]:
@@ -122,6 +126,12 @@ class Agent:
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.UNCONFIRMED,
                                                                  "redelivered after an attempt had started"))
             return Report(row.id, "crash", f"settled as {status}")
+        now = datetime.fromtimestamp(self._clock(), UTC)
+        closed = self._windows.closed(ledger, row, now)
+        if closed is not None:
+            # Outside the lead's sending window: back to the queue until it opens, before any mailbox is reserved.
+            ledger.unclaim(row.id, closed.delay_s, closed.why)
+            return Report(row.id, "blocked", closed.why)
         url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.id))
         try:
             content = compose(row, url)

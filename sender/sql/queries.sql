@@ -13,16 +13,41 @@ SELECT sender_is_suppressed(%(address)s);
 
 -- name: claim
 -- With each claimed row: its lead's merge fields (NULL: the row carries its own text) and the lead's earlier
--- steps (own subject?, the Subject sent, Message-ID), oldest first, for the reply headers of the thread.
+-- steps (own subject?, the Subject sent, Message-ID), oldest first, for the reply headers of the thread. And what
+-- the agent's window check needs: the campaign, the lead's time zone, and a hash of the campaign file as applied
+-- (NULL for `enqueue`, which has no file and no window) that tells the agent when to parse it again.
 SELECT c.id, c.lead, c.step, c.recipient, c.mailbox_group, c.subject, c.body, c.attempts, c.idempotency_key,
-       c.message_id, c.attempt_id, c.pinned_mailbox, c.own_subject, l.fields, earlier.steps
+       c.message_id, c.attempt_id, c.pinned_mailbox, c.own_subject, l.fields, earlier.steps,
+       c.campaign_id, l.timezone, CASE WHEN cp.kind = 'file' THEN md5(cp.source) END
 FROM sender_claim(%(worker)s, %(limit)s, %(groups)s, %(mailboxes)s, %(now)s) AS c
 JOIN sender_leads l ON l.campaign_id = c.campaign_id AND l.lead = c.lead
+JOIN sender_campaigns cp ON cp.id = c.campaign_id
 LEFT JOIN LATERAL (
     SELECT json_agg(json_build_array(e.own_subject, e.sent_subject, e.message_id) ORDER BY e.step) AS steps
     FROM sender_emails e
     WHERE e.campaign_id = c.campaign_id AND e.lead = c.lead AND e.step < c.step AND e.message_id IS NOT NULL
 ) AS earlier ON c.step > 1;
+
+-- name: campaign_file
+-- A campaign's file as last applied, with the hash the claim returns (the agent caches its parse by both).
+SELECT name, source, md5(source) FROM sender_campaigns WHERE id = %(id)s;
+
+-- name: campaign_queued_zones
+-- The lead time zones (as stored; NULL: the campaign's) of a campaign's rows waiting to be claimed.
+SELECT DISTINCT l.timezone
+FROM sender_emails e
+JOIN sender_campaigns c ON c.id = e.campaign_id
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+WHERE c.name = %(name)s AND e.status IN ('queued', 'retry');
+
+-- name: campaign_due_by
+-- How many of them, of leads in one time zone, are due by `until` (the window's next opening there).
+SELECT count(*)
+FROM sender_emails e
+JOIN sender_campaigns c ON c.id = e.campaign_id
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+WHERE c.name = %(name)s AND e.status IN ('queued', 'retry') AND l.timezone IS NOT DISTINCT FROM %(timezone)s
+  AND e.not_before <= %(until)s;
 
 -- name: unclaim
 SELECT sender_unclaim(%(id)s, %(delay_s)s, %(why)s, %(now)s);

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from subprocess import CompletedProcess
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
@@ -150,7 +152,16 @@ def test_apply_json(sendhost: Cli, tmp_path: Path) -> None:
      "q1.yml:8: steps[2].body: unknown merge field {frist_name}"),
     (("group: sales", "group: marketing"),
      "q1.yml:2: group: no mailbox is in group 'marketing'; the inventory's mailbox groups are sales, support"),
-], ids=["unknown-key", "delay-not-a-duration", "unknown-merge-field", "group-no-mailbox-has"])
+    # the pacing keys' bad input of issue 25
+    (("fields: [first_name]", 'fields: [first_name]\nwindow: {days: [mon], hours: ["25:00-26:00"]}'),
+     "q1.yml:4: window.hours: '25:00-26:00' is not a range of local times"),
+    (("fields: [first_name]", "fields: [first_name]\ntimezone: Europe/Berlyn"),
+     "q1.yml:4: timezone: 'Europe/Berlyn' is not an IANA time zone"),
+    (("fields: [first_name]", 'fields: [first_name]\nwindow: {days: [mon], hours: ["09:00-12:00", "11:00-13:00"]}'),
+     "q1.yml:4: window.hours: 11:00-13:00 overlaps 09:00-12:00"),
+    (("fields: [first_name]", "fields: [first_name]\ndaily_cap: 0"), "q1.yml:4: daily_cap: 0 is outside 1..1000000"),
+], ids=["unknown-key", "delay-not-a-duration", "unknown-merge-field", "group-no-mailbox-has", "window-25h",
+        "unknown-time-zone", "overlapping-ranges", "cap-below-1"])
 def test_a_bad_campaign_file_exits_2_naming_the_line_and_applies_nothing(
         sendhost: Cli, tmp_path: Path, database_url: str, change: tuple[str, str], expected: str) -> None:
     path = _file(tmp_path, "q1.yml", CAMPAIGN.format(name="q1").replace(*change))
@@ -309,10 +320,31 @@ def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
     one = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)
     assert one == {"name": "q1", "state": "running", "group": "sales", "leads": 2, "ended": {"replied": 1},
                    "steps": {"1": {**zero, "queued": 1, "replied": 1}, "2": {**zero, "cancelled": 1}, "3": zero},
-                   "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}}
+                   "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None}
     every = json.loads(sendhost("campaign", "status", "--format", "json").stdout)
     assert [c["name"] for c in every] == ["later", "q1"] and every[1] == one
     assert _one_line_error(sendhost("campaign", "status", "nope")).startswith("error: no campaign 'nope'")
+
+
+def test_status_counts_the_rows_due_that_wait_for_the_window_and_when_it_opens(
+        sendhost: Cli, tmp_path: Path) -> None:
+    # closed now whatever the hour: yesterday, today and tomorrow are skipped (no `window`: every other day is open)
+    today = datetime.now(UTC).date()
+    skipped = ", ".join(str(today + timedelta(days=d)) for d in (-1, 0, 1))
+    text = CAMPAIGN.format(name="q1") + f"timezone: America/New_York\nskip_dates: [{skipped}]\n"
+    _apply(sendhost, tmp_path, "q1", text)
+    assert _add(sendhost, tmp_path, "q1", "ann@rcpt.example,,,Ann\nbob@rcpt.example,,America/Chicago,Bob\n"
+                ).returncode == 0
+    assert sendhost("campaign", "start", "q1").returncode == 0
+    shown = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)
+    local_today = datetime.now(ZoneInfo("America/New_York")).date()
+    # the earliest opening is New York's midnight after the skipped days, shown with New York's offset
+    opens = datetime.fromisoformat(shown["window"]["opens"])
+    assert shown["window"]["rows"] == 2
+    assert opens.utcoffset() == ZoneInfo("America/New_York").utcoffset(opens.replace(tzinfo=None))
+    assert (opens.hour, opens.minute) == (0, 0) and opens.date() > local_today
+    table = sendhost("campaign", "status", "q1").stdout
+    assert f"q1: 2 row(s) due wait for the sending window, which next opens {shown['window']['opens']}" in table
 
 
 # --- lead show -----------------------------------------------------------------------------------------------------

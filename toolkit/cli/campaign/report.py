@@ -4,7 +4,7 @@ each step's rows and what each mailbox sent."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,7 @@ from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
     from sender.ledger.campaigns import Campaigns, CampaignStatus
+    from sender.ledger.window_wait import WindowWait
 
 
 @click.command("status")
@@ -31,18 +32,31 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
         names = [name] if name is not None else campaigns.names()
         found = [_status(sc, campaigns, each) for each in names]
     if sc.app.output_format(fmt) == "json":
-        emit_json(found[0].as_json() if name is not None else [status.as_json() for status in found])
+        emit_json(found[0].as_json() if name is not None else [shown.as_json() for shown in found])
         return
     if not found:
         click.echo("no campaigns yet; `sendhost campaign apply FILE.yml` creates one")
-    for number, status in enumerate(found):
+    for number, shown in enumerate(found):
         if number:
             click.echo()
-        render_status(status)
+        render_status(shown.status)
+        render_window(shown.status.name, shown.window)
 
 
-def _status(sc: SenderContext, campaigns: Campaigns, name: str) -> CampaignStatus:
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """A campaign's status and what of it waits for its sending window (None: it has no window)."""
+
+    status: CampaignStatus
+    window: WindowWait | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.status.as_json(), "window": self.window.as_json() if self.window else None}
+
+
+def _status(sc: SenderContext, campaigns: Campaigns, name: str) -> Shown:
     from sender.ledger.campaigns import STEP_COLUMNS
+    from sender.ledger.window_wait import window_wait
 
     status = campaigns.status(name)
     if status is None:
@@ -52,7 +66,8 @@ def _status(sc: SenderContext, campaigns: Campaigns, name: str) -> CampaignStatu
     # every step of the file, those no lead has reached yet at 0
     steps = {number: dict.fromkeys(STEP_COLUMNS, 0) for number in range(1, len(spec.steps) + 1)} if spec else {}
     steps.update(status.steps)
-    return dataclasses.replace(status, steps=dict(sorted(steps.items())))
+    wait = window_wait(campaigns.ledger, spec) if spec else None
+    return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait)
 
 
 def render_status(status: CampaignStatus) -> None:
@@ -68,3 +83,11 @@ def render_status(status: CampaignStatus) -> None:
                    [(box, n["sent"], n["waiting"]) for box, n in status.mailboxes.items()])
     else:
         click.echo(f"{status.name}: no mailbox has sent for it yet")
+
+
+def render_window(name: str, wait: WindowWait | None) -> None:
+    if wait is None:
+        click.echo(f"{name}: no sending window (any day, any hour)")
+        return
+    opens = wait.opens.isoformat() if wait.opens else "never"
+    click.echo(f"{name}: {wait.rows} row(s) due wait for the sending window, which next opens {opens}")

@@ -1,0 +1,89 @@
+"""The agent's sending-window check: is a claimed row's lead inside its campaign's window now, else when it opens.
+
+A row's window is its campaign's, as last applied (sender_campaigns.source), read on the wall clock of the lead's
+own time zone, else the campaign's. The file is parsed once per campaign and file: the claim gives a hash of the
+file, and a new hash (an `apply`) makes the next claim parse it again. Rows of `enqueue` have no window.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sender.campaigns.spec import load_campaign
+from sender.campaigns.window import Schedule, zone
+from sender.ledger.store import Claimed, Ledger
+from sendhost.errors import ConfigError
+
+log = logging.getLogger("sendhost.sender")
+
+NEVER_OPENS_DELAY_S = 86400.0  # a window that never opens (every range in a DST gap): look again tomorrow
+BROKEN_DELAY_S = 300.0  # a file that no longer parses: look again in a while (an apply fixes it)
+
+
+@dataclass(frozen=True)
+class _Applied:
+    """What the agent keeps of one campaign file: its schedule (None: always open) and time zone, or why not."""
+
+    name: str
+    schedule: Schedule | None
+    timezone: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Closed:
+    """A row that may not go now: when its window opens (None: not known), how long to put it back for, and the
+    words for its history."""
+
+    opens: datetime | None
+    delay_s: float
+    why: str
+
+
+class Windows:
+    """The window check, shared by an agent's worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._applied: dict[int, tuple[str, _Applied]] = {}  # campaign id -> (file hash, what it says)
+
+    def closed(self, ledger: Ledger, row: Claimed, now: datetime) -> Closed | None:
+        """None when `row` may go at `now`; else when its window opens."""
+        if row.campaign_id is None or row.source_hash is None:
+            return None  # `enqueue`: no campaign file, no window
+        applied = self._of(ledger, row.campaign_id, row.source_hash)
+        if applied.error is not None:
+            # Fail closed: a file that was valid when applied and no longer parses must not send around its window.
+            return Closed(None, BROKEN_DELAY_S, applied.error)
+        if applied.schedule is None:
+            return None
+        tz = zone(row.lead_timezone, applied.timezone)
+        if applied.schedule.is_open(now, tz):
+            return None
+        opens = applied.schedule.next_opening(now, tz)
+        delay = NEVER_OPENS_DELAY_S if opens is None else max((opens - now).total_seconds(), 0.0)
+        return Closed(opens, delay, f"outside the sending window of campaign {applied.name} ({tz.key}); opens "
+                      f"{opens.astimezone(tz).isoformat() if opens else 'never'}")
+
+    def _of(self, ledger: Ledger, campaign_id: int, source_hash: str) -> _Applied:
+        with self._lock:
+            cached = self._applied.get(campaign_id)
+        if cached is not None and cached[0] == source_hash:
+            return cached[1]
+        found = ledger.campaign_source(campaign_id)
+        if found is None:  # the claim just joined it: only a deleted campaign gets here
+            return _Applied(str(campaign_id), None, "UTC", f"campaign {campaign_id} is gone")
+        name, source, stored_hash = found
+        try:
+            pacing = load_campaign(Path(f"campaign {name} (as applied)"), text=source).pacing
+            applied = _Applied(name, Schedule.of(pacing), pacing.timezone)
+        except ConfigError as exc:
+            log.error("sender: %s; its rows wait until it is applied again", exc)
+            applied = _Applied(name, None, "UTC", f"the applied file does not parse: {exc}")
+        with self._lock:
+            self._applied[campaign_id] = (stored_hash, applied)
+        return applied

@@ -1,0 +1,213 @@
+"""Sending windows through the real send path: the agent (on a simulated clock) against a real ledger, Redis and
+submission server hands nothing over outside the lead's window, and puts a row back until the window opens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import psycopg
+import pytest
+
+from sender import Ledger
+from sender.assembly import build_agent
+from sender.campaigns.leads import read_leads
+from sender.campaigns.spec import load_campaign
+from sender.campaigns.window import Schedule
+from sender.ledger.campaigns import Campaigns, Move
+from sender.ledger.window_wait import window_wait
+from sender.sending.agent import Agent
+from sender.settings import AgentSettings
+from tests.sender.world import HOST, World, make_world
+from tests.support.submission import SubmissionServer
+
+BERLIN = ZoneInfo("Europe/Berlin")
+NEW_YORK = ZoneInfo("America/New_York")
+MONDAY = datetime(2026, 12, 7, tzinfo=BERLIN)  # a week without a DST change in either zone
+WINDOW = 'timezone: Europe/Berlin\nwindow: {days: [mon, tue, wed, thu, fri], hours: ["09:00-17:00"]}\n'
+CAMPAIGN = """\
+name: {name}
+group: sales
+steps:
+  - subject: "Hello"
+    body: "Hi"
+  - delay: {delay}
+    body: "Following up"
+"""
+
+
+class Clock:
+    def __init__(self, start: datetime) -> None:
+        self.now = start.timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def at(self) -> datetime:
+        return datetime.fromtimestamp(self.now, UTC)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(MONDAY)
+
+
+@pytest.fixture
+def paced(tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> World:
+    return make_world(tmp_path, database_url, redis_url, submission, mailboxes=2,
+                      start=date(2025, 11, 1))  # warmed up by every week the tests simulate
+
+
+@pytest.fixture
+def agent(paced: World, clock: Clock) -> Iterator[tuple[Agent, Ledger]]:
+    sc = paced.context()
+    inventory = sc.app.require_inventory()
+    host = inventory.host(HOST)
+    settings = AgentSettings(host=host.name, primary_ip=host.primary_ip,
+                             mailboxes=tuple(m for m in inventory.mailboxes if m.smtp is not None),
+                             unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=5.0)
+    built, factory = build_agent(settings, sc.place, redis_url=paced.redis_url, state_dir=sc.app.state_dir,
+                                 unsubscribe_key_file=inventory.unsubscribe_key_file, env=sc.app.env, clock=clock)
+    with factory() as ledger:
+        built.prepare(ledger)
+        yield built, ledger
+
+
+def _campaign(tmp_path: Path, ledger: Ledger, leads: str, *, name: str = "paced", delay: str = "1d",
+              pacing: str = WINDOW) -> Path:
+    path = tmp_path / f"{name}.yml"
+    path.write_text(CAMPAIGN.format(name=name, delay=delay) + pacing)
+    spec = load_campaign(path, {"sales"})
+    campaigns = Campaigns(ledger)
+    campaigns.apply(spec, path.read_text())
+    csv = tmp_path / f"{name}.csv"
+    csv.write_text("email,timezone\n" + leads)
+    campaigns.add_leads(name, read_leads(csv, spec).leads)
+    campaigns.move(name, Move.START)
+    return path
+
+
+def _drain(agent: Agent, ledger: Ledger, on_send: Callable[[], None] | None = None) -> list[str]:
+    kinds = []
+    while (report := agent.send_one(ledger, "w")) is not None:
+        kinds.append(report.kind)
+        if on_send is not None:
+            on_send()
+    return kinds
+
+
+# a plain week, and one across Europe's spring-forward (Sunday 29 March), after New York's (8 March) moved it an
+# hour closer to Berlin
+@pytest.mark.parametrize("monday", [MONDAY, datetime(2026, 3, 23, tzinfo=BERLIN)], ids=["december", "march-dst"])
+def test_over_a_simulated_week_nothing_arrives_outside_each_leads_window(
+        tmp_path: Path, paced: World, agent: tuple[Agent, Ledger], clock: Clock, monday: datetime) -> None:
+    sender, ledger = agent
+    clock.now = monday.timestamp()
+    berlin = [f"b{n}@rcpt.example" for n in range(3)]
+    new_york = [f"n{n}@rcpt.example" for n in range(3)]
+    # Berlin leads have no time zone of their own (the campaign's), New York leads name theirs
+    _campaign(tmp_path, ledger, "".join(f"{a},\n" for a in berlin) + "".join(f"{a},America/New_York\n"
+                                                                             for a in new_york), delay="4d10h")
+    schedule = Schedule((0, 1, 2, 3, 4), load_campaign(tmp_path / "paced.yml").pacing.window.hours)  # type: ignore[union-attr]
+    zone_of = {**dict.fromkeys(berlin, BERLIN), **dict.fromkeys(new_york, NEW_YORK)}
+    received = paced.server.recorder.received
+    outside: list[tuple[str, str]] = []
+    arrivals: list[tuple[str, datetime]] = []
+
+    def check() -> None:
+        for message in received[len(arrivals):]:
+            rcpt = message.rcpt
+            arrivals.append((rcpt, clock.at()))
+            if not schedule.is_open(clock.at(), zone_of[rcpt]):
+                outside.append((rcpt, clock.at().astimezone(zone_of[rcpt]).isoformat()))
+
+    end = monday.timestamp() + 8 * 86400  # to the next Monday's window, past the DST change
+    while clock.now < end:
+        _drain(sender, ledger, check)
+        due = ledger.next_due_s(sender.groups)
+        clock.now += 900 if due is None else min(max(due, 1.0), 900)
+    assert outside == []
+    # each lead got both steps, the first at its window's first opening (Monday 09:00 in its own zone)
+    assert sorted(r for r, _ in arrivals) == sorted([*berlin, *new_york] * 2)
+    firsts = {r: when for r, when in reversed(arrivals)}
+    assert {firsts[r].astimezone(BERLIN).strftime("%a %H:%M") for r in berlin} == {"Mon 09:00"}
+    assert {firsts[r].astimezone(NEW_YORK).strftime("%a %H:%M") for r in new_york} == {"Mon 09:00"}
+    # a follow-up due 4 days 10 hours after a Monday 09:00 send falls on Friday 19:00, outside the window: it waits
+    # for the next Monday 09:00 in its lead's zone, across the DST change of the March week
+    seconds = {r: when for r, when in arrivals}
+    next_monday = (monday + timedelta(days=7)).date().isoformat()
+    assert {seconds[r].astimezone(BERLIN).strftime("%F %H:%M") for r in berlin} == {f"{next_monday} 09:00"}
+    assert {seconds[r].astimezone(NEW_YORK).strftime("%F %H:%M") for r in new_york} == {f"{next_monday} 09:00"}
+
+
+def test_a_row_due_friday_at_18_goes_monday_at_9(tmp_path: Path, paced: World, agent: tuple[Agent, Ledger],
+                                                 clock: Clock, database_url: str) -> None:
+    sender, ledger = agent
+    clock.now = datetime(2026, 12, 11, 18, 0, tzinfo=BERLIN).timestamp()
+    _campaign(tmp_path, ledger, "eve@rcpt.example,\n")
+    (report,) = _drain(sender, ledger)
+    assert report == "blocked"
+    with psycopg.connect(database_url) as conn:
+        (not_before,) = conn.execute("SELECT not_before FROM sender_emails WHERE recipient = 'eve@rcpt.example'"
+                                     ).fetchone() or (None,)
+        (why,) = conn.execute("SELECT detail FROM sender_events WHERE kind = 'unclaimed'").fetchone() or (None,)
+    assert not_before == datetime(2026, 12, 14, 9, 0, tzinfo=BERLIN)
+    assert why is not None and "opens 2026-12-14T09:00:00+01:00" in why
+    # `campaign status` counts it as waiting for the window, which opens Monday 09:00 at Berlin's offset
+    spec = Campaigns(ledger).spec("paced")
+    assert spec is not None
+    wait = window_wait(ledger, spec)
+    assert wait is not None and (wait.rows, wait.as_json()["opens"]) == (1, "2026-12-14T09:00:00+01:00")
+    clock.now = datetime(2026, 12, 14, 8, 59, 59, tzinfo=BERLIN).timestamp()
+    assert _drain(sender, ledger) == []
+    assert paced.server.recorder.received == []
+    clock.now += 1
+    assert _drain(sender, ledger) == ["sent"]
+    assert [m.rcpt for m in paced.server.recorder.received] == ["eve@rcpt.example"]
+
+
+def test_the_blocked_report_names_the_opening_and_reserves_no_mailbox(
+        tmp_path: Path, agent: tuple[Agent, Ledger], clock: Clock) -> None:
+    sender, ledger = agent
+    clock.now = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
+    _campaign(tmp_path, ledger, "eve@rcpt.example,America/New_York\n")
+    report = sender.send_one(ledger, "w")
+    assert report is not None and report.kind == "blocked" and report.mailbox is None
+    assert "America/New_York" in report.detail and "opens 2026-12-14T09:00:00-05:00" in report.detail
+    assert all(s.sent == 0 and s.reserved == 0 for s in sender.guard.status(["box0@sender.example",
+                                                                                 "box1@sender.example"]))
+
+
+def test_an_applied_change_of_the_window_reaches_the_agent_on_the_next_claim(
+        tmp_path: Path, agent: tuple[Agent, Ledger], clock: Clock, database_url: str) -> None:
+    sender, ledger = agent
+    clock.now = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
+    path = _campaign(tmp_path, ledger, "eve@rcpt.example,\n")
+    assert _drain(sender, ledger) == ["blocked"]
+    weekend = WINDOW.replace("fri]", "fri, sat, sun]")
+    path.write_text(CAMPAIGN.format(name="paced", delay="1d") + weekend)
+    Campaigns(ledger).apply(load_campaign(path, {"sales"}), path.read_text())
+    with psycopg.connect(database_url) as conn:  # the row waits for Monday; make it due now to see the new window
+        conn.execute("UPDATE sender_emails SET not_before = %s WHERE recipient = 'eve@rcpt.example'", (clock.at(),))
+    assert _drain(sender, ledger) == ["sent"]
+
+
+def test_rows_of_enqueue_have_no_window(paced: World, agent: tuple[Agent, Ledger], clock: Clock) -> None:
+    sender, ledger = agent
+    clock.now = datetime(2026, 12, 13, 3, 0, tzinfo=BERLIN).timestamp()  # Sunday night
+    ledger.enqueue(lead="L1", step=1, to="eve@rcpt.example", group="sales", subject="Hello", text="Hi")
+    assert _drain(sender, ledger) == ["sent"]
+
+
+def test_skip_dates_hold_a_row_to_the_next_open_day(tmp_path: Path, agent: tuple[Agent, Ledger], clock: Clock,
+                                                   database_url: str) -> None:
+    sender, ledger = agent
+    clock.now = datetime(2026, 12, 24, 10, 0, tzinfo=BERLIN).timestamp()  # a Thursday, skipped, as is Friday
+    _campaign(tmp_path, ledger, "eve@rcpt.example,\n", pacing=WINDOW + "skip_dates: [2026-12-24, 2026-12-25]\n")
+    assert _drain(sender, ledger) == ["blocked"]
+    with psycopg.connect(database_url) as conn:
+        (not_before,) = conn.execute("SELECT not_before FROM sender_emails").fetchone() or (None,)
+    assert not_before == datetime(2026, 12, 28, 9, 0, tzinfo=BERLIN)
+    assert date(2026, 12, 28).weekday() == 0
