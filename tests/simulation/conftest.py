@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,32 @@ def simulate() -> Callable[..., SimResult]:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def own_temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A temporary directory of this test's own as the process's (tempfile's, and TMPDIR for a child), so that what a
+    simulation leaves behind there, or a server still running from it, is this test's alone: another simulation on
+    the same machine cannot make it fail or pass. Opened to other users (0755) as /tmp is: run as root, the
+    simulation's PostgreSQL runs as its own account and needs to reach its data directory."""
+    path = Path(tempfile.mkdtemp(prefix="sim-test-", dir=tempfile.gettempdir()))
+    path.chmod(0o755)
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    monkeypatch.setenv("TMPDIR", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def processes_under(path: Path) -> set[int]:
+    """Processes whose command line names `path` (a server started on a data directory under it)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if str(path).encode() in command:
+            found.add(int(proc.name))
+    return found

@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO_ROOT, run_cli
+from tests.simulation.conftest import processes_under
 from toolkit.cli.simulate import example_inventory
-
-
-def _leftover_state_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("sendhost-sim-*")}
 
 
 @pytest.mark.slow
 @pytest.mark.service
-def test_json_summary_of_a_short_run(tmp_path: Path) -> None:
-    before = _leftover_state_dirs()
+def test_json_summary_of_a_short_run(tmp_path: Path, own_temp: Path) -> None:
     # A poisoned AWS environment: a profile that does not exist and an endpoint that answers nothing. The
     # simulation must neither read them nor reach anything.
     env = {"AWS_PROFILE": "no-such-profile", "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
@@ -40,7 +35,8 @@ def test_json_summary_of_a_short_run(tmp_path: Path) -> None:
     assert data["audit"]["findings"]["warning"] == 2  # dkim.short_key, dmarc.rua_missing on example.com
     assert result.stderr == ""  # no progress bar in a pipe, no warnings
     assert list(tmp_path.iterdir()) == []  # nothing written to the working directory (no .sendhost/)
-    assert _leftover_state_dirs() <= before  # the temporary Redis directory is gone
+    assert list(own_temp.iterdir()) == []  # the temporary Redis and PostgreSQL directories are gone
+    assert processes_under(own_temp) == set()  # and their servers
 
 
 @pytest.mark.slow

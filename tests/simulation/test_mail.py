@@ -17,6 +17,7 @@ from simulation.mail import LOOPBACK_HOST
 from simulation.report_html import render_report
 from simulation.summary import summarize
 from tests.conftest import run_cli
+from tests.simulation.conftest import processes_under
 from warmup.schedule import cap_on
 
 SEEDS = (1, 2)
@@ -114,25 +115,9 @@ def test_the_summary_and_report_show_what_the_server_recorded(simulate: Callable
         assert f"<td>{peer}</td>" in table and f"<td>{count}</td>" in table
 
 
-def _simulation_postgres_pids() -> set[int]:
-    """PostgreSQL servers whose data directory is a simulation's temporary directory."""
-    found = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if b"postgres" in command and b"sendhost-sim-" in command:
-            found.add(int(proc.name))
-    return found
-
-
 @pytest.mark.slow
 @pytest.mark.service
-def test_the_cli_reports_deliveries_and_stops_its_postgresql(tmp_path: Path) -> None:
-    before = _simulation_postgres_pids()
+def test_the_cli_reports_deliveries_and_stops_its_postgresql(tmp_path: Path, own_temp: Path) -> None:
     result = run_cli("simulate", "--days", "1", "--sends-per-day", "60", "--seed", "7", "--format", "json",
                      env={"HOME": str(tmp_path)}, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -144,4 +129,5 @@ def test_the_cli_reports_deliveries_and_stops_its_postgresql(tmp_path: Path) -> 
     assert {line["loopback"] for line in deliveries["per_source"]} <= {
         str(ipaddress.IPv4Address("127.1.0.1") + n) for n in range(len(deliveries["per_source"]))}
     assert result.stderr == ""  # no aiosmtpd or PostgreSQL chatter
-    assert _simulation_postgres_pids() <= before, "the simulation's PostgreSQL outlived the run"
+    assert processes_under(own_temp) == set(), "the simulation's PostgreSQL outlived the run"
+    assert list(own_temp.iterdir()) == []  # and its data directory is gone
