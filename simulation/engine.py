@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -181,7 +182,10 @@ class _Loop:
         self.campaign = campaign
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
-        self._wake_at: dict[int, float] = {}  # sender -> when its next attempt is queued
+        # Free senders, the longest free first: each look at the ledger goes to the next in turn, so the sends
+        # spread over the workers and hosts as a pool of agents spreads them.
+        self._free: deque[int] = deque(range(len(senders)))
+        self._look_at: float | None = None  # when the next look is queued
         # Leads arrive as one Poisson process: sends_per_day a day.
         self.lead_rate = config.sends_per_day / DAY_S
 
@@ -216,31 +220,34 @@ class _Loop:
 
     def _import(self) -> None:
         if self.campaign.feed.import_arrived(self.clock()):
-            for index in range(len(self.senders)):
-                self._wake(index, self.clock())
+            self._look(self.clock())
         self.at(self.clock() + IMPORT_EVERY_S, self._import)
 
-    def _wake(self, index: int, when: float) -> None:
-        """Queue an attempt of sender `index` at `when`, unless one is queued no later."""
-        queued = self._wake_at.get(index)
-        if queued is not None and queued <= when:
+    def _look(self, when: float) -> None:
+        """Queue a look at the ledger by a free sender at `when`, unless one is queued no later: the look that
+        finds nothing to send queues the next one, at the time it learns."""
+        if self._look_at is not None and self._look_at <= when:
             return
-        self._wake_at[index] = when
-        self.at(when, lambda: self._attempt(index, when))
+        self._look_at = when
+        self.at(when, lambda: self._attempt(when))
 
-    def _attempt(self, index: int, planned: float) -> None:
-        if self._wake_at.get(index) != planned:
-            return  # an earlier wake took its place
-        del self._wake_at[index]
+    def _attempt(self, planned: float) -> None:
+        if self._look_at != planned:
+            return  # an earlier look took its place
+        self._look_at = None
+        if not self._free:
+            return  # every sender is busy: the first to finish looks again
+        index = self._free.popleft()
         sender = self.senders[index]
-        if sender.in_flight is not None:
-            return  # its send's end wakes it again
         retry_at = sender.attempt()
         if sender.in_flight is not None:
             self._sent(sender.in_flight.send, sender.in_flight.delivery)
             self.at(sender.in_flight.done_at, lambda: self._finish(index))
-        elif retry_at is not None:
-            self._wake(index, retry_at)
+            self._look(self.clock())  # the next row may go at once, from another sender
+            return
+        self._free.append(index)
+        if retry_at is not None:
+            self._look(retry_at)
 
     def _sent(self, send: events.Send, delivery: Delivery) -> None:
         """A message was accepted: its lead's next step comes due, and its recipient may react."""
@@ -257,7 +264,8 @@ class _Loop:
 
     def _finish(self, index: int) -> None:
         self.senders[index].finish()
-        self._wake(index, self.clock())
+        self._free.append(index)
+        self._look(self.clock())
 
     def _pool_cycle(self) -> None:
         self.pool_worker.cycle()

@@ -3,9 +3,9 @@
 Each reaction reaches the ledger the way it does in production. A bounce report and a reply land in the sending
 mailbox's inbox as raw messages, classified by the inbox reader's own parser (`sender.feedback.bounces.parse`) and
 matched to the row they are about by the Message-IDs they carry, as `sender inbox` does; an unsubscribe is a click
-on the message's one-click link, its token checked with the ledger's key as the feedback web service checks it.
-Only the transports (IMAP, HTTP) are left out. The ledger then ends the lead's sequence: its later steps are
-never created, or are cancelled.
+on the message's one-click link, its token checked with the ledger's key (`verify_token`, as the feedback web
+service checks it) and its row unsubscribed as `POST /u/<token>` does. Only the transports (IMAP, HTTP) are left
+out. The ledger then ends the lead's sequence: its later steps are never created, or are cancelled.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from enum import StrEnum
 
 from sender.feedback.bounces import MessageKind, parse
 from sender.feedback.inbox import EVENT_OF
-from sender.feedback.web import WebKeys
 from sender.ledger.events import Event, Feedback
+from sender.sending.tokens import verify_token
 from simulation import events
 from simulation.mail import Delivery
 from simulation.model import Reactions
@@ -73,7 +73,7 @@ class FeedbackPaths:
 
     def __init__(self, feedback: Feedback, unsubscribe_key: bytes) -> None:
         self.feedback = feedback
-        self.keys = WebKeys((unsubscribe_key,))
+        self.unsubscribe_key = unsubscribe_key
         self._replies = 0
 
     def take(self, reaction: Reaction, now: float) -> events.Reacted:
@@ -100,7 +100,7 @@ class FeedbackPaths:
     def _one_click(self, reaction: Reaction, now: float) -> events.Reacted:
         """As `POST /u/<token>` of the feedback web service: the token names the row, the row's recipient goes."""
         token = (reaction.delivery.unsubscribe_url or "").rsplit("/u/", 1)[-1]
-        row = self.keys.row_of(token)
+        row = verify_token(self.unsubscribe_key, token)
         if row is None:
             return _taken(reaction, now, None, None, "unmatched")
         applied = self.feedback.apply(row, Event.UNSUBSCRIBED, source="one-click", ref="one-click",

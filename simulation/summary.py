@@ -28,7 +28,8 @@ MEANINGS: dict[str, str] = {
     "unknown_host": "fallback: the host was not registered in Redis",
     "redis_error": "fallback: Redis did not answer the lease",
     # Why a sender's attempt reserved nothing (warmup guard)
-    "skipped-cooldown": "the mailbox's gap since its last send had not passed (or it was cooling down)",
+    "skipped-cooldown": "the mailbox's gap since its last send had not passed (or it was cooling down); a "
+                        "follow-up waits for its own mailbox's gap, the row back in the ledger until then",
     "skipped-daily-limit": "the mailbox had reached its cap for its local day",
     "skipped-paused": "the mailbox was paused",
     "skipped-not-started": "the mailbox's first sending day had not come",
