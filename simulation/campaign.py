@@ -12,6 +12,7 @@ ends the lead's sequence on a reply, a bounce or an unsubscribe; the simulation 
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections import Counter
@@ -20,8 +21,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-import yaml
-
 from sender.campaigns.leads import Lead
 from sender.campaigns.spec import CampaignSpec, load_campaign
 from sender.ledger.campaigns import Campaigns, CampaignStatus, Move
@@ -29,14 +28,27 @@ from sender.ledger.store import Ledger
 
 LEAD_DOMAIN = "leads.example"  # RFC 2606: never a real recipient
 FIRST_NAMES = ("Ada", "Ben", "Chloe", "Dev", "Eve", "Femi", "Grace", "Hiro", "")  # "": the fallback shows
-# The steps, as a campaign file holds them (docs/campaigns.md; campaign.example.yml is the commented example).
-STEPS = (
-    {"subject": "A question, {first_name|there}",
-     "body": "Hello {first_name|there},\n\na short note from the simulation. Would a call next week help?\n\n"
-             "Not interested? {unsubscribe_url}\n"},
-    {"delay": "3d", "body": "Following up on my note below, {first_name|there}: is this on your radar?\n"},
-    {"delay": "4d", "body": "Last one from me, {first_name|there}. If the timing is wrong, no reply needed.\n"},
-)
+# The campaign file, as a person would write it (docs/campaigns.md; campaign.example.yml is the commented example).
+CAMPAIGN_FILE = """\
+# The campaign `sendhost simulate` runs on this mailbox group (simulation/campaign.py).
+name: {name}
+group: {group}
+fields: [first_name]
+steps:
+  - subject: "A question, {{first_name|there}}"
+    body: |
+      Hello {{first_name|there}},
+
+      a short note from the simulation. Would a call next week help?
+
+      Not interested? {{unsubscribe_url}}
+  - delay: 3d    # after step 1 was sent; no subject: a reply in its thread
+    body: |
+      Following up on my note below, {{first_name|there}}: is this on your radar?
+  - delay: 4d
+    body: |
+      Last one from me, {{first_name|there}}. If the timing is wrong, no reply needed.
+"""
 
 
 def campaign_name(group: str) -> str:
@@ -46,9 +58,8 @@ def campaign_name(group: str) -> str:
 
 
 def campaign_file(group: str) -> str:
-    """The campaign file of one mailbox group, as a person would write it."""
-    document = {"name": campaign_name(group), "group": group, "fields": ["first_name"], "steps": list(STEPS)}
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1000)
+    """The campaign file of one mailbox group (a JSON string is a YAML string: any group name stays one)."""
+    return CAMPAIGN_FILE.format(name=campaign_name(group), group=json.dumps(group))
 
 
 def campaign_spec(group: str, groups: Sequence[str]) -> tuple[CampaignSpec, str]:

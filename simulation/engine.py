@@ -1,12 +1,12 @@
-"""The simulation's event loop: sender workers, the pool worker, on-call and the chart sampler, interleaved on one
-simulated clock in one process, deterministic for a seed.
+"""The simulation's event loop: the campaign's lead imports, sender workers, the recipients' answers, the pool
+worker, on-call and the chart sampler, interleaved on one simulated clock in one process, deterministic for a seed.
 
     result = run_simulation(inventory, SimConfig(days=14, sends_per_day=120, seed=1))
 
-Everything is the real code (the sender agent's send path with its PostgreSQL ledger, ippool's lease engine and
-rotation, warmup's guard, dns_audit's checks) against an embedded Redis, an embedded PostgreSQL, an in-process SMTP
-server on loopback addresses and moto; only time, the recipients and AWS's address reuse (the named EC2 stand-in)
-are simulated.
+Everything is the real code (the ledger's campaigns and sequence rules, the sender agent's send path, the inbox
+reader's parser, ippool's lease engine and rotation, warmup's guard, dns_audit's checks) against an embedded Redis,
+an embedded PostgreSQL, an in-process SMTP server on loopback addresses and moto; only time, the leads, the people
+behind them and AWS's address reuse (the named EC2 stand-in) are simulated.
 """
 
 from __future__ import annotations

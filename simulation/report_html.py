@@ -54,6 +54,7 @@ table { border-collapse: collapse; margin: 8px 0; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
 figure { margin: 20px 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; } .axis { stroke: #888; } .grid { stroke: #eee; }
+table.campaign-steps td, table.campaign-steps th { padding: 3px 5px; }
 .legend span { display: inline-block; margin-right: 16px; } .swatch { display: inline-block; width: 12px;
 height: 12px; margin-right: 4px; vertical-align: -2px; }
 """
@@ -92,8 +93,8 @@ STEP_PARTS = (("sent, no answer", "unanswered", "#4c78a8"), ("replied", "replied
               ("failed", "failed", "#9d755d"), ("cancelled: the sequence had ended", "cancelled", "#bab0ac"),
               ("queued at the end", "queued", "#72b7b2"), ("waiting at the end", "waiting", "#b279a2"))
 BAR_H, BAR_GAP = 26, 14
-STEP_COLUMNS = ("step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "failed", "cancelled",
-                "queued", "waiting", "gap min", "gap median")
+STEP_COLUMNS = ("step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "failed",
+                "cancelled", "queued", "waiting", "gap, days (min, median)")
 
 
 def _campaigns(summary: Summary) -> str:
@@ -155,7 +156,7 @@ def _step_table(line: CampaignLine) -> str:
         f"<td>{escape(step.subject) if step.subject else '<i>reply in the thread</i>'}</td><td>{step.sent}</td>"
         f"<td>{step.replied}</td><td>{step.bounced}</td><td>{step.unsubscribed}</td><td>{step.failed}</td>"
         f"<td>{step.cancelled}</td><td>{step.queued}</td><td>{step.waiting}</td>"
-        f"<td>{_days(step.min_after_previous_s)}</td><td>{_days(step.median_after_previous_s)}</td></tr>"
+        f"<td>{_days(step.min_after_previous_s, step.median_after_previous_s)}</td></tr>"
         for step in line.steps)
     ended = "".join(f"<tr><td>{escape(reason)}</td><td>{count}</td></tr>"
                     for reason, count in [*line.ended.items(), ("still going", line.going)])
@@ -165,8 +166,10 @@ def _step_table(line: CampaignLine) -> str:
             f"{ended}</table>")
 
 
-def _days(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds / 86_400:.2f} d"
+def _days(shortest_s: float | None, median_s: float | None) -> str:
+    if shortest_s is None or median_s is None:
+        return "-"
+    return f"{shortest_s / 86_400:.2f}, {median_s / 86_400:.2f}"
 
 
 def _deliveries(summary: Summary) -> str:
