@@ -1,12 +1,12 @@
-"""The simulation's event loop: sender workers, the pool worker, on-call and the chart sampler, interleaved on one
-simulated clock in one process, deterministic for a seed.
+"""The simulation's event loop: the campaign's lead imports, sender workers, the recipients' answers, the pool
+worker, on-call and the chart sampler, interleaved on one simulated clock in one process, deterministic for a seed.
 
     result = run_simulation(inventory, SimConfig(days=14, sends_per_day=120, seed=1))
 
-Everything is the real code (the sender agent's send path with its PostgreSQL ledger, ippool's lease engine and
-rotation, warmup's guard, dns_audit's checks) against an embedded Redis, an embedded PostgreSQL, an in-process SMTP
-server on loopback addresses and moto; only time, the recipients and AWS's address reuse (the named EC2 stand-in)
-are simulated.
+Everything is the real code (the ledger's campaigns and sequence rules, the sender agent's send path, the inbox
+reader's parser, ippool's lease engine and rotation, warmup's guard, dns_audit's checks) against an embedded Redis,
+an embedded PostgreSQL, an in-process SMTP server on loopback addresses and moto; only time, the leads, the people
+behind them and AWS's address reuse (the named EC2 stand-in) are simulated.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -21,7 +22,11 @@ from datetime import time as day_time
 
 from dns_audit.findings import DomainReport
 from sender.assembly import build_sender
+from sender.campaigns.spec import CampaignSpec
+from sender.ledger.campaigns import CampaignStatus
+from sender.ledger.events import Feedback
 from simulation import events
+from simulation.campaign import LeadFeed, SequenceRow, sequence_rows
 from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
 from simulation.ec2_fake import SimulatedEc2
@@ -35,6 +40,7 @@ from simulation.mail import (
 from simulation.model import SimConfig, SimInventory, check_inventory
 from simulation.moto_world import build_hosts
 from simulation.pool_worker import PoolWorker
+from simulation.recipients import FeedbackPaths, Reaction, Recipients
 from simulation.sandbox import sandbox, session_factory
 from simulation.senders import SenderWorker
 from warmup.schedule import plan
@@ -43,6 +49,11 @@ POOL_NAME = "sendhost-sim"
 DAY_S = 86_400.0
 # On-call retires one slot by command once, half-way through the second day, so the run shows that path too.
 ONCALL_RETIRE_AT_S = 1.5 * DAY_S
+# Leads are turned away while the senders are this far behind: an hour's worth of arrivals have a step due and
+# unsent (simulation.campaign.LeadFeed). Short, so a follow-up due is not queued behind hours of first steps.
+BACKLOG_S = 3600.0
+ENDING_EVENTS = ("replied", "bounced", "unsubscribed", "complained")
+IMPORT_EVERY_S = 3600.0  # the leads that came in are imported hourly, as a CRM sync would (one add-leads each)
 
 Progress = Callable[[float], None]
 
@@ -68,6 +79,10 @@ class SimResult:
     delivered: list[Delivery] = field(default_factory=list)  # what the submission server accepted, in order
     sources: dict[str, SourceAddress] = field(default_factory=dict)  # loopback source -> what it stands for
     deliveries: Deliveries | None = None  # the server's record per mailbox and per source address
+    specs: list[CampaignSpec] = field(default_factory=list)  # the campaigns run, one per mailbox group
+    campaigns: list[CampaignStatus] = field(default_factory=list)  # `campaign status` of each, at the end
+    sequences: list[SequenceRow] = field(default_factory=list)  # every lead's rows as the ledger holds them
+    leads_turned_away: int = 0  # leads not imported: the senders were an hour's worth of leads behind
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -101,11 +116,17 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
             with mail_world(state_dir, inventory, sending) as mail:
                 senders = [SenderWorker(f"{world.host.name}/w{index + 1}", world.host.name, mail,
                                         inventory.mailboxes, clock, random.Random(seeds.randrange(2**32)), log,
-                                        config.send_seconds, backlog_limit=max(1, config.sends_per_day))
+                                        config.send_seconds)
                            for world in worlds for index in range(config.workers_per_host)]
+                feed = LeadFeed.start(mail.ledger, mail.groups, random.Random(seeds.randrange(2**32)),
+                                      backlog_limit=max(1, round(config.sends_per_day * BACKLOG_S / DAY_S)))
+                recipients = Recipients(random.Random(seeds.randrange(2**32)), config.reactions)
+                paths = FeedbackPaths(Feedback(mail.ledger), mail.unsubscribe_key)
                 _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
-                      progress).run(start_s)
+                      progress, _Campaign(feed, recipients, paths)).run(start_s)
                 delivered = list(mail.recorder.deliveries)
+                campaigns = feed.status()
+                sequences = sequence_rows(mail.ledger, feed.addresses)
             fallbacks = dict(sending.pool.fallbacks.totals)
             worker_errors = list(pool_worker.errors)
             outcomes, redraws = dict(pool_worker.outcomes), dict(pool_worker.redraw_reasons)
@@ -117,7 +138,9 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
     budgets = {(p.host, p.slot, p.generation): p.budget for p in log.placements}
     return SimResult(config, inventory, first_day, start_s, end_s, log, _caps(inventory, first_day, config.days),
                      audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws, delivered,
-                     dict(mail.sources.sources), count_deliveries(delivered, mail.sources.sources, budgets))
+                     dict(mail.sources.sources), count_deliveries(delivered, mail.sources.sources, budgets),
+                     sorted(feed.specs.values(), key=lambda spec: spec.name), campaigns, sequences,
+                     feed.turned_away)
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:
@@ -132,12 +155,21 @@ def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict
     return caps
 
 
+@dataclass(frozen=True)
+class _Campaign:
+    """The campaign side of the run: leads joining, the people behind them, the ledger's feedback entry points."""
+
+    feed: LeadFeed
+    recipients: Recipients
+    paths: FeedbackPaths
+
+
 class _Loop:
     """The event queue: (when, order, action). Ties run in the order they were scheduled."""
 
     def __init__(self, config: SimConfig, clock: SimClock, end_s: float, senders: list[SenderWorker],
                  pool_worker: PoolWorker, log: events.EventLog, rng: random.Random,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, campaign: _Campaign) -> None:
         self.config = config
         self.clock = clock
         self.start_s = end_s - config.days * DAY_S
@@ -147,19 +179,23 @@ class _Loop:
         self.log = log
         self.rng = rng
         self.progress = progress
+        self.campaign = campaign
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
-        self._waiting: set[int] = set()  # senders with an attempt already queued
-        # Leads arrive as a Poisson process per worker: together, sends_per_day a day.
-        self.lead_rate = config.sends_per_day / DAY_S / len(senders)
+        # Free senders, the longest free first: each look at the ledger goes to the next in turn, so the sends
+        # spread over the workers and hosts as a pool of agents spreads them.
+        self._free: deque[int] = deque(range(len(senders)))
+        self._look_at: float | None = None  # when the next look is queued
+        # Leads arrive as one Poisson process: sends_per_day a day.
+        self.lead_rate = config.sends_per_day / DAY_S
 
     def at(self, when: float, action: Callable[[], None]) -> None:
         heapq.heappush(self._queue, (when, next(self._order), action))
 
     def run(self, start_s: float) -> None:
-        for index in range(len(self.senders)):
-            self._next_lead(index, start_s)
+        self._next_lead(start_s)
         self.at(start_s, self._pool_cycle)
+        self.at(start_s + IMPORT_EVERY_S, self._import)
         self.at(start_s, self._sample)
         hosts = self.pool_worker.hosts
         if self.config.days >= 2 and hosts:
@@ -174,34 +210,62 @@ class _Loop:
         if self.progress:
             self.progress(1.0)
 
-    def _next_lead(self, index: int, after: float) -> None:
+    def _next_lead(self, after: float) -> None:
         if self.lead_rate > 0:
-            self.at(after + self.rng.expovariate(self.lead_rate), lambda: self._lead(index))
+            self.at(after + self.rng.expovariate(self.lead_rate), self._lead)
 
-    def _lead(self, index: int) -> None:
-        self.senders[index].lead_arrives()
-        self._wake(index, self.clock())
-        self._next_lead(index, self.clock())
+    def _lead(self) -> None:
+        self.campaign.feed.arrive()
+        self._next_lead(self.clock())
 
-    def _wake(self, index: int, when: float) -> None:
-        if index not in self._waiting:
-            self._waiting.add(index)
-            self.at(when, lambda: self._attempt(index))
+    def _import(self) -> None:
+        if self.campaign.feed.import_arrived(self.clock()):
+            self._look(self.clock())
+        self.at(self.clock() + IMPORT_EVERY_S, self._import)
 
-    def _attempt(self, index: int) -> None:
-        self._waiting.discard(index)
+    def _look(self, when: float) -> None:
+        """Queue a look at the ledger by a free sender at `when`, unless one is queued no later: the look that
+        finds nothing to send queues the next one, at the time it learns."""
+        if self._look_at is not None and self._look_at <= when:
+            return
+        self._look_at = when
+        self.at(when, lambda: self._attempt(when))
+
+    def _attempt(self, planned: float) -> None:
+        if self._look_at != planned:
+            return  # an earlier look took its place
+        self._look_at = None
+        if not self._free:
+            return  # every sender is busy: the first to finish looks again
+        index = self._free.popleft()
         sender = self.senders[index]
-        if sender.in_flight is not None:
-            return  # its send's end wakes it again
         retry_at = sender.attempt()
         if sender.in_flight is not None:
+            self._sent(sender.in_flight.send, sender.in_flight.delivery)
             self.at(sender.in_flight.done_at, lambda: self._finish(index))
-        elif retry_at is not None:
-            self._wake(index, retry_at)
+            self._look(self.clock())  # the next row may go at once, from another sender
+            return
+        self._free.append(index)
+        if retry_at is not None:
+            self._look(retry_at)
+
+    def _sent(self, send: events.Send, delivery: Delivery) -> None:
+        """A message was accepted: its lead's next step comes due, and its recipient may react."""
+        self.campaign.feed.sent(delivery.rcpt, send.mailbox, send.count >= send.cap, self.clock())
+        reaction = self.campaign.recipients.receive(delivery, self.clock())
+        if reaction is not None:
+            self.at(reaction.at, lambda: self._react(reaction))
+
+    def _react(self, reaction: Reaction) -> None:
+        taken = self.campaign.paths.take(reaction, self.clock())
+        self.log.reactions.append(taken)
+        if taken.event in ENDING_EVENTS:
+            self.campaign.feed.ended(taken.recipient)
 
     def _finish(self, index: int) -> None:
         self.senders[index].finish()
-        self._wake(index, self.clock())
+        self._free.append(index)
+        self._look(self.clock())
 
     def _pool_cycle(self) -> None:
         self.pool_worker.cycle()

@@ -26,11 +26,13 @@ class Send:
     fallback_reason: str | None = None
     message_id: str | None = None  # the ledger row's Message-ID, as the submission server received it
     source_ip: str | None = None  # the loopback address the agent's SMTP connection was bound to
+    recipient: str | None = None  # the lead's address
 
 
 @dataclass(frozen=True)
 class Skip:
-    """An attempt the guard refused (cooldown, daily limit, paused)."""
+    """A row through the send path without a send: the guard refused (cooldown, daily limit, paused), or the
+    ledger settled it unsent (`row-<outcome>`)."""
 
     at: float
     worker: str
@@ -92,6 +94,19 @@ class Released:
 
 
 @dataclass(frozen=True)
+class Reacted:
+    """A recipient's reaction as the ledger took it (simulation.recipients): a bounce, a reply, an unsubscribe."""
+
+    at: float
+    kind: str  # bounce | reply | unsubscribe
+    recipient: str
+    message_id: str  # the message reacted to
+    row: int | None  # the ledger row it named (None: none)
+    event: str | None  # the ledger event applied
+    applied: str  # the ledger's answer (applied, recorded, replay, no_row) or "unmatched"
+
+
+@dataclass(frozen=True)
 class Sample:
     """The pools at one instant, for the charts."""
 
@@ -112,7 +127,9 @@ class EventLog:
     parked: list[Parked] = field(default_factory=list)
     released: list[Released] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    reactions: list[Reacted] = field(default_factory=list)
 
     def to_json(self) -> dict[str, list[dict[str, Any]]]:
         return {name: [asdict(event) for event in getattr(self, name)]
-                for name in ("sends", "skips", "placements", "retirements", "parked", "released", "samples")}
+                for name in ("sends", "skips", "placements", "retirements", "parked", "released", "samples",
+                             "reactions")}

@@ -7,13 +7,14 @@ sender allows only for a loopback host); it records the peer address of every me
 
 The agents are built by the sender's composition root (sender.assembly) on the simulated clock, which the guard,
 the pool and the ledger read instead of Redis TIME and PostgreSQL's now(). The simulation subclasses nothing; it
-gives the real code three small hooks, each named for what it changes:
+gives the real code three small hooks, each named for what it does:
 - `StartedMailboxes.pick` lets a group pick only among the mailboxes whose start date has come (the simulation
-  puts each under the guard as it starts), and keeps the last reservation for the send log;
+  puts each under the guard as it starts), and keeps the last reservation for the send log and what it was asked
+  to pick among (one pinned mailbox, or the group);
 - `LoopbackSources` gives each leased address (a slot's Elastic IP of one generation, or a host's primary) its own
   127.x address to bind, so what the server saw *is* the per-address record;
-- `PutBackDelays` (the ledger's `put_back_delay`) keeps a row due when the agent puts it back for later, and leaves
-  the waiting to the simulation's scheduler (which reads `last_s`).
+- `PutBackDelays` (the ledger's `put_back_delay`) notes the delay the agent asked when it put a row back for later
+  (the ledger writes it as asked), for the simulation's scheduler (which reads `last_s`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import contextlib
 import email
 import ipaddress
 import logging
+import re
 import secrets
 import socket
 import threading
@@ -50,6 +52,7 @@ FIRST_SOURCE = ipaddress.IPv4Address("127.1.0.1")
 UNSUBSCRIBE_BASE_URL = "https://unsubscribe.invalid"  # never fetched: the simulation has no feedback endpoint
 SMTP_TIMEOUT_S = 10.0
 NOT_STARTED_RETRY_S = 3600.0
+_LINK = re.compile(r"<([^<>]+)>")  # the links of a List-Unsubscribe header
 
 
 # --- the clock and the addresses ---------------------------------------------------------------------------------
@@ -62,11 +65,15 @@ class StartedMailboxes:
     guard: Guard
     started: set[str] = field(default_factory=set)
     last_reservation: Reservation | None = None
+    # What the agent last asked to pick among: a lead's later step asks for its one pinned mailbox, a first step
+    # for the whole group. A refusal of the former says nothing about the group's other mailboxes.
+    last_asked: tuple[str, ...] = ()
 
     def start(self, address: str) -> None:
         self.started.add(address.lower())
 
     def pick(self, addresses: Sequence[str]) -> Decision:
+        self.last_asked = tuple(a.lower() for a in addresses)
         started = tuple(a for a in addresses if a.lower() in self.started)
         if not started:
             return Decision("skipped-paused", None, retry_after_s=NOT_STARTED_RETRY_S,
@@ -109,15 +116,15 @@ class LoopbackSources:
 
 @dataclass
 class PutBackDelays:
-    """The ledger's `put_back_delay` here: a row the agent gives back stays due, and the delay it asked for is
-    left to the simulation's scheduler (which reads `last_s`), as the model always had it: any worker may claim
-    the row again at once (and meet the same block), the one that gave it back waits that long."""
+    """The ledger's `put_back_delay` here: the delay the agent asked for a row it gave back is written as asked
+    (the row waits in the ledger, so the next claim takes the next row, as the agent's own loop does) and kept in
+    `last_s` for the simulation's scheduler, which waits that long when the whole group is blocked."""
 
     last_s: float | None = None
 
     def __call__(self, asked_s: float) -> float:
         self.last_s = asked_s
-        return 0.0
+        return asked_s
 
 
 class InlineExecutor(Executor):
@@ -137,13 +144,18 @@ class InlineExecutor(Executor):
 
 @dataclass(frozen=True)
 class Delivery:
-    """One message the submission server accepted: from which peer address, as whom, to whom."""
+    """One message the submission server accepted: from which peer address, as whom, to whom, and the headers a
+    recipient acts on (the thread it belongs to, the one-click unsubscribe link)."""
 
     peer: str
     login: str
     mail_from: str
     rcpt: str
     message_id: str
+    subject: str = ""
+    in_reply_to: str | None = None
+    references: tuple[str, ...] = ()
+    unsubscribe_url: str | None = None  # the https link of List-Unsubscribe
 
 
 @dataclass
@@ -165,10 +177,15 @@ class SubmissionRecorder:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = email.message_from_bytes(envelope.content)
         login = session.auth_data if isinstance(session.auth_data, str) else ""
+        in_reply_to = message["In-Reply-To"]
+        links = _LINK.findall(str(message.get("List-Unsubscribe", "")))
         with self.lock:
             for rcpt in envelope.rcpt_tos:
-                self.deliveries.append(Delivery(session.peer[0], login, str(envelope.mail_from), rcpt.lower(),
-                                                str(message["Message-ID"])))
+                self.deliveries.append(Delivery(
+                    session.peer[0], login, str(envelope.mail_from), rcpt.lower(), str(message["Message-ID"]),
+                    str(message.get("Subject", "")), str(in_reply_to) if in_reply_to else None,
+                    tuple(str(message.get("References", "")).split()),
+                    next((link for link in links if link.startswith("https:")), None)))
         return "250 2.0.0 OK queued"
 
 
@@ -245,6 +262,7 @@ class MailWorld:
     started: StartedMailboxes
     sources: LoopbackSources
     groups: tuple[str, ...]
+    unsubscribe_key: bytes  # the ledger's key of the one-click links' tokens
 
 
 def mailbox_settings(inventory: SimInventory, port: int,
@@ -289,7 +307,7 @@ def mail_world(state_dir: Path, inventory: SimInventory, sending: SenderMachiner
                                                            side_tasks=side_tasks, pick=started.pick,
                                                            source_address=sources)
         try:
-            yield MailWorld(ledger, put_back, agents, recorder, sending.guard, started, sources, groups)
+            yield MailWorld(ledger, put_back, agents, recorder, sending.guard, started, sources, groups, key)
         except LedgerUnavailable as exc:
             raise SimulationFailed(f"the simulation's embedded PostgreSQL failed: {exc}") from None
 

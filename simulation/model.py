@@ -26,6 +26,22 @@ class SimInventory:
 
 
 @dataclass(frozen=True)
+class Reactions:
+    """How often the recipients react, and how soon. Step k's rates are the k-th of each tuple (the last for any
+    later step)."""
+
+    bounce: float = 0.03  # addresses that do not exist: the first message bounces
+    reply: tuple[float, ...] = (0.06, 0.05, 0.04)  # a person's reply, per step
+    unsubscribe: tuple[float, ...] = (0.01, 0.02, 0.03)  # a click on the one-click link, per step
+    bounce_after_s: tuple[float, float] = (60.0, 900.0)  # the recipient's server reports within minutes
+    reply_mean_s: float = 8 * 3600.0  # people answer within hours, some after days
+    unsubscribe_mean_s: float = 2 * 3600.0
+
+    def at_step(self, rates: tuple[float, ...], step: int) -> float:
+        return rates[min(step, len(rates)) - 1] if rates else 0.0
+
+
+@dataclass(frozen=True)
 class SimConfig:
     """Settings of one run. `start` defaults to the latest mailbox start date (so every mailbox sends from day 1)."""
 
@@ -38,6 +54,7 @@ class SimConfig:
     sample_interval_s: float = 300.0  # how often the charts' series are sampled
     send_seconds: tuple[float, float] = (2.0, 12.0)  # how long a lease is held for one send
     zone_dir: Path | None = None  # zone files for the DNS audit; None: no audit
+    reactions: Reactions = Reactions()  # how the recipients answer (simulation.recipients)
 
     def check(self) -> None:
         """Raise SimulationConfigError naming the first bad setting."""

@@ -1,6 +1,7 @@
 """`--report FILE.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched) with the run's key
-numbers and three charts: sends per mailbox per local day against its ramp cap, addresses in service over time,
-and parked EIPs over time."""
+numbers and four charts: sends per mailbox per local day against its ramp cap, addresses in service over time,
+parked EIPs over time, and what became of each step of the campaign (with its table and the sequences' end
+reasons)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from simulation.engine import SimResult
+from simulation.sequence_summary import CampaignLine, StepLine
 from simulation.summary import Summary, covered_day, sends_per_mailbox_day
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
@@ -39,6 +41,7 @@ def render_report(result: SimResult, summary: Summary) -> str:
                 _sends_chart(result)),
         _figure("chart-in-service", "Addresses in service over time", _pool_chart(result)),
         _figure("chart-parked", "Parked Elastic IPs over time", _parked_chart(result)),
+        _campaigns(summary),
         _deliveries(summary),
         _audit(summary),
         "</body>", "</html>", ""])
@@ -51,6 +54,7 @@ table { border-collapse: collapse; margin: 8px 0; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
 figure { margin: 20px 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; } .axis { stroke: #888; } .grid { stroke: #eee; }
+table.campaign-steps td, table.campaign-steps th { padding: 3px 5px; }
 .legend span { display: inline-block; margin-right: 16px; } .swatch { display: inline-block; width: 12px;
 height: 12px; margin-right: 4px; vertical-align: -2px; }
 """
@@ -59,7 +63,10 @@ height: 12px; margin-right: 4px; vertical-align: -2px; }
 def _key_numbers(summary: Summary) -> str:
     fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%}"
     rows = [
-        ("sends", f"{summary.sends} ({summary.sends_per_day}/day asked)"),
+        ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
+        ("leads", f"{sum(line.leads for line in summary.campaigns)} imported, {summary.leads_turned_away} turned "
+                  f"away while the senders were behind ({summary.sends_per_day}/day came in)"),
+        ("recipients' answers", summary.reactions_text()),
         ("fallbacks to the primary IP", str(sum(summary.fallbacks.values()))),
         ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
         ("fresh-IP share", fresh),
@@ -76,6 +83,93 @@ def _key_numbers(summary: Summary) -> str:
     return (f'<table id="key-numbers">{body}</table>'
             '<table id="mailboxes"><tr><th>mailbox</th><th>start</th><th>sends</th><th>sum of caps</th>'
             f"<th>days at cap</th><th>days over cap</th></tr>{mailboxes}</table>")
+
+
+# What became of a step's rows, in the order a bar shows them: (label, the StepLine field, colour). `sent` here is
+# the sends that got no answer; the answered ones are the next three. Colours of their own (not COLORS), so each
+# chart's colours on a screenshot are that chart's.
+STEP_PARTS = (("sent, no answer", "unanswered", "#4c78a8"), ("replied", "replied", "#54a24b"),
+              ("bounced", "bounced", "#e45756"), ("unsubscribed", "unsubscribed", "#f58518"),
+              ("failed", "failed", "#9d755d"), ("cancelled: the sequence had ended", "cancelled", "#bab0ac"),
+              ("queued at the end", "queued", "#72b7b2"), ("waiting at the end", "waiting", "#b279a2"))
+BAR_H, BAR_GAP = 26, 14
+STEP_COLUMNS = ("step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "failed",
+                "cancelled", "queued", "waiting", "gap, days (min, median)")
+
+
+def _campaigns(summary: Summary) -> str:
+    """Each campaign: a bar per step (what became of its rows), the step table, and how the sequences ended."""
+    if not summary.campaigns:
+        return ""
+    parts = ["<h2>Campaign</h2><p>Each lead gets step 1, then each later step its delay after the step before was "
+             "sent, from the same mailbox, in the same thread; a reply, a bounce or an unsubscribe ends its sequence. "
+             "<i>sent</i> counts every step handed over, the replied, bounced and unsubscribed among them; the gap is "
+             "how long after the step before a step went.</p>"]
+    for line in summary.campaigns:
+        parts.append(_figure(f"chart-steps-{line.name}", f"{line.name}: what became of each step ({line.leads} leads)",
+                             _steps_chart(line)))
+        parts.append(_step_table(line))
+    return "".join(parts)
+
+
+def _step_part(step: StepLine, field: str) -> int:
+    if field == "unanswered":
+        return step.sent - step.replied - step.bounced - step.unsubscribed
+    return int(getattr(step, field))
+
+
+def _steps_chart(line: CampaignLine) -> str:
+    if not line.steps:
+        return _empty()
+    x_max = max([sum(_step_part(step, field) for _label, field, _color in STEP_PARTS) for step in line.steps]
+                + [1])
+    plot_w = WIDTH - LEFT - RIGHT
+    height = TOP + len(line.steps) * (BAR_H + BAR_GAP) + BOTTOM
+    parts = [f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{height - BOTTOM}"/>']
+    for index, step in enumerate(line.steps):
+        y = TOP + index * (BAR_H + BAR_GAP) + BAR_GAP / 2
+        parts.append(f'<text x="{LEFT - 6}" y="{y + BAR_H / 2 + 4:.1f}" text-anchor="end">step {step.step}</text>')
+        x = float(LEFT)
+        for label, field, color in STEP_PARTS:
+            count = _step_part(step, field)
+            if count <= 0:
+                continue
+            width = plot_w * count / x_max
+            parts.append(f'<rect class="segment" x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{BAR_H}" '
+                         f'fill="{color}"><title>step {step.step}: {count} {escape(label)}</title></rect>')
+            x += width
+    tick = _nice_step(x_max)
+    value = 0.0
+    while value <= x_max + 1e-9:
+        x = LEFT + plot_w * value / x_max
+        parts.append(f'<text x="{x:.1f}" y="{height - BOTTOM + 16}" text-anchor="middle">{value:g}</text>')
+        value += tick
+    parts.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">rows of the step</text>')
+    svg = (f'<svg class="plot" data-chart="steps" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg" role="img">{"".join(parts)}</svg>')
+    return svg + _legend([(label, color) for label, _field, color in STEP_PARTS])
+
+
+def _step_table(line: CampaignLine) -> str:
+    rows = "".join(
+        f"<tr><td>{step.step}</td><td>{escape(step.delay)}</td>"
+        f"<td>{escape(step.subject) if step.subject else '<i>reply in the thread</i>'}</td><td>{step.sent}</td>"
+        f"<td>{step.replied}</td><td>{step.bounced}</td><td>{step.unsubscribed}</td><td>{step.failed}</td>"
+        f"<td>{step.cancelled}</td><td>{step.queued}</td><td>{step.waiting}</td>"
+        f"<td>{_days(step.min_after_previous_s, step.median_after_previous_s)}</td></tr>"
+        for step in line.steps)
+    ended = "".join(f"<tr><td>{escape(reason)}</td><td>{count}</td></tr>"
+                    for reason, count in [*line.ended.items(), ("still going", line.going)])
+    head = "".join(f"<th>{escape(name)}</th>" for name in STEP_COLUMNS)
+    return (f'<table class="campaign-steps" id="steps-{line.name}"><tr>{head}</tr>{rows}</table>'
+            f'<table class="sequences-ended" id="ended-{line.name}"><tr><th>sequence ended</th><th>leads</th></tr>'
+            f"{ended}</table>")
+
+
+def _days(shortest_s: float | None, median_s: float | None) -> str:
+    if shortest_s is None or median_s is None:
+        return "-"
+    return f"{shortest_s / 86_400:.2f}, {median_s / 86_400:.2f}"
 
 
 def _deliveries(summary: Summary) -> str:

@@ -1,6 +1,6 @@
-"""Sender workers: each receives leads and queues them in the send ledger; to send, it runs the sender agent's real
-send path once (claim a due row → `Guard.pick` → `Pool.lease` → the last suppression check → SMTP submission
-bound to the lease's source address → the send record), then stays busy for a while before its next send."""
+"""Sender workers: each runs the sender agent's real send path (claim a due row → `Guard.pick` → `Pool.lease` → the
+last suppression check → SMTP submission bound to the lease's source address → the send record), row after row as
+the agent's own worker loop does, until one is sent (then it stays busy for a while) or none can go now."""
 
 from __future__ import annotations
 
@@ -12,19 +12,22 @@ from zoneinfo import ZoneInfo
 
 from sendhost.model import Mailbox
 from simulation import events
-from simulation.mail import MailWorld
+from simulation.mail import Delivery, MailWorld
 
 NO_RETRY_HINT_S = 3600.0  # paused mailboxes give no retry time: look again in an hour
 MIN_RETRY_S = 1.0
-LEAD_DOMAIN = "leads.example"  # RFC 2606: never a real recipient
+# Rows one attempt may take through the send path without a send: each row refused for its pinned mailbox waits in
+# the ledger and the next is claimed, as the agent's loop does; the bound only keeps one simulated instant short.
+MAX_ROWS_PER_ATTEMPT = 50
 
 
 @dataclass
 class InFlight:
-    """A worker busy after a send, until `done_at`."""
+    """A worker busy after a send, until `done_at`; `delivery` is what the submission server accepted."""
 
-    message_id: str | None
+    send: events.Send
     done_at: float
+    delivery: Delivery
 
 
 @dataclass
@@ -39,65 +42,72 @@ class SenderWorker:
     rng: random.Random
     log: events.EventLog
     send_seconds: tuple[float, float]
-    backlog_limit: int
-    pending: int = 0
     in_flight: InFlight | None = None
-    leads: int = 0
     _added: set[str] = field(default_factory=set)
 
-    def lead_arrives(self) -> None:
-        """A new lead to mail, queued in the ledger for one group; past `backlog_limit` (a day's worth) waiting,
-        the lead is dropped."""
-        if self.pending >= self.backlog_limit:
-            return
-        self.leads += 1
-        tag = self.name.replace("/", "-")
-        lead = f"{tag}-{self.leads}"
-        self.mail.ledger.enqueue(lead=lead, step=1, to=f"{lead}@{LEAD_DOMAIN}", group=self.rng.choice(self.mail.groups),
-                                 subject="A question", text=f"Hello {lead}, a short note from the simulation.")
-        self.pending += 1
-
     def attempt(self) -> float | None:
-        """Try to send one queued row now. Returns when to try again (None: nothing queued, or a send went out
-        and `finish` will be called at its `done_at`)."""
-        if self.pending == 0 or self.in_flight is not None:
+        """Send the oldest row that can go now. Returns when to look again (None: a send went out and `finish`
+        will be called at its `done_at`, or nothing waits in the ledger at all)."""
+        if self.in_flight is not None:
             return None
         now = self.clock()
         self._start_mailboxes(now)
-        retry: float | None = None
-        due = False
+        waits: list[float] = []  # groups blocked as a whole: how long until one of their mailboxes may send
+        drained: list[str] = []  # groups with nothing due now
         for group in self.mail.groups:
-            self.mail.put_back.last_s = None
-            report = self.mail.agents[(self.host, group)].send_one(self.mail.ledger, self.name)
-            if report is None:
-                continue  # nothing due in this group
-            due = True
-            if report.kind == "sent":
-                self._log_send(now, report.message_id, report.source_ip)
-                self.in_flight = InFlight(report.message_id, now + self.rng.uniform(*self.send_seconds))
+            wait = self._attempt_group(group, now)
+            if self.in_flight is not None:
                 return None
-            status = report.detail.split(" ", 1)[0] if report.kind == "blocked" else report.kind
-            self.log.skips.append(events.Skip(now, self.name, status))
+            if wait is None:
+                drained.append(group)
+            else:
+                waits.append(wait)
+        due = self.mail.ledger.next_due_s(drained) if drained else None
+        if due is not None:
+            waits.append(due)
+        return now + max(MIN_RETRY_S, min(waits)) if waits else None
+
+    def _attempt_group(self, group: str, now: float) -> float | None:
+        """Rows of `group` through the send path until one is sent or the group is blocked: the wait the guard
+        asked (None: nothing due in the group, or a send went out)."""
+        agent = self.mail.agents[(self.host, group)]
+        group_mailboxes = {m.address.lower() for m in self.mailboxes if m.group == group}
+        for _row in range(MAX_ROWS_PER_ATTEMPT):
+            self.mail.put_back.last_s, self.mail.started.last_asked = None, ()
+            report = agent.send_one(self.mail.ledger, self.name)
+            if report is None:
+                return None  # nothing due in this group
+            if report.kind == "sent":
+                delivery = self.mail.recorder.deliveries[-1]
+                assert delivery.message_id == report.message_id, "the server's last message is not this send"
+                send = self._log_send(now, report.message_id, report.source_ip, delivery.rcpt)
+                self.in_flight = InFlight(send, now + self.rng.uniform(*self.send_seconds), delivery)
+                return None
+            if report.kind != "blocked":
+                # Settled without a send (failed, suppressed, cancelled...): the ledger has its outcome; go on.
+                self.log.skips.append(events.Skip(now, self.name, f"row-{report.kind}"))
+                continue
+            self.log.skips.append(events.Skip(now, self.name, report.detail.split(" ", 1)[0]))
+            asked: set[str] = set(self.mail.started.last_asked)
+            if asked and asked < group_mailboxes:
+                continue  # only the row's pinned mailbox is blocked: its row waits, another may go
             delay = self.mail.put_back.last_s
-            wait = delay if delay else NO_RETRY_HINT_S
-            retry = wait if retry is None else min(retry, wait)
-        if not due:
-            self.pending = 0  # other workers sent what this one queued
-            return None
-        return now + max(MIN_RETRY_S, retry if retry is not None else NO_RETRY_HINT_S)
+            return delay if delay else NO_RETRY_HINT_S
+        return MIN_RETRY_S
 
     def finish(self) -> None:
         """The worker is free again."""
         assert self.in_flight is not None
         self.in_flight = None
-        self.pending = max(0, self.pending - 1)
 
-    def _log_send(self, now: float, message_id: str | None, source_ip: str | None) -> None:
+    def _log_send(self, now: float, message_id: str | None, source_ip: str | None, recipient: str) -> events.Send:
         reservation, lease = self.mail.started.last_reservation, self.mail.sources.last_lease
         assert reservation is not None and lease is not None
-        self.log.sends.append(events.Send(
-            now, self.name, self.host, reservation.mailbox, reservation.day, reservation.count, reservation.cap,
-            lease.public_ip, lease.slot, lease.generation, lease.reason, message_id, source_ip))
+        send = events.Send(now, self.name, self.host, reservation.mailbox, reservation.day, reservation.count,
+                           reservation.cap, lease.public_ip, lease.slot, lease.generation, lease.reason, message_id,
+                           source_ip, recipient)
+        self.log.sends.append(send)
+        return send
 
     def _start_mailboxes(self, now: float) -> None:
         """Put each mailbox under the guard once its start date has come in its own timezone."""

@@ -15,8 +15,10 @@ from zoneinfo import ZoneInfo
 from dns_audit.findings import Finding
 from simulation.engine import SimResult
 from simulation.mail import Deliveries
+from simulation.sequence_summary import CampaignLine, campaign_lines
 
 EIP_HOURLY_USD = 0.005  # every public IPv4 address, parked or in service
+REACTION_WORDS = {"bounce": "bounced", "reply": "replied", "unsubscribe": "unsubscribed"}
 
 # What each outcome the summary counts means, for a reader who has not read the code. Every code the run can
 # count has a line here (a test holds the summary to it); an unknown code is shown as such, never silently.
@@ -26,11 +28,20 @@ MEANINGS: dict[str, str] = {
     "unknown_host": "fallback: the host was not registered in Redis",
     "redis_error": "fallback: Redis did not answer the lease",
     # Why a sender's attempt reserved nothing (warmup guard)
-    "skipped-cooldown": "the mailbox's gap since its last send had not passed (or it was cooling down)",
+    "skipped-cooldown": "the mailbox's gap since its last send had not passed (or it was cooling down); a "
+                        "follow-up waits for its own mailbox's gap, the row back in the ledger until then",
     "skipped-daily-limit": "the mailbox had reached its cap for its local day",
     "skipped-paused": "the mailbox was paused",
     "skipped-not-started": "the mailbox's first sending day had not come",
     "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
+    # A row the agent took that ended without a send (sender.sending.agent's report)
+    "row-cancelled": "the lead's sequence had ended (a reply, a bounce, an unsubscribe) before its step went",
+    "row-suppressed": "the recipient was suppressed (an earlier bounce or unsubscribe) before the step went",
+    "row-failed": "the step could not be sent (its text could not be composed, or the server refused it)",
+    "row-lost": "the row was no longer the agent's to send when its attempt would have started",
+    "row-rerouted": "the mailbox could not log in; the row went back to the queue for another mailbox",
+    "row-retry": "the submission server answered a temporary failure; the row is tried again later",
+    "row-unconfirmed": "nobody knows whether the server took the message; it waits for a person, never resent",
     # How one rotation attempt of a slot ended (ippool.rotator)
     "rotated": "rotation: the retired address was replaced by a fresh one",
     "lost_claim": "rotation: another rotator claimed the slot first; nothing was done twice",
@@ -93,6 +104,14 @@ class Summary:
     rotation_outcomes: dict[str, int] = field(default_factory=dict)
     redraw_reasons: dict[str, int] = field(default_factory=dict)
     deliveries: Deliveries | None = None  # what the submission server accepted, per mailbox and source address
+    campaigns: list[CampaignLine] = field(default_factory=list)  # per step, and the sequences' end reasons
+    leads_turned_away: int = 0  # leads not imported: the senders were behind
+    reactions: dict[str, int] = field(default_factory=dict)  # the recipients' bounces, replies, unsubscribes
+
+    def reactions_text(self) -> str:
+        """The recipients' answers in words: `3 bounced, 12 replied, 2 unsubscribed`."""
+        return ", ".join(f"{count} {REACTION_WORDS.get(kind, kind)}" for kind, count in self.reactions.items()) \
+            or "none"
 
     def outcomes(self) -> list[tuple[str, int, str]]:
         """Every outcome the run counted: (code, count, meaning), fallbacks, skips, rotations, redraws."""
@@ -118,6 +137,8 @@ class Summary:
             "mailboxes": [vars(line) for line in self.mailboxes],
             "audit": {"findings": self.findings, "domains": self.domains},
             "deliveries": self.deliveries.to_json() if self.deliveries is not None else None,
+            "campaigns": [line.to_json() for line in self.campaigns],
+            "leads": {"turned_away": self.leads_turned_away, "reactions": self.reactions},
             "meanings": {code: meaning for code, _count, meaning in self.outcomes()},
         }
 
@@ -170,6 +191,9 @@ def summarize(result: SimResult) -> Summary:
         rotation_outcomes=dict(sorted(result.rotation_outcomes.items())),
         redraw_reasons=dict(sorted(result.redraw_reasons.items())),
         deliveries=result.deliveries,
+        campaigns=campaign_lines(result.specs, result.campaigns, result.sequences),
+        leads_turned_away=result.leads_turned_away,
+        reactions=dict(sorted(Counter(r.kind for r in log.reactions if r.event is not None).items())),
     )
 
 

@@ -33,6 +33,12 @@ def test_json_summary_of_a_short_run(tmp_path: Path, own_temp: Path) -> None:
     assert {m["address"] for m in data["mailboxes"]} == {"alice@example.com", "bob@example.com",
                                                          "carol@example.org"}
     assert data["audit"]["findings"]["warning"] == 2  # dkim.short_key, dmarc.rua_missing on example.com
+    [campaign] = data["campaigns"]  # one per mailbox group: the example's is `default`
+    assert (campaign["name"], campaign["group"]) == ("sim-default", "default")
+    assert [(s["step"], s["delay"], s["subject"] is None) for s in campaign["steps"]] == [
+        (1, "0s", False), (2, "3d", True), (3, "4d", True)]
+    assert campaign["steps"][0]["sent"] == data["sends"]["total"]  # two days: only first steps are due yet
+    assert campaign["leads"] == campaign["going"] + sum(campaign["ended"].values())
     assert result.stderr == ""  # no progress bar in a pipe, no warnings
     assert list(tmp_path.iterdir()) == []  # nothing written to the working directory (no .sendhost/)
     assert list(own_temp.iterdir()) == []  # the temporary Redis and PostgreSQL directories are gone
@@ -47,11 +53,14 @@ def test_table_summary_and_report(tmp_path: Path) -> None:
                      timeout=120)
     assert result.returncode == 0, result.stderr
     for line in ("sendhost simulate: 2 days from 2026-11-30T00:00Z, seed 1", "fallbacks to the primary IP",
-                 "max sends on one address", "parked EIP-hours", "alice@example.com", "dkim.short_key"):
+                 "max sends on one address", "parked EIP-hours", "alice@example.com", "dkim.short_key",
+                 "campaign sim-default (group default)", "(reply in the thread)", "how the sequences ended",
+                 "still going"):
         assert line in result.stdout
     assert result.stderr.strip() == f"report: {report}"
     page = report.read_text()
-    assert page.count('<figure class="chart"') == 3
+    assert page.count('<figure class="chart"') == 4
+    assert 'id="chart-steps-sim-default"' in page and 'id="steps-sim-default"' in page
     assert oct(report.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's private mode
 
 

@@ -1,4 +1,4 @@
-"""The HTML report opens in headless Chromium without console errors and shows its three charts."""
+"""The HTML report opens in headless Chromium without console errors and shows its four charts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from simulation import SimResult
-from simulation.report_html import COLORS, render_report
+from simulation.report_html import COLORS, STEP_PARTS, render_report
 from simulation.summary import summarize
 from tests.support.chromium import chromium_or_skip, console_messages, run_chromium
 from tests.support.png import read_png
@@ -32,15 +32,16 @@ def test_report_is_self_contained(report: tuple[Path, SimResult]) -> None:
     assert "<script" not in page and "<link" not in page
 
 
-def test_report_loads_without_console_errors_and_has_three_charts(report: tuple[Path, SimResult],
-                                                                   tmp_path: Path) -> None:
+def test_report_loads_without_console_errors_and_has_four_charts(report: tuple[Path, SimResult],
+                                                                  tmp_path: Path) -> None:
     path, result = report
     run = run_chromium(chromium_or_skip(), path, tmp_path / "profile", "--dump-dom")
     assert run.returncode == 0, run.stderr[-2000:]
     assert console_messages(run.stderr) == []
     dom = run.stdout
     figures = re.findall(r'<figure class="chart" id="([\w-]+)">(.*?)</figure>', dom, flags=re.S)
-    assert [name for name, _body in figures] == ["chart-sends", "chart-in-service", "chart-parked"]
+    assert [name for name, _body in figures] == ["chart-sends", "chart-in-service", "chart-parked",
+                                                 "chart-steps-sim-default"]
     bodies = {name: body for name, body in figures}
     # Sends: one bar per mailbox per local day, each day's ramp cap drawn over it.
     mailboxes = len(result.inventory.mailboxes)
@@ -52,17 +53,24 @@ def test_report_loads_without_console_errors_and_has_three_charts(report: tuple[
         paths = re.findall(r'<path class="series" d="([^"]+)"', bodies[name])
         assert len(paths) == series
         assert all(d.count("H") == len(result.log.samples) - 1 for d in paths)
+    # Steps: one bar per step, its segments adding up to the step's rows in the ledger at the end.
+    steps = bodies["chart-steps-sim-default"]
+    rows = Counter(row.step for row in result.sequences)
+    drawn: Counter[int] = Counter()
+    for step, count in re.findall(r'<rect class="segment"[^>]*><title>step (\d+): (\d+) ', steps):
+        drawn[int(step)] += int(count)
+    assert drawn == rows and sorted(drawn) == [1, 2, 3]
 
 
 def test_report_screenshot_shows_the_charts(report: tuple[Path, SimResult], tmp_path: Path) -> None:
     path, _result = report
     shot = tmp_path / "report.png"
     run = run_chromium(chromium_or_skip(), path, tmp_path / "profile", f"--screenshot={shot}",
-                       "--window-size=1000,2000")
+                       "--window-size=1000,2800")
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     assert console_messages(run.stderr) == []
     image = read_png(shot.read_bytes())
-    assert (image.width, image.height) == (1000, 2000)
+    assert (image.width, image.height) == (1000, 2800)
     colors = Counter(image.pixels)
     painted = sum(count for color, count in colors.items() if color != (255, 255, 255))
     assert painted / len(image.pixels) > 0.05, "the screenshot is (nearly) blank"
@@ -71,6 +79,9 @@ def test_report_screenshot_shows_the_charts(report: tuple[Path, SimResult], tmp_
         bar = _blend(COLORS[index], BAR_OPACITY)
         assert colors[bar] > 200, f"no bars in {COLORS[index]}"
     assert colors[_blend(COLORS[1], 1.0)] > 100, "no parked line"
+    # The steps chart: the sends without an answer, the replies and the follow-ups queued at the end.
+    for label, _field, color in (STEP_PARTS[0], STEP_PARTS[1], STEP_PARTS[6]):
+        assert colors[_blend(color, 1.0)] > 100, f"no {label} in the steps chart"
 
 
 @pytest.mark.service

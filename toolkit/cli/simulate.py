@@ -32,7 +32,8 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
               help="Inventory to simulate (default: sendhost --inventory, else the shipped example inventory).")
 @click.option("--days", default=14, show_default=True, type=int, help="Simulated days.")
 @click.option("--sends-per-day", default=120, show_default=True, type=int,
-              help="Leads the sender workers try to mail each day (the guard decides how many go out).")
+              help="Leads coming in each day for the simulated campaign of three steps (imported hourly while "
+                   "the senders keep up; the guard decides how many messages go out).")
 @click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same run.")
 @click.option("--zone-dir", metavar="DIR",
               help="Zone files to audit the inventory's domains in (default: the shipped example zones when "
@@ -42,8 +43,9 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
 @click.pass_obj
 def command(app: App, inventory_path: str | None, days: int, sends_per_day: int, seed: int, zone_dir: str | None,
             report_path: str | None, fmt: str | None) -> None:
-    """Run the toolkit on simulated days: sender workers pick mailboxes through the warm-up guard and lease IPs from
-    the pool, a pool worker rotates and reaps parked EIPs, and the domains' zone files are audited.
+    """Run the toolkit on simulated days: a campaign of three steps goes to the leads coming in, sender workers pick
+    mailboxes through the warm-up guard and lease IPs from the pool, recipients reply, bounce and unsubscribe, a
+    pool worker rotates and reaps parked EIPs, and the domains' zone files are audited.
 
     Needs nothing running: an embedded Redis in a temporary directory and AWS in moto, in process, with fake
     credentials (your AWS settings are hidden from it). Everything is removed at the end.
@@ -171,8 +173,12 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     skipped = ", ".join(f"{code} {count}" for code, count in summary.skips.items())
     fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%} of {summary.rotations} new addresses"
     findings = summary.findings
+    imported = sum(line.leads for line in summary.campaigns)
     rows = [
-        ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day; {summary.sends_per_day}/day asked)"),
+        ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
+        ("leads", f"{imported} imported into the campaign, {summary.leads_turned_away} turned away while the senders "
+                  f"were behind ({summary.sends_per_day}/day came in)"),
+        ("recipients' answers", f"{summary.reactions_text()} (each ends its lead's sequence)"),
         ("fallbacks to the primary IP", f"{fallbacks}" + (f" ({reasons})" if reasons else "")),
         ("attempts that reserved nothing", f"{sum(summary.skips.values())}" + (f" ({skipped})" if skipped else "")),
         ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
@@ -202,12 +208,34 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
                [(m.address, m.start, m.sends, m.capacity,
                  f"{m.busiest_day[5:]} {m.busiest_sends}/{m.busiest_cap}" if m.busiest_day else "-", m.days_at_cap,
                  m.days_over_cap) for m in summary.mailboxes])
+    _render_campaigns(summary)
     _render_deliveries(summary)
     found = [(d["domain"], f["severity"], f["code"], f["location"] or "-")
              for d in summary.domains for f in d["findings"]]
     if found:
         emit_table("DNS audit of the zone files", ["domain", "severity", "code", "where"], found,
                    summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")
+
+
+def _render_campaigns(summary: Summary) -> None:
+    """Per step of each campaign, and how its sequences ended (`campaign status`, read from the ledger)."""
+    for line in summary.campaigns:
+        emit_table(f"campaign {line.name} (group {line.group}): {line.leads} leads, each step at the end of the run",
+                   ["step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "failed", "cancelled",
+                    "queued", "waiting", "after the step before (min, median)"],
+                   [(step.step, step.delay, step.subject or "(reply in the thread)", step.sent, step.replied,
+                     step.bounced, step.unsubscribed, step.failed, step.cancelled, step.queued, step.waiting,
+                     _gap(step.min_after_previous_s, step.median_after_previous_s)) for step in line.steps])
+    if summary.campaigns:
+        emit_table("how the sequences ended", ["campaign", "end", "leads"],
+                   [(line.name, reason, count) for line in summary.campaigns
+                    for reason, count in [*line.ended.items(), ("still going", line.going)]])
+
+
+def _gap(shortest_s: float | None, median_s: float | None) -> str:
+    if shortest_s is None or median_s is None:
+        return "-"
+    return f"{shortest_s / 86_400:.2f} d, {median_s / 86_400:.2f} d"
 
 
 def _render_deliveries(summary: Summary) -> None:
