@@ -163,7 +163,7 @@ def prepare(ledger: Any, workdir: Path, leads: Sequence[Any]) -> tuple[str, int]
         ledger.suppress(lead.email, "bench")
     for n in range(SUPPRESSED_DOMAINS):
         ledger.suppress(f"@company{n * 97 % COMPANIES}.example", "bench")
-    with ledger._calling("bench") as conn, conn.transaction():
+    with ledger.calling("bench") as conn, conn.transaction():
         conn.execute(BASELINE_TABLE)
         create_floors(conn)
         conn.execute("ANALYZE")

@@ -133,7 +133,7 @@ class Campaigns:
         counts = dict.fromkeys(LeadOutcome, 0)
         first_lines: dict[LeadOutcome, int] = {}
         leads = tuple(leads)
-        with self.ledger._calling(f"add leads to {name}") as conn, conn.transaction():
+        with self.ledger.calling(f"add leads to {name}") as conn, conn.transaction():
             conn.execute(query("leads_import_timeout"), {"ms": str(import_timeout_ms(len(leads)))})
             conn.execute(query("leads_import_table"))
             with conn.cursor().copy(query("leads_import_copy")) as copy:
@@ -147,7 +147,7 @@ class Campaigns:
 
     def move(self, name: str, move: Move) -> State:
         """Start, pause, resume or stop campaign `name`; SenderConfigError for a move its state does not allow."""
-        return State(self.ledger._one("campaign_move", {"name": name, "move": move.value}, f"{move} {name}"))
+        return State(self.ledger.fetch_value("campaign_move", {"name": name, "move": move.value}, f"{move} {name}"))
 
     def names(self) -> list[str]:
         return [str(name) for (name,) in self.ledger.fetch_all("campaign_names", {}, "campaigns")]
@@ -180,5 +180,5 @@ class Campaigns:
         """Move the leads of `name` that wait for `from_mailbox` to `to_mailbox`; how many rows moved."""
         if self.ledger.fetch_one("campaign_head", {"name": name}, f"reassign {name}") is None:
             raise SenderConfigError(f"no campaign {name!r}; `sendhost campaign status` lists them")
-        return int(self.ledger._one("reassign", {"name": name, "from": from_mailbox, "to": to_mailbox},
+        return int(self.ledger.fetch_value("reassign", {"name": name, "from": from_mailbox, "to": to_mailbox},
                                     f"reassign {name}"))

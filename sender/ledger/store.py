@@ -176,7 +176,9 @@ class Ledger:
         self.close()
 
     @contextmanager
-    def _calling(self, what: str) -> Iterator[psycopg.Connection]:
+    def calling(self, what: str) -> Iterator[psycopg.Connection]:
+        """The connection, for statements of several steps (a COPY, a transaction); a database error becomes a
+        SenderConfigError or LedgerUnavailable naming `what`, as for every named query."""
         try:
             yield self._conn
         except psycopg.errors.UndefinedFunction as exc:
@@ -194,20 +196,21 @@ class Ledger:
     def fetch_one(self, name: str, params: Mapping[str, Any], what: str) -> tuple[Any, ...] | None:
         """Run the named query `name` (sql/*.sql) with `params` and the clock's now; its first row, if any.
         `what` names the call in errors."""
-        with self._calling(what) as conn:
+        with self.calling(what) as conn:
             return conn.execute(query(name), {**params, "now": self.now()}).fetchone()
 
     def fetch_all(self, name: str, params: Mapping[str, Any], what: str) -> list[tuple[Any, ...]]:
         """As fetch_one, every row."""
-        with self._calling(what) as conn:
+        with self.calling(what) as conn:
             return conn.execute(query(name), {**params, "now": self.now()}).fetchall()
 
     def run(self, name: str, params: Mapping[str, Any], what: str) -> None:
         """As fetch_one, for a statement that returns no rows."""
-        with self._calling(what) as conn:
+        with self.calling(what) as conn:
             conn.execute(query(name), {**params, "now": self.now()})
 
-    def _one(self, name: str, params: Mapping[str, Any], what: str) -> Any:
+    def fetch_value(self, name: str, params: Mapping[str, Any], what: str) -> Any:
+        """As fetch_one, for a query that always returns one row: its one value, or the row."""
         row = self.fetch_one(name, params, what)
         assert row is not None
         return row[0] if len(row) == 1 else row
@@ -215,12 +218,12 @@ class Ledger:
     # --- schema ------------------------------------------------------------------------------------------------
 
     def migrate(self) -> MigrateResult:
-        with self._calling("migrate") as conn:
+        with self.calling("migrate") as conn:
             return migrate(conn)
 
     def check_schema(self) -> None:
         """SenderConfigError unless the schema is at the version this code expects."""
-        with self._calling("schema check") as conn:
+        with self.calling("schema check") as conn:
             version = current_version(conn)
         if version < latest_version():
             raise SenderConfigError(f"the ledger's schema is at version {version}, this sendhost needs "
@@ -232,7 +235,7 @@ class Ledger:
                 not_before: datetime | None = None) -> Enqueued:
         """Queue (lead, step) for `to` (reduced to its canonical address, or AddressError); queued, waiting,
         duplicate (already in the ledger), suppressed or ended (refused)."""
-        return Enqueued(self._one("enqueue", {"lead": lead, "step": step, "to": canonical(to), "group": group,
+        return Enqueued(self.fetch_value("enqueue", {"lead": lead, "step": step, "to": canonical(to), "group": group,
                                               "subject": subject, "text": text, "not_before": not_before},
                                   f"enqueue {lead} step {step}"))
 
@@ -242,7 +245,7 @@ class Ledger:
         results: list[Enqueued] = []
         now = self.now()
         checked = [{**row, "to": canonical(row["to"])} for row in rows]
-        with self._calling("enqueue") as conn, conn.transaction():
+        with self.calling("enqueue") as conn, conn.transaction():
             for row in checked:
                 found = conn.execute(query("enqueue"), {**row, "now": now}).fetchone()
                 assert found is not None
@@ -253,10 +256,10 @@ class Ledger:
         """Suppress `address`, or a whole domain written `@bigco.example`, for good (in canonical form, or
         AddressError); returns how many rows not sent yet it withdrew."""
         entry = suppression_entry(address)
-        return int(self._one("suppress", {"address": entry, "reason": reason}, f"suppress {entry}"))
+        return int(self.fetch_value("suppress", {"address": entry, "reason": reason}, f"suppress {entry}"))
 
     def is_suppressed(self, address: str) -> bool:
-        return bool(self._one("is_suppressed", {"address": address}, f"suppression check of {address}"))
+        return bool(self.fetch_value("is_suppressed", {"address": address}, f"suppression check of {address}"))
 
     def counts(self) -> dict[str, int]:
         """Rows per status, every status listed."""
@@ -276,7 +279,7 @@ class Ledger:
     def show(self, lead: str, step: int, campaign: str = "enqueue") -> Shown | None:
         """Step `step` of `lead` in `campaign` (the built-in `enqueue`: the caller's lead id; a campaign file's:
         the lead's address), its send-log entry and its history; None when there is no such row."""
-        with self._calling(f"show {lead} step {step}") as conn:
+        with self.calling(f"show {lead} step {step}") as conn:
             cursor = conn.execute(query("show_row"), {"lead": lead, "step": step, "campaign": campaign})
             row = cursor.fetchone()
             if row is None:
@@ -304,7 +307,7 @@ class Ledger:
 
     def resolve(self, email_id: int, *, sent: bool, note: str) -> str:
         """A person's verdict on an unconfirmed row: resolved | not_unconfirmed | no_row."""
-        return str(self._one("resolve", {"id": email_id, "sent": sent, "note": note}, f"resolve row {email_id}"))
+        return str(self.fetch_value("resolve", {"id": email_id, "sent": sent, "note": note}, f"resolve row {email_id}"))
 
     def status_of(self, email_id: int) -> Status | None:
         """The row's status; None: no such row."""
@@ -313,11 +316,11 @@ class Ledger:
 
     def retry_now(self, email_id: int | None = None, due_before: datetime | None = None) -> int:
         """Make `retry` rows due now: one row, or every one due before `due_before`; how many."""
-        return int(self._one("retry_now", {"id": email_id, "before": due_before}, "retry"))
+        return int(self.fetch_value("retry_now", {"id": email_id, "before": due_before}, "retry"))
 
     def lead_rows(self, who: str) -> list[dict[str, Any]]:
         """Every row of every lead that `who` names (an address, the caller's id), campaign and step order."""
-        with self._calling(f"lead {who}") as conn:
+        with self.calling(f"lead {who}") as conn:
             cursor = conn.execute(query("lead_rows"), {"who": who})
             assert cursor.description is not None
             names = [c.name for c in cursor.description]
@@ -344,24 +347,24 @@ class Ledger:
         return None if not rows else (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
 
     def unclaim(self, email_id: int, delay_s: float = 0.0, why: str = "") -> bool:
-        return bool(self._one("unclaim", {"id": email_id, "delay_s": self._put_back(delay_s), "why": why},
+        return bool(self.fetch_value("unclaim", {"id": email_id, "delay_s": self._put_back(delay_s), "why": why},
                               "unclaim"))
 
     def begin_attempt(self, email_id: int, attempt: uuid.UUID, mailbox: str, source_ip: str | None,
                       message_id: str, subject: str | None = None) -> tuple[str, str | None]:
         """The last checks and the attempt's start: ("ok", the row's fixed Message-ID), ("suppressed", None),
         ("ended", None: the lead's sequence ended) or ("lost", None). `subject` is the Subject it sends."""
-        outcome, stored = self._one("begin_attempt", {"id": email_id, "attempt": attempt, "mailbox": mailbox,
+        outcome, stored = self.fetch_value("begin_attempt", {"id": email_id, "attempt": attempt, "mailbox": mailbox,
                                                       "source_ip": source_ip, "message_id": message_id,
                                                       "subject": subject},
                                     "begin attempt")
         return str(outcome), stored
 
     def record_sent(self, email_id: int, reply: str) -> bool:
-        return bool(self._one("record_sent", {"id": email_id, "reply": reply}, "record the send"))
+        return bool(self.fetch_value("record_sent", {"id": email_id, "reply": reply}, "record the send"))
 
     def settle(self, email_id: int, outcome: Settle, detail: str, delay_s: float = 0.0) -> Status:
-        return Status(self._one("settle", {"id": email_id, "outcome": outcome.value, "detail": detail[:500],
+        return Status(self.fetch_value("settle", {"id": email_id, "outcome": outcome.value, "detail": detail[:500],
                                            "delay_s": self._put_back(delay_s), "max_attempts": MAX_ATTEMPTS},
                                   "settle"))
 
@@ -370,7 +373,7 @@ class Ledger:
 
     def sweep(self, older_than_s: float) -> tuple[int, int]:
         """Settle rows left `sending` longer than `older_than_s`: (requeued, unconfirmed)."""
-        requeued, unconfirmed = self._one("sweep", {"older_than_s": older_than_s}, "sweep")
+        requeued, unconfirmed = self.fetch_value("sweep", {"older_than_s": older_than_s}, "sweep")
         return int(requeued), int(unconfirmed)
 
     def next_due_s(self, groups: Sequence[str] | None = None) -> float | None:
@@ -385,4 +388,5 @@ class Ledger:
 
     def unsubscribe_key(self) -> bytes:
         """The HMAC key of unsubscribe tokens, created in the ledger on first use."""
-        return bytes.fromhex(str(self._one("unsubscribe_key", {"new": secrets.token_hex(32)}, "unsubscribe key")))
+        key = self.fetch_value("unsubscribe_key", {"new": secrets.token_hex(32)}, "unsubscribe key")
+        return bytes.fromhex(str(key))
