@@ -2,9 +2,10 @@
 
 `RULES` below is the precedence, first match wins, and each rule is named so a caller (and a test) can see which
 one decided (`explain`). In short: no reply at all is decided by the stage (after the end of DATA the message may
-have been accepted: `unknown`); text naming the sending quota or a rate limit wins over any code; then the account
-itself (authentication, send-as); then our message's failed authentication (RFC 7372); then a missing recipient
-domain or recipient; then a block list; then RFC 3463 enhanced codes (addressing X.1.x is `recipient`,
+have been accepted: `unknown`); text naming the sending quota or a rate limit (or a provider's published rate code)
+wins over any code; then the account itself (authentication, send-as); then our message's failed authentication
+(RFC 7372); then a missing recipient domain; then the destination's local delivery program failing; then a missing
+recipient; then a block list; then RFC 3463 enhanced codes (addressing X.1.x is `recipient`,
 network/congestion X.4.x is `transient`, whatever the reply code); then a destination that cannot take it for now
 (X.3.x, routing loops, connections refused); then content and policy; then the reply code. docs/failure-classes.md
 documents each step; the replies behind the texts (Gmail, Microsoft 365, Yahoo, real bounces of many MTAs, French,
@@ -141,6 +142,12 @@ RATE_LIMIT = _re(
     r"concurrent connection limit|(?:connection|ip) frequency limit|trop de connexions|"
     r"zu viele (?:verbindungen|nachrichten|e-?mails)"
 )
+# Providers that name a rate limit by a published code rather than in words. Spectrum (Charter) answers mail into
+# its domains with "AUP#In-NNNN" (spectrum.net/support/internet/understanding-email-error-codes): 1300-1340 too many
+# connections, 1350-1490 too many messages or recipients, 1540 too many messages in one session, 1550 too many
+# recipients in one message, 1580 too many recipients in a short time; its other codes name blocks and policies.
+_SPECTRUM_CODE = _re(r"\bAUP#(?:In?|O(?:ut)?)-?(\d{4})\b")
+SPECTRUM_RATE_CODES = frozenset(range(1300, 1491)) | {1540, 1550, 1580}
 AUTH_FAILED = _re(
     r"authentication (?:unsuccessful|failed|credentials invalid)|username and password not accepted|"
     r"#auth\d+|invalid credentials|client not authenticated"
@@ -189,6 +196,11 @@ BLOCKLIST_TEXT = _re(r"spamhaus|block ?list|blacklist|\bdnsbl\b|\brbl\b")
 # The destination cannot take it for now, whatever the code says: a routing loop (RFC 3463 X.4.6), a service
 # unavailable for the moment, a connection that timed out or was refused (an MTA that gave up on an unreachable
 # host: X.4.1/X.4.7 in substance), its own local delivery program (Exim's `pipe to |...`) failing.
+# The destination's local delivery program failing on its own files (procmail's `Couldn't create "<mailbox>"`,
+# `Lock failure on`, `Error while writing to`): the mail system there, not the address (RFC 3463 X.3.0 in substance).
+# The MTA runs that program only for a recipient it accepted as local, so this outranks words about a user in the
+# same line (Postfix's `x-unix; procmail: Couldn't create "/var/spool/mail/neko" id: ...: No such user`).
+LOCAL_DELIVERY_FAILED = _re(r"procmail: (?:couldn't create|lock failure|error while writing)")
 UNAVAILABLE_FOR_NOW = _re(r"routing loop|hop count exceeded|too many hops|service (?:is )?(?:currently|temporarily) "
                           r"unavailable|\bpipe to \||connection (?:timed out|refused)|no route to host")
 SERVER_BUSY = _re(r"server busy")
@@ -219,6 +231,11 @@ def _no_reply_before_end_of_data(r: Reply) -> bool:
 def _no_reply_after_end_of_data(r: Reply) -> bool:
     # No stage given: the caller cannot rule out that the dot went out, so the safe answer is "maybe sent".
     return r.code is None
+
+
+def _provider_rate_code(r: Reply) -> bool:
+    spectrum = _SPECTRUM_CODE.search(r.text)
+    return spectrum is not None and int(spectrum.group(1)) in SPECTRUM_RATE_CODES
 
 
 def _account_refused(r: Reply) -> bool:
@@ -287,11 +304,13 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("no_reply_after_end_of_data", FailureClass.UNKNOWN, _no_reply_after_end_of_data),
     FailureRule("sending_quota_text", FailureClass.ACCOUNT_QUOTA, lambda r: r.says(SENDING_QUOTA)),
     FailureRule("rate_limit_text", FailureClass.RATE_LIMITED, lambda r: r.says(RATE_LIMIT)),
+    FailureRule("provider_rate_code", FailureClass.RATE_LIMITED, _provider_rate_code),
     FailureRule("account_refused", FailureClass.ACCOUNT_AUTH, _account_refused),
     FailureRule("sender_refused_for_now", FailureClass.TRANSIENT, _sender_refused_for_now),
     FailureRule("recipient_flooded", FailureClass.TRANSIENT, lambda r: r.says(RECIPIENT_FLOODED)),
     FailureRule("message_authentication_code", FailureClass.CONTENT, lambda r: r.enhanced in MESSAGE_AUTH_CODES),
     FailureRule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
+    FailureRule("local_delivery_failed", FailureClass.TRANSIENT, lambda r: r.says(LOCAL_DELIVERY_FAILED)),
     FailureRule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
     FailureRule("blocklist_text", FailureClass.CONTENT, lambda r: r.says(BLOCKLIST_TEXT)),
     FailureRule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
