@@ -71,7 +71,7 @@ class CapWait:
 
     def as_json(self) -> dict[str, object]:
         return {
-            "now": self.now.isoformat(), "due": self.due, "unknown": self.unknown,
+            "now": self.now.isoformat(timespec="seconds"), "due": self.due, "unknown": self.unknown,
             "campaign_cap": {"day": self.day.isoformat(), "ends": self.day_ends.isoformat(), "cap": self.daily_cap,
                              "reserved": self.sent_today, "rows": self.campaign_cap_rows},
             "mailbox_cap": {"per_mailbox": self.per_mailbox_cap, "rows": self.mailbox_cap_rows,
