@@ -125,16 +125,16 @@ def cap_wait(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Ite
     schedule = Schedule.of(spec.pacing)
     due = campaign_rows = mailbox_rows = 0
     mailbox_until: datetime | None = None
-    for lead_tz, pinned, due_now, by_day_end, by_free in rows:
+    for lead_tz, pinned_to, due_now, by_day_end, by_free in rows:
         if schedule is not None and not schedule.is_open(now, zone(lead_tz, spec.pacing.timezone)):
             continue  # waits for the window
         if view is None:
             due += int(due_now)
         elif campaign_full:
             campaign_rows += int(by_day_end)
-        elif (pinned is None and group_until is not None) or (pinned is not None and pinned in capped):
+        elif (pinned_to is None and group_until is not None) or (pinned_to is not None and pinned_to in capped):
             mailbox_rows += int(by_free)
-            frees = group_until if pinned is None else capped[pinned]
+            frees = group_until if pinned_to is None else capped[pinned_to]
             if by_free and frees is not None:
                 mailbox_until = frees if mailbox_until is None else min(mailbox_until, frees)
         else:
