@@ -88,12 +88,14 @@ class SenderMachinery:
     def agent(self, settings: AgentSettings, *, unsubscribe_key: bytes,
               checkpoint: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
               side_tasks: Executor | None = None, pick: Callable[[Sequence[str]], Decision] | None = None,
-              source_address: Callable[[Lease], str | None] | None = None) -> Agent:
+              source_address: Callable[[Lease], str | None] | None = None,
+              mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None) -> Agent:
         """The agent for `settings` (one host's mailboxes) over the shared parts; `pick` and `source_address`
-        replace the guard's pick and the lease's source address (see `Agent`)."""
+        replace the guard's pick and the lease's source address, `mailbox_settings` re-reads the inventory's
+        mailboxes (see `Agent`)."""
         return Agent(settings, self.guard, self.pool, unsubscribe_key=unsubscribe_key,
                      checkpoint=checkpoint, env=env, side_tasks=side_tasks, clock=self.clock or time.time,
-                     pick=pick, source_address=source_address)
+                     pick=pick, source_address=source_address, mailbox_settings=mailbox_settings)
 
 
 def build_sender(client: redis.Redis, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
@@ -130,9 +132,11 @@ class LedgerPlace:
 def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str | None, state_dir: Path,
                 unsubscribe_key_file: str | None = None, env: Mapping[str, str] | None = None,
                 checkpoint: Callable[[str], None] | None = None,
-                clock: Callable[[], float] | None = None) -> tuple[Agent, Callable[[], Ledger]]:
+                clock: Callable[[], float] | None = None,
+                mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None) -> tuple[Agent, Callable[[], Ledger]]:
     """The agent of one host, and a factory of ledger connections for its workers, all on `clock`. A missing
-    secret, a ledger not migrated or a bad key file is bad input now, not a failed send at 3 a.m."""
+    secret, a ledger not migrated or a bad key file is bad input now, not a failed send at 3 a.m.
+    `mailbox_settings` re-reads the inventory's mailboxes each sweep cycle, for their warm-up settings."""
     for mailbox in settings.mailboxes:
         assert mailbox.smtp is not None  # AgentSettings holds only mailboxes that submit
         mailbox.smtp.credential.secret(env)
@@ -140,7 +144,8 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
         key = unsubscribe_key(opened, unsubscribe_key_file)
     machinery = build_sender(hot_path_client(redis_url, state_dir), clock=clock)
     url = ledger.url
-    return (machinery.agent(settings, unsubscribe_key=key, checkpoint=checkpoint, env=env),
+    return (machinery.agent(settings, unsubscribe_key=key, checkpoint=checkpoint, env=env,
+                            mailbox_settings=mailbox_settings),
             lambda: connect_ledger(url, clock))
 
 

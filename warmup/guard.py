@@ -28,6 +28,7 @@ from sendhost.lua_errors import LibraryMissing
 from sendhost.masking import mask_text
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
+from warmup.campaign_counts import campaign_counts
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 from warmup.failures import FailureClass
 from warmup.mailboxes import (
@@ -213,6 +214,16 @@ class Guard:
             now_ms = self.mailboxes.now_ms(self._now(now))
             return [self.mailboxes.status(a, now_ms, self.breaker.window_s * 1000) for a in wanted]
         return self._admin(read)
+
+    def campaign_counts(self, group: str, name: str, day: str) -> tuple[int, dict[str, int]]:
+        """Campaign `name`'s reservations on its local `day` (ISO date) and each mailbox's share of them."""
+        group = validate_group(group)
+        return self._admin(lambda: campaign_counts(self._client, group, name, day))
+
+    def settings(self, address: str) -> MailboxConfig:
+        """The warm-up settings the guard holds for `address` (UnknownMailbox when it holds none)."""
+        address = validate_address(address)
+        return self._admin(lambda: self.mailboxes.config(address))
 
     def plan(self, address: str, days: int) -> list[DayCap]:
         address = validate_address(address)

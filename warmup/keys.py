@@ -42,6 +42,12 @@ class GroupKeys:
         the sender first named it, so the Redis ACL users already provisioned for senders still grant it."""
         return f"{REBUILD_LOCK_PREFIX}:{{{self.group}}}:rebuild"
 
+    def campaign(self, name: str) -> str:
+        """Hash: a campaign's reservations on its own local day, `day`/`day_count` and `prev_day`/`prev_count` (as
+        the mailbox state keeps its days), and `mbx:<address>` = "<campaign day>|<count>": each mailbox's share of
+        them. Under the group's tag: a campaign sends from one group, so its slot and a mailbox's are one script."""
+        return f"{self.tag}:campaign:{name}"
+
     def mailbox(self, address: str) -> MailboxKeys:
         return MailboxKeys(self, address)
 

@@ -29,6 +29,7 @@ from sender.errors import LedgerUnavailable
 from sender.ledger.store import Claimed, Ledger, Settle
 from sender.sending.compose import compose
 from sender.sending.counters import rebuild
+from sender.sending.guard_settings import GuardSettings
 from sender.sending.message import build_message, message_id_for, unsubscribe_url
 from sender.sending.outcomes import decide
 from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession, open_session
@@ -79,10 +80,13 @@ class Agent:
                  env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
                  side_tasks: Executor | None = None, clock: Callable[[], float] = time.time,
                  pick: Callable[[Sequence[str]], Decision] | None = None,
-                 source_address: Callable[[Lease], str | None] | None = None) -> None:
+                 source_address: Callable[[Lease], str | None] | None = None,
+                 mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None) -> None:
         """`clock` (epoch seconds) is the time of the counter rebuild; give the guard the same one. `pick` reserves
         a mailbox among a group's (default `guard.pick`); `source_address` is the address a lease's send binds to
-        (default the lease's `source_ip`). The simulation passes both (sender.assembly builds it)."""
+        (default the lease's `source_ip`). The simulation passes both (sender.assembly builds it).
+        `mailbox_settings` reads the inventory's mailboxes as they are now, whose warm-up settings reach the guard
+        at the start and each sweep cycle (default: those of `settings`, read once)."""
         self.settings = settings
         self.guard = guard
         self.pool = pool
@@ -102,6 +106,7 @@ class Agent:
         # simulation passes an inline executor: one thread on its simulated clock, the same order every run.
         self._side_tasks = side_tasks or ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
         self._windows = Windows()
+        self._guard_settings = GuardSettings(mailbox_settings or (lambda: settings.mailboxes), self._mailboxes)
 
     @property
     def groups(self) -> list[str]:
@@ -111,6 +116,7 @@ class Agent:
         """Rebuild every group's warm-up counters from the ledger (at start: Redis may have lost them)."""
         for group, mailboxes in self._groups.items():
             rebuild(self.guard, ledger, group, mailboxes, clock=self._clock)
+        self._guard_settings.cycle(self.guard)  # an inventory edited while no agent ran
 
     # --- one row ------------------------------------------------------------------------------------------------
 
@@ -308,6 +314,7 @@ class Agent:
                         log.warning("sender: sweep requeued %d and settled %d as unconfirmed", requeued,
                                     unconfirmed)
                     last_sweep = time.monotonic()
+                    self._guard_settings.cycle(self.guard)  # the inventory's warm-up edits since the last cycle
                 report = self.send_one(ledger, worker)
                 due = None if report is not None else ledger.next_due_s(self.groups)
                 backoff = 0.2

@@ -49,6 +49,23 @@ JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
 WHERE c.name = %(name)s AND e.status IN ('queued', 'retry') AND l.timezone IS NOT DISTINCT FROM %(timezone)s
   AND e.not_before <= %(until)s;
 
+-- name: campaign_due_rows
+-- Its rows waiting to be claimed, per lead time zone (NULL: the campaign's) and pinned mailbox (NULL: any of the
+-- group), due by `horizon`: how many are due at `at` (now), by `day_ends` (the end of the campaign's day), and by
+-- the instant their mailbox's cap next frees (`untils` of `mailboxes`; a row that may go from any mailbox of the
+-- group: `group_until`). For `campaign status` (sender.ledger.cap_wait).
+SELECT l.timezone, e.pinned_mailbox, count(*) FILTER (WHERE e.not_before <= %(at)s::timestamptz),
+       count(*) FILTER (WHERE e.not_before <= %(day_ends)s::timestamptz),
+       count(*) FILTER (WHERE e.not_before <= coalesce(u.until, CASE WHEN e.pinned_mailbox IS NULL
+                                                                     THEN %(group_until)s::timestamptz END))
+FROM sender_emails e
+JOIN sender_campaigns c ON c.id = e.campaign_id
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+LEFT JOIN unnest(%(mailboxes)s::text[], %(untils)s::timestamptz[]) AS u (mailbox, until)
+       ON u.mailbox = e.pinned_mailbox
+WHERE c.name = %(name)s AND e.status IN ('queued', 'retry') AND e.not_before <= %(horizon)s::timestamptz
+GROUP BY 1, 2;
+
 -- name: unclaim
 SELECT sender_unclaim(%(id)s, %(delay_s)s, %(why)s, %(now)s);
 

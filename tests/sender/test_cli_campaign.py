@@ -5,18 +5,23 @@ PostgreSQL."""
 from __future__ import annotations
 
 import json
+import time as time_module
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from subprocess import CompletedProcess
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
+import redis
 
 from sender import Ledger
 from sender.ledger.events import Event, Feedback
+from warmup import Guard
+from warmup.keys import GroupKeys
 
 Cli = Callable[..., CompletedProcess[str]]
 BOX1, BOX2, BOX3 = "box1@sender.example", "box2@sender.example", "box3@sender.example"
@@ -47,13 +52,15 @@ LEADS = "email,lead,timezone,first_name\n"
 
 
 @pytest.fixture
-def sendhost(cli: Cli, database_url: str, tmp_path: Path) -> Cli:
-    """`sendhost GROUP --database-url URL ARGS...` with the inventory above, on a migrated ledger."""
+def sendhost(cli: Cli, database_url: str, redis_url: str, tmp_path: Path) -> Cli:
+    """`sendhost GROUP --database-url URL ARGS...` with the inventory above, on a migrated ledger, the warm-up
+    guard on a real Redis (`redis=` another URL)."""
     inventory = tmp_path / "inventory.yml"
     inventory.write_text(INVENTORY)
 
-    def run(group: str, *args: str) -> CompletedProcess[str]:
-        return cli("--inventory", str(inventory), group, "--database-url", database_url, *args, cwd=tmp_path)
+    def run(group: str, *args: str, redis: str = redis_url) -> CompletedProcess[str]:
+        return cli("--inventory", str(inventory), "--redis-url", redis, group, "--database-url", database_url, *args,
+                   cwd=tmp_path)
 
     migrated = run("sender", "migrate")
     assert migrated.returncode == 0, migrated.stderr
@@ -95,7 +102,8 @@ def _send(database_url: str, mailbox: str = BOX1) -> int:
 
 def _sql(database_url: str, statement: str, *params: object) -> list[tuple[object, ...]]:
     with psycopg.connect(database_url) as conn:
-        return conn.execute(statement, params).fetchall()
+        cursor = conn.execute(statement, params)
+        return cursor.fetchall() if cursor.description is not None else []
 
 
 def _table_rows(stdout: str, rule: str = "│") -> list[str]:
@@ -300,12 +308,15 @@ def test_status_shows_a_table_per_step_and_per_mailbox(sendhost: Cli, tmp_path: 
     assert result.stdout.splitlines()[0] == "campaign q1: running, group sales, 2 lead(s); sequences ended: replied 1"
     assert _table_rows(result.stdout, "┃") == [
         "step | waiting | queued | sent | replied | bounced | unsubscribed | failed | unconfirmed | suppressed | "
-        "cancelled", "mailbox | sent | waiting follow-ups"]
+        "cancelled", "mailbox | sent | waiting follow-ups", "mailbox | day | sent | reserved | cap | state | q1 today"]
     assert _table_rows(result.stdout) == [
         "1 | 0 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0",
         "2 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 1",
         "3 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0",
         f"{BOX1} | 1 | 0",  # mailbox | sent | waiting follow-ups (ann's step 2 was cancelled by her reply)
+        # the group's mailboxes today: no agent has put them under the guard yet
+        f"{BOX1} | - | - | - | - | not under the guard yet | -",
+        f"{BOX2} | - | - | - | - | not under the guard yet | -",
     ]
     every = sendhost("campaign", "status")
     assert [line for line in every.stdout.splitlines() if line.startswith("campaign ")] == [
@@ -318,11 +329,12 @@ def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
     zero = dict.fromkeys(("waiting", "queued", "sent", "replied", "bounced", "unsubscribed", "failed",
                           "unconfirmed", "suppressed", "cancelled"), 0)
     one = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)
+    assert set(one.pop("pace")) == {"now", "due", "unknown", "campaign_cap", "mailbox_cap", "mailboxes"}
     assert one == {"name": "q1", "state": "running", "group": "sales", "leads": 2, "ended": {"replied": 1},
                    "steps": {"1": {**zero, "queued": 1, "replied": 1}, "2": {**zero, "cancelled": 1}, "3": zero},
                    "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None}
     every = json.loads(sendhost("campaign", "status", "--format", "json").stdout)
-    assert [c["name"] for c in every] == ["later", "q1"] and every[1] == one
+    assert [c["name"] for c in every] == ["later", "q1"] and {**every[1], "pace": None} == {**one, "pace": None}
     assert _one_line_error(sendhost("campaign", "status", "nope")).startswith("error: no campaign 'nope'")
 
 
@@ -341,10 +353,124 @@ def test_status_counts_the_rows_due_that_wait_for_the_window_and_when_it_opens(
     # the earliest opening is New York's midnight after the skipped days, shown with New York's offset
     opens = datetime.fromisoformat(shown["window"]["opens"])
     assert shown["window"]["rows"] == 2
+    assert shown["pace"]["due"] == 0  # waiting for the window is not due
     assert opens.utcoffset() == ZoneInfo("America/New_York").utcoffset(opens.replace(tzinfo=None))
     assert (opens.hour, opens.minute) == (0, 0) and opens.date() > local_today
     table = sendhost("campaign", "status", "q1").stdout
     assert f"q1: 2 row(s) due wait for the sending window, which next opens {shown['window']['opens']}" in table
+
+
+def _guarded(redis_url: str, *full: str) -> tuple[Guard, datetime]:
+    """BOX1 and BOX2 under the warm-up guard as the inventory has them (an agent's start puts them there), the
+    mailboxes `full` at today's cap (their send log shows a cap's worth today); the guard, and the sends' time."""
+    guard = Guard.from_url(redis_url)
+    now = datetime.now(UTC)
+    for box in (BOX1, BOX2):
+        guard.add_mailbox(box, start=date(2026, 11, 1), group="sales")
+    for box in full:
+        guard.import_sends([(box, now)] * guard.status([box])[0].cap, now=now.timestamp() + 1)
+    return guard, now
+
+
+def _pace(sendhost: Cli, name: str = "q1", **kw: str) -> dict[str, Any]:
+    result = sendhost("campaign", "status", name, "--format", "json", **kw)
+    assert result.returncode == 0, result.stderr
+    pace: dict[str, Any] = json.loads(result.stdout)["pace"]
+    return pace
+
+
+def _utc_midnight_after(now: datetime) -> str:
+    return datetime.combine(now.date() + timedelta(days=1), time(0), UTC).isoformat()
+
+
+def test_status_shows_the_rows_due_and_each_mailbox_against_its_cap(sendhost: Cli, tmp_path: Path,
+                                                                    redis_url: str) -> None:
+    guard, now = _guarded(redis_url, BOX2)
+    cap = guard.status([BOX1])[0].cap
+    _ready(sendhost, tmp_path, "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\n")
+    pace = _pace(sendhost)
+    # BOX1 has room, so neither row waits for a cap: both are due
+    assert (pace["due"], pace["unknown"], pace["mailbox_cap"]["rows"], pace["campaign_cap"]["rows"]) == (2, None, 0, 0)
+    assert pace["campaign_cap"] == {"day": now.date().isoformat(), "ends": _utc_midnight_after(now), "cap": None,
+                                    "reserved": 0, "rows": 0}
+    day = {"state": "ready", "day": now.date().isoformat(), "sent": 0, "reserved": 0, "cap": cap, "campaign": 0,
+           "frees": None}
+    assert pace["mailboxes"] == {  # numbers, not strings
+        BOX1: day, BOX2: {**day, "state": "daily-limit", "sent": cap, "reserved": cap,
+                          "frees": _utc_midnight_after(now)}}
+    table = sendhost("campaign", "status", "q1").stdout
+    assert "q1: 2 row(s) due now (" in table
+    assert f"q1: campaign day {now.date()}: 0 reserved (no daily cap)\nq1: 0 row(s) wait for a mailbox's cap\n" \
+        in table
+    assert f"{BOX2} | {now.date()} | {cap} | {cap} | {cap} | daily-limit | 0" in _table_rows(table)
+
+
+def test_rows_wait_for_a_mailbox_cap_when_every_mailbox_they_may_use_is_at_it(
+        sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str) -> None:
+    _guarded(redis_url, BOX1)
+    _ready(sendhost, tmp_path, "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\ncy@rcpt.example,,,Cy\n")
+    _send(database_url)  # ann's step 1 went through BOX1: her step 2 waits for BOX1
+    _sql(database_url, "UPDATE sender_emails SET not_before = now() WHERE lead = 'ann@rcpt.example' AND step = 2")
+    tomorrow = datetime.combine(datetime.now(UTC).date() + timedelta(days=1), time(0), UTC)
+    pace = _pace(sendhost)
+    # ann's step 2 may go only from BOX1, which is full; bob's and cy's step 1 may go from BOX2, which has room
+    assert (pace["due"], pace["mailbox_cap"]["rows"]) == (2, 1)
+    assert pace["mailbox_cap"]["until"] == tomorrow.isoformat()
+    assert pace["mailboxes"][BOX1]["frees"] == tomorrow.isoformat()
+    # BOX2 full too: every row waits for a cap now, and so does cy's, put back by the agent until BOX2 frees (as
+    # it puts back a row the guard refused)
+    guard = Guard.from_url(redis_url)
+    guard.import_sends([(BOX2, datetime.now(UTC))] * guard.status([BOX2])[0].cap, now=time_module.time() + 1)
+    _sql(database_url, "UPDATE sender_emails SET not_before = %s WHERE lead = 'cy@rcpt.example'", tomorrow)
+    pace = _pace(sendhost)
+    assert (pace["due"], pace["mailbox_cap"]["rows"]) == (0, 3)
+    table = sendhost("campaign", "status", "q1").stdout
+    assert f"q1: 3 row(s) wait for a mailbox's cap (the first frees {tomorrow.isoformat(timespec='seconds')})" \
+        in table
+
+
+def test_rows_wait_for_the_campaign_cap_once_its_day_count_reaches_it(
+        sendhost: Cli, tmp_path: Path, redis_client: redis.Redis, redis_url: str) -> None:
+    _guarded(redis_url)
+    text = CAMPAIGN.format(name="q1") + "timezone: America/New_York\ndaily_cap: 3\nmax_per_mailbox_per_day: 2\n"
+    _apply(sendhost, tmp_path, "q1", text)
+    assert _add(sendhost, tmp_path, "q1", "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\n").returncode == 0
+    assert sendhost("campaign", "start", "q1").returncode == 0
+    new_york = ZoneInfo("America/New_York")
+    day = datetime.now(new_york).date()
+    ends = datetime.combine(day + timedelta(days=1), time(0), new_york).isoformat()
+    # the campaign's counters as the guard keeps them (the contract of warmup.keys.GroupKeys.campaign): 2 of 3 today
+    key = GroupKeys("sales").campaign("q1")
+    yesterday = day - timedelta(days=1)
+    redis_client.hset(key, mapping={"day": day.isoformat(), "day_count": 2, "prev_day": yesterday.isoformat(),
+                                    "prev_count": 3, f"mbx:{BOX1}": f"{day}|2", f"mbx:{BOX2}": f"{yesterday}|3"})
+    pace = _pace(sendhost)
+    # BOX1's share for q1 is spent (2 of 2): it frees when the campaign's day ends; BOX2's count is yesterday's
+    assert (pace["mailboxes"][BOX1]["campaign"], pace["mailboxes"][BOX1]["frees"]) == (2, ends)
+    assert (pace["mailboxes"][BOX2]["campaign"], pace["mailboxes"][BOX2]["frees"]) == (0, None)
+    assert (pace["due"], pace["campaign_cap"]["reserved"], pace["campaign_cap"]["rows"]) == (2, 2, 0)
+    assert pace["mailbox_cap"]["per_mailbox"] == 2
+    redis_client.hset(key, "day_count", 3)
+    pace = _pace(sendhost)
+    assert (pace["due"], pace["campaign_cap"]["rows"], pace["mailbox_cap"]["rows"]) == (0, 2, 0)
+    assert pace["campaign_cap"] == {"day": day.isoformat(), "ends": ends, "cap": 3, "reserved": 3, "rows": 2}
+    assert datetime.fromisoformat(pace["now"]).utcoffset() == datetime.now(new_york).utcoffset()
+    table = sendhost("campaign", "status", "q1").stdout
+    assert f"q1: campaign day {day}: 3 of 3 reserved; 2 row(s) wait for the campaign's cap (until {ends})" in table
+
+
+def test_status_says_it_could_not_look_at_the_caps_when_redis_is_down(sendhost: Cli, tmp_path: Path) -> None:
+    _ready(sendhost, tmp_path)
+    down = "redis://127.0.0.1:1"  # nothing listens on port 1
+    pace = _pace(sendhost, redis=down)
+    assert pace["unknown"].startswith("Redis unreachable")
+    # unknown, not 0 or "fine": every count that needs the guard is null, and no mailbox is shown as having room
+    assert (pace["campaign_cap"]["rows"], pace["campaign_cap"]["reserved"], pace["mailbox_cap"]["rows"],
+            pace["mailboxes"]) == (None, None, None, {})
+    assert pace["due"] == 1
+    result = sendhost("campaign", "status", "q1", redis=down)
+    assert result.returncode == 0, result.stderr
+    assert "q1: what waits for a cap is unknown: couldn't look (Redis unreachable" in result.stdout
 
 
 # --- lead show -----------------------------------------------------------------------------------------------------

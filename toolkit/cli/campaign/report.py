@@ -1,5 +1,6 @@
 """`sendhost campaign status [NAME]`: each campaign's state, its leads, how their sequences ended, what became of
-each step's rows and what each mailbox sent."""
+each step's rows and what each mailbox sent; and its pace now: what is due, what waits for the window, for the
+campaign's cap or a mailbox's, and each mailbox's day against its cap (from the warm-up guard in Redis)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
     from sender.ledger.campaigns import Campaigns, CampaignStatus
+    from sender.ledger.cap_wait import CapWait
     from sender.ledger.window_wait import WindowWait
+    from warmup import Guard
+
+# A status must answer even when Redis does not: a short wait, then the cap part is shown as unknown.
+GUARD_TIMEOUT_S = 2.0
 
 
 @click.command("status")
@@ -24,13 +30,21 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
     """What became of campaign NAME, or of every campaign.
 
     Its state, group and leads, the sequences ended by reason, per step what became of its rows, per mailbox its
-    sends and the follow-ups waiting for it. JSON: one object for NAME, a list without."""
+    sends and the follow-ups waiting for it; its pace now: the rows due, those waiting for the sending window (and
+    when it opens), for the campaign's daily cap or a mailbox's cap, and each mailbox's sends today against its cap
+    (read from the warm-up guard: "couldn't look" when Redis cannot be reached). JSON: one object for NAME, a list
+    without."""
     from sender.ledger.campaigns import Campaigns
 
-    with sc.ledger() as ledger:
-        campaigns = Campaigns(ledger)
-        names = [name] if name is not None else campaigns.names()
-        found = [_status(sc, campaigns, each) for each in names]
+    guard, unreachable = _guard(sc)
+    try:
+        with sc.ledger() as ledger:
+            campaigns = Campaigns(ledger)
+            names = [name] if name is not None else campaigns.names()
+            found = [_status(sc, campaigns, each, guard, unreachable) for each in names]
+    finally:
+        if guard is not None:
+            guard.close()
     if sc.app.output_format(fmt) == "json":
         emit_json(found[0].as_json() if name is not None else [shown.as_json() for shown in found])
         return
@@ -41,21 +55,45 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
             click.echo()
         render_status(shown.status)
         render_window(shown.status.name, shown.window)
+        if shown.pace is not None:
+            render_pace(shown.status.name, shown.pace)
 
 
 @dataclasses.dataclass(frozen=True)
 class Shown:
-    """A campaign's status and what of it waits for its sending window (None: it has no window)."""
+    """A campaign's status, what of it waits for its sending window (None: it has no window), and its pace (None:
+    no campaign file to read it from)."""
 
     status: CampaignStatus
     window: WindowWait | None
+    pace: CapWait | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.status.as_json(), "window": self.window.as_json() if self.window else None}
+        return {**self.status.as_json(), "window": self.window.as_json() if self.window else None,
+                "pace": self.pace.as_json() if self.pace else None}
 
 
-def _status(sc: SenderContext, campaigns: Campaigns, name: str) -> Shown:
+def _guard(sc: SenderContext) -> tuple[Guard | None, str | None]:
+    """The warm-up guard on the configured Redis, or None and why not (the status goes on without its caps)."""
+    import redis
+
+    from sendhost.errors import ConfigError, SendhostError
+    from warmup import Guard
+
+    try:
+        client = sc.app.redis(socket_timeout=GUARD_TIMEOUT_S)
+        client.ping()
+    except ConfigError:
+        raise  # a malformed URL is bad input, not an outage
+    except (redis.RedisError, SendhostError, OSError) as exc:
+        return None, f"Redis unreachable: {type(exc).__name__}: {exc}"
+    return Guard(client), None
+
+
+def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | None,
+            unreachable: str | None) -> Shown:
     from sender.ledger.campaigns import STEP_COLUMNS
+    from sender.ledger.cap_wait import cap_wait
     from sender.ledger.window_wait import window_wait
 
     status = campaigns.status(name)
@@ -67,7 +105,12 @@ def _status(sc: SenderContext, campaigns: Campaigns, name: str) -> Shown:
     steps = {number: dict.fromkeys(STEP_COLUMNS, 0) for number in range(1, len(spec.steps) + 1)} if spec else {}
     steps.update(status.steps)
     wait = window_wait(campaigns.ledger, spec) if spec else None
-    return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait)
+    pace = None
+    if spec is not None:
+        group = sc.group_mailboxes(spec.group)
+        pinned = [box for box, counts in status.mailboxes.items() if counts["waiting"]]
+        pace = cap_wait(campaigns.ledger, spec, guard, group, pinned, unreachable)
+    return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait, pace)
 
 
 def render_status(status: CampaignStatus) -> None:
@@ -91,3 +134,27 @@ def render_window(name: str, wait: WindowWait | None) -> None:
         return
     opens = wait.opens.isoformat() if wait.opens else "never"
     click.echo(f"{name}: {wait.rows} row(s) due wait for the sending window, which next opens {opens}")
+
+
+def render_pace(name: str, pace: CapWait) -> None:
+    from sender.ledger.cap_wait import NOT_GUARDED
+
+    click.echo(f"{name}: {pace.due} row(s) due now ({pace.now.isoformat(timespec='seconds')})")
+    if pace.unknown is not None:
+        click.echo(f"{name}: what waits for a cap is unknown: couldn't look ({pace.unknown})")
+        return
+    if pace.daily_cap is None:
+        click.echo(f"{name}: campaign day {pace.day}: {pace.sent_today} reserved (no daily cap)")
+    else:
+        click.echo(f"{name}: campaign day {pace.day}: {pace.sent_today} of {pace.daily_cap} reserved; "
+                   f"{pace.campaign_cap_rows} row(s) wait for the campaign's cap (until "
+                   f"{pace.day_ends.isoformat(timespec='seconds')})")
+    frees = f" (the first frees {pace.mailbox_cap_until.isoformat(timespec='seconds')})" \
+        if pace.mailbox_cap_until else ""
+    click.echo(f"{name}: {pace.mailbox_cap_rows} row(s) wait for a mailbox's cap{frees}")
+    if pace.mailboxes:
+        share = f"{name} today" + (f" (max {pace.per_mailbox_cap})" if pace.per_mailbox_cap else "")
+        emit_table(f"{name}: mailboxes today", ["mailbox", "day", "sent", "reserved", "cap", "state", share],
+                   [(m.address, m.day, m.sent, m.reserved, m.cap,
+                     "not under the guard yet" if m.state == NOT_GUARDED else m.state, m.campaign)
+                    for m in pace.mailboxes])

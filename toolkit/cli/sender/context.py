@@ -45,6 +45,14 @@ class SenderContext:
         inventory = self.app.inventory
         return {m.group for m in inventory.mailboxes} if inventory is not None and inventory.mailboxes else None
 
+    def group_mailboxes(self, group: str) -> list[str] | None:
+        """The inventory's mailboxes of `group` (lower-case); None (the guard's of the group) without an inventory
+        or without mailboxes in it."""
+        inventory = self.app.inventory
+        if inventory is None or not inventory.mailboxes:
+            return None
+        return [m.address.lower() for m in inventory.mailboxes if m.group == group]
+
 
 def ledger_group(name: str, help_text: str) -> click.Group:
     """A command group whose commands open the ledger: `--database-url` on the group, a SenderContext as their obj."""

@@ -11,9 +11,40 @@ from toolkit.output import emit_json, format_option
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from sender import Ledger
     from sender.sending.agent import Agent
+    from sendhost.model import Mailbox
+
+
+class InventoryMailboxes:
+    """The inventory's mailboxes as its file is now, for the agent's cycles: parsed again only when the file's bytes
+    changed (a fingerprint), so a cycle costs one read. ConfigError when it is unreadable or does not parse."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fingerprint: str | None = None
+        self._mailboxes: tuple[Mailbox, ...] = ()
+
+    def __call__(self) -> tuple[Mailbox, ...]:
+        from toolkit.inventory import load_inventory
+
+        fingerprint = self._digest()
+        if fingerprint != self._fingerprint:
+            self._mailboxes = load_inventory(self.path).mailboxes
+            self._fingerprint = fingerprint
+        return self._mailboxes
+
+    def _digest(self) -> str:
+        import hashlib
+
+        from sendhost.errors import ConfigError
+
+        try:
+            return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: cannot read the inventory: {exc.strerror}") from None
 
 
 def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[str], None] | None = None,
@@ -36,7 +67,8 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
     app = sc.app
     return assemble(settings, sc.place, redis_url=app.config.redis_url.value, state_dir=app.state_dir,
-                    unsubscribe_key_file=inventory.unsubscribe_key_file, env=app.env, checkpoint=checkpoint)
+                    unsubscribe_key_file=inventory.unsubscribe_key_file, env=app.env, checkpoint=checkpoint,
+                    mailbox_settings=InventoryMailboxes(inventory.path))
 
 
 @click.command("run")

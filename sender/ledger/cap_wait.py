@@ -1,0 +1,180 @@
+"""What of a campaign waits for a cap now, and each of its mailboxes' day against its cap: for `campaign status`.
+
+Rows waiting to be claimed whose lead's window is open now (those of a closed window wait for it: window_wait.py)
+are sorted into:
+- waiting for the campaign's cap, when the campaign's reservations on its local day reached `daily_cap`: every such
+  row due by the end of that day (nothing of the campaign goes before it ends);
+- waiting for a mailbox's cap, when every mailbox the row may go from (the one it is pinned to, else each mailbox of
+  the campaign's group) is at its cap (the mailbox's day cap, or the campaign's `max_per_mailbox_per_day`): every
+  such row due by the instant the first of those mailboxes frees;
+- due: due now, and nothing above holds it.
+"Due by" and not "due now" because the agent puts a row a cap refused back until the cap frees, so the row's due
+time moved to that instant. The counts come from the warm-up guard in Redis: when it cannot be read, the cap part is
+unknown (None, "couldn't look"), never 0, and every row due now counts as due.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from sender.campaigns.spec import CampaignSpec
+from sender.campaigns.window import Schedule, zone
+from sender.ledger.store import Ledger
+from warmup import Guard
+from warmup.days import midnight_ms
+from warmup.errors import WarmupUnavailable
+from warmup.mailboxes import MailboxStatus
+
+NOT_GUARDED = "not under the guard"  # a mailbox's state before an agent or `warmup add` put it there
+
+
+@dataclass(frozen=True)
+class MailboxDay:
+    """One mailbox's day as the guard counts it: its own local day, its sends (confirmed) and reservations (sent
+    and in flight) against its cap, and the campaign's share of them on the campaign's day. None: not guarded."""
+
+    address: str
+    state: str  # the guard's: ready | cooldown | daily-limit | paused | not-started; or NOT_GUARDED
+    in_group: bool  # one of the campaign group's mailboxes (else only a row's pinned one)
+    day: date | None = None
+    sent: int | None = None
+    reserved: int | None = None
+    cap: int | None = None
+    campaign: int | None = None  # the campaign's reservations on it, on the campaign's day
+    frees: datetime | None = None  # when its cap frees for the campaign, if it is at a cap
+
+    def as_json(self) -> dict[str, object]:
+        return {"state": self.state, "day": self.day.isoformat() if self.day else None, "sent": self.sent,
+                "reserved": self.reserved, "cap": self.cap, "campaign": self.campaign,
+                "frees": self.frees.isoformat() if self.frees else None}
+
+
+@dataclass(frozen=True)
+class CapWait:
+    """The campaign's pace now. The cap fields are None when the guard could not be read (`unknown` says why)."""
+
+    now: datetime  # in the campaign's time zone
+    day: date  # the campaign's local day
+    day_ends: datetime  # its end, in the campaign's time zone
+    daily_cap: int | None
+    per_mailbox_cap: int | None
+    due: int  # rows due now, inside their window, that no cap holds (unknown caps: every row due now)
+    sent_today: int | None  # the campaign's reservations on its day
+    campaign_cap_rows: int | None
+    mailbox_cap_rows: int | None
+    mailbox_cap_until: datetime | None  # when the first mailbox they wait for frees, in the campaign's time zone
+    mailboxes: tuple[MailboxDay, ...]
+    unknown: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "now": self.now.isoformat(timespec="seconds"), "due": self.due, "unknown": self.unknown,
+            "campaign_cap": {"day": self.day.isoformat(), "ends": self.day_ends.isoformat(), "cap": self.daily_cap,
+                             "reserved": self.sent_today, "rows": self.campaign_cap_rows},
+            "mailbox_cap": {"per_mailbox": self.per_mailbox_cap, "rows": self.mailbox_cap_rows,
+                            "until": self.mailbox_cap_until.isoformat() if self.mailbox_cap_until else None},
+            "mailboxes": {m.address: m.as_json() for m in self.mailboxes},
+        }
+
+
+@dataclass(frozen=True)
+class _GuardView:
+    """What the guard says of the campaign now: its count on its day, and each mailbox's day."""
+
+    sent_today: int
+    mailboxes: dict[str, MailboxDay]
+
+    def frees(self) -> dict[str, datetime]:
+        """The mailboxes at a cap, and when each frees."""
+        return {a: m.frees for a, m in self.mailboxes.items() if m.frees is not None}
+
+    def group_frees(self) -> datetime | None:
+        """When the first mailbox of the group frees, if every one is at a cap; None: one has room (or none is)."""
+        group = [m for m in self.mailboxes.values() if m.in_group]
+        if not group or any(m.frees is None for m in group):
+            return None
+        return min(m.frees for m in group if m.frees is not None)
+
+
+def cap_wait(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Iterable[str] | None,
+             pinned: Iterable[str] = (), unreachable: str | None = None) -> CapWait:
+    """The pace of `spec`'s campaign now. `group`: the mailboxes of its group (None: those the guard holds in it);
+    `pinned`: those its rows wait for. `guard` None, or one that fails, leaves the cap part unknown (why:
+    `unreachable`, or the guard's error)."""
+    tz = zone(spec.pacing.timezone, "UTC")
+    now = (ledger.now() or datetime.now(UTC)).astimezone(tz)
+    day = now.date()
+    day_ends = datetime.fromtimestamp(midnight_ms(day + timedelta(days=1), tz.key) / 1000, tz)
+    view: _GuardView | None = None
+    if guard is not None:
+        try:
+            view = _read_guard(guard, spec, group, pinned, now, day_ends)
+        except WarmupUnavailable as exc:
+            unreachable = str(exc)
+    capped = view.frees() if view else {}
+    group_until = view.group_frees() if view else None
+    campaign_full = view is not None and spec.pacing.daily_cap is not None and \
+        view.sent_today >= spec.pacing.daily_cap
+    rows = ledger.fetch_all("campaign_due_rows", {
+        "name": spec.name, "at": now, "day_ends": day_ends if campaign_full else None,
+        "mailboxes": list(capped), "untils": list(capped.values()), "group_until": group_until,
+        "horizon": max([now, day_ends, *capped.values()])}, f"status of {spec.name}")
+    schedule = Schedule.of(spec.pacing)
+    due = campaign_rows = mailbox_rows = 0
+    mailbox_until: datetime | None = None
+    for lead_tz, pinned_to, due_now, by_day_end, by_free in rows:
+        if schedule is not None and not schedule.is_open(now, zone(lead_tz, spec.pacing.timezone)):
+            continue  # waits for the window
+        if view is None:
+            due += int(due_now)
+        elif campaign_full:
+            campaign_rows += int(by_day_end)
+        elif (pinned_to is None and group_until is not None) or (pinned_to is not None and pinned_to in capped):
+            mailbox_rows += int(by_free)
+            frees = group_until if pinned_to is None else capped[pinned_to]
+            if by_free and frees is not None:
+                mailbox_until = frees if mailbox_until is None else min(mailbox_until, frees)
+        else:
+            due += int(due_now)
+    known = view is not None
+    return CapWait(now, day, day_ends, spec.pacing.daily_cap, spec.pacing.max_per_mailbox_per_day, due,
+                   view.sent_today if view else None, campaign_rows if known else None,
+                   mailbox_rows if known else None, mailbox_until.astimezone(tz) if mailbox_until else None,
+                   tuple(view.mailboxes.values()) if view else (), None if known else unreachable or "not read")
+
+
+def _read_guard(guard: Guard, spec: CampaignSpec, group: Iterable[str] | None, pinned: Iterable[str],
+                now: datetime, day_ends: datetime) -> _GuardView:
+    sent_today, shares = guard.campaign_counts(spec.group, spec.name, now.date().isoformat())
+    members = {a.lower() for a in group} if group is not None else \
+        {s.address for s in guard.status(now=now.timestamp()) if s.group == spec.group}
+    wanted = sorted(members | {a.lower() for a in pinned})
+    known = [a for a in wanted if guard.knows(a)]
+    statuses = {s.address: s for s in guard.status(known, now=now.timestamp())} if known else {}
+    per_mailbox = spec.pacing.max_per_mailbox_per_day
+    days: dict[str, MailboxDay] = {}
+    for address in wanted:
+        status = statuses.get(address)
+        days[address] = MailboxDay(address, NOT_GUARDED, address in members) if status is None else \
+            _mailbox_day(guard, status, address in members, shares.get(address, 0), per_mailbox, day_ends)
+    return _GuardView(sent_today, days)
+
+
+def _mailbox_day(guard: Guard, status: MailboxStatus, in_group: bool, share: int, per_mailbox: int | None,
+                 campaign_day_ends: datetime) -> MailboxDay:
+    """`status` with the campaign's share, and when its cap frees for the campaign if it is at one."""
+    frees: list[datetime] = []
+    if status.state == "daily-limit" or status.reserved >= status.cap:
+        if status.state == "daily-limit" and status.next_eligible is not None:
+            frees.append(status.next_eligible)
+        else:  # the mailbox's own day ends at its local midnight
+            tz = guard.settings(status.address).timezone
+            frees.append(datetime.fromtimestamp(midnight_ms(status.day + timedelta(days=1), tz) / 1000,
+                                                ZoneInfo(tz)))
+    if per_mailbox is not None and share >= per_mailbox:
+        frees.append(campaign_day_ends)
+    return MailboxDay(status.address, status.state, in_group, status.day, status.sent, status.reserved,
+                      status.cap, share, max(frees) if frees else None)
