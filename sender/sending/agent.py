@@ -61,6 +61,7 @@ class Report:
     mailbox: str | None = None
     source_ip: str | None = None
     unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
+    login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
 
 
@@ -263,7 +264,8 @@ class Agent:
         kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
         unreachable = result.kind is ResultKind.CERTIFICATE or (result.kind is ResultKind.NO_REPLY
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))
-        return Report(row.id, kind, outcome.detail, mailbox.address, source_ip, unreachable)
+        return Report(row.id, kind, outcome.detail, mailbox.address, source_ip, unreachable,
+                      login_failed=result.stage is Stage.AUTH)
 
     def _finish(self, lease: Lease, sent: Reservation | None) -> None:
         """After a send, beside the next one: confirm the reservation of an accepted message, release the lease."""
