@@ -31,6 +31,14 @@ def _with_user(url: str, user: str, password: str) -> str:
     return url.replace("redis://", f"redis://{user}:{password}@", 1)
 
 
+def _write_inventory(path: Path, redis_url: str) -> None:
+    """One sender host, and `redis_url` on line 3."""
+    path.write_text(f"all:\n  vars:\n    sendhost_redis_url: '{redis_url}'\n"
+                    "  children:\n    senders:\n      hosts:\n        sender-1:\n"
+                    "          sendhost_instance_id: i-0123456789abcdef0\n          sendhost_region: us-east-1\n"
+                    "          sendhost_primary_ip: 10.0.1.10\n          sendhost_pool: {slots: 1}\n")
+
+
 def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
@@ -54,15 +62,22 @@ def test_a_wrong_password_exits_2_naming_the_setting_it_came_from(redis_url: str
 
 def test_a_wrong_password_in_the_inventory_names_its_line(tmp_path: Path, redis_url: str) -> None:
     inventory = tmp_path / "inventory.yml"
-    inventory.write_text(f"all:\n  vars:\n    sendhost_redis_url: '{_with_user(redis_url, 'nobody', 'wrong')}'\n"
-                         "  children:\n    senders:\n      hosts:\n        sender-1:\n"
-                         "          sendhost_instance_id: i-0123456789abcdef0\n          sendhost_region: us-east-1\n"
-                         "          sendhost_primary_ip: 10.0.1.10\n          sendhost_pool: {slots: 1}\n")
+    _write_inventory(inventory, _with_user(redis_url, "nobody", "wrong"))
     result = run_cli("--inventory", str(inventory), "pool", "status")
     assert result.returncode == 2, result.stderr
     error = _one_error_line(result)
     assert f"refused the user or password of the Redis URL from inventory {inventory}:3 (" in error
     assert error.endswith(f"correct them in sendhost_redis_url ({inventory}:3)")
+
+
+def test_inventory_check_says_a_wrong_password_is_refused_not_unreachable(tmp_path: Path, redis_url: str) -> None:
+    inventory = tmp_path / "inventory.yml"
+    _write_inventory(inventory, _with_user(redis_url, "nobody", "wrong"))
+    result = run_cli("inventory", "check", str(inventory))
+    assert result.returncode == 2, result.stderr
+    error = _one_error_line(result)
+    assert f"refused the user or password of the Redis URL from inventory {inventory}:3 (" in error
+    assert "cannot reach" not in error
 
 
 def test_a_user_refused_a_command_exits_2_saying_so(redis_url: str, ping_only_user: str) -> None:
