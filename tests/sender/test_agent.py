@@ -215,3 +215,33 @@ def test_run_refuses_a_wrong_redis_password_at_start_naming_where_the_url_came_f
     assert world.server.recorder.received == []
     with world.ledger() as ledger:
         assert ledger.counts()["queued"] == 1
+
+
+def test_run_once_exits_1_when_the_server_offers_no_auth(tmp_path: Path, database_url: str, redis_url: str,
+                                                         submission: SubmissionServer, cli: Any) -> None:
+    """`python -m aiosmtpd -n` as a first local try: plain text, no AUTH offered. The agent cannot log in, so
+    nothing is sent: --once says so (exit 1) instead of exiting 0 with the row moved to retry."""
+    from aiosmtpd.controller import Controller
+
+    from tests.support.net import free_port
+
+    class Accept:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            return "250 OK"
+
+    port = free_port()
+    plain = Controller(Accept(), hostname="127.0.0.1", port=port)
+    plain.start()
+    try:
+        world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+        world.inventory.write_text(world.inventory.read_text().replace(
+            f"port: {submission.port}, security: starttls", f"port: {port}, security: none"))
+        world.enqueue(1)
+        result = cli(*world.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=world.tmp)
+    finally:
+        plain.stop()
+    assert result.returncode == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: 1 send(s) could not reach or log in to their submission server; first, via "
+                            "box0@sender.example: no_reply at auth: SMTPNotSupportedError: SMTP AUTH extension not "
+                            "supported by server."), error
