@@ -196,8 +196,10 @@ def _destroy_on_a_terminal(env: dict[str, str], host: str, answer: str) -> tuple
     """`sendhost pool destroy HOST` with a terminal (a pty) for stdin and stdout, typing `answer`."""
     import os
     import pty
+    import select
     import subprocess
     import sys
+    import time
 
     from tests.support.cli import cli_env as process_env
 
@@ -207,16 +209,23 @@ def _destroy_on_a_terminal(env: dict[str, str], host: str, answer: str) -> tuple
     os.close(secondary)
     os.write(primary, answer.encode())
     shown = b""
-    while True:
-        try:
-            chunk = os.read(primary, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(primary)
-    return process.wait(timeout=120), shown.decode(errors="replace")
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([primary], [], [], deadline - time.monotonic())[0]:
+                break
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(primary)
+        if process.poll() is None and time.monotonic() >= deadline:
+            process.kill()
+    return process.wait(timeout=30), shown.decode(errors="replace")
 
 
 def test_destroy_asks_on_a_terminal_and_needs_yes_elsewhere(moto_url: str, redis_url: str, tmp_path: Path) -> None:
