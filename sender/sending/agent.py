@@ -61,8 +61,8 @@ class Report:
     mailbox: str | None = None
     source_ip: str | None = None
     unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
-    login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
+    login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
 
 
 def _close(opening: Future[SubmissionSession | Result]) -> None:
