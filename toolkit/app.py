@@ -26,6 +26,7 @@ class App:
     verbose: int = 0
     redis_url_flag: str | None = None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    _redis_checked: bool = field(default=False, init=False, repr=False)
 
     def output_format(self, command_flag: str | None) -> str:
         return command_flag or self.format_flag or self.env.get("SENDHOST_FORMAT") or "table"
@@ -64,15 +65,35 @@ class App:
 
     def redis(self, socket_timeout: float | None = None) -> redis.Redis:
         """A Redis client (the admin role of `sendhost.redis_conn`) for the configured URL, or the embedded server.
-        Not created until asked for; `socket_timeout` overrides the role's."""
+        Not created until asked for; `socket_timeout` overrides the role's. A configured Redis that refuses the
+        URL's credentials, or a `rediss://` URL at a plain-text server, is exit 2 here (`check_redis`)."""
         from sendhost import redis_conn  # late: `sendhost --help` must not pay for the Redis client
 
-        url = self.config.redis_url.value
+        setting = self.config.redis_url
         try:
-            return redis_conn.connect(url, role=redis_conn.ADMIN, state_dir=self.state_dir,
-                                      socket_timeout=socket_timeout)
+            client = redis_conn.connect(setting.value, role=redis_conn.ADMIN, state_dir=self.state_dir,
+                                        socket_timeout=socket_timeout,
+                                        source=setting.source if setting.value else None)
         except ValueError as exc:
-            raise ConfigError(f"redis_url from {self.config.redis_url.source}: {exc}") from None
+            raise ConfigError(f"redis_url from {setting.source}: {exc}") from None
+        try:
+            self.check_redis()
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def check_redis(self) -> None:
+        """Once per command, before the first use of a configured Redis: RedisRefused (exit 2, naming the URL's
+        source and the fix) when it refuses the URL's user or password, or the URL is `rediss://` and the server
+        speaks plain text. A Redis that is down is left to the command (it says so, or falls back)."""
+        setting = self.config.redis_url
+        if self._redis_checked or not setting.value:
+            return
+        from sendhost import redis_conn
+
+        redis_conn.check_access(setting.value, setting.source)
+        self._redis_checked = True
 
     def fail(self, message: str, code: int = 1) -> NoReturn:
         """The one way a command ends in failure."""

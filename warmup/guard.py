@@ -245,8 +245,12 @@ class Guard:
             return operation()
         except LibraryMissing as exc:  # Redis answers, but without our functions: say what reloads them
             raise WarmupUnavailable(str(exc)) from None
+        except redis_conn.REFUSALS as exc:  # a wrong password is configuration (exit 2), not an outage
+            raise redis_conn.RedisRefused(redis_conn.refused_message(exc, self._client)) from None
         except redis.RedisError as exc:
-            raise WarmupUnavailable(f"Redis unreachable: {mask_text(str(exc))}; check --redis-url / REDIS_URL") \
+            source = redis_conn.url_source(self._client)
+            raise WarmupUnavailable(f"Redis unreachable: {mask_text(str(exc))}; check the Redis URL"
+                                    f"{f' from {source}' if source else ' (--redis-url, SENDHOST_REDIS_URL)'}") \
                 from None
 
     # --- the hot path ----------------------------------------------------------------------------------------

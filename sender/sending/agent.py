@@ -63,6 +63,7 @@ class Report:
     source_ip: str | None = None
     unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
+    login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
 
 
 def _close(opening: Future[SubmissionSession | Result]) -> None:
@@ -269,7 +270,8 @@ class Agent:
         kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
         unreachable = result.kind is ResultKind.CERTIFICATE or (result.kind is ResultKind.NO_REPLY
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))
-        return Report(row.id, kind, outcome.detail, mailbox.address, source_ip, unreachable)
+        return Report(row.id, kind, outcome.detail, mailbox.address, source_ip, unreachable,
+                      login_failed=result.stage is Stage.AUTH)
 
     def _finish(self, lease: Lease, sent: Reservation | None) -> None:
         """After a send, beside the next one: confirm the reservation of an accepted message, release the lease."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import functools
 import re
 import smtplib
@@ -29,6 +30,11 @@ class Stage(StrEnum):
     DATA = "data"  # DATA command sent, message being transferred: the server has nothing yet
     AFTER_DATA = "after_data"  # the end-of-data dot was sent: the server may have accepted it
     DONE = "done"
+
+
+# The text of a send that could not bind its source address: no interface of this machine has it (the agent runs
+# elsewhere than the host whose addresses it was given). `sender run` looks for it to say where the address came from.
+NOT_A_LOCAL_ADDRESS = "no network interface of this machine has that address"
 
 
 class ResultKind(StrEnum):
@@ -151,6 +157,9 @@ def open_session(server: Submission, secret: str, *, source_ip: str | None, time
     except smtplib.SMTPResponseException as exc:  # AUTH and STARTTLS refusals, 421 anywhere
         return Result(ResultKind.REJECTED, stage, exc.smtp_code, _text(exc.smtp_error))
     except (smtplib.SMTPException, OSError) as exc:  # refused, timed out, dropped, TLS failures
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRNOTAVAIL and source_ip:
+            return Result(ResultKind.NO_REPLY, stage, None,
+                          f"cannot send from {source_ip}: {NOT_A_LOCAL_ADDRESS} ({exc.strerror})")
         return Result(ResultKind.NO_REPLY, stage, None, f"{type(exc).__name__}: {exc}")
     finally:
         if client is not None:

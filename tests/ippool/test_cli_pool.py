@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 import redis
@@ -73,7 +74,18 @@ def test_status_json_of_every_host_is_a_list(redis_url: str) -> None:
 
 def test_status_with_no_host_registered(redis_url: str) -> None:
     result = run_cli("--redis-url", redis_url, "pool", "status")
-    assert (result.returncode, result.stdout) == (0, "no hosts registered in Redis\n")
+    assert (result.returncode, result.stdout) == (
+        0, "no hosts registered in Redis; `sendhost pool create HOST` gives an inventory host its Elastic IPs and "
+           "registers it\n")
+
+
+def test_status_with_inventory_hosts_none_registered_says_what_registers_them(redis_url: str,
+                                                                             example_inventory: Path) -> None:
+    result = run_cli("--inventory", str(example_inventory), "--redis-url", redis_url, "pool", "status")
+    assert (result.returncode, result.stdout) == (
+        0, f"no hosts registered in Redis; {example_inventory} has sender-1, sender-2: `sendhost pool create HOST` "
+           "gives each its Elastic IPs and registers it (`sendhost pool reconcile --fix` registers one whose "
+           "addresses AWS has already)\n")
 
 
 def test_unknown_host_exits_2_naming_it(redis_url: str) -> None:

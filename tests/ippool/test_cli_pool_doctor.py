@@ -143,3 +143,20 @@ def test_a_check_that_cannot_look_exits_1_with_its_own_message(moto_url: str, se
     assert result.stderr.startswith(
         f"error: 1 network check(s) could not look, so nothing is known about them: {host} internet route: allow "
         f"ec2:DescribeRouteTables to these credentials")
+
+
+def test_no_credentials_is_said_once_with_how_to_provide_them(moto_url: str, server_ec2: Any,
+                                                              tmp_path: Path) -> None:
+    """Not four "allow ec2:DescribeInstances" fixes for two hosts: the one thing missing, said once, exit 2."""
+    hosts = {unique_host(): build_sender_network(server_ec2),
+             unique_host(): build_sender_network(server_ec2, octet=41)}
+    inventory = write_inventory(tmp_path / "inventory.yml", hosts)
+    nowhere = str(tmp_path / "no-such-file")
+    result = run_cli("pool", "doctor", env={
+        "AWS_ENDPOINT_URL": moto_url, "AWS_DEFAULT_REGION": REGION, "SENDHOST_INVENTORY": str(inventory),
+        "AWS_SHARED_CREDENTIALS_FILE": nowhere, "AWS_CONFIG_FILE": nowhere, "AWS_EC2_METADATA_DISABLED": "true"})
+    assert result.returncode == 2
+    assert result.stderr == (f"error: region {REGION}: no AWS credentials found in the default credential chain: set "
+                             "AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (see docs/iam-policy.json for the "
+                             "permissions needed)\n")
+    assert result.stdout == ""

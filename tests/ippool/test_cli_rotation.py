@@ -55,7 +55,7 @@ def test_pool_lifecycle_through_the_cli(moto_url: str, redis_url: str, tmp_path:
     assert [(d["kind"], d["fixed"]) for d in report["reconciled"]] == [("parked_overdue", True)]
     assert report["summary"] == "reconcile fixed 1, 1 rotated, 1 released, 0 error(s)"
 
-    destroyed = run_cli("pool", "destroy", host, "--format", "json", env=env)
+    destroyed = run_cli("pool", "destroy", host, "--yes", "--format", "json", env=env)
     assert destroyed.returncode == 0, destroyed.stderr
     assert len(json.loads(destroyed.stdout)["released"]) == 2
     gone = run_cli("pool", "status", host, env=env)
@@ -115,6 +115,12 @@ def test_reconcile_reports_then_rebuilds_redis_after_it_lost_its_data(moto_url: 
     assert found.returncode == 1, found.stderr
     assert [d["kind"] for d in json.loads(found.stdout)["differences"]] == ["slot_missing", "slot_missing"]
     assert "run `sendhost pool reconcile --fix`" in found.stderr
+    # the table of a dry run says nothing was done, though each detail names what --fix does ("rebuilt")
+    dry = run_cli("pool", "reconcile", host, env=env)
+    assert dry.returncode == 1, dry.stderr
+    assert "detail: what --fix does" in dry.stdout and dry.stdout.count("no (dry run)") == 2
+    assert dry.stdout.splitlines()[-1] == ("2 difference(s), nothing changed: a dry run; `--fix` does what each "
+                                           "detail ends with")
 
     fixed = run_cli("pool", "reconcile", host, "--fix", env=env)
     assert fixed.returncode == 0, fixed.stderr
@@ -137,7 +143,7 @@ def test_two_pools_in_one_aws_account_never_touch_each_other_s_addresses(moto_ur
 
     seen_by_b = run_cli("pool", "reconcile", host, "--fix", env=team_b)
     assert (seen_by_b.returncode, seen_by_b.stdout.splitlines()[-1]) == (0, "AWS and Redis agree"), seen_by_b.stderr
-    destroyed_by_b = run_cli("pool", "destroy", host, "--format", "json", env=team_b)
+    destroyed_by_b = run_cli("pool", "destroy", host, "--yes", "--format", "json", env=team_b)
     assert destroyed_by_b.returncode == 0, destroyed_by_b.stderr
     assert json.loads(destroyed_by_b.stdout)["released"] == []
 
@@ -184,3 +190,60 @@ def test_pool_rotate_refuses_another_pool_s_eip_planted_in_redis(moto_url: str, 
     found = run_cli("pool", "reconcile", host_a, "--format", "json", env=alpha)
     assert found.returncode == 1, found.stderr
     assert [d["kind"] for d in json.loads(found.stdout)["differences"]] == ["slot_not_ours"]
+
+
+def _destroy_on_a_terminal(env: dict[str, str], host: str, answer: str) -> tuple[int, str]:
+    """`sendhost pool destroy HOST` with a terminal (a pty) for stdin and stdout, typing `answer`."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    from tests.support.cli import cli_env as process_env
+
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "toolkit", "pool", "destroy", host], stdin=secondary,
+                               stdout=secondary, stderr=secondary, env=process_env(env), close_fds=True)
+    os.close(secondary)
+    os.write(primary, answer.encode())
+    shown = b""
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([primary], [], [], deadline - time.monotonic())[0]:
+                break
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(primary)
+        if process.poll() is None and time.monotonic() >= deadline:
+            process.kill()
+    return process.wait(timeout=30), shown.decode(errors="replace")
+
+
+def test_destroy_asks_on_a_terminal_and_needs_yes_elsewhere(moto_url: str, redis_url: str, tmp_path: Path) -> None:
+    host = unique_host()
+    env = cli_env(moto_url, redis_url, write_inventory(tmp_path / "inventory.yml", host, server_instance(moto_url),
+                                                       slots=1))
+    assert run_cli("pool", "create", host, env=env).returncode == 0
+
+    unasked = run_cli("pool", "destroy", host, env=env)  # no terminal: never a silent release
+    assert unasked.returncode == 2
+    assert unasked.stderr == (f"error: pool destroy releases every Elastic IP of {host} and cannot be undone: pass "
+                              "--yes to confirm (there is no terminal to ask on)\n")
+    returncode, shown = _destroy_on_a_terminal(env, host, "n\n")
+    assert returncode == 1, shown
+    assert f"Release every Elastic IP of {host}" in shown and "aborted" in shown
+    status = run_cli("pool", "status", host, "--format", "json", env=env)
+    assert status.returncode == 0 and len(json.loads(status.stdout)["slots"]) == 1  # nothing was touched
+
+    returncode, shown = _destroy_on_a_terminal(env, host, "y\n")
+    assert returncode == 0, shown
+    assert f"{host}: released 1 Elastic IP(s)" in shown

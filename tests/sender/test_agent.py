@@ -159,3 +159,89 @@ def test_a_refused_send_releases_its_lease_so_a_retiring_slot_is_ready_at_once(
     (status,) = pool.status(HOST)
     assert (status.slots[0].state, status.slots[0].live_leases) == (SlotState.READY, 0)
     assert 0 in {ready.slot for ready in pool.slots.ready_slots(HOST)}  # what a rotator polls for
+
+
+def test_run_once_exits_1_when_the_server_refuses_every_login(tmp_path: Path, database_url: str, redis_url: str,
+                                                               submission: SubmissionServer, cli: Any) -> None:
+    """Nothing could be sent because AUTH was refused: not a quiet exit 0 with the rows moved on."""
+    addresses = [f"box{n}@sender.example" for n in range(2)]
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=2,
+                       passwords={address: "not-the-password" for address in addresses})
+    world.enqueue(1)
+    result = cli(*world.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=world.tmp)
+    assert result.returncode == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: 2 send(s) could not reach or log in to their submission server; first, via box")
+    assert "535" in error
+    assert submission.recorder.received == []
+
+
+def test_run_once_names_a_source_address_this_machine_lacks_and_where_it_came_from(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer, cli: Any) -> None:
+    """The inventory's primary IP is another machine's (here TEST-NET-1's, on none): the error names the address,
+    the setting it came from and the fix, instead of a bare `Cannot assign requested address`."""
+    import redis
+
+    from ippool.pool import Pool
+
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    world.inventory.write_text(world.inventory.read_text().replace(f"sendhost_primary_ip: {PRIMARY}",
+                                                                   "sendhost_primary_ip: 192.0.2.10"))
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    Pool(client).slots.forget_host(HOST)  # no slot to lease: the send falls back to the primary IP
+    client.close()
+    world.enqueue(1)
+    result = cli(*world.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=world.tmp)
+    assert result.returncode == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert "cannot send from 192.0.2.10: no network interface of this machine has that address" in error
+    assert f"192.0.2.10 is {HOST}'s sendhost_primary_ip in {world.inventory}" in error
+    assert f"run the agent on {HOST} itself" in error
+
+
+def test_run_refuses_a_wrong_redis_password_at_start_naming_where_the_url_came_from(
+        world: World, cli: Any) -> None:
+    """A wrong Redis password is configuration (exit 2, nothing sent), in the wording every command uses."""
+    world.enqueue(1)
+    args = world.cli_args("run", "--once", "--smtp-timeout", "5")
+    args[args.index("--redis-url"):args.index("--redis-url") + 2] = []
+    wrong = world.redis_url.replace("redis://", "redis://nobody:wrong@")
+    result = cli(*args, cwd=world.tmp, env={"SENDHOST_REDIS_URL": wrong})
+    assert result.returncode == 2, result.stderr
+    (error,) = result.stderr.strip().splitlines()
+    assert error.startswith("error: Redis at redis://")
+    assert "refused the user or password of the Redis URL from env SENDHOST_REDIS_URL" in error
+    assert error.endswith("correct them in SENDHOST_REDIS_URL")
+    assert world.server.recorder.received == []
+    with world.ledger() as ledger:
+        assert ledger.counts()["queued"] == 1
+
+
+def test_run_once_exits_1_when_the_server_offers_no_auth(tmp_path: Path, database_url: str, redis_url: str,
+                                                         submission: SubmissionServer, cli: Any) -> None:
+    """`python -m aiosmtpd -n` as a first local try: plain text, no AUTH offered. The agent cannot log in, so
+    nothing is sent: --once says so (exit 1) instead of exiting 0 with the row moved to retry."""
+    from aiosmtpd.controller import Controller
+
+    from tests.support.net import free_port
+
+    class Accept:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            return "250 OK"
+
+    port = free_port()
+    plain = Controller(Accept(), hostname="127.0.0.1", port=port)
+    plain.start()
+    try:
+        world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+        world.inventory.write_text(world.inventory.read_text().replace(
+            f"port: {submission.port}, security: starttls", f"port: {port}, security: none"))
+        world.enqueue(1)
+        result = cli(*world.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=world.tmp)
+    finally:
+        plain.stop()
+    assert result.returncode == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: 1 send(s) could not reach or log in to their submission server; first, via "
+                            "box0@sender.example: no_reply at auth: SMTPNotSupportedError: SMTP AUTH extension not "
+                            "supported by server."), error

@@ -134,7 +134,7 @@ def test_very_verbose_logs_sendhost_debug_but_not_the_aws_session_token(moto_url
     assert result.returncode == 0, result.stderr
     assert token not in result.stderr
     assert "botocore" not in result.stderr and "urllib3" not in result.stderr
-    destroyed = run_cli("pool", "destroy", host, "--format", "json", env=env)
+    destroyed = run_cli("pool", "destroy", host, "--yes", "--format", "json", env=env)
     assert destroyed.returncode == 0, destroyed.stderr
 
 

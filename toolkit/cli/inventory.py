@@ -55,6 +55,10 @@ def check(app: App, path: Path | None, offline: bool, fmt: str | None) -> None:
 
 def _ping(url: str, where: str) -> None:
     import redis  # late: only this command needs a client
+
+    from sendhost.redis_conn import check_access
+
+    check_access(url, f"inventory {where}")  # a wrong password is not "cannot reach": the one wording of a refusal
     client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
     try:
         client.ping()

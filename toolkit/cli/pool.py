@@ -59,15 +59,31 @@ def status(app: App, host: str | None, fmt: str | None) -> None:
         objects = [{**state.to_json(), **vars(extra)} for state, extra in zip(hosts, extras, strict=True)]
         emit_json(objects[0] if host is not None else objects)
         return
-    render_table(hosts, extras, now)
+    render_table(hosts, extras, now, hint=_registration_hint(app) if not hosts else "")
 
 
-def render_table(hosts: list[HostStatus], extras: list[HostExtras], now: float) -> None:
-    """One table per host and a line on its parked EIPs, denylist and last rotation; a line when none is registered."""
+def _registration_hint(app: App) -> str:
+    """What registers hosts in Redis, naming the inventory's when there is one."""
+    from sendhost.errors import SendhostError
+
+    try:
+        inventory = app.inventory
+    except SendhostError:  # a broken inventory is not this command's business: the hint goes without its hosts
+        inventory = None
+    if inventory is None or not inventory.hosts:
+        return "`sendhost pool create HOST` gives an inventory host its Elastic IPs and registers it"
+    names = ", ".join(h.name for h in inventory.hosts)
+    return (f"{inventory.path} has {names}: `sendhost pool create HOST` gives each its Elastic IPs and registers "
+            f"it (`sendhost pool reconcile --fix` registers one whose addresses AWS has already)")
+
+
+def render_table(hosts: list[HostStatus], extras: list[HostExtras], now: float, hint: str = "") -> None:
+    """One table per host and a line on its parked EIPs, denylist and last rotation; a line when none is registered,
+    with `hint` (what registers them)."""
     from ippool.states import SlotState
 
     if not hosts:
-        click.echo("no hosts registered in Redis")
+        click.echo(f"no hosts registered in Redis; {hint}" if hint else "no hosts registered in Redis")
         return
     for state, extra in zip(hosts, extras, strict=True):
         rows = [(s.slot, s.state, s.private_ip, s.public_ip, s.allocation_id, f"{s.used}/{s.budget}",
@@ -168,10 +184,21 @@ def retire(app: App, address: str, reason: str, fmt: str | None) -> None:
 
 @group.command("destroy")
 @click.argument("host")
+@click.option("--yes", is_flag=True, help="Do not ask: what a script must pass (without a terminal, destroy "
+              "refuses to run without it).")
 @format_option()
 @click.pass_obj
-def destroy(app: App, host: str, fmt: str | None) -> None:
-    """Return every Elastic IP of HOST (PTR reset, released, denied), unassign its slot IPs, forget it in Redis."""
+def destroy(app: App, host: str, yes: bool, fmt: str | None) -> None:
+    """Return every Elastic IP of HOST (PTR reset, released, denied), unassign its slot IPs, forget it in Redis.
+    Asks first on a terminal; elsewhere needs --yes (exit 2 without it, nothing touched)."""
+    import sys
+
+    if not yes:
+        if not sys.stdin.isatty():
+            app.fail(f"pool destroy releases every Elastic IP of {host} and cannot be undone: pass --yes to confirm "
+                     f"(there is no terminal to ask on)", code=2)
+        click.confirm(f"Release every Elastic IP of {host} (PTRs reset, addresses denied for 7 days, the host "
+                      f"forgotten in Redis)? This cannot be undone", abort=True)
     with pool_context(app) as ctx:
         returned = ctx.machinery(host).lifecycle().destroy(ctx.spec(host))
     summary = f"{host}: released {len(returned)} Elastic IP(s); no address of the host is left in AWS or Redis"
@@ -231,14 +258,19 @@ def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | 
         hosts = [ctx.spec(host).name] if host else None
         differences = ctx.pools.reconcile(hosts, fix=fix, grace_s=grace_s)
     open_count = sum(1 for d in differences if not d.fixed)
-    summary = (f"{len(differences)} difference(s), {len(differences) - open_count} fixed, {open_count} open"
-               if differences else "AWS and Redis agree")
+    if not differences:
+        summary = "AWS and Redis agree"
+    elif fix:
+        summary = f"{len(differences)} difference(s), {len(differences) - open_count} fixed, {open_count} open"
+    else:  # each detail ends with what --fix does ("rolled back", "rebuilt"): none of it happened
+        summary = (f"{len(differences)} difference(s), nothing changed: a dry run; `--fix` does what each detail "
+                   f"ends with")
     if app.output_format(fmt) == "json":
-        emit_json({"differences": [d.to_json() for d in differences], "summary": summary})
+        emit_json({"differences": [d.to_json() for d in differences], "dry_run": not fix, "summary": summary})
     else:
-        emit_table("reconcile", ["host", "kind", "subject", "detail", "fixed"],
-                   [(d.host, d.kind, d.subject, d.detail, "yes" if d.fixed else "no") for d in differences],
-                   summary=summary)
+        emit_table("reconcile", ["host", "kind", "subject", "detail" if fix else "detail: what --fix does", "fixed"],
+                   [(d.host, d.kind, d.subject, d.detail, "yes" if d.fixed else "no" if fix else "no (dry run)")
+                    for d in differences], summary=summary)
     if open_count:
         app.fail(f"{open_count} difference(s) left: run `sendhost pool reconcile --fix`" if not fix else
                  f"{open_count} difference(s) need a person (see the detail column)")

@@ -28,7 +28,7 @@ def doctor(app: App, hosts: tuple[str, ...], fmt: str | None) -> None:
 
     HOSTS default to every inventory host. Outbound 587/465 is checked from the host: `sendhost host verify`.
     Exits 1 when a check failed, 1 with another message when a check could not look (missing permission, AWS
-    unreachable), 2 on an unknown host.
+    unreachable), 2 on an unknown host or when no AWS credentials are found (said once, with how to provide them).
 
     JSON: {checks: [{host, check, status (ok|failed|couldnt_check), detail, fix}], summary}.
     """
@@ -44,6 +44,9 @@ def doctor(app: App, hosts: tuple[str, ...], fmt: str | None) -> None:
         for host in selected:  # one adapter per region: an instance is described in its own
             if host.region not in adapters:
                 adapters[host.region] = stack.enter_context(make_adapter(app, host.region))
+        for aws in adapters.values():  # no credentials: said once (exit 2), not as every check's missing permission
+            aws.require_credentials(app.config.aws_profile.value)
+        for host in selected:
             checks += check_host_network(adapters[host.region], host.name, host.instance_id)
     failed = [c for c in checks if c.status == CheckStatus.FAILED]
     unchecked = [c for c in checks if c.status == CheckStatus.COULDNT_CHECK]

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from warmup import Guard
     from warmup.schedule import DayCap, Ramp
 
-EXIT_HELP = "Exit 0 ok; 1 reserve skipped or Redis unreachable; 2 bad input (the message names it)."
+EXIT_HELP = ("Exit 0 ok; 1 reserve skipped or Redis unreachable; 2 bad input or configuration, a Redis refusing the "
+             "URL's user or password included (the message names it).")
 
 
 @click.group("warmup", epilog=EXIT_HELP)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from sender import Ledger
-    from sender.sending.agent import Agent
+    from sender.sending.agent import Agent, Report
     from sendhost.model import Mailbox
 
 
@@ -66,6 +66,7 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
     settings = AgentSettings(host=host.name, primary_ip=host.primary_ip, mailboxes=mailboxes,
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
     app = sc.app
+    app.check_redis()  # a wrong password is exit 2 now, not every row `blocked` by an "unavailable" guard
     return assemble(settings, sc.place, redis_url=app.config.redis_url.value, state_dir=app.state_dir,
                     unsubscribe_key_file=inventory.unsubscribe_key_file, env=app.env, checkpoint=checkpoint,
                     mailbox_settings=InventoryMailboxes(inventory.path))
@@ -102,7 +103,25 @@ def run_command(sc: SenderContext, host_name: str | None, workers: int, once: bo
         emit_json({"outcomes": counts})
     else:
         click.echo(", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing was due")
-    unreachable = [r for r in reports if r.unreachable]
-    if once and unreachable:
-        sc.app.fail(f"{len(unreachable)} send(s) could not reach their submission server; first, via "
-                    f"{unreachable[0].mailbox}: {unreachable[0].detail}", 1)
+    stuck = [r for r in reports if r.unreachable or r.login_failed]
+    if once and stuck:
+        what = ("could not reach their submission server" if all(r.unreachable for r in stuck)
+                else "could not reach or log in to their submission server")
+        sc.app.fail(f"{len(stuck)} send(s) {what}; first, via {stuck[0].mailbox}: {stuck[0].detail}"
+                    f"{_source_hint(sc, agent, stuck[0])}", 1)
+
+
+def _source_hint(sc: SenderContext, agent: Agent, report: Report) -> str:
+    """Where a source address this machine does not have came from, and the fix; "" for any other failure."""
+    from sender.sending.submission import NOT_A_LOCAL_ADDRESS
+
+    if NOT_A_LOCAL_ADDRESS not in report.detail:
+        return ""
+    host = agent.settings.host
+    inventory = sc.app.require_inventory()
+    if report.source_ip == agent.settings.primary_ip:
+        where = f"{host}'s sendhost_primary_ip in {inventory.path}"
+    else:
+        where = f"an address of {host}'s pool in Redis (`sendhost pool status {host}`)"
+    return (f"; {report.source_ip} is {where}: run the agent on {host} itself, or to try it on this machine set "
+            f"--host to a host whose addresses this machine has (sendhost_primary_ip: 127.0.0.1 for a local try)")
