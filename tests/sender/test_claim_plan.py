@@ -15,7 +15,6 @@ import pytest
 from sender import Ledger
 from sender.ledger.queries import query
 
-
 ENQUEUE = ("SELECT sender_enqueue('L' || n, 1, 'lead' || n || '@rcpt.example', 'sales', 's', 't', NULL, NULL) "
            "FROM generate_series(1, 5000) AS n")
 

@@ -188,7 +188,7 @@ def test_a_retry_keeps_its_place_once_its_backoff_is_over(tmp_path: Path, timed:
     clock.advance(60)
     queue.add("b", 1)
     older, younger = queue.due(1)
-    (claimed,) = queue.claim(1)
+    assert queue.claim(1) == [(1, older)]
     outcome, _mid = timed.begin_attempt(older, uuid.uuid4(), BOX, None, f"<{uuid.uuid4()}@sender.example>", "Hello")
     assert outcome == "ok"
     timed.settle(older, Settle.RETRY, "451 try later", delay_s=1800)
