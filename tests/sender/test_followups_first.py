@@ -27,7 +27,7 @@ CAPACITY = 20  # what the mailbox can send now: 20 claims
 LEADS = 30  # of each kind
 
 CAMPAIGN = """\
-name: q1
+name: {name}
 group: sales
 {share}steps:
   - subject: "Hello"
@@ -63,19 +63,20 @@ def timed(database_url: str, clock: Clock) -> Iterator[Ledger]:
 class Queue:
     """A running campaign of two steps on the test's clock, and what its rows are."""
 
-    def __init__(self, tmp_path: Path, ledger: Ledger, clock: Clock, database_url: str, share: float | None) -> None:
-        self.tmp_path, self.ledger, self.clock, self.url = tmp_path, ledger, clock, database_url
-        path = tmp_path / "q1.yml"
-        path.write_text(CAMPAIGN.format(share="" if share is None else f"followups_share: {share}\n"))
+    def __init__(self, tmp_path: Path, ledger: Ledger, clock: Clock, database_url: str, share: float | None,
+                 name: str = "q1") -> None:
+        self.tmp_path, self.ledger, self.clock, self.url, self.name = tmp_path, ledger, clock, database_url, name
+        path = tmp_path / f"{name}.yml"
+        path.write_text(CAMPAIGN.format(name=name, share="" if share is None else f"followups_share: {share}\n"))
         self.spec = load_campaign(path, {"sales"})
         self.campaigns = Campaigns(ledger)
         self.campaigns.apply(self.spec, path.read_text())
-        self.campaigns.move("q1", Move.START)
+        self.campaigns.move(name, Move.START)
 
     def add(self, prefix: str, count: int) -> None:
         leads = self.tmp_path / f"{prefix}.csv"
         leads.write_text("email\n" + "".join(f"{prefix}{n:02d}@rcpt.example\n" for n in range(count)))
-        self.campaigns.add_leads("q1", read_leads(leads, self.spec).leads)
+        self.campaigns.add_leads(self.name, read_leads(leads, self.spec).leads)
 
     def send_all(self, gap_s: float) -> None:
         """Send every due row, one each `gap_s`: the follow-ups they create are due in that order, that far apart."""
@@ -88,11 +89,12 @@ class Queue:
             self.clock.advance(gap_s)
 
     def due(self, step: int) -> list[int]:
-        """The ids of the queue's rows of `step` (first steps: 1, follow-ups: 2), oldest due first."""
+        """The ids of this campaign's rows of `step` (first steps: 1, follow-ups: 2) to claim, oldest due first."""
         with psycopg.connect(self.url) as conn:
             return [i for (i,) in conn.execute(
-                "SELECT id FROM sender_emails WHERE campaign_id <> 1 AND step = %s AND status IN ('queued', 'retry') "
-                "ORDER BY due_at, id", (step,))]
+                "SELECT e.id FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id "
+                "WHERE c.name = %s AND e.step = %s AND e.status IN ('queued', 'retry') ORDER BY e.due_at, e.id",
+                (self.name, step))]
 
     def claim(self, count: int) -> list[tuple[int, int]]:
         """`count` claims of one row, as the agent makes them: (step, id) of each."""
@@ -195,3 +197,25 @@ def test_a_retry_keeps_its_place_once_its_backoff_is_over(tmp_path: Path, timed:
     clock.advance(1800)
 
     assert queue.claim(2) == [(1, older), (1, younger)]
+
+
+def test_campaigns_whose_shares_differ_each_get_the_kind_their_share_gives_the_turn(
+        tmp_path: Path, timed: Ledger, clock: Clock, database_url: str) -> None:
+    # `all` gives every turn to its follow-ups, `none` to its first steps: the follow-ups of `all` and the first
+    # steps of `none` go first (in that order, each oldest first), then what is left of each
+    every, never = (Queue(tmp_path, timed, clock, database_url, share, name) for share, name in ((1, "all"),
+                                                                                               (0, "none")))
+    for queue in (every, never):
+        queue.add(f"{queue.name}-a", 3)
+    every.send_all(gap_s=60)  # both campaigns' first steps go: one kind due, whatever the share
+    clock.now = START + DAY - 3600
+    for queue in (every, never):
+        queue.add(f"{queue.name}-b", 3)
+    clock.now = START + 2 * DAY
+    expected = every.due(2) + never.due(1)
+    leftover = set(every.due(1) + never.due(2))
+
+    claimed = [row_id for _step, row_id in every.claim(12)]
+
+    assert claimed[:6] == expected
+    assert set(claimed[6:]) == leftover
