@@ -60,6 +60,7 @@ SEQUENCE_DELIVERY_TESTS = "tests/sender/test_sequence_delivery.py"
 SEQUENCE_CRASH_TESTS = "tests/sender/test_sequence_crashes.py"
 SEQUENCE_INBOX_TESTS = "tests/sender/test_sequence_inbox.py"
 SEQUENCE_PROPERTY_TESTS = "tests/sender/test_sequence_property.py"
+FOLLOWUPS_FIRST_TESTS = "tests/sender/test_followups_first.py"
 GUARD_TESTS = "tests/warmup/test_guard.py"
 GUARD_FAILURE_TESTS = "tests/warmup/test_failures_guard.py"
 POOL_TESTS = "tests/ippool/test_pool.py"
@@ -163,7 +164,7 @@ CAUGHT = (
        [f"{LEDGER_TESTS}::test_sweep_requeues_unstarted_and_never_resends_started"],
        "the sweep puts a row whose attempt had started back in the queue"),
     _m("claim-ignores-not-before", LEDGER_SQL,
-       "WHERE status IN ('queued', 'retry') AND not_before <= now_at", "WHERE status IN ('queued', 'retry')",
+       "AND due_at <= now_at AND not_before <= now_at", "AND due_at <= now_at",
        [f"{LEDGER_TESTS}::test_retry_waits_thirty_minutes"],
        "the claim takes rows before they are due"),
     _m("bounce-does-not-suppress", LEDGER_SQL,
@@ -291,8 +292,10 @@ ISSUE_24 = (
        [SEQUENCE_RUN],
        "a campaign's follow-up is created pinned to no mailbox: it goes from the group's least used"),
     _m("follow-up-due-from-the-first-queueing", LEDGER_SQL,
-       "sent_at + make_interval(secs => next_step.delay_s),",
-       "r.created_at + make_interval(secs => next_step.delay_s),",
+       "sent_at + make_interval(secs => next_step.delay_s),\n"
+       "            sent_at + make_interval(secs => next_step.delay_s),",
+       "r.created_at + make_interval(secs => next_step.delay_s),\n"
+       "            r.created_at + make_interval(secs => next_step.delay_s),",
        [f"{SEQUENCE_DELIVERY_TESTS}::test_a_first_step_deferred_then_accepted_is_followed_up_from_its_real_send"],
        "a follow-up's delay counts from when its step was first queued, not from the send that succeeded"),
     _m("failure-spares-the-sequence", LEDGER_SQL,
@@ -339,7 +342,23 @@ ISSUE_24 = (
        "a lead's reply read from the inbox is taken for an automatic one: the sequence goes on"),
 )
 
-CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24
+# Issue 25: follow-ups first.
+FOLLOWUPS_SHARE_TEST = (f"{FOLLOWUPS_FIRST_TESTS}::test_with_too_little_capacity_follow_ups_get_their_share_oldest_"
+                        "first_and_first_steps_the_rest")
+ISSUE_25 = (
+    _m("claim-ignores-the-followups-share", LEDGER_SQL,
+       "    SELECT floor((p_turn + 1) * p_share) > floor(p_turn * p_share)", "    SELECT true",
+       [FOLLOWUPS_SHARE_TEST],
+       "every turn goes to a follow-up while one is due: a backlog of follow-ups starves the new leads"),
+    _m("give-back-loses-the-place", LEDGER_SQL,
+       "        due_at = least(due_at, now_at + make_interval(secs => p_delay_s))\n",
+       "        due_at = now_at + make_interval(secs => p_delay_s)\n",
+       [FOLLOWUPS_SHARE_TEST,
+        f"{FOLLOWUPS_FIRST_TESTS}::test_a_row_given_back_keeps_its_place_ahead_of_rows_due_after_it"],
+       "a row given back (its mailbox at its cap) goes behind every row that became due after it"),
+)
+
+CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24 + ISSUE_25
 
 
 @dataclass(frozen=True)

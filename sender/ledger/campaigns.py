@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,10 @@ class Campaigns:
                  for s in spec.steps]
         outcome = self.ledger.fetch_one(
             "campaign_apply", {"name": spec.name, "group": spec.group, "allow": spec.pacing.allow_other_campaigns,
-                               "source": text, "steps": Jsonb(steps)}, f"apply campaign {spec.name}")
+                               "source": text, "steps": Jsonb(steps),
+                               # as written (0.8, not 0.8000000000000000444): the claim's turns count exactly
+                               "followups_share": Decimal(str(spec.pacing.followups_share))},
+            f"apply campaign {spec.name}")
         assert outcome is not None
         return Applied(str(outcome[0]), diff)
 

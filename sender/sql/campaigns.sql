@@ -11,7 +11,8 @@ WHERE c.name = %(name)s AND l.ended IS NULL AND coalesce(btrim(l.fields ->> %(fi
 ORDER BY l.id LIMIT 1;
 
 -- name: campaign_apply
-SELECT sender_campaign_apply(%(name)s, %(group)s, %(allow)s, %(source)s, %(steps)s, %(now)s);
+SELECT sender_campaign_apply(%(name)s, %(group)s, %(allow)s, %(source)s, %(steps)s, %(followups_share)s,
+                             %(now)s);
 
 -- name: leads_import_timeout
 -- The import's statements may take longer than the ledger's tiny ones (sender.ledger.campaigns): for this

@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 7: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 8: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -40,6 +40,9 @@ CREATE TABLE sender_campaigns (
     source text NOT NULL DEFAULT '',  -- the campaign file as last applied: what the next apply is compared with
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
+    -- of what a claim sends while both are due, the least share that goes to follow-ups (steps >= 2; version 8):
+    -- the campaign file's `followups_share`; `enqueue` keeps the default
+    followups_share numeric NOT NULL DEFAULT 0.8 CHECK (followups_share BETWEEN 0 AND 1),
     CHECK ((kind = 'enqueue') = (mailbox_group IS NULL))
 );
 INSERT INTO sender_campaigns (name, kind, state) VALUES ('enqueue', 'enqueue', 'running');
@@ -104,11 +107,18 @@ CREATE TABLE sender_emails (
     pinned_mailbox text,  -- a later step's: the mailbox that sent the step before (lower-case)
     own_subject boolean NOT NULL DEFAULT true,  -- false: a reply in the thread (subject '')
     sent_subject text,  -- the Subject as the last attempt rendered it
+    -- when the row first became due (version 8): its not_before when created or released by its previous step's
+    -- send; a give-back, a retry's backoff or a sweep leave it, so the claim's "oldest first" keeps its place
+    due_at timestamptz NOT NULL DEFAULT now(),
     UNIQUE (campaign_id, lead, step),
     FOREIGN KEY (campaign_id, lead) REFERENCES sender_leads (campaign_id, lead),
     CHECK (own_subject OR subject = '')
 );
 CREATE INDEX sender_emails_due ON sender_emails (not_before, id) WHERE status IN ('queued', 'retry');
+-- The claim's (version 8): of one kind (1 a first step, 2 a follow-up), the oldest due first; not_before
+-- a key column so that a row given back (due, but not before later) is skipped in the index, without a heap read.
+CREATE INDEX sender_emails_due_kind ON sender_emails ((least(step, 2)), due_at, id, not_before)
+WHERE status IN ('queued', 'retry');
 CREATE INDEX sender_emails_sending ON sender_emails (claimed_at) WHERE status = 'sending';
 CREATE INDEX sender_emails_recipient ON sender_emails (recipient);
 
@@ -246,15 +256,16 @@ BEGIN
         RETURN 'ended';
     END IF;
     INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, not_before,
-                               pinned_mailbox, created_at, updated_at)
-    SELECT campaign, p_lead, p_step, lower(p_recipient), p_group, p_subject, p_body,
-           greatest(coalesce(p_not_before, now_at), coalesce(sent.accepted_at, now_at)), lower(sent.mailbox),
-           now_at, now_at
+                               due_at, pinned_mailbox, created_at, updated_at)
+    SELECT campaign, p_lead, p_step, lower(p_recipient), p_group, p_subject, p_body, due.at, due.at,
+           lower(sent.mailbox), now_at, now_at
     FROM (SELECT NULL) AS one
     LEFT JOIN LATERAL (SELECT e.mailbox, g.accepted_at FROM sender_emails e
                        JOIN sender_send_log g ON g.email_id = e.id
                        WHERE e.campaign_id = campaign AND e.lead = p_lead AND e.step = p_step - 1
                          AND e.status IN ('sent', 'delivered')) AS sent ON true
+    CROSS JOIN LATERAL (SELECT greatest(coalesce(p_not_before, now_at), coalesce(sent.accepted_at, now_at)) AS at)
+        AS due
     ON CONFLICT (campaign_id, lead, step) DO NOTHING
     RETURNING id, status INTO new_id, new_status;
     IF new_id IS NULL THEN
@@ -375,7 +386,8 @@ BEGIN
     UPDATE sender_emails
     SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
         pinned_mailbox = lower(r.mailbox), updated_at = p_at,
-        not_before = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0)))
+        not_before = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0))),
+        due_at = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0)))
     WHERE campaign_id = r.campaign_id AND lead = r.lead AND step = r.step + 1 AND status = 'waiting';
     IF FOUND OR EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = r.campaign_id AND lead = r.lead
                         AND step = r.step + 1) THEN
@@ -388,10 +400,10 @@ BEGIN
         RETURN;
     END IF;
     INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, own_subject,
-                               not_before, pinned_mailbox, created_at, updated_at)
+                               not_before, due_at, pinned_mailbox, created_at, updated_at)
     VALUES (r.campaign_id, r.lead, next_step.step, l.address, r.mailbox_group, coalesce(next_step.subject, ''),
             next_step.body, next_step.subject IS NOT NULL, sent_at + make_interval(secs => next_step.delay_s),
-            lower(r.mailbox), p_at, p_at)
+            sent_at + make_interval(secs => next_step.delay_s), lower(r.mailbox), p_at, p_at)
     RETURNING id INTO new_id;
     PERFORM sender_event(new_id, 'queued', format('step %s: due %s after step %s was sent', next_step.step,
                                                   make_interval(secs => next_step.delay_s), r.step), p_at);
@@ -466,7 +478,7 @@ DECLARE
     moved integer;
 BEGIN
     WITH due AS (
-        UPDATE sender_emails SET not_before = now_at, updated_at = now_at
+        UPDATE sender_emails SET not_before = now_at, due_at = least(due_at, now_at), updated_at = now_at
         WHERE status = 'retry' AND (p_email IS NULL OR id = p_email)
           AND (p_before IS NULL OR not_before < p_before)
         RETURNING id
@@ -500,10 +512,12 @@ END
 $$;
 
 -- Create or update a campaign from its file (`sendhost campaign apply`): its group, its steps (p_steps: a JSON
--- list of {delay_s, subject, body}, in order) and the file's text. Rows already created keep the templates they
--- copied; the steps not created yet take the new ones. created | updated | unchanged.
+-- list of {delay_s, subject, body}, in order), its follow-ups' share (version 8) and the file's text. Rows already
+-- created keep the templates they copied; the steps not created yet take the new ones. created | updated |
+-- unchanged (the same text: the share is still written, for a campaign applied before version 8 stored it).
 CREATE FUNCTION sender_campaign_apply(p_name text, p_group text, p_allow_other boolean, p_source text,
-                                      p_steps jsonb, p_now timestamptz DEFAULT NULL) RETURNS text
+                                      p_steps jsonb, p_followups_share numeric, p_now timestamptz DEFAULT NULL)
+RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
@@ -512,18 +526,21 @@ DECLARE
 BEGIN
     SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
     IF c.id IS NULL THEN
-        INSERT INTO sender_campaigns (name, mailbox_group, allow_other_campaigns, source, created_at, updated_at)
-        VALUES (p_name, p_group, p_allow_other, p_source, now_at, now_at)
+        INSERT INTO sender_campaigns (name, mailbox_group, allow_other_campaigns, source, followups_share,
+                                      created_at, updated_at)
+        VALUES (p_name, p_group, p_allow_other, p_source, p_followups_share, now_at, now_at)
         RETURNING * INTO c;
         answer := 'created';
     ELSIF c.kind <> 'file' THEN
         RAISE EXCEPTION 'campaign % is built in (sendhost sender enqueue); name the file''s campaign otherwise',
                         p_name USING ERRCODE = 'check_violation';
     ELSIF c.source = p_source THEN
+        UPDATE sender_campaigns SET followups_share = p_followups_share
+        WHERE id = c.id AND followups_share <> p_followups_share;
         RETURN 'unchanged';
     ELSE
         UPDATE sender_campaigns SET mailbox_group = p_group, allow_other_campaigns = p_allow_other,
-                                    source = p_source, updated_at = now_at
+                                    source = p_source, followups_share = p_followups_share, updated_at = now_at
         WHERE id = c.id;
         -- rows not handed over yet follow the group; their templates stay those they were created with
         UPDATE sender_emails SET mailbox_group = p_group
@@ -646,10 +663,10 @@ BEGIN
         WHERE a.outcome = 'added'
     ), created AS (
         INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, status,
-                                   not_before, created_at, updated_at)
+                                   not_before, due_at, created_at, updated_at)
         SELECT c.id, a.address, 1, a.address, c.mailbox_group, first.subject, first.body,
                CASE WHEN c.state = 'running' THEN 'queued'::sender_status ELSE 'waiting'::sender_status END,
-               now_at, now_at, now_at
+               now_at, now_at, now_at, now_at
         FROM classified a WHERE a.outcome = 'added' ORDER BY a.line
         RETURNING id, status
     ), logged AS (
@@ -661,15 +678,30 @@ BEGIN
 END
 $$;
 
--- One statement: due rows, oldest first, each claimed by exactly one agent; a later step of a lead only by an
--- agent that has the mailbox it is pinned to (p_mailboxes, lower-case; NULL: any).
+-- Follow-ups first (version 8): each row a claim takes has a turn, the next number of one SEQUENCE (nextval takes no
+-- lock that lasts and is never rolled back: concurrent claimers never wait for each other over it). A campaign whose
+-- share is s gives turn n to its follow-ups (steps >= 2) when floor((n + 1) * s) > floor(n * s): of any k
+-- consecutive turns, floor(k * s) or ceil(k * s). Exact arithmetic (numeric), so 0.8 is four turns in five.
+CREATE SEQUENCE sender_claim_turns;
+
+CREATE FUNCTION sender_followups_turn(p_turn bigint, p_share numeric) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT floor((p_turn + 1) * p_share) > floor(p_turn * p_share)
+$$;
+
+-- Due rows, each claimed by exactly one agent; a later step of a lead only by an agent that has the mailbox it is
+-- pinned to (p_mailboxes, lower-case; NULL: any). One row at a time, each with a turn (above): the oldest due row
+-- (by due_at, when it first became due, then id) of the kind its campaign's share gives the turn to, else the
+-- oldest of the other kind. The running campaigns are split by what the turn gives: when they all agree (every
+-- campaign has the default share, or one campaign runs) each pass reads one kind's part of sender_emails_due_kind
+-- from its oldest entry; when their shares disagree, the follow-ups of the campaigns the turn gives to follow-ups
+-- go first, then the first steps of the others, then what is left of each. A share a kind does not use (none of
+-- it due for this agent) goes to the other: the next pass.
 -- Its commit does not wait for the disk (synchronous_commit off for this transaction only): a claim lost in a
 -- database crash only puts the row back in the queue, and the attempt's start, which must survive, is a durable
--- commit that flushes the claim's WAL with it. PL/pgSQL keeps the statement's plan between calls.
--- The claim wants the oldest due row: the first entries of sender_emails_due, read in order. On a table whose
--- statistics are stale (a fresh ledger, a bulk enqueue that autovacuum has not analyzed yet) the planner believes
--- the queue holds a handful of rows and reads every due row to sort them instead (version 3): sorting is never
--- what a claim wants, so the function plans without it, whatever the statistics say.
+-- commit that flushes the claim's WAL with it. PL/pgSQL keeps each statement's plan between calls.
+-- On a table whose statistics are stale (a fresh ledger, a bulk enqueue that autovacuum has not analyzed yet) the
+-- planner believes the queue holds a handful of rows and reads every due row to sort them instead (version 3):
+-- sorting is never what a claim wants, so the function plans without it, whatever the statistics say.
 -- ROWS 1: the agent claims a row at a time. With a set-returning function's default (1,000 rows) the planner of
 -- the claim query (queries.sql `claim`) hashed all of sender_leads to join the claimed row's lead, each claim: 13 ms
 -- on a ledger of 50,000 leads (bench/claim.py), where probing its key takes microseconds.
@@ -683,20 +715,50 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
+    turn bigint;
+    followups_turn bigint[];  -- the running campaigns whose share gives this turn to a follow-up
+    first_turn bigint[];      -- the others: to a first step
+    agreed boolean;           -- one of the two is empty: no campaign filter
+    kind integer;             -- least(step, 2): 1 a first step, 2 a follow-up
+    campaigns bigint[];
+    claimed boolean;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
-    RETURN QUERY
-    UPDATE sender_emails SET status = 'sending', claimed_at = now_at, claimed_by = p_worker, updated_at = now_at
-    WHERE id IN (
-        SELECT id FROM sender_emails
-        WHERE status IN ('queued', 'retry') AND not_before <= now_at
-          AND (p_groups IS NULL OR mailbox_group = ANY (p_groups))
-          AND (p_mailboxes IS NULL OR pinned_mailbox IS NULL OR pinned_mailbox = ANY (p_mailboxes))
-        ORDER BY not_before, id
-        LIMIT p_limit
-        FOR UPDATE SKIP LOCKED
-    )
-    RETURNING *;
+    FOR n IN 1 .. p_limit LOOP
+        turn := nextval('sender_claim_turns');
+        SELECT array_agg(id) FILTER (WHERE sender_followups_turn(turn, followups_share)),
+               array_agg(id) FILTER (WHERE NOT sender_followups_turn(turn, followups_share))
+        INTO followups_turn, first_turn
+        FROM sender_campaigns WHERE state = 'running';
+        agreed := followups_turn IS NULL OR first_turn IS NULL;
+        claimed := false;
+        -- the passes: the turn's kind of each campaign, then the other kind of each
+        FOR pass IN 1 .. 4 LOOP
+            kind := CASE WHEN pass IN (1, 3) THEN 2 ELSE 1 END;
+            campaigns := CASE WHEN pass IN (1, 4) THEN followups_turn ELSE first_turn END;
+            CONTINUE WHEN campaigns IS NULL;
+            RETURN QUERY
+            UPDATE sender_emails SET status = 'sending', claimed_at = now_at, claimed_by = p_worker,
+                                     updated_at = now_at
+            WHERE id IN (
+                SELECT id FROM sender_emails
+                WHERE status IN ('queued', 'retry') AND least(step, 2) = kind
+                  AND due_at <= now_at AND not_before <= now_at
+                  AND (agreed OR campaign_id = ANY (campaigns))
+                  AND (p_groups IS NULL OR mailbox_group = ANY (p_groups))
+                  AND (p_mailboxes IS NULL OR pinned_mailbox IS NULL OR pinned_mailbox = ANY (p_mailboxes))
+                ORDER BY due_at, id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *;
+            IF FOUND THEN
+                claimed := true;
+                EXIT;
+            END IF;
+        END LOOP;
+        EXIT WHEN NOT claimed;
+    END LOOP;
 END
 $$;
 
@@ -713,7 +775,9 @@ BEGIN
     UPDATE sender_emails
     SET status = CASE WHEN sender_is_suppressed(recipient) THEN 'suppressed'::sender_status
                       WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
-        not_before = now_at + make_interval(secs => p_delay_s), claimed_by = NULL, updated_at = now_at
+        not_before = now_at + make_interval(secs => p_delay_s), claimed_by = NULL, updated_at = now_at,
+        -- its place in the queue stays (due_at), unless the delay is shorter than the time it was to become due
+        due_at = least(due_at, now_at + make_interval(secs => p_delay_s))
     WHERE id = p_email AND status = 'sending' AND attempt_id IS NULL
     RETURNING * INTO r;
     IF r.id IS NULL THEN
@@ -861,6 +925,8 @@ BEGIN
         -- a retry proves the last attempt did not leave: the next one may start
         attempt_id = CASE WHEN new_status = 'retry' THEN NULL ELSE attempt_id END,
         not_before = CASE WHEN new_status = 'retry' THEN now_at + make_interval(secs => p_delay_s) ELSE not_before END,
+        due_at = CASE WHEN new_status = 'retry' THEN least(due_at, now_at + make_interval(secs => p_delay_s))
+                      ELSE due_at END,
         claimed_by = CASE WHEN new_status = 'retry' THEN NULL ELSE claimed_by END
     WHERE id = p_email;
     IF p_outcome = 'bounce' THEN
