@@ -207,9 +207,11 @@ class InboxReading:
 # --- the web service ---------------------------------------------------------------------------------------------
 
 
-def web_keys(current: bytes, previous: bytes | None = None, events: bytes | None = None) -> WebKeys:
+def web_keys(current: bytes, previous: bytes | None = None, events: bytes | None = None,
+             legacy_signatures: bool = False) -> WebKeys:
     """The web service's keys: the unsubscribe key the agent signs with (`unsubscribe_key`), the one it replaced
-    while rotating, and the HMAC key of POST /events (none: /events answers 404)."""
+    while rotating, and the HMAC key of POST /events (none: /events answers 404), with whether its first signature
+    form (`sha256=`, no time) is still accepted."""
     from sender.feedback.web import WebKeys
 
-    return WebKeys((current, *([previous] if previous else [])), events)
+    return WebKeys((current, *([previous] if previous else [])), events, legacy_signatures)

@@ -102,9 +102,6 @@ class Feedback:
                                      "ref": ref, "detail": detail, "verdict": verdict.value},
                                     f"apply {event} by Message-ID"))
 
-    def has_row(self, email_id: int) -> bool:
-        return self.ledger.fetch_one("has_row", {"id": email_id}, f"find row {email_id}") is not None
-
     def row_of_idempotency_key(self, key: uuid.UUID) -> int | None:
         """The row an unsubscribe token names: its random idempotency key, never handed out twice."""
         row = self.ledger.fetch_one("row_of_idempotency_key", {"key": key}, "find a row by idempotency key")

@@ -8,9 +8,6 @@ SELECT sender_apply_event(%(id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(deta
 SELECT sender_apply_event_by_message_id(%(message_id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(detail)s,
                                         %(verdict)s, %(now)s);
 
--- name: has_row
-SELECT 1 FROM sender_emails WHERE id = %(id)s;
-
 -- name: row_of_idempotency_key
 -- The row an unsubscribe token names (sender.sending.tokens): its random key, never handed out again, unlike an id
 -- after a restore from an older dump.
