@@ -63,12 +63,14 @@ NO_FRAMING = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ances
 
 @dataclass(frozen=True)
 class WebKeys:
-    """The unsubscribe keys, current first (then the older one still accepted while rotating), the events key, and
-    whether the events' first signature form (sha256=, no time) is still accepted."""
+    """The unsubscribe keys, current first (then the older one still accepted while rotating), the events key, how
+    far an events signature's time may be from our clock, and whether its first form (sha256=, no time) is still
+    accepted."""
 
     unsubscribe: Sequence[bytes]
     events: bytes | None = None
     legacy_signatures: bool = False
+    signature_tolerance_s: int = signature.TOLERANCE_S
 
     def idempotency_key_of(self, token: str) -> uuid.UUID | None:
         for key in self.unsubscribe:
@@ -222,7 +224,8 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
             return _too_large(MAX_BODY)
         now = time.time()
         refused = signature.problem(keys.events, request.headers.get(SIGNATURE_HEADER, ""), body, now,
-                                    legacy_allowed=keys.legacy_signatures)
+                                    legacy_allowed=keys.legacy_signatures,
+                                    tolerance_s=keys.signature_tolerance_s)
         if refused is not None:
             metrics.events.labels("bad_signature").inc()
             log.warning("events: %s from %s", refused, request.client.host if request.client else "?")

@@ -215,6 +215,18 @@ def test_the_legacy_signature_is_accepted_only_when_allowed(tmp_path: Path, feed
                           headers=signed(web.events_key, body, int(time.time()) - 400)).status_code == 401
 
 
+def test_the_signature_tolerance_is_a_setting(tmp_path: Path, feedback: Feedback, database_url: str) -> None:
+    _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    body = json.dumps({"id": "e1", "message_id": message_id, "event": "delivered",
+                       "at": _at(time.time()) + "Z"}).encode()
+    with web_server(tmp_path, database_url, ["--events-signature-tolerance", "30"]) as web:
+        refused = httpx.post(f"{web.base}/events", content=body,
+                             headers=signed(web.events_key, body, int(time.time()) - 120))
+        assert refused.status_code == 401 and "more than 30 s" in refused.text, refused.text
+        accepted = httpx.post(f"{web.base}/events", content=body, headers=signed(web.events_key, body))
+        assert accepted.json() == {"results": ["applied"]}, accepted.text
+
+
 def test_a_signature_within_the_tolerance_and_one_of_several_v1_is_accepted(web: WebServer,
                                                                              feedback: Feedback) -> None:
     _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
@@ -299,6 +311,7 @@ def test_healthz(web: WebServer) -> None:
 
 @pytest.mark.parametrize(("args", "words"), [
     (["web", "--listen", "nonsense"], "HOST:PORT"),
+    (["web", "--events-signature-tolerance", "0"], "--events-signature-tolerance"),
     (["web", "--events-key-file", "/nonexistent/events.key"], "--events-key-file"),
     (["web", "--previous-key-file", "/nonexistent/old.key"], "--previous-key-file"),
     (["web", "--listen", "0.0.0.0:8025", "--metrics-listen", "127.0.0.1:8025"], "--metrics-listen"),
