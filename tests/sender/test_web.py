@@ -181,9 +181,11 @@ def test_a_replay_is_the_relays_event_id_whatever_its_time(web: WebServer, feedb
     assert _post_events(web, {**first, "at": _at(now) + "Z"}).json() == {"results": ["replay"]}
     # a second deferral at the same time is a second event: its own id
     assert _post_events(web, {**first, "id": "evt-2"}).json() == {"results": ["recorded"]}
+    # the key is (row, event, id): a relay whose ids name the message has its bounce applied after the deferral
+    assert _post_events(web, {**first, "event": "bounced"}).json() == {"results": ["applied"]}
     with psycopg.connect(database_url) as conn:
-        refs = [r for (r,) in conn.execute("SELECT ref FROM sender_feedback WHERE email_id = %s ORDER BY id", (row,))]
-    assert refs == ["relay:evt-1", "relay:evt-2"]
+        refs = conn.execute("SELECT event, ref FROM sender_feedback WHERE email_id = %s ORDER BY id", (row,)).fetchall()
+    assert refs == [("deferred", "relay:evt-1"), ("deferred", "relay:evt-2"), ("bounced", "relay:evt-1")]
 
 
 def test_the_replay_key_survives_a_restart_of_the_service(tmp_path: Path, feedback: Feedback,
