@@ -212,9 +212,13 @@ class InboxReading:
 # --- the web service ---------------------------------------------------------------------------------------------
 
 
-def web_keys(current: bytes, previous: bytes | None = None, events: bytes | None = None) -> WebKeys:
+def web_keys(current: bytes, previous: bytes | None = None, events: bytes | None = None,
+             legacy_signatures: bool = False, signature_tolerance_s: int | None = None) -> WebKeys:
     """The web service's keys: the unsubscribe key the agent signs with (`unsubscribe_key`), the one it replaced
-    while rotating, and the HMAC key of POST /events (none: /events answers 404)."""
+    while rotating, and the HMAC key of POST /events (none: /events answers 404), with how far its signature's time
+    may be from our clock (None: 5 minutes) and whether its first form (`sha256=`, no time) is still accepted."""
+    from sender.feedback import signature
     from sender.feedback.web import WebKeys
 
-    return WebKeys((current, *([previous] if previous else [])), events)
+    return WebKeys((current, *([previous] if previous else [])), events, legacy_signatures,
+                   signature.TOLERANCE_S if signature_tolerance_s is None else signature_tolerance_s)

@@ -98,9 +98,11 @@ class FeedbackPaths:
         return _taken(reaction, now, row, event, applied.value)
 
     def _one_click(self, reaction: Reaction, now: float) -> events.Reacted:
-        """As `POST /u/<token>` of the feedback web service: the token names the row, the row's recipient goes."""
+        """As `POST /u/<token>` of the feedback web service: the token names the row's idempotency key, the row's
+        recipient goes."""
         token = (reaction.delivery.unsubscribe_url or "").rsplit("/u/", 1)[-1]
-        row = verify_token(self.unsubscribe_key, token)
+        key = verify_token(self.unsubscribe_key, token)
+        row = None if key is None else self.feedback.row_of_idempotency_key(key)
         if row is None:
             return _taken(reaction, now, None, None, "unmatched")
         applied = self.feedback.apply(row, Event.UNSUBSCRIBED, source="one-click", ref="one-click",

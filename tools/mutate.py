@@ -49,6 +49,9 @@ SPF = "dns_audit/spf.py"
 SPF_EVAL = "dns_audit/spf_eval.py"
 DKIM = "dns_audit/dkim.py"
 DNSBL = "dns_audit/dnsbl.py"
+WEB = "sender/feedback/web.py"
+SIGNATURE = "sender/feedback/signature.py"
+TOKENS = "sender/sending/tokens.py"
 
 LEDGER_TESTS = "tests/sender/test_ledger.py"
 EVENTS_TESTS = "tests/sender/test_events.py"
@@ -67,6 +70,8 @@ POOL_TESTS = "tests/ippool/test_pool.py"
 SLOT_STORE_TESTS = "tests/ippool/test_slot_store.py"
 THRESHOLD_TESTS = "tests/dns_audit/test_thresholds.py"
 CODES_TESTS = "tests/dns_audit/test_codes.py"
+WEB_TESTS = "tests/sender/test_web.py"
+MESSAGE_TESTS = "tests/sender/test_message.py"
 
 
 @dataclass(frozen=True)
@@ -358,7 +363,23 @@ ISSUE_25 = (
        "a row given back (its mailbox at its cap) goes behind every row that became due after it"),
 )
 
-CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24 + ISSUE_25
+# Issue 26: what a relay or a stranger sends the web service.
+ISSUE_26_WEB = (
+    _m("relay-replay-keyed-on-time", WEB,
+       '"ref": RELAY_REF_PREFIX + event_id,', '"ref": at.isoformat(),',
+       [f"{WEB_TESTS}::test_a_replay_is_the_relays_event_id_whatever_its_time"],
+       "a relay's retry of one event, stamped anew, counts as a second event (replays keyed on `at`, not the id)"),
+    _m("relay-signature-never-expires", SIGNATURE,
+       "    if abs(skew) > tolerance_s:\n", "    if skew < -tolerance_s:\n",
+       [f"{WEB_TESTS}::test_bad_events_change_nothing[signature-expired]"],
+       "a signed request captured once verifies forever: the signature's time is checked only for being ahead"),
+    _m("token-any-spelling", TOKENS,
+       "    return raw if _encode(raw) == token else None\n", "    return raw\n",
+       [f"{MESSAGE_TESTS}::test_only_the_canonical_spelling_of_a_token_is_accepted"],
+       "a token with its last character's spare bits set (another spelling of the same bytes) is accepted"),
+)
+
+CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24 + ISSUE_25 + ISSUE_26_WEB
 
 
 @dataclass(frozen=True)

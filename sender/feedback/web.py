@@ -2,28 +2,29 @@
 
     POST /u/<token>   body List-Unsubscribe=One-Click: suppress the row's recipient (200, idempotent)
     GET  /u/<token>   a small page with a confirm button; a GET alone never unsubscribes (link scanners follow it)
-    POST /events      JSON {message_id, event, at} (or a list of them), X-Sendhost-Signature: sha256=<hex HMAC>
+    POST /events      JSON {id, message_id, event, at} (or a list of them), X-Sendhost-Signature: t=<unix s>,v1=<hex>
     GET  /healthz     200 when the ledger answers
     GET  /metrics/    Prometheus, on its own listener (default loopback), never on the public one
 
-Tokens are the agent's (sender.sending.tokens); a token made with a key no longer configured (rotated out) is as
-unknown as a forged one: 404, nothing changed. Logs name rows by id, never a recipient's address.
+Tokens are the agent's (sender.sending.tokens): they name the row's idempotency key; a token made with a key no
+longer configured (rotated out) is as unknown as a forged one: 404, nothing changed. Logs name rows by id, never a
+recipient's address.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import html
 import json
 import logging
 import re
 import signal
+import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
 from urllib.parse import parse_qs
@@ -39,12 +40,13 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 
 from sender.errors import LedgerUnavailable
+from sender.feedback import signature
 from sender.feedback.guard import BodyTooLarge, GuardedH11Protocol, limit_log_rate, read_capped
 from sender.feedback.metrics import CachedCollector, LedgerCollector
 from sender.ledger import connection as db
 from sender.ledger.events import Applied, Event, Feedback
 from sender.ledger.store import Ledger
-from sender.sending.tokens import verify_token
+from sender.sending.tokens import verify_row_id_token, verify_token
 
 log = logging.getLogger("sendhost.sender.web")
 
@@ -61,14 +63,27 @@ NO_FRAMING = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ances
 
 @dataclass(frozen=True)
 class WebKeys:
-    """The unsubscribe keys, current first (then the older one still accepted while rotating), and the events key."""
+    """The unsubscribe keys, current first (then the older one still accepted while rotating), the events key, how
+    far an events signature's time may be from our clock, and whether its first form (sha256=, no time) is still
+    accepted."""
 
     unsubscribe: Sequence[bytes]
     events: bytes | None = None
+    legacy_signatures: bool = False
+    signature_tolerance_s: int = signature.TOLERANCE_S
 
-    def row_of(self, token: str) -> int | None:
+    def idempotency_key_of(self, token: str) -> uuid.UUID | None:
         for key in self.unsubscribe:
             found = verify_token(key, token)
+            if found is not None:
+                return found
+        return None
+
+    def row_id_of(self, token: str) -> int | None:
+        """The row id of a first-form token (mail sent before version 9): the ledger decides whether it still
+        counts (Feedback.row_of_row_id_token)."""
+        for key in self.unsubscribe:
+            found = verify_row_id_token(key, token)
             if found is not None:
                 return found
         return None
@@ -129,14 +144,23 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
             return Feedback(Ledger(conn)).apply(email_id, Event.UNSUBSCRIBED, source="one-click",
                                                 ref="one-click", detail="List-Unsubscribe one-click")
 
-    def row_exists(email_id: int) -> bool:
+    def row_of(token: str) -> int | None:
+        """The row a token names in the ledger: by its idempotency key, or a first-form token's row id while the
+        ledger still accepts those (rows sent before the upgrade, for 30 days)."""
+        key = keys.idempotency_key_of(token)
+        if key is not None:
+            with pool.connection() as conn:
+                return Feedback(Ledger(conn)).row_of_idempotency_key(key)
+        row_id = keys.row_id_of(token)
+        if row_id is None:
+            return None  # not ours: no query at all
         with pool.connection() as conn:
-            return Feedback(Ledger(conn)).has_row(email_id)
+            return Feedback(Ledger(conn)).row_of_row_id_token(row_id)
 
     async def unsubscribe_page(request: Request) -> Response:
         token = request.path_params["token"]
-        email_id = keys.row_of(token)
-        if email_id is None or not await run_in_threadpool(row_exists, email_id):
+        email_id = await run_in_threadpool(row_of, token)
+        if email_id is None:
             metrics.unsubscribes.labels("GET", "unknown").inc()
             log.info("unsubscribe page: unknown or altered token")
             return _page("Link not recognised", "<p>This unsubscribe link is not valid.</p>", 404)
@@ -149,7 +173,7 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
 
     async def unsubscribe_post(request: Request) -> Response:
         token = request.path_params["token"]
-        email_id = keys.row_of(token)
+        email_id = await run_in_threadpool(row_of, token)
         if email_id is None:
             metrics.unsubscribes.labels("POST", "unknown").inc()
             log.info("unsubscribe: unknown or altered token")
@@ -198,13 +222,15 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
         except BodyTooLarge:  # more than it declared
             metrics.events.labels("too_large").inc()
             return _too_large(MAX_BODY)
-        expected = "sha256=" + hmac.new(keys.events, body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(request.headers.get(SIGNATURE_HEADER, "").encode(), expected.encode()):
+        now = time.time()
+        refused = signature.problem(keys.events, request.headers.get(SIGNATURE_HEADER, ""), body, now,
+                                    legacy_allowed=keys.legacy_signatures,
+                                    tolerance_s=keys.signature_tolerance_s)
+        if refused is not None:
             metrics.events.labels("bad_signature").inc()
-            log.warning("events: wrong or missing %s from %s", SIGNATURE_HEADER,
-                        request.client.host if request.client else "?")
-            return PlainTextResponse(f"wrong or missing {SIGNATURE_HEADER}\n", 401)
-        items, problem = _parse_events(body)
+            log.warning("events: %s from %s", refused, request.client.host if request.client else "?")
+            return PlainTextResponse(refused + "\n", 401)
+        items, problem = _parse_events(body, datetime.fromtimestamp(now, UTC))
         if problem is not None:
             metrics.events.labels("bad_input").inc()
             log.warning("events: %s", problem)
@@ -252,6 +278,15 @@ def create_metrics_app(metrics: Metrics) -> Starlette:
 
 MAX_MESSAGE_ID = 998  # RFC 5322's line limit: no real Message-ID is longer
 MAX_DETAIL = 2000
+MAX_EVENT_ID = 200  # relays' ids are 20-40 characters (SendGrid's sg_event_id, Mailgun's id, a UUID)
+# How far from our clock an event's `at` may be. Back: relays retry a failed delivery for up to 3 days (SendGrid
+# 72 h, Mailgun 8 h), with room for a webhook fixed after a weekend; older news would only count in health windows
+# it is no longer part of. Ahead: clock skew, not a date in 2099 that counted in every window until then.
+AT_MAX_AGE = timedelta(days=7)
+AT_MAX_AHEAD = timedelta(minutes=5)
+# What keys an event's replays in sender_feedback.ref: the relay's own id, under a prefix of its own so that no id
+# can collide with an inbox reference (a Message-ID, a hash) or `one-click`.
+RELAY_REF_PREFIX = "relay:"
 
 
 def _show(value: object) -> str:
@@ -271,12 +306,13 @@ def _text_problem(value: str) -> str | None:
     return None
 
 
-def _parse_events(body: bytes) -> tuple[list[dict[str, Any]], str | None]:
-    """The events of a request body, each checked; or a problem naming the first bad one (nothing applied)."""
+def _parse_events(body: bytes, now: datetime) -> tuple[list[dict[str, Any]], str | None]:
+    """The events of a request body, each checked (`at` against `now`); or a problem naming the first bad one
+    (nothing applied)."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return [], "the body is not JSON; send {\"message_id\": ..., \"event\": ..., \"at\": ...}"
+        return [], "the body is not JSON; send {\"id\": ..., \"message_id\": ..., \"event\": ..., \"at\": ...}"
     entries = data if isinstance(data, list) else [data]
     items = []
     names = {e.value for e in Event}
@@ -284,7 +320,13 @@ def _parse_events(body: bytes) -> tuple[list[dict[str, Any]], str | None]:
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
             return [], f"event {n} is not an object"
-        message_id, event, detail = entry.get("message_id"), entry.get("event"), entry.get("detail", "")
+        event_id, message_id = entry.get("id"), entry.get("message_id")
+        event, detail = entry.get("event"), entry.get("detail", "")
+        if not isinstance(event_id, str) or not event_id.strip():
+            return [], f"event {n}: id {_show(event_id)} missing or not a string: send the relay's own event id"
+        if len(event_id) > MAX_EVENT_ID or _text_problem(event_id):
+            return [], (f"event {n}: id {_show(event_id)} "
+                        f"{_text_problem(event_id) or f'is over {MAX_EVENT_ID} characters'}")
         if not isinstance(message_id, str) or not message_id.strip("<> "):
             return [], f"event {n}: message_id missing or not a string"
         if len(message_id) > MAX_MESSAGE_ID or _text_problem(message_id):
@@ -299,7 +341,10 @@ def _parse_events(body: bytes) -> tuple[list[dict[str, Any]], str | None]:
         at = _parse_at(entry.get("at"))
         if at is None:
             return [], f"event {n}: at {_show(entry.get('at'))} is not an RFC 3339 time (2026-11-30T10:00:00Z)"
-        items.append({"message_id": message_id, "event": event, "at": at, "ref": at.isoformat(),
+        if not now - AT_MAX_AGE <= at <= now + AT_MAX_AHEAD:
+            return [], (f"event {n}: at {entry['at']} is outside {now - AT_MAX_AGE:%Y-%m-%dT%H:%M:%SZ} .. "
+                        f"{now + AT_MAX_AHEAD:%Y-%m-%dT%H:%M:%SZ} (at most 7 days old, 5 minutes ahead of our clock)")
+        items.append({"message_id": message_id, "event": event, "at": at, "ref": RELAY_REF_PREFIX + event_id,
                       "detail": detail})
     return items, None
 

@@ -13,6 +13,7 @@ are the database's alone: `Ledger.status_ranks()` reads them.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -101,8 +102,16 @@ class Feedback:
                                      "ref": ref, "detail": detail, "verdict": verdict.value},
                                     f"apply {event} by Message-ID"))
 
-    def has_row(self, email_id: int) -> bool:
-        return self.ledger.fetch_one("has_row", {"id": email_id}, f"find row {email_id}") is not None
+    def row_of_idempotency_key(self, key: uuid.UUID) -> int | None:
+        """The row an unsubscribe token names: its random idempotency key, never handed out twice."""
+        row = self.ledger.fetch_one("row_of_idempotency_key", {"key": key}, "find a row by idempotency key")
+        return None if row is None else int(row[0])
+
+    def row_of_row_id_token(self, email_id: int) -> int | None:
+        """The row a first-form token (the row's id) names, only while the ledger still accepts those: a row whose
+        message went out before the upgrade to version 9, for 30 days after it (feedback.sql)."""
+        row = self.ledger.fetch_one("row_of_row_id_token", {"id": email_id}, f"find row {email_id}")
+        return None if row is None else int(row[0])
 
     def row_of(self, message_id: str) -> int | None:
         """The row sent with `message_id`, if any."""

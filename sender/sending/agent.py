@@ -139,7 +139,7 @@ class Agent:
             # Outside the lead's sending window: back to the queue until it opens, before any mailbox is reserved.
             ledger.unclaim(row.id, closed.delay_s, closed.why)
             return Report(row.id, "blocked", closed.why)
-        url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.id))
+        url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.idempotency_key))
         try:
             content = compose(row, url)
         except (TemplateError, ValueError) as exc:  # a lead that cannot fill its step: nothing can be sent

@@ -1,4 +1,11 @@
-"""Unsubscribe tokens: the row's id and an HMAC-SHA256 tag over it, URL-safe; the feedback endpoint verifies them."""
+"""Unsubscribe tokens: the row's random idempotency key and an HMAC-SHA256 tag over it, URL-safe; the feedback
+endpoint verifies them.
+
+The key, not the row's id: ids are a sequence, and a ledger restored from an older dump hands the same ids out
+again, so a link naming an id would unsubscribe whoever got that id next. The idempotency key is random
+(gen_random_uuid()) and never reused. Tokens of the first form (version 7 and before: the row id) are still
+read by `verify_row_id_token`, for the transition window the web service documents.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +13,69 @@ import base64
 import hashlib
 import hmac
 import struct
+import uuid
 
 TAG_BYTES = 16  # 128 bits: forging one is out of reach, and the URL stays short
-_ID = struct.Struct(">Q")
-_TOKEN_CHARS = -(-(_ID.size + TAG_BYTES) * 4 // 3)  # unpadded base64 of 24 bytes: 32 characters
+_KEY_BYTES = 16  # a UUID
+_TOKEN_CHARS = -(-(_KEY_BYTES + TAG_BYTES) * 4 // 3)  # unpadded base64 of 32 bytes: 43 characters
+_KEY_CONTEXT = b"unsubscribe-key:"  # not the row-id form's context: neither form's tag verifies the other
+_ROW_ID = struct.Struct(">Q")
+_ROW_ID_CONTEXT = b"unsubscribe:"
+_ROW_ID_TOKEN_CHARS = -(-(_ROW_ID.size + TAG_BYTES) * 4 // 3)  # 32 characters
 
 
-def make_token(key: bytes, email_id: int) -> str:
-    payload = _ID.pack(email_id)
-    tag = hmac.new(key, b"unsubscribe:" + payload, hashlib.sha256).digest()[:TAG_BYTES]
-    return _encode(payload + tag)
+def make_token(key: bytes, idempotency_key: uuid.UUID) -> str:
+    payload = idempotency_key.bytes
+    return _encode(payload + _tag(key, _KEY_CONTEXT, payload))
+
+
+def verify_token(key: bytes, token: str) -> uuid.UUID | None:
+    """The idempotency key a token names, or None when it was not made with `key` or is not exactly as make_token
+    spells it (the decoder skips characters outside the alphabet, so `tok!!!` or `tok ` would otherwise pass)."""
+    raw = _decode(token, _TOKEN_CHARS)
+    if raw is None or len(raw) != _KEY_BYTES + TAG_BYTES:
+        return None
+    payload, tag = raw[:_KEY_BYTES], raw[_KEY_BYTES:]
+    if not hmac.compare_digest(tag, _tag(key, _KEY_CONTEXT, payload)):
+        return None
+    return uuid.UUID(bytes=payload)
+
+
+def make_row_id_token(key: bytes, email_id: int) -> str:
+    """A token of the first form, as the agent made them up to version 7: for tests of the transition window."""
+    payload = _ROW_ID.pack(email_id)
+    return _encode(payload + _tag(key, _ROW_ID_CONTEXT, payload))
+
+
+def verify_row_id_token(key: bytes, token: str) -> int | None:
+    """The row id a first-form token names (in mail sent before the upgrade), in canonical form only."""
+    raw = _decode(token, _ROW_ID_TOKEN_CHARS)
+    if raw is None or len(raw) != _ROW_ID.size + TAG_BYTES:
+        return None
+    payload, tag = raw[:_ROW_ID.size], raw[_ROW_ID.size:]
+    if not hmac.compare_digest(tag, _tag(key, _ROW_ID_CONTEXT, payload)):
+        return None
+    return int(_ROW_ID.unpack(payload)[0])
+
+
+def _tag(key: bytes, context: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, context + payload, hashlib.sha256).digest()[:TAG_BYTES]
 
 
 def _encode(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def verify_token(key: bytes, token: str) -> int | None:
-    """The row id a token names, or None when it was not made with `key`, or is not exactly as make_token spells it
-    (the decoder skips characters outside the alphabet, so `tok!!!` or `tok ` would otherwise pass as `tok`)."""
-    if len(token) != _TOKEN_CHARS:
+def _decode(token: str, chars: int) -> bytes | None:
+    """The bytes of a token of `chars` characters, only when re-encoding them spells the token again: no padding,
+    nothing outside the alphabet, no stray low bits in the last character."""
+    if len(token) != chars:
         return None
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (ValueError, TypeError):
         return None
-    if len(raw) != _ID.size + TAG_BYTES or _encode(raw) != token:
-        return None
-    payload, tag = raw[:_ID.size], raw[_ID.size:]
-    expected = hmac.new(key, b"unsubscribe:" + payload, hashlib.sha256).digest()[:TAG_BYTES]
-    if not hmac.compare_digest(tag, expected):
-        return None
-    return int(_ID.unpack(payload)[0])
+    return raw if _encode(raw) == token else None
 
 
 def read_key_file(path: str) -> bytes:

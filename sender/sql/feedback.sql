@@ -8,8 +8,20 @@ SELECT sender_apply_event(%(id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(deta
 SELECT sender_apply_event_by_message_id(%(message_id)s, %(event)s, %(at)s, %(source)s, %(ref)s, %(detail)s,
                                         %(verdict)s, %(now)s);
 
--- name: has_row
-SELECT 1 FROM sender_emails WHERE id = %(id)s;
+-- name: row_of_idempotency_key
+-- The row an unsubscribe token names (sender.sending.tokens): its random key, never handed out again, unlike an id
+-- after a restore from an older dump.
+SELECT id FROM sender_emails WHERE idempotency_key = %(key)s;
+
+-- name: row_of_row_id_token
+-- A first-form token (the row's id, what the agent put in mail before version 9) still names its row only when the
+-- row's message went out before the ledger was upgraded to version 9 (`row_id_tokens_before`, written by that
+-- migration; a ledger made at version 9 or later has none, so no such token counts) and for 30 days after the
+-- upgrade (CAN-SPAM's: an opt-out link works that long). A row made after the upgrade is never named by an id,
+-- so an id reused after a restore reaches nobody new.
+SELECT e.id FROM sender_emails e JOIN sender_settings s ON s.name = 'row_id_tokens_before'
+WHERE e.id = %(id)s AND e.attempt_started_at < to_timestamp(s.value::double precision)
+  AND coalesce(%(now)s::timestamptz, now()) < to_timestamp(s.value::double precision) + interval '30 days';
 
 -- name: row_of_message_id
 SELECT id FROM sender_emails WHERE message_id = '<' || btrim(%(message_id)s, '<> ') || '>';

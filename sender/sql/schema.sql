@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 8: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 9: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.

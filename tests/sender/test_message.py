@@ -2,21 +2,53 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from sender.sending.message import build_message, message_id_for
-from sender.sending.tokens import make_token, verify_token
+from sender.sending.tokens import make_row_id_token, make_token, verify_row_id_token, verify_token
 
 KEY = b"k" * 32
 
 
-def test_token_names_the_row_and_resists_tampering() -> None:
-    token = make_token(KEY, 4242)
-    assert verify_token(KEY, token) == 4242
+def test_token_names_the_rows_idempotency_key_and_resists_tampering() -> None:
+    key = uuid.uuid4()
+    token = make_token(KEY, key)
+    assert verify_token(KEY, token) == key
     assert verify_token(b"x" * 32, token) is None
-    forged = make_token(KEY, 4243)[:11] + token[11:]
+    forged = make_token(KEY, uuid.uuid4())[:22] + token[22:]  # another key's payload under this tag
     assert verify_token(KEY, forged) is None
     assert verify_token(KEY, "not-a-token!") is None
+    # the two forms never verify as each other: a row id is no idempotency key
+    assert verify_row_id_token(KEY, token) is None
+    assert verify_token(KEY, make_row_id_token(KEY, 4242)) is None
+    assert verify_row_id_token(KEY, make_row_id_token(KEY, 4242)) == 4242
+
+
+def _other_spellings(token: str, spare_bits: bool = True) -> list[str]:
+    """Spellings a lenient base64 decoder reads as the same bytes (or that a browser or a mail client makes)."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet.index(token[-1])
+    # 43 characters of 32 bytes: 258 bits, the last 2 unused (32 of 24 bytes have none)
+    same_bytes = [token[:-1] + alphabet[last ^ bit] for bit in (1, 2, 3)] if spare_bits else []
+    spellings = [token + "!!!", token + "%20", token + " ", token + "=", token + "\n", token[:8] + "!" + token[8:],
+                 token.swapcase(), token.upper(), *same_bytes]
+    if "-" in token or "_" in token:
+        spellings.append(token.replace("-", "+").replace("_", "/"))
+    return spellings
+
+
+def test_only_the_canonical_spelling_of_a_token_is_accepted() -> None:
+    for n in range(20):  # keys whose tokens hold a `-` or `_`, and ones that do not
+        key = uuid.UUID(int=n * 0x0123456789ABCDEF0123456789ABCDEF % (1 << 128))
+        token = make_token(KEY, key)
+        assert verify_token(KEY, token) == key
+        for spelled in _other_spellings(token):
+            assert verify_token(KEY, spelled) is None, spelled
+        old = make_row_id_token(KEY, n)
+        assert verify_row_id_token(KEY, old) == n
+        for spelled in _other_spellings(old, spare_bits=False):
+            assert verify_row_id_token(KEY, spelled) is None, spelled
 
 
 def test_placeholder_is_replaced_and_no_link_is_added_twice() -> None:

@@ -10,7 +10,9 @@ import json
 import secrets
 import socket
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -18,8 +20,8 @@ import psycopg
 import pytest
 
 from sender.ledger.events import Feedback
-from sender.sending.tokens import make_token
-from tests.sender.web_server import WebServer, sent_row
+from sender.sending.tokens import make_row_id_token, make_token
+from tests.sender.web_server import WebServer, row_token, sent_row, signed, web_server
 from tests.support.cdp import chromium_page
 from tests.support.chromium import chromium_or_skip
 
@@ -40,7 +42,7 @@ def _changes(database_url: str) -> tuple[int, ...]:
 def test_one_click_post_suppresses_and_a_resend_is_refused(web: WebServer, feedback: Feedback) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
     feedback.ledger.enqueue(lead="L1", step=2, to="alice@rcpt.example", group="sales", subject="Again", text="x")
-    token = make_token(feedback.ledger.unsubscribe_key(), row)
+    token = row_token(feedback, row)
     for _ in range(2):  # idempotent: a second click answers the same
         response = httpx.post(f"{web.base}/u/{token}", **ONE_CLICK)
         assert response.status_code == 200, response.text
@@ -57,7 +59,7 @@ def test_one_click_post_suppresses_and_a_resend_is_refused(web: WebServer, feedb
 
 def test_a_get_alone_never_unsubscribes(web: WebServer, feedback: Feedback, database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    token = make_token(feedback.ledger.unsubscribe_key(), row)
+    token = row_token(feedback, row)
     before = _changes(database_url)
     page = httpx.get(f"{web.base}/u/{token}")
     assert page.status_code == 200 and "<form method=post" in page.text and "One-Click" in page.text
@@ -71,12 +73,12 @@ def test_a_get_alone_never_unsubscribes(web: WebServer, feedback: Feedback, data
 def test_forged_altered_and_expired_tokens_change_nothing(web: WebServer, feedback: Feedback,
                                                           database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    good = make_token(feedback.ledger.unsubscribe_key(), row)
+    good = row_token(feedback, row)
     altered = good[:-3] + ("AAA" if good[-3:] != "AAA" else "BBB")
-    other_row = make_token(feedback.ledger.unsubscribe_key(), row)[:-1]  # truncated
-    forged = make_token(secrets.token_bytes(32), row)
-    expired = make_token(secrets.token_bytes(32), row)  # made with a key rotated out: no longer configured
-    unknown_row = make_token(feedback.ledger.unsubscribe_key(), row + 1000)
+    other_row = row_token(feedback, row)[:-1]  # truncated
+    forged = row_token(feedback, row, secrets.token_bytes(32))
+    expired = row_token(feedback, row, secrets.token_bytes(32))  # made with a key rotated out: no longer configured
+    unknown_row = make_token(feedback.ledger.unsubscribe_key(), uuid.uuid4())
     before = _changes(database_url)
     for token in (altered, other_row, forged, expired, unknown_row, "", "%00", "x" * 500):
         for method in ("GET", "POST"):
@@ -88,7 +90,7 @@ def test_forged_altered_and_expired_tokens_change_nothing(web: WebServer, feedba
 
 def test_the_previous_key_still_works_while_rotating(web: WebServer, feedback: Feedback) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    token = make_token(web.previous_key, row)
+    token = row_token(feedback, row, web.previous_key)
     assert httpx.post(f"{web.base}/u/{token}", **ONE_CLICK).status_code == 200
     assert feedback.ledger.is_suppressed("alice@rcpt.example")
 
@@ -97,7 +99,7 @@ def test_chromium_opens_the_page_clicks_confirm_and_the_address_is_suppressed(
         web: WebServer, feedback: Feedback, tmp_path: Path) -> None:
     binary = chromium_or_skip()
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    url = f"{web.base}/u/{make_token(feedback.ledger.unsubscribe_key(), row)}"
+    url = f"{web.base}/u/{row_token(feedback, row)}"
     with chromium_page(binary, tmp_path / "profile") as page:
         page.navigate(url)
         assert page.evaluate("document.getElementById('confirm').textContent") == "Unsubscribe"
@@ -113,7 +115,7 @@ def test_chromium_opens_the_page_clicks_confirm_and_the_address_is_suppressed(
 def test_a_thousand_concurrent_clicks_leave_one_suppression(web: WebServer, feedback: Feedback,
                                                             database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    url = f"{web.base}/u/{make_token(feedback.ledger.unsubscribe_key(), row)}"
+    url = f"{web.base}/u/{row_token(feedback, row)}"
 
     async def click_all() -> list[object]:
         limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
@@ -132,58 +134,169 @@ def test_a_thousand_concurrent_clicks_leave_one_suppression(web: WebServer, feed
     assert counts == (1, 1, 1)
 
 
-def _signed(key: bytes, body: bytes) -> dict[str, str]:
-    return {"X-Sendhost-Signature": "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest(),
-            "Content-Type": "application/json"}
+def _at(now: float, delta_s: float = 0) -> str:
+    return datetime.fromtimestamp(now + delta_s, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _with_times(body: bytes, now: float) -> bytes:
+    """`<now>`, `<8d>` (8 days ago) and `<10m>` (10 minutes ahead) in a body as RFC 3339 times (without the zone)."""
+    for tag, delta_s in ((b"<now>", 0), (b"<8d>", -8 * 86400), (b"<10m>", 600)):
+        body = body.replace(tag, _at(now, delta_s).encode())
+    return body
+
+
+def _legacy_signed(key: bytes, body: bytes) -> dict[str, str]:
+    """The first form, no time: `sha256=<hex HMAC of the body>`."""
+    return {"X-Sendhost-Signature": "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()}
+
+
+def _post_events(web: WebServer, events: object) -> httpx.Response:
+    body = json.dumps(events).encode()
+    return httpx.post(f"{web.base}/events", content=body, headers=signed(web.events_key, body))
 
 
 def test_events_apply_through_the_rank_guard(web: WebServer, feedback: Feedback) -> None:
     _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
-    batch = json.dumps([{"message_id": message_id, "event": "delivered", "at": "2026-11-30T10:00:00Z"},
-                        {"message_id": message_id.strip("<>"), "event": "sent", "at": "2026-11-30T09:59:00Z"},
-                        {"message_id": "<nobody@nowhere>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}])
-    body = batch.encode()
-    response = httpx.post(f"{web.base}/events", content=body, headers=_signed(web.events_key, body))
+    now = time.time()
+    batch = [{"id": "e1", "message_id": message_id, "event": "delivered", "at": _at(now) + "Z"},
+             {"id": "e2", "message_id": message_id.strip("<>"), "event": "sent", "at": _at(now, -60) + "Z"},
+             {"id": "e3", "message_id": "<nobody@nowhere>", "event": "bounced", "at": _at(now) + "Z"}]
+    response = _post_events(web, batch)
     assert response.status_code == 200, response.text
     assert response.json() == {"results": ["applied", "recorded", "no_row"]}
-    again = httpx.post(f"{web.base}/events", content=body, headers=_signed(web.events_key, body))
+    again = _post_events(web, batch)
     assert again.json() == {"results": ["replay", "replay", "no_row"]}
     shown = feedback.ledger.show("L1", 1)
     assert shown is not None and shown.row["status"] == "delivered"
 
 
-@pytest.mark.parametrize(("body", "signed", "status"), [
-    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}', "wrong", 401),
-    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}', "none", 401),
+def test_a_replay_is_the_relays_event_id_whatever_its_time(web: WebServer, feedback: Feedback,
+                                                           database_url: str) -> None:
+    row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    now = time.time()
+    first = {"id": "evt-1", "message_id": message_id, "event": "deferred", "at": _at(now, -120) + "Z",
+             "detail": "451 try later"}
+    assert _post_events(web, first).json() == {"results": ["recorded"]}
+    # the relay retries the same event stamped anew: one event, however many times it arrives
+    assert _post_events(web, {**first, "at": _at(now) + "Z"}).json() == {"results": ["replay"]}
+    # a second deferral at the same time is a second event: its own id
+    assert _post_events(web, {**first, "id": "evt-2"}).json() == {"results": ["recorded"]}
+    # the key is (row, event, id): a relay whose ids name the message has its bounce applied after the deferral
+    assert _post_events(web, {**first, "event": "bounced"}).json() == {"results": ["applied"]}
+    with psycopg.connect(database_url) as conn:
+        refs = conn.execute("SELECT event, ref FROM sender_feedback WHERE email_id = %s ORDER BY id", (row,)).fetchall()
+    assert refs == [("deferred", "relay:evt-1"), ("deferred", "relay:evt-2"), ("bounced", "relay:evt-1")]
+
+
+def test_the_replay_key_survives_a_restart_of_the_service(tmp_path: Path, feedback: Feedback,
+                                                          database_url: str) -> None:
+    _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    event = {"id": "evt-9", "message_id": message_id, "event": "bounced", "at": _at(time.time()) + "Z"}
+    key = secrets.token_bytes(32)
+    with web_server(tmp_path / "first", database_url, events_key=key) as first:
+        assert _post_events(first, event).json() == {"results": ["applied"]}
+    # a new process remembers nothing: the key is in the ledger's sender_feedback
+    with web_server(tmp_path / "second", database_url, events_key=key) as second:
+        assert _post_events(second, {**event, "at": _at(time.time(), 5) + "Z"}).json() == {"results": ["replay"]}
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM sender_feedback WHERE event = 'bounced'").fetchone() == (1,)
+
+
+def test_the_legacy_signature_is_accepted_only_when_allowed(tmp_path: Path, feedback: Feedback,
+                                                             database_url: str) -> None:
+    _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    body = json.dumps({"id": "e1", "message_id": message_id, "event": "delivered",
+                       "at": _at(time.time()) + "Z"}).encode()
+    with web_server(tmp_path, database_url, ["--events-legacy-signatures"]) as web:
+        wrong = _legacy_signed(b"k" * 32, body)
+        assert httpx.post(f"{web.base}/events", content=body, headers=wrong).status_code == 401
+        response = httpx.post(f"{web.base}/events", content=body, headers=_legacy_signed(web.events_key, body))
+        assert response.json() == {"results": ["applied"]}, response.text
+        # the new form still works beside it, and expires as ever
+        assert httpx.post(f"{web.base}/events", content=body,
+                          headers=signed(web.events_key, body, int(time.time()) - 400)).status_code == 401
+
+
+def test_the_signature_tolerance_is_a_setting(tmp_path: Path, feedback: Feedback, database_url: str) -> None:
+    _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    body = json.dumps({"id": "e1", "message_id": message_id, "event": "delivered",
+                       "at": _at(time.time()) + "Z"}).encode()
+    with web_server(tmp_path, database_url, ["--events-signature-tolerance", "30"]) as web:
+        refused = httpx.post(f"{web.base}/events", content=body,
+                             headers=signed(web.events_key, body, int(time.time()) - 120))
+        assert refused.status_code == 401 and "more than 30 s" in refused.text, refused.text
+        accepted = httpx.post(f"{web.base}/events", content=body, headers=signed(web.events_key, body))
+        assert accepted.json() == {"results": ["applied"]}, accepted.text
+
+
+def test_a_signature_within_the_tolerance_and_one_of_several_v1_is_accepted(web: WebServer,
+                                                                             feedback: Feedback) -> None:
+    _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    body = json.dumps({"id": "e1", "message_id": message_id, "event": "delivered",
+                       "at": _at(time.time()) + "Z"}).encode()
+    t = int(time.time()) - 200  # a retry queued for a while: still inside the 5 minutes
+    header = signed(web.events_key, body, t)["X-Sendhost-Signature"]
+    rotating = f"t={t},v1={'0' * 64}," + header.split(",")[1]  # the relay signs with an old and a new key
+    response = httpx.post(f"{web.base}/events", content=body, headers={"X-Sendhost-Signature": rotating})
+    assert response.json() == {"results": ["applied"]}, response.text
+
+
+@pytest.mark.parametrize(("body", "how", "status"), [
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}', "wrong", 401),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}', "none", 401),
     (b"{not json", "right", 400),
-    (b'{"message_id": "<m>", "event": "exploded", "at": "2026-11-30T10:00:00Z"}', "right", 400),
+    (b'{"message_id": "<m>", "event": "exploded", "at": "<now>Z"}', "right", 400),
     (b'{"message_id": "<m>", "event": "bounced", "at": "yesterday"}', "right", 400),
-    (b'{"event": "bounced", "at": "2026-11-30T10:00:00Z"}', "right", 400),
-    (b'[{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}, 7]', "right", 400),
-    (b'{"message_id": "<m>", "event": ["bounced"], "at": "2026-11-30T10:00:00Z"}', "right", 400),
-    (b'{"message_id": "<m>", "event": {"a": 1}, "at": "2026-11-30T10:00:00Z"}', "right", 400),
-    (b'{"message_id": "<m>\\u0000", "event": "bounced", "at": "2026-11-30T10:00:00Z"}', "right", 400),
-    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": "a\\u0000b"}', "right",
+    (b'{"id": "e1", "event": "bounced", "at": "<now>Z"}', "right", 400),
+    (b'[{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}, 7]', "right", 400),
+    (b'{"message_id": "<m>", "event": ["bounced"], "at": "<now>Z"}', "right", 400),
+    (b'{"message_id": "<m>", "event": {"a": 1}, "at": "<now>Z"}', "right", 400),
+    (b'{"message_id": "<m>\\u0000", "event": "bounced", "at": "<now>Z"}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z", "detail": "a\\u0000b"}', "right",
      400),
-    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": "\\ud800"}', "right",
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z", "detail": "\\ud800"}', "right",
      400),
-    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": ["x"]}', "right", 400),
-    (b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00\\u0000Z"}', "right", 400),
-    (b'[{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}, '
-     b'{"message_id": "<m>", "event": ["bounced"], "at": "2026-11-30T10:00:00Z"}]', "right", 400),
-    (b'[{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z"}, '
-     b'{"message_id": "<m>", "event": "bounced", "at": "2026-11-30T10:00:00Z", "detail": "\\u0000"}]', "right",
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z", "detail": ["x"]}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>\\u0000Z"}', "right", 400),
+    (b'[{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}, '
+     b'{"message_id": "<m>", "event": ["bounced"], "at": "<now>Z"}]', "right", 400),
+    (b'[{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}, '
+     b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z", "detail": "\\u0000"}]', "right",
      400),
     (b"[" * 100_000 + b"]" * 100_000, "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}', "legacy", 401),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}', "expired", 401),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}', "ahead", 401),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}', "no-time", 401),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}', "signed-other-time", 401),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z", "id": ""}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z", "id": 7}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<now>Z", "id": "a\\u0000b"}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<8d>Z"}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "<10m>Z"}', "right", 400),
+    (b'{"message_id": "<m>", "event": "bounced", "at": "2099-01-01T00:00:00Z"}', "right", 400),
+    (b'[{"message_id": "<m>", "event": "bounced", "at": "<now>Z"}, '
+     b'{"message_id": "<m>", "event": "delivered", "at": "<8d>Z"}]', "right", 400),
 ], ids=["wrong-hmac", "no-hmac", "bad-json", "unknown-event", "bad-time", "no-message-id", "half-bad-batch",
         "event-a-list", "event-an-object", "nul-message-id", "nul-detail", "surrogate-detail", "detail-a-list",
-        "nul-time", "good-then-list-event", "good-then-nul-detail", "deep-json"])
-def test_bad_events_change_nothing(web: WebServer, feedback: Feedback, database_url: str, body: bytes, signed: str,
+        "nul-time", "good-then-list-event", "good-then-nul-detail", "deep-json", "legacy-sha256-form",
+        "signature-expired", "signature-ahead", "signature-without-time", "signature-over-another-time", "empty-id",
+        "id-a-number", "nul-id", "at-8-days-old", "at-10-minutes-ahead", "at-2099", "good-then-stale"])
+def test_bad_events_change_nothing(web: WebServer, feedback: Feedback, database_url: str, body: bytes, how: str,
                                    status: int) -> None:
     _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
-    body = body.replace(b"<m>", message_id.encode())
-    headers = {"wrong": _signed(secrets.token_bytes(32), body), "none": {},
-               "right": _signed(web.events_key, body)}[signed]
+    now = int(time.time())
+    body = _with_times(body.replace(b"<m>", message_id.encode()), now)
+    if b'"id"' not in body:  # each event its own id, so that what is refused is what the case is about
+        body = body.replace(b'{"message_id"', b'{"id": "evt", "message_id"')
+    headers = {"wrong": signed(secrets.token_bytes(32), body), "none": {},
+               "right": signed(web.events_key, body),
+               "legacy": _legacy_signed(web.events_key, body),
+               "expired": signed(web.events_key, body, now - 400), "ahead": signed(web.events_key, body, now + 400),
+               "no-time": {"X-Sendhost-Signature": signed(web.events_key, body)["X-Sendhost-Signature"].split(",")[1]},
+               "signed-other-time": {"X-Sendhost-Signature": f"t={now - 1}," + signed(
+                   web.events_key, body, now)["X-Sendhost-Signature"].split(",")[1]},
+               }[how]
     before = _changes(database_url)
     response = httpx.post(f"{web.base}/events", content=body, headers=headers)
     assert response.status_code == status, response.text
@@ -200,6 +313,7 @@ def test_healthz(web: WebServer) -> None:
 
 @pytest.mark.parametrize(("args", "words"), [
     (["web", "--listen", "nonsense"], "HOST:PORT"),
+    (["web", "--events-signature-tolerance", "0"], "--events-signature-tolerance"),
     (["web", "--events-key-file", "/nonexistent/events.key"], "--events-key-file"),
     (["web", "--previous-key-file", "/nonexistent/old.key"], "--previous-key-file"),
     (["web", "--listen", "0.0.0.0:8025", "--metrics-listen", "127.0.0.1:8025"], "--metrics-listen"),
@@ -224,7 +338,7 @@ def test_an_oversized_events_body_is_refused_before_it_is_read(web: WebServer, f
                                                                database_url: str) -> None:
     body = b"[" + b" " * (2 << 20) + b"]"
     before = _changes(database_url)
-    response = httpx.post(f"{web.base}/events", content=body, headers=_signed(web.events_key, body))
+    response = httpx.post(f"{web.base}/events", content=body, headers=signed(web.events_key, body))
     assert response.status_code == 413
     assert _changes(database_url) == before and web.process.poll() is None
 
@@ -240,7 +354,7 @@ def _rss_kib(pid: int) -> int:
 def test_a_64_mib_chunked_post_is_refused_before_it_is_read(web: WebServer, feedback: Feedback, database_url: str,
                                                             path: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    url = web.base + path.format(token=make_token(feedback.ledger.unsubscribe_key(), row))
+    url = web.base + path.format(token=row_token(feedback, row))
     before, rss_before = _changes(database_url), _rss_kib(web.process.pid)
     sent = 0
 
@@ -253,7 +367,7 @@ def test_a_64_mib_chunked_post_is_refused_before_it_is_read(web: WebServer, feed
 
     headers = {"Content-Type": "application/x-www-form-urlencoded"}
     if path == "/events":
-        headers.update(_signed(web.events_key, b""))
+        headers.update(signed(web.events_key, b""))
     try:
         response = httpx.post(url, content=body(), headers=headers, timeout=30)
         status: int | str = response.status_code
@@ -290,7 +404,7 @@ def _closed_within(sock: socket.socket, seconds: float) -> float | None:
 @pytest.mark.slow
 def test_half_sent_requests_are_closed_within_30_seconds(web: WebServer, feedback: Feedback) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    token = make_token(feedback.ledger.unsubscribe_key(), row)
+    token = row_token(feedback, row)
     port = int(web.base.rsplit(":", 1)[1])
     socks = {
         "nothing sent": _half_sent(port, b""),
@@ -337,7 +451,7 @@ def test_300_slow_connections_leave_healthz_answering_and_log_a_few_lines(web: W
 
 def test_the_confirm_page_refuses_framing(web: WebServer, feedback: Feedback) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    page = httpx.get(f"{web.base}/u/{make_token(feedback.ledger.unsubscribe_key(), row)}")
+    page = httpx.get(f"{web.base}/u/{row_token(feedback, row)}")
     assert page.status_code == 200
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
@@ -346,7 +460,7 @@ def test_the_confirm_page_refuses_framing(web: WebServer, feedback: Feedback) ->
 def test_only_the_canonical_spelling_of_a_token_is_accepted(web: WebServer, feedback: Feedback,
                                                             database_url: str) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    good = make_token(feedback.ledger.unsubscribe_key(), row)
+    good = row_token(feedback, row)
     before = _changes(database_url)
     # the base64 decoder skips characters outside its alphabet: each of these decodes to the good token's bytes
     for token in (good + "!!!", good + "%20", good + "=", good[:8] + "!" + good[8:], good + "%0A", good + "AAAA"):
@@ -355,6 +469,63 @@ def test_only_the_canonical_spelling_of_a_token_is_accepted(web: WebServer, feed
             assert response.status_code == 404, (token, method, response.status_code)
     assert _changes(database_url) == before
     assert httpx.get(f"{web.base}/u/{good}").status_code == 200
+
+
+def _forget_rows_after(database_url: str, row: int) -> None:
+    """What a restore from a dump taken before `row` was made does: the row and all after it gone, and the id
+    sequence back where the dump left it, so the next row made takes `row`'s id again."""
+    with psycopg.connect(database_url) as conn:
+        for table in ("sender_feedback", "sender_events", "sender_send_log"):
+            conn.execute(f"DELETE FROM {table} WHERE email_id >= %s", (row,))
+        conn.execute("DELETE FROM sender_emails WHERE id >= %s", (row,))
+        conn.execute("SELECT setval(pg_get_serial_sequence('sender_emails', 'id'), %s, false)", (row,))
+
+
+def test_a_link_from_before_a_restore_never_reaches_the_row_that_took_its_id(web: WebServer, feedback: Feedback,
+                                                                             database_url: str) -> None:
+    alice, _ = sent_row(feedback, "L1", "alice@rcpt.example")
+    alices_link = row_token(feedback, alice)
+    _forget_rows_after(database_url, alice)
+    bob, _ = sent_row(feedback, "L2", "bob@rcpt.example")
+    assert bob == alice  # the id came round again
+    for method in ("GET", "POST"):
+        assert httpx.request(method, f"{web.base}/u/{alices_link}", **ONE_CLICK).status_code == 404
+    assert not feedback.ledger.is_suppressed("bob@rcpt.example")
+    shown = feedback.ledger.show("L2", 1)
+    assert shown is not None and shown.row["status"] == "sent"
+    assert httpx.post(f"{web.base}/u/{row_token(feedback, bob)}", **ONE_CLICK).status_code == 200
+
+
+def _upgraded_at(database_url: str, moment: str) -> None:
+    """The setting version 9's migration writes when it upgrades a ledger (a fresh one has none)."""
+    with psycopg.connect(database_url) as conn:
+        conn.execute("INSERT INTO sender_settings (name, value) VALUES ('row_id_tokens_before', "
+                     f"extract(epoch FROM {moment})::text) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+
+
+def test_a_row_id_link_in_mail_sent_before_the_upgrade_works_for_30_days(web: WebServer, feedback: Feedback,
+                                                                         database_url: str) -> None:
+    key = feedback.ledger.unsubscribe_key()
+    alice, _ = sent_row(feedback, "L1", "alice@rcpt.example")
+    old_link = make_row_id_token(key, alice)
+    # a fresh ledger (made at version 9) never put an id in a link: none counts
+    assert httpx.get(f"{web.base}/u/{old_link}").status_code == 404
+    _upgraded_at(database_url, "now()")
+    bob, _ = sent_row(feedback, "L2", "bob@rcpt.example")  # sent after the upgrade: its mail holds a key token
+    assert httpx.post(f"{web.base}/u/{make_row_id_token(key, bob)}", **ONE_CLICK).status_code == 404
+    for spelled in (old_link + "!!!", old_link + "%20", old_link.swapcase()):
+        assert httpx.post(f"{web.base}/u/{spelled}", **ONE_CLICK).status_code == 404
+    assert httpx.get(f"{web.base}/u/{old_link}").status_code == 200
+    with psycopg.connect(database_url) as conn:  # 31 days later, alice's mail 40 days old
+        conn.execute("UPDATE sender_emails SET attempt_started_at = now() - interval '40 days' WHERE id = %s",
+                     (alice,))
+    _upgraded_at(database_url, "now() - interval '31 days'")
+    assert httpx.post(f"{web.base}/u/{old_link}", **ONE_CLICK).status_code == 404
+    assert not feedback.ledger.is_suppressed("alice@rcpt.example")
+    _upgraded_at(database_url, "now() - interval '29 days'")
+    assert httpx.post(f"{web.base}/u/{old_link}", **ONE_CLICK).status_code == 200
+    assert feedback.ledger.is_suppressed("alice@rcpt.example")
+    assert not feedback.ledger.is_suppressed("bob@rcpt.example")
 
 
 def test_metrics_are_served_only_on_their_own_listener(web: WebServer, feedback: Feedback) -> None:

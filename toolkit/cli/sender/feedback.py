@@ -49,9 +49,17 @@ def _key_file(path: str, option: str) -> bytes:
                    "SENDHOST_UNSUBSCRIBE_PREVIOUS_KEY_FILE).")
 @click.option("--events-key-file", metavar="FILE", envvar="SENDHOST_EVENTS_KEY_FILE",
               help="HMAC key of POST /events (env SENDHOST_EVENTS_KEY_FILE); without it /events answers 404.")
+@click.option("--events-legacy-signatures", is_flag=True, envvar="SENDHOST_EVENTS_LEGACY_SIGNATURES",
+              help="Also accept POST /events signed the old way, X-Sendhost-Signature: sha256=<hex> (no time, so a "
+                   "captured request verifies forever; env SENDHOST_EVENTS_LEGACY_SIGNATURES=1). For this release "
+                   "only, while a relay moves to t=...,v1=....")
+@click.option("--events-signature-tolerance", default=300, show_default=True, type=click.IntRange(1, 3600),
+              metavar="SECONDS", envvar="SENDHOST_EVENTS_SIGNATURE_TOLERANCE",
+              help="How far the t= of a POST /events signature may be from this host's clock, either way (env "
+                   "SENDHOST_EVENTS_SIGNATURE_TOLERANCE); past it the request is refused, 401.")
 @pass_sender
 def web_command(sc: SenderContext, listen: str, metrics_listen: str, previous_key_file: str | None,
-                events_key_file: str | None) -> None:
+                events_key_file: str | None, events_legacy_signatures: bool, events_signature_tolerance: int) -> None:
     """Serve one-click unsubscribe (RFC 8058), its confirm page, relay events, /healthz and /metrics."""
     from sender.assembly import unsubscribe_key, web_keys
     from sender.feedback.web import serve
@@ -66,7 +74,8 @@ def web_command(sc: SenderContext, listen: str, metrics_listen: str, previous_ke
     with sc.ledger() as ledger:
         current = unsubscribe_key(ledger, inventory.unsubscribe_key_file if inventory is not None else None)
     keys = web_keys(current, _key_file(previous_key_file, "--previous-key-file") if previous_key_file else None,
-                    _key_file(events_key_file, "--events-key-file") if events_key_file else None)
+                    _key_file(events_key_file, "--events-key-file") if events_key_file else None,
+                    events_legacy_signatures, events_signature_tolerance)
     logging.basicConfig(level=os.environ.get("SENDHOST_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     click.echo(f"sender web: serving on http://{host}:{port}, /metrics/ on http://{metrics_host}:{metrics_port}",
