@@ -68,6 +68,35 @@ class Schedule:
                     best = candidate
         return best
 
+    def open_seconds_left(self, instant: datetime, tz: ZoneInfo) -> float:
+        """Real seconds from `instant` to the end of the local day of `tz` during which the window is open (what
+        the guard spreads a mailbox's remaining sends over). A range's end or start in a DST gap counts from the
+        change (as `is_open` reads it); on a fall-back day a range spans from its first start to its last end."""
+        local_day = instant.astimezone(tz).date()
+        if local_day in self.skip_dates or local_day.weekday() not in self.days:
+            return 0.0
+        at = instant.timestamp()
+        left = 0.0
+        for hour_range in self.hours:
+            start = _real(local_day, hour_range.start, tz, fold=0).timestamp()
+            end = _real(local_day, hour_range.end, tz, fold=1).timestamp()
+            left += max(0.0, end - max(start, at))
+        return left
+
+
+def _real(day: date, minute: int, tz: ZoneInfo, *, fold: int) -> datetime:
+    """The instant local `minute` of `day` reads on `tz` (1440: the next midnight); a reading in a DST gap never
+    happens, so it is the change itself, where the clock jumps past it."""
+    if minute >= 1440:
+        return _midnight(day + timedelta(days=1), tz)
+    wall = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=tz).replace(fold=fold)
+    utc = wall.astimezone(UTC)
+    if utc.astimezone(tz).replace(tzinfo=None) != wall.replace(tzinfo=None):
+        change = _offset_change(day, tz)
+        if change is not None:
+            return change
+    return utc
+
 
 def _openings(schedule: Schedule, day: date, tz: ZoneInfo) -> Iterator[datetime]:
     """Every instant of `day` at which the window may open: a range's start at each of its local readings (two on a
