@@ -12,6 +12,7 @@ Every offset comes from zoneinfo; nothing here knows a time zone's rules.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -69,33 +70,36 @@ class Schedule:
         return best
 
     def open_seconds_left(self, instant: datetime, tz: ZoneInfo) -> float:
-        """Real seconds from `instant` to the end of the local day of `tz` during which the window is open (what
-        the guard spreads a mailbox's remaining sends over). A range's end or start in a DST gap counts from the
-        change (as `is_open` reads it); on a fall-back day a range spans from its first start to its last end."""
+        """Real seconds from `instant` to the end of its local day on `tz` during which the window is open (what
+        the guard spreads a mailbox's remaining sends over), exactly as `is_open` reads the clock across a DST
+        change: the day is cut at the change, and within each piece the offset is one, so a range is one interval."""
         local_day = instant.astimezone(tz).date()
         if local_day in self.skip_dates or local_day.weekday() not in self.days:
             return 0.0
-        at = instant.timestamp()
+        day_start = _midnight(local_day, tz).timestamp()
+        day_end = _midnight(local_day + timedelta(days=1), tz).timestamp()
+        change = _offset_change(local_day, tz)
+        cuts = [day_start, day_end]
+        if change is not None and day_start < change.timestamp() < day_end:
+            cuts.insert(1, change.timestamp())
+        wall_midnight = datetime.combine(local_day, time(), tzinfo=UTC).timestamp()  # the wall clock's 00:00
+        now = instant.timestamp()
         left = 0.0
-        for hour_range in self.hours:
-            start = _real(local_day, hour_range.start, tz, fold=0).timestamp()
-            end = _real(local_day, hour_range.end, tz, fold=1).timestamp()
-            left += max(0.0, end - max(start, at))
+        for low, high in itertools.pairwise(cuts):
+            low = max(low, now)
+            if high <= low:
+                continue
+            offset = _offset_s(low, tz)
+            for hour_range in self.hours:
+                start = wall_midnight + hour_range.start * 60 - offset
+                end = wall_midnight + hour_range.end * 60 - offset
+                left += max(0.0, min(end, high) - max(start, low))
         return left
 
 
-def _real(day: date, minute: int, tz: ZoneInfo, *, fold: int) -> datetime:
-    """The instant local `minute` of `day` reads on `tz` (1440: the next midnight); a reading in a DST gap never
-    happens, so it is the change itself, where the clock jumps past it."""
-    if minute >= 1440:
-        return _midnight(day + timedelta(days=1), tz)
-    wall = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=tz).replace(fold=fold)
-    utc = wall.astimezone(UTC)
-    if utc.astimezone(tz).replace(tzinfo=None) != wall.replace(tzinfo=None):
-        change = _offset_change(day, tz)
-        if change is not None:
-            return change
-    return utc
+def _offset_s(epoch_s: float, tz: ZoneInfo) -> float:
+    offset = datetime.fromtimestamp(epoch_s, tz).utcoffset()
+    return offset.total_seconds() if offset is not None else 0.0
 
 
 def _openings(schedule: Schedule, day: date, tz: ZoneInfo) -> Iterator[datetime]:
