@@ -33,6 +33,7 @@ MEANINGS: dict[str, str] = {
     "skipped-daily-limit": "the mailbox had reached its cap for its local day",
     "skipped-paused": "the mailbox was paused",
     "skipped-not-started": "the mailbox's first sending day had not come",
+    "skipped-campaign-cap": "the campaign had reached its daily cap for its local day",
     "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
     # A row the agent took that ended without a send (sender.sending.agent's report)
     "row-cancelled": "the lead's sequence had ended (a reply, a bounce, an unsubscribe) before its step went",

@@ -43,9 +43,9 @@ class GroupKeys:
         return f"{REBUILD_LOCK_PREFIX}:{{{self.group}}}:rebuild"
 
     def campaign(self, name: str) -> str:
-        """Hash: a campaign's reservations on its own local day, `day`/`day_count` and `prev_day`/`prev_count` (as
-        the mailbox state keeps its days), and `mbx:<address>` = "<campaign day>|<count>": each mailbox's share of
-        them. Under the group's tag: a campaign sends from one group, so its slot and a mailbox's are one script."""
+        """Hash: campaign `name`'s reservations per its local day, (day, day_count) and (prev_day, prev_count), and
+        `mbx:<address>` = "<campaign day>|<count>" per mailbox; under the group's tag, as the campaign sends from
+        this one group, so a reservation takes the campaign's slot and a mailbox's in one script."""
         return f"{self.tag}:campaign:{name}"
 
     def mailbox(self, address: str) -> MailboxKeys:

@@ -1,8 +1,9 @@
 """A campaign's pacing keys (issue 25): time zone, sending window, dates to skip, caps, the follow-ups' share.
 
 Parsed and validated here. The window keys are enforced by the agent (sender/sending/windows.py, with the
-arithmetic in sender/campaigns/window.py); the follow-ups' share by the ledger's claim (sender_claim in
-sender/sql/schema.sql: sender_campaign_apply stores it); the caps are not enforced yet.
+arithmetic in sender/campaigns/window.py), the caps by the warm-up guard's reservation (the agent passes them as a
+warmup.CampaignSlot), the follow-ups' share by the ledger's claim (sender_claim in sender/sql/schema.sql:
+sender_campaign_apply stores it).
 """
 
 from __future__ import annotations
