@@ -71,29 +71,39 @@ def agent(world: World, clock: Clock) -> Iterator[tuple[Agent, Ledger]]:
         yield built, ledger
 
 
-def test_the_campaign_cap_holds_its_day_and_the_rest_go_on_its_next(
-        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: Clock, database_url: str) -> None:
-    sender, ledger = agent
+def _start(tmp_path: Path, ledger: Ledger, text: str) -> Campaigns:
     path = tmp_path / "capped.yml"
-    path.write_text(CAMPAIGN)
+    path.write_text(text)
     spec = load_campaign(path, {"sales"})
     campaigns = Campaigns(ledger)
-    campaigns.apply(spec, CAMPAIGN)
+    campaigns.apply(spec, text)
     csv = tmp_path / "capped.csv"
     csv.write_text("email\n" + "".join(f"l{n}@rcpt.example\n" for n in range(2)))
     campaigns.add_leads("capped", read_leads(csv, spec).leads)
     campaigns.move("capped", Move.START)
+    return campaigns
+
+
+def _run_until(end: datetime, sender: Agent, ledger: Ledger, clock: Clock, world: World,
+               arrived: list[datetime], blocked: list[str]) -> None:
+    """Drive the agent on the simulated clock up to `end`, noting when each message reached the server."""
     received = world.server.recorder.received
-    arrived: list[datetime] = []
-    blocked: list[str] = []
-    end = datetime(2026, 12, 8, 23, 0, tzinfo=BERLIN).timestamp()
-    while clock.now < end:
+    while clock.now < end.timestamp():
         while (report := sender.send_one(ledger, "w")) is not None:
             if report.kind == "blocked":
                 blocked.append(report.detail)
             arrived += [datetime.fromtimestamp(clock.now, UTC)] * (len(received) - len(arrived))
         due = ledger.next_due_s(sender.groups)
         clock.now += 900 if due is None else min(max(due, 1.0), 900)
+
+
+def test_the_campaign_cap_holds_its_day_and_the_rest_go_on_its_next(
+        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: Clock, database_url: str) -> None:
+    sender, ledger = agent
+    _start(tmp_path, ledger, CAMPAIGN)
+    arrived: list[datetime] = []
+    blocked: list[str] = []
+    _run_until(datetime(2026, 12, 8, 23, 0, tzinfo=BERLIN), sender, ledger, clock, world, arrived, blocked)
     # 2 leads x 2 steps: the cap of 3 takes both first steps and one follow-up on Monday (Berlin's day), the last
     # follow-up waits for Tuesday 00:00 in the campaign's time zone
     days = Counter(when.astimezone(BERLIN).date().isoformat() for when in arrived)
@@ -107,3 +117,28 @@ def test_the_campaign_cap_holds_its_day_and_the_rest_go_on_its_next(
     with psycopg.connect(database_url) as conn:
         (sent,) = conn.execute("SELECT count(*) FROM sender_emails WHERE status = 'sent'").fetchone() or (0,)
     assert sent == 4
+
+
+def test_a_raised_cap_applied_mid_day_reaches_the_running_agent(
+        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: Clock) -> None:
+    """Issue 25: a pacing edit in the campaign file reaches the guard on the agent's next claim (the applied file's
+    hash changes), with no restart: with the cap raised from 3 to 4 on Monday evening, a lead added then goes out
+    on Monday, while the follow-up the old cap held back keeps its place until Tuesday 00:00."""
+    sender, ledger = agent
+    campaigns = _start(tmp_path, ledger, CAMPAIGN)
+    arrived: list[datetime] = []
+    blocked: list[str] = []
+    _run_until(datetime(2026, 12, 7, 18, 0, tzinfo=BERLIN), sender, ledger, clock, world, arrived, blocked)
+    assert len(arrived) == 3 and any("skipped-campaign-cap" in why for why in blocked)
+    raised = CAMPAIGN.replace("daily_cap: 3", "daily_cap: 4")
+    path = tmp_path / "capped.yml"
+    path.write_text(raised)
+    spec = load_campaign(path, {"sales"})
+    campaigns.apply(spec, raised)
+    csv = tmp_path / "late.csv"
+    csv.write_text("email\nlate@rcpt.example\n")
+    campaigns.add_leads("capped", read_leads(csv, spec).leads)
+    _run_until(datetime(2026, 12, 7, 19, 0, tzinfo=BERLIN), sender, ledger, clock, world, arrived, blocked)
+    assert [when.astimezone(BERLIN).date() for when in arrived] == [date(2026, 12, 7)] * 4
+    assert world.server.recorder.received[-1].rcpt == "late@rcpt.example"
+    assert sender.guard.campaign_counts("sales", "capped", "2026-12-07")[0] == 4
