@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -142,3 +143,14 @@ def test_a_raised_cap_applied_mid_day_reaches_the_running_agent(
     assert [when.astimezone(BERLIN).date() for when in arrived] == [date(2026, 12, 7)] * 4
     assert world.server.recorder.received[-1].rcpt == "late@rcpt.example"
     assert sender.guard.campaign_counts("sales", "capped", "2026-12-07")[0] == 4
+
+
+def test_the_date_header_is_the_agents_clock(tmp_path: Path, world: World, agent: tuple[Agent, Ledger],
+                                             clock: Clock) -> None:
+    """The Date a recipient reads is the time the agent sent at (its clock, simulated here), not the machine's."""
+    sender, ledger = agent
+    _start(tmp_path, ledger, CAMPAIGN)
+    arrived: list[datetime] = []
+    _run_until(datetime(2026, 12, 7, 13, 0, tzinfo=BERLIN), sender, ledger, clock, world, arrived, [])
+    dates = [parsedate_to_datetime(r.message["Date"]) for r in world.server.recorder.received]
+    assert dates and dates == arrived
