@@ -214,3 +214,32 @@ def test_the_embedded_redis_runs_the_same_campaign_rules(tmp_path) -> None:  # t
             assert guard.campaign_counts("default", "launch", "2026-11-30")[0] == 2
     finally:
         stop_embedded(tmp_path / "state")
+
+
+def test_a_campaign_cap_below_its_mailboxes_caps_is_spread_over_the_window(guard: Guard) -> None:
+    # Four settled mailboxes could send 160 in the day; the campaign may send 20. Paced per mailbox only, the 20
+    # would go in the window's first hour (each mailbox's pace is 8 h / 40); the campaign's own pace spreads them.
+    for address in ("a@x.com", "b@x.com", "c@x.com", "d@x.com"):
+        guard.add_mailbox(address, start=SETTLED, min_gap_s=420, jitter_s=(0, 90), now=NOW)
+    window_end = NOW + 8 * 3600
+    at, sent, reasons = NOW, [], set()
+    while at < window_end:
+        decision = guard.pick(["a@x.com", "b@x.com", "c@x.com", "d@x.com"], now=at, window_left_s=window_end - at,
+                              campaign=slot(20))
+        if decision.reserved:
+            sent.append(at)
+            at += 1
+        else:
+            assert decision.status == "skipped-campaign-cap" and decision.retry_after_s is not None
+            reasons.add((decision.reason or "").split(",")[-1].split(":")[0].strip())
+            at += max(decision.retry_after_s, 1)
+    hours = Counter(int((t - NOW) // 3600) for t in sent)
+    assert len(sent) == 20
+    assert max(hours.values()) <= 20 / 4, sorted(hours.items())
+    assert "spread over its window" in reasons
+
+
+def test_a_campaign_row_without_a_window_is_not_paced_by_the_campaign(guard: Guard) -> None:
+    add(guard, "a@x.com", "b@x.com")
+    assert guard.pick(["a@x.com", "b@x.com"], now=NOW, campaign=slot(5)).reserved
+    assert guard.pick(["a@x.com", "b@x.com"], now=NOW, campaign=slot(5)).reserved

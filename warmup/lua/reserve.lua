@@ -6,7 +6,8 @@
 -- KEYS[2i-1]  = mailbox i state (hash: settings, day counters, last send, pause/hold/breaker), i = 1..n
 -- KEYS[2i]    = mailbox i schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
 -- KEYS[2n+1]  = the campaign's counters, when the send is for a campaign (an odd number of KEYS says so; hash:
---               day, day_count, prev_day, prev_count, and mbx:<address> = "<campaign day>|<count>")
+--               day, day_count, prev_day, prev_count, next_ms (the campaign's pace), and
+--               mbx:<address> = "<campaign day>|<count>")
 -- ARGV[1]     = now in ms, or "" (or nothing) for Redis TIME
 -- ARGV[2]     = open time left in the row's sending window today, ms, or "" (no window: no pace)
 -- ARGV[3..6]  = with a campaign key: its day (ISO date in the campaign's time zone), its daily cap or "", each
@@ -30,6 +31,20 @@
 -- Pace (docs/campaigns.md#pace): with ARGV[2], the next eligible time is at least now + W / (r + 1) + jitter, where
 -- W is the window's open time left and r the mailbox's sends left today after this one: the r sends and the
 -- window's end split what is left into r + 1 equal parts, recomputed at every send so the spread adapts.
+-- A campaign with a daily cap is paced the same way, over its own remaining cap (next_ms in its hash): else a cap
+-- far below its mailboxes' combined caps would be spent in the window's first hour, however well each mailbox is
+-- paced. Its pace holds no mailbox: a send refused for it is `skipped-campaign-cap` until next_ms.
+
+local function duration(ms)
+  -- Rounded up to the second, like warmup.days.format_duration: a wait shown is never shorter than the real one.
+  local s = math.ceil(ms / 1000)
+  if s < 60 then return s .. " s" end
+  if s < 3600 then return math.floor(s / 60) .. " min " .. s % 60 .. " s" end
+  local m = math.ceil(s / 60)
+  if m < 48 * 60 then return math.floor(m / 60) .. " h " .. m % 60 .. " min" end
+  local h = math.ceil(m / 60)
+  return math.floor(h / 24) .. " d " .. h % 24 .. " h"
+end
 
 local now = now_ms(ARGV[1])
 local n = math.floor(#KEYS / 2)
@@ -37,7 +52,7 @@ local campaign, c_day, c_cap, c_share, c_ends, c_count, c_fields
 if #KEYS % 2 == 1 then
   campaign, c_day, c_cap, c_share, c_ends = KEYS[#KEYS], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]),
     tonumber(ARGV[6])
-  c_fields = redis.call("HMGET", campaign, "day", "day_count", "prev_day", "prev_count")
+  c_fields = redis.call("HMGET", campaign, "day", "day_count", "prev_day", "prev_count", "next_ms")
   if c_day == c_fields[1] then
     c_count = tonumber(c_fields[2])
   elseif c_day == c_fields[3] then
@@ -51,6 +66,12 @@ if #KEYS % 2 == 1 then
     local reason = "now is before the days this campaign counts"
     if c_count then reason = "campaign reserved " .. c_count .. " of its " .. c_cap .. " on " .. c_day end
     return string.format("skipped-campaign-cap\t0\t%d\t%d\t%s", math.max(c_ends - now, 0), now, reason)
+  end
+  local c_next = tonumber(c_fields[5] or "0")
+  if c_cap and ARGV[2] and ARGV[2] ~= "" and c_next > now then
+    return string.format("skipped-campaign-cap\t0\t%d\t%d\t%s", c_next - now, now, "campaign reserved " ..
+      c_count .. " of its " .. c_cap .. " on " .. c_day .. ", spread over its window: next in " ..
+      duration(c_next - now))
   end
 end
 
@@ -70,17 +91,6 @@ local best_gap, best_lo, best_hi, best_seed
 local skip_status, skip_retry, skip_reason, skip_index
 local stale = {}
 local not_started = false
-
-local function duration(ms)
-  -- Rounded up to the second, like warmup.days.format_duration: a wait shown is never shorter than the real one.
-  local s = math.ceil(ms / 1000)
-  if s < 60 then return s .. " s" end
-  if s < 3600 then return math.floor(s / 60) .. " min " .. s % 60 .. " s" end
-  local m = math.ceil(s / 60)
-  if m < 48 * 60 then return math.floor(m / 60) .. " h " .. m % 60 .. " min" end
-  local h = math.ceil(m / 60)
-  return math.floor(h / 24) .. " d " .. h % 24 .. " h"
-end
 
 local function consider_skip(i, status, retry, reason)
   -- Prefer the mailbox that frees up soonest; "until resumed" (-1) ranks last.
@@ -217,5 +227,9 @@ if campaign then
   end
   local share = share_count(best_address)
   if share then redis.call("HSET", campaign, "mbx:" .. best_address, c_day .. "|" .. (share + 1)) end
+  if c_cap and window_left and window_left > 0 and c_cap > campaign_count then
+    redis.call("HSET", campaign, "next_ms",
+      string.format("%d", now + math.floor(window_left / (c_cap - campaign_count + 1))))
+  end
 end
 return string.format("reserved\t%d\t%s\t%d\t%d\t%d\t%s", best, token, count, best_cap, now, campaign_count)
