@@ -7,7 +7,9 @@ defaults are the model's.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from sendhost.model import (
     BUDGET,
     DEFAULT_DMARC_FLOOR,
     DEFAULT_GROUP,
+    DEFAULT_OAUTH_TENANT,
     DEFAULT_POOL_NAME,
     DEFAULT_SENDING_MODE,
     DEFAULT_TIMEZONE,
@@ -29,6 +32,9 @@ from sendhost.model import (
     IMAP_SECURITY,
     JITTER_S,
     MIN_GAP_S,
+    OAUTH_PROVIDERS,
+    OAUTH_SCOPES,
+    OAUTH_TOKEN_URLS,
     PARK_MINUTES,
     SENDING_MODES,
     SMTP_PORT,
@@ -37,6 +43,7 @@ from sendhost.model import (
     Domain,
     ImapSettings,
     Mailbox,
+    OAuthSettings,
     PoolPolicy,
     SenderHost,
     Submission,
@@ -363,7 +370,8 @@ def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mai
 
 
 CREDENTIAL_KEYS = {"password_file", "password_env"}
-SMTP_KEYS = _field_names(Submission) - {"credential"} | CREDENTIAL_KEYS
+SMTP_KEYS = _field_names(Submission) - {"credential"} | CREDENTIAL_KEYS | {"auth", "oauth"}
+OAUTH_KEYS = _field_names(OAuthSettings)
 LOOPBACK_HOSTS = ("localhost", "127.", "::1")
 
 
@@ -391,15 +399,68 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
                              maximum=65535)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
         password_env = check.secret_env(node, "password_env", f"{where}.smtp.password_env")
+        if "auth" in node:
+            smtp_auth = check.choice(node, "auth", f"{where}.smtp.auth", AUTH_METHODS)
+            if "auth" in entry and smtp_auth != auth:
+                check.fail(node, "auth", f"{where}.smtp.auth", f"the mailbox says auth: {auth}; keep one of the two")
+            auth = smtp_auth
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
+        oauth = _oauth(check, f"{where}.smtp", node, address) if auth == "oauth2" else None
+        if oauth is None and "oauth" in node:
+            check.fail(node, "oauth", f"{where}.smtp.oauth", "an oauth block needs auth: oauth2 beside it")
         credential = Credential(address, "smtp", auth, password_file=password_file, password_env=password_env,
-                                token_file=token_file)
+                                token_file=token_file, oauth=oauth)
         smtp = Submission(host=host, port=port, security=security,
                           username=check.string(node, "username", f"{where}.smtp.username"), credential=credential,
                           ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
     imap = _mailbox_imap(check, where, entry, address, smtp)
     return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "imap": imap}
+
+
+def _oauth(check: Checker, where: str, node: LineDict, address: str) -> OAuthSettings:
+    """A mailbox's `smtp.oauth` block: the provider's implied token URL and scope, the refresh token's file present
+    and private (the agent refreshes with it; `sendhost mailbox authorize` writes it)."""
+    if "oauth" not in node:
+        check.fail(node, "auth", f"{where}.auth", "auth: oauth2 needs an oauth block: {provider: google|microsoft|"
+                   "generic, client_id: ..., refresh_token_file: ...}")
+    block = check.mapping(node, "oauth", f"{where}.oauth")
+    where = f"{where}.oauth"
+    check.known_keys(block, OAUTH_KEYS, where)
+    provider = check.choice(block, "provider", f"{where}.provider", OAUTH_PROVIDERS)
+    client_id = check.string(block, "client_id", f"{where}.client_id", default="")
+    if not client_id:
+        check.fail(block, "provider", f"{where}.client_id", "name client_id (the OAuth client registered with "
+                   f"{provider} for sendhost)")
+    tenant = check.string(block, "tenant", f"{where}.tenant", default="") or None
+    if tenant is not None and provider != "microsoft":
+        check.fail(block, "tenant", f"{where}.tenant", "tenant is a Microsoft setting; remove it")
+    implied_url = OAUTH_TOKEN_URLS.get(provider, "").replace("{tenant}", tenant or DEFAULT_OAUTH_TENANT)
+    token_url = check.string(block, "token_url", f"{where}.token_url", default=implied_url)
+    scope = check.string(block, "scope", f"{where}.scope", default=OAUTH_SCOPES.get(provider, ""))
+    for key, value in (("token_url", token_url), ("scope", scope)):
+        if not value:
+            check.fail(block, "provider", f"{where}.{key}", f"provider: generic needs {key}")
+    if not token_url.startswith(("https://", "http://127.", "http://localhost")):
+        check.fail(block, "token_url", f"{where}.token_url", f"{token_url!r} is not an https:// URL")
+    refresh_token_file = check.string(block, "refresh_token_file", f"{where}.refresh_token_file")
+    if problem := refresh_token_file_problem(refresh_token_file):
+        check.fail(block, "refresh_token_file", f"{where}.refresh_token_file",
+                   f"{problem}; run sendhost mailbox authorize {address}")
+    return OAuthSettings(provider=provider, client_id=client_id, token_url=token_url, scope=scope,
+                         refresh_token_file=refresh_token_file, tenant=tenant,
+                         client_secret_env=check.secret_env(block, "client_secret_env", f"{where}.client_secret_env"))
+
+
+def refresh_token_file_problem(path: str) -> str | None:
+    """Why the agent cannot use `path` as a refresh token's file, or None: missing, or readable by others."""
+    try:
+        mode = os.stat(os.path.expanduser(path)).st_mode
+    except OSError as exc:
+        return f"{path}: {exc.strerror}; the refresh token is missing"
+    if mode & 0o077:
+        return f"{path} is readable by others (mode {stat.S_IMODE(mode):04o}); chmod 600 it or write it anew"
+    return None
 
 
 IMAP_KEYS = _field_names(ImapSettings) - {"credential"} | CREDENTIAL_KEYS
