@@ -105,10 +105,12 @@ class Inventory:
 GLOBAL_KEYS |= {"sendhost_package_index_url"}
 
 
-def load_inventory(path: Path) -> Inventory:
-    """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem."""
+def load_inventory(path: Path, *, require_refresh_tokens: bool = True) -> Inventory:
+    """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem.
+    `require_refresh_tokens=False`: an oauth2 mailbox's refresh token may be missing (what writes it reads this)."""
     data = load_yaml_with_lines(path)
     check = Checker(path)
+    check.require_refresh_tokens = require_refresh_tokens
     if not isinstance(data, LineDict) or not data:
         raise ConfigError(f"{path}:1: an inventory is a mapping of groups (start with `all:`); see the example")
     groups = _collect_groups(check, data)
@@ -444,11 +446,13 @@ def _oauth(check: Checker, where: str, node: LineDict, address: str) -> OAuthSet
     if not token_url.startswith(("https://", "http://127.", "http://localhost")):
         check.fail(block, "token_url", f"{where}.token_url", f"{token_url!r} is not an https:// URL")
     refresh_token_file = check.string(block, "refresh_token_file", f"{where}.refresh_token_file")
-    if problem := refresh_token_file_problem(refresh_token_file):
+    if check.require_refresh_tokens and (problem := refresh_token_file_problem(refresh_token_file)):
         check.fail(block, "refresh_token_file", f"{where}.refresh_token_file",
                    f"{problem}; run sendhost mailbox authorize {address}")
     return OAuthSettings(provider=provider, client_id=client_id, token_url=token_url, scope=scope,
                          refresh_token_file=refresh_token_file, tenant=tenant,
+                         device_authorization_url=check.string(block, "device_authorization_url",
+                                                               f"{where}.device_authorization_url", default="") or None,
                          client_secret_env=check.secret_env(block, "client_secret_env", f"{where}.client_secret_env"))
 
 

@@ -10,6 +10,7 @@ import base64
 import itertools
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -205,3 +206,28 @@ def test_two_agents_with_four_workers_refresh_once_per_expiry_and_never_disconne
     with Guard.from_url(redis_url) as guard:
         assert [(s.state, s.breaker) for s in guard.status(world.mailboxes)] != [] and all(
             s.state != "paused" and s.breaker == "closed" for s in guard.status(world.mailboxes))
+
+
+@pytest.mark.slow
+def test_mailbox_authorize_completes_the_device_flow_and_writes_the_refresh_token_0600(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    token_file = refresh_token_file(world, mailbox)
+    token_file.unlink()  # a mailbox never authorized: the inventory still loads for this command
+    sendhost = str(Path(sys.executable).with_name("sendhost"))
+    child = subprocess.Popen([sendhost, "--inventory", str(world.inventory), "mailbox", "authorize", mailbox],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert child.stdout is not None
+    prompt = child.stdout.readline()
+    found = re.search(r"open (\S+/device) and enter the code (\w+)", prompt)
+    assert found, prompt + child.stderr.read() if child.stderr else prompt
+    authorization.state.approve(found[2], mailbox)  # the person signs in and types the code
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+    assert authorization.state.refresh_tokens.get(token_file.read_text().strip()) == mailbox
+    assert json.loads(out.splitlines()[-1])["smtp_login"] == "ok"
+    assert [(a.user, a.success) for a in _recorder(oauth_smtp).attempts_snapshot()] == [(mailbox, True)]
+    assert oauth_smtp.recorder.snapshot() == []  # the check sends nothing
