@@ -177,7 +177,8 @@ class TokenKeeper:
         try:
             refresh_token = read_text(token_file)
         except OSError as exc:
-            raise self._refusal(mailbox, token_file, "", f"refresh token file {token_file}: {exc.strerror}") from None
+            raise self._refusal(mailbox, token_file, "", f"oauth: refresh token file {token_file}: {exc.strerror}; "
+                                f"run sendhost mailbox authorize {mailbox}") from None
         earlier = self._refused.get(str(token_file))
         if earlier is not None and earlier[0] == refresh_token:  # refused before, not authorized again since
             raise self._refusal(mailbox, token_file, refresh_token, earlier[1])

@@ -231,3 +231,26 @@ def test_mailbox_authorize_completes_the_device_flow_and_writes_the_refresh_toke
     assert json.loads(out.splitlines()[-1])["smtp_login"] == "ok"
     assert [(a.user, a.success) for a in _recorder(oauth_smtp).attempts_snapshot()] == [(mailbox, True)]
     assert oauth_smtp.recorder.snapshot() == []  # the check sends nothing
+
+
+def test_a_token_endpoint_that_is_down_leaves_the_row_queued_and_the_mailbox_connected(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    _enqueue(world, 1)
+    authorization.state.down = True
+    agent, factory = world.agent()
+    with factory() as ledger:
+        agent.prepare(ledger)
+        report = agent.send_one(ledger, "w")
+        assert report is not None and report.kind == "blocked" and "unreachable" in report.detail
+        shown = ledger.show("L0", 1)
+        assert shown is not None and shown.row["status"] == "queued"
+        with Guard.from_url(redis_url) as guard:
+            (status,) = guard.status([mailbox])
+        assert status.state != "paused" and status.breaker == "closed"
+    authorization.state.down = False  # back: the row goes out once the backoff (2 s) has passed
+    reports = agent.run(factory, 1, once=True, stop=threading.Event())
+    assert [r.kind for r in reports] == ["sent"]
+    assert len(oauth_smtp.recorder.snapshot()) == 1
