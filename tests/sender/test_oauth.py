@@ -7,6 +7,7 @@ token endpoint that is down."""
 from __future__ import annotations
 
 import base64
+import imaplib
 import itertools
 import json
 import os
@@ -29,6 +30,7 @@ from sendhost.model import Credential, OAuthSettings, Submission
 from tests.conftest import REPO_ROOT
 from tests.sender.oauth_world import make_oauth_world, refresh_token_file
 from tests.sender.world import World
+from tests.support.dovecot import Dovecot, dovecot_server
 from tests.support.oauth_server import AuthorizationServer, authorization_server
 from tests.support.oauth_submission import OAuthRecorder, oauth_submission_server
 from tests.support.submission import SubmissionServer
@@ -254,3 +256,30 @@ def test_a_token_endpoint_that_is_down_leaves_the_row_queued_and_the_mailbox_con
     reports = agent.run(factory, 1, once=True, stop=threading.Event())
     assert [r.kind for r in reports] == ["sent"]
     assert len(oauth_smtp.recorder.snapshot()) == 1
+
+
+def _imap_login(server: Dovecot, mechanism: Mechanism, user: str, token: str) -> str:
+    """Log in with `token` by `mechanism` (the token in the first response; a failure's JSON answered as the
+    mechanism says); the tagged reply's status."""
+    raw = base64.b64decode(initial_response(mechanism, user, token))
+    answers = iter([raw, b"\x01" if mechanism is Mechanism.OAUTHBEARER else b""])
+    with imaplib.IMAP4_SSL(server.host, server.imaps_port, ssl_context=server.client_context(), timeout=10) as imap:
+        try:
+            status, _ = imap.authenticate(mechanism.value, lambda challenge: next(answers))
+        except imaplib.IMAP4.error:
+            return "NO"
+        return str(status)
+
+
+def test_dovecot_takes_the_keepers_tokens_by_introspection_and_refuses_others(
+        tmp_path: Path, authorization: AuthorizationServer, oauth_smtp: SubmissionServer) -> None:
+    """Dovecot's oauth2 passdb, the issue's target server, checks tokens against the test authorization server:
+    the keeper's token logs in with OAUTHBEARER and XOAUTH2; a token it never issued does not."""
+    submission = _submission(tmp_path, authorization, oauth_smtp)
+    token = TokenKeeper(env={}).secret(submission.credential)
+    with dovecot_server({USER: "unused-password"}, oauth2_introspection_url=authorization.introspection_url) as imap:
+        assert _imap_login(imap, Mechanism.OAUTHBEARER, USER, token) == "OK", imap.log()
+        assert _imap_login(imap, Mechanism.XOAUTH2, USER, token) == "OK", imap.log()
+        assert _imap_login(imap, Mechanism.XOAUTH2, USER, "at-never-issued") == "NO"
+        assert _imap_login(imap, Mechanism.OAUTHBEARER, "other@sender.example", token) == "NO"
+    assert {token, "at-never-issued"} <= set(authorization.state.introspected)  # Dovecot asked the server

@@ -48,6 +48,7 @@ class AuthorizationState:
     grants: list[Grant] = field(default_factory=list)
     refusals: list[tuple[str, str]] = field(default_factory=list)  # (error, refresh token presented)
     devices: dict[str, dict[str, object]] = field(default_factory=dict)  # device code -> its flow
+    introspected: list[str] = field(default_factory=list)  # every token a resource server asked about
     down: bool = False  # answer 503 to every token request
 
     def issue_refresh_token(self, user: str) -> str:
@@ -136,6 +137,7 @@ def build_app(state: AuthorizationState) -> Starlette:
     async def introspect(request: Request) -> JSONResponse:
         form = await _form(request)
         with state.lock:
+            state.introspected.append(str(form.get("token", "")))
             found = state.access_tokens.get(str(form.get("token", "")))
         if found is None or found[1] <= time.time():
             return JSONResponse({"active": False})
