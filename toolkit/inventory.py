@@ -467,12 +467,14 @@ def refresh_token_file_problem(path: str) -> str | None:
     return None
 
 
-IMAP_KEYS = _field_names(ImapSettings) - {"credential"} | CREDENTIAL_KEYS
+IMAP_KEYS = _field_names(ImapSettings) - {"credential"} | CREDENTIAL_KEYS | {"auth"}
+IMAP_AUTH_METHODS = ("password", "oauth2")
 
 
 def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
                   smtp: Submission | None) -> ImapSettings | None:
-    """The inbox reader's settings of one mailbox; username and secret default to its smtp ones."""
+    """The inbox reader's settings of one mailbox; username and secret (an OAuth grant too) default to its smtp
+    ones."""
     if "imap" not in entry:
         return None
     node = check.mapping(entry, "imap", f"{where}.imap")
@@ -480,10 +482,21 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
         check.fail(node, "password", f"{where}.imap.password", "never put a password in the inventory; use "
                    "password_file (a 0600 file) or password_env")
     check.known_keys(node, IMAP_KEYS, f"{where}.imap")
-    security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
-    port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     password_file = check.string(node, "password_file", f"{where}.imap.password_file", default="") or None
     password_env = check.secret_env(node, "password_env", f"{where}.imap.password_env")
+    smtp_oauth = smtp.credential.oauth if smtp is not None else None
+    # An OAuth mailbox's inbox logs in with the same grant (its scope covers both) unless it names a password.
+    auth = check.choice(node, "auth", f"{where}.imap.auth", IMAP_AUTH_METHODS, default="oauth2" if (
+        smtp_oauth is not None and password_file is None and password_env is None) else "password")
+    if auth == "oauth2":
+        if smtp_oauth is None:
+            check.fail(node, "auth", f"{where}.imap.auth", "imap auth: oauth2 uses the smtp oauth block; give smtp "
+                       "auth: oauth2 and an oauth block")
+        if password_file is not None or password_env is not None:
+            check.fail(node, "auth", f"{where}.imap.auth", "auth: oauth2 takes no password; remove password_file "
+                       "and password_env")
+        return _imap_settings(check, node, where, smtp,
+                              Credential(address, "imap", "oauth2", oauth=smtp_oauth))
     if password_file is not None and password_env is not None:
         check.fail(node, "password_env", f"{where}.imap", "name at most one of password_file or password_env")
     if password_file is None and password_env is None:
@@ -492,11 +505,19 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
                        "secret to default to)")
         assert smtp is not None
         password_file, password_env = smtp.credential.password_file, smtp.credential.password_env
+    return _imap_settings(check, node, where, smtp,
+                          Credential(address, "imap", password_file=password_file, password_env=password_env))
+
+
+def _imap_settings(check: Checker, node: LineDict, where: str, smtp: Submission | None,
+                   credential: Credential) -> ImapSettings:
+    """Where the inbox is and how it is read, whatever `credential` logs in with."""
+    security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
+    port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     username = check.string(node, "username", f"{where}.imap.username", default="") or (
         smtp.username if smtp is not None else "")
     if not username:
         check.fail(node, "host", f"{where}.imap", "name username (there is no smtp username to default to)")
-    credential = Credential(address, "imap", password_file=password_file, password_env=password_env)
     host = check.string(node, "host", f"{where}.imap.host")
     return ImapSettings(host=host, port=port, security=security, username=username, credential=credential,
                         ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (

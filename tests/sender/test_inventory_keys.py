@@ -132,3 +132,9 @@ def test_a_bad_oauth_block_exits_2_with_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert "run sendhost mailbox authorize a@ex.com" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_imap_oauth2_without_an_smtp_grant_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="imap auth: oauth2 uses the smtp oauth block"):
+        load_inventory(_inventory(tmp_path, mailbox="        imap: {host: imap.ex.com, username: a@ex.com, "
+                                                   "auth: oauth2}\n"))

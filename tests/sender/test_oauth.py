@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from sender.feedback.imap import logged_in
 from sender.oauth import TokenKeeper, TokenUnavailable, refresh_margin_s
 from sender.oauth.opening import open_refreshing
 from sender.oauth.sasl import Mechanism, choose, initial_response
 from sender.sending.message import build_message
 from sender.sending.submission import Result, ResultKind, SubmissionSession
-from sendhost.model import Credential, OAuthSettings, Submission
+from sendhost.model import Credential, ImapSettings, OAuthSettings, Submission
 from tests.conftest import REPO_ROOT
 from tests.sender.oauth_world import make_oauth_world, refresh_token_file
 from tests.sender.world import World
@@ -283,3 +284,42 @@ def test_dovecot_takes_the_keepers_tokens_by_introspection_and_refuses_others(
         assert _imap_login(imap, Mechanism.XOAUTH2, USER, "at-never-issued") == "NO"
         assert _imap_login(imap, Mechanism.OAUTHBEARER, "other@sender.example", token) == "NO"
     assert {token, "at-never-issued"} <= set(authorization.state.introspected)  # Dovecot asked the server
+
+
+def test_the_inbox_reader_logs_in_to_dovecot_with_the_mailboxs_grant_and_renews_a_refused_token_once(
+        tmp_path: Path, authorization: AuthorizationServer, oauth_smtp: SubmissionServer) -> None:
+    submission = _submission(tmp_path, authorization, oauth_smtp)
+    keeper = TokenKeeper(env={})
+    with dovecot_server({USER: "unused-password"}, oauth2_introspection_url=authorization.introspection_url) as imap:
+        account = ImapSettings(imap.host, imap.imaps_port, "tls", USER,
+                               Credential(USER, "imap", "oauth2", oauth=submission.credential.oauth),
+                               ca_file=str(imap.ca_file))
+        with logged_in(account, {}, 10, keeper) as session:
+            assert session.select("INBOX")[0] == "OK"
+        first = keeper.secret(account.credential)
+        with authorization.state.lock:
+            del authorization.state.access_tokens[first]  # the provider dropped it before its expiry
+        with logged_in(account, {}, 10, keeper) as session:
+            assert session.select("INBOX")[0] == "OK"
+        assert keeper.secret(account.credential) != first
+        assert len(authorization.state.snapshot()[0]) == 2  # the first token, and one renewal
+
+
+def test_an_oauth_mailboxs_imap_block_reuses_its_grant(tmp_path: Path) -> None:
+    from toolkit.inventory import load_inventory
+
+    token = tmp_path / "a.refresh"
+    token.write_text("rt\n")
+    token.chmod(0o600)
+    path = tmp_path / "inventory.yml"
+    path.write_text(
+        "all:\n  vars:\n    sendhost_mailboxes:\n      - address: a@ex.com\n        domain: ex.com\n"
+        "        start: '2026-11-01'\n"
+        "        smtp: {host: smtp.gmail.com, username: a@ex.com, auth: oauth2,\n"
+        f"               oauth: {{provider: google, client_id: c, refresh_token_file: '{token}'}}}}\n"
+        "        imap: {host: imap.gmail.com}\n"
+        "  children:\n    senders:\n      hosts: {}\n")
+    (mailbox,) = load_inventory(path).mailboxes
+    assert mailbox.imap is not None and mailbox.smtp is not None
+    assert mailbox.imap.credential.auth == "oauth2" and mailbox.imap.credential.oauth == mailbox.smtp.credential.oauth
+    assert mailbox.imap.username == "a@ex.com"
