@@ -175,7 +175,7 @@ class Agent:
                 self.guard.cancel(reserved)
                 reservation = None
                 ledger.unclaim(row.id, exc.delay_s, f"mailbox {mailbox.address}: {exc}")
-                return Report(row.id, "blocked", str(exc), mailbox.address)
+                return Report(row.id, "blocked", str(exc), mailbox.address, login_failed=exc.refused)
             except SecretUnavailable as exc:
                 log.error("sender: mailbox %s cannot authenticate: %s", mailbox.address, exc)
                 self.guard.cancel(reserved, FailureClass.ACCOUNT_AUTH)

@@ -166,6 +166,7 @@ def test_a_revoked_refresh_token_pauses_the_mailbox_and_nothing_is_sent_or_faile
     reports = agent.run(factory, 1, once=True, stop=threading.Event())
     reason = f"oauth: refresh refused (invalid_grant); run sendhost mailbox authorize {mailbox}"
     assert reports and reports[0].kind == "blocked" and reports[0].detail == reason
+    assert reports[0].login_failed  # `sender run --once` exits 1 naming it
     with Guard.from_url(redis_url) as guard:
         (status,) = guard.status([mailbox])
     assert (status.state, status.reason, status.breaker) == ("paused", reason, "closed")
