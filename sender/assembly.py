@@ -27,6 +27,7 @@ import redis
 
 from ippool import Lease, Pool
 from sender.ledger.store import Ledger
+from sender.oauth.keeper import check_credential
 from sender.sending.agent import Agent
 from sender.settings import AgentSettings
 from sendhost import redis_conn
@@ -139,7 +140,7 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
     `mailbox_settings` re-reads the inventory's mailboxes each sweep cycle, for their warm-up settings."""
     for mailbox in settings.mailboxes:
         assert mailbox.smtp is not None  # AgentSettings holds only mailboxes that submit
-        mailbox.smtp.credential.secret(env)
+        check_credential(mailbox.smtp.credential, env)
     with ledger.open(clock) as opened:
         key = unsubscribe_key(opened, unsubscribe_key_file)
     machinery = build_sender(hot_path_client(redis_url, state_dir), clock=clock)

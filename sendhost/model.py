@@ -39,7 +39,16 @@ IMAP_FOLDER = "INBOX"
 # `imap.authserv_id` defaults to. Only providers whose id is one fixed name: Microsoft 365 and Outlook.com write
 # theirs without any id, Yahoo's and Fastmail's name the receiving host, so those mailboxes set it or go without.
 AUTHSERV_ID_PRESETS = {"imap.gmail.com": "mx.google.com"}
-AUTH_METHODS = ("password", "xoauth2")
+AUTH_METHODS = ("password", "xoauth2", "oauth2")  # xoauth2: a static token file; oauth2: refreshed by the agent
+OAUTH_PROVIDERS = ("google", "microsoft", "generic")
+# What `provider: google|microsoft` implies (`generic` names both). Microsoft's URL takes the tenant (a directory
+# id or domain; `common` lets any work account sign in); its scopes cover SMTP and IMAP and ask for a refresh token.
+OAUTH_TOKEN_URLS = {"google": "https://oauth2.googleapis.com/token",
+                    "microsoft": "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"}
+OAUTH_SCOPES = {"google": "https://mail.google.com/",
+                "microsoft": "https://outlook.office.com/SMTP.Send https://outlook.office.com/IMAP.AccessAsUser.All "
+                             "offline_access"}
+DEFAULT_OAUTH_TENANT = "common"
 DMARC_FLOORS = ("none", "quarantine", "reject")
 DEFAULT_DMARC_FLOOR = "none"
 SENDING_MODES = ("submission", "direct")  # submission: through the mailbox provider; direct: own MTA to MX
@@ -58,21 +67,49 @@ SECRET_ENV_PATTERN = rf"{SECRET_ENV_PREFIX}[A-Z0-9_]+"
 
 
 @dataclass(frozen=True)
+class OAuthSettings:
+    """How the agent gets a mailbox's access tokens: the refresh-token grant at `token_url`, as `client_id`, with
+    the refresh token kept (and rotated) in `refresh_token_file` (0600). `sendhost mailbox authorize` writes it."""
+
+    provider: str  # one of OAUTH_PROVIDERS
+    client_id: str
+    token_url: str
+    scope: str
+    refresh_token_file: str
+    client_secret_env: str | None = None  # None: a public client (no secret)
+    tenant: str | None = None  # microsoft only
+    device_authorization_url: str | None = None  # generic: RFC 8628's endpoint; None: from RFC 8414 metadata
+
+    def client_secret(self, env: Mapping[str, str] | None = None) -> str | None:
+        if self.client_secret_env is None:
+            return None
+        value = (env if env is not None else os.environ).get(self.client_secret_env)
+        if not value:
+            raise SecretUnavailable(f"environment variable {self.client_secret_env} (oauth client_secret_env) is "
+                                    "not set; set it to the OAuth client's secret")
+        return value
+
+
+@dataclass(frozen=True)
 class Credential:
     """Where one login of a mailbox finds its secret, read at each connection and never kept: a password in a 0600
     file or an environment variable, or (auth xoauth2) an access token in a file something else refreshes."""
 
     mailbox: str  # whose login: every error names it
     service: str = "smtp"  # smtp | imap: the settings that name it, where the fix goes
-    auth: str = "password"  # password | xoauth2
+    auth: str = "password"  # password | xoauth2 | oauth2
     password_file: str | None = None
     password_env: str | None = None
     token_file: str | None = None  # xoauth2: the access token's file
+    oauth: OAuthSettings | None = None  # oauth2: the agent's token keeper (sender.oauth) gets the access token
 
     def secret(self, env: Mapping[str, str] | None = None) -> str:
         """The password (for xoauth2, the access token); SecretUnavailable naming the mailbox and the fix."""
         if self.auth == "xoauth2":
             return self._read(self.token_file, "token_file", "the mailbox (auth: xoauth2)")
+        if self.auth == "oauth2":
+            raise SecretUnavailable(f"mailbox {self.mailbox}: auth oauth2 takes its access token from the token "
+                                    "keeper (sender.oauth.TokenKeeper), not from a file")
         if self.password_env:
             value = (env if env is not None else os.environ).get(self.password_env)
             if not value:

@@ -7,7 +7,9 @@ defaults are the model's.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from sendhost.model import (
     BUDGET,
     DEFAULT_DMARC_FLOOR,
     DEFAULT_GROUP,
+    DEFAULT_OAUTH_TENANT,
     DEFAULT_POOL_NAME,
     DEFAULT_SENDING_MODE,
     DEFAULT_TIMEZONE,
@@ -29,6 +32,9 @@ from sendhost.model import (
     IMAP_SECURITY,
     JITTER_S,
     MIN_GAP_S,
+    OAUTH_PROVIDERS,
+    OAUTH_SCOPES,
+    OAUTH_TOKEN_URLS,
     PARK_MINUTES,
     SENDING_MODES,
     SMTP_PORT,
@@ -37,6 +43,7 @@ from sendhost.model import (
     Domain,
     ImapSettings,
     Mailbox,
+    OAuthSettings,
     PoolPolicy,
     SenderHost,
     Submission,
@@ -98,10 +105,12 @@ class Inventory:
 GLOBAL_KEYS |= {"sendhost_package_index_url"}
 
 
-def load_inventory(path: Path) -> Inventory:
-    """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem."""
+def load_inventory(path: Path, *, require_refresh_tokens: bool = True) -> Inventory:
+    """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem.
+    `require_refresh_tokens=False`: an oauth2 mailbox's refresh token may be missing (what writes it reads this)."""
     data = load_yaml_with_lines(path)
     check = Checker(path)
+    check.require_refresh_tokens = require_refresh_tokens
     if not isinstance(data, LineDict) or not data:
         raise ConfigError(f"{path}:1: an inventory is a mapping of groups (start with `all:`); see the example")
     groups = _collect_groups(check, data)
@@ -363,7 +372,8 @@ def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mai
 
 
 CREDENTIAL_KEYS = {"password_file", "password_env"}
-SMTP_KEYS = _field_names(Submission) - {"credential"} | CREDENTIAL_KEYS
+SMTP_KEYS = _field_names(Submission) - {"credential"} | CREDENTIAL_KEYS | {"auth", "oauth"}
+OAUTH_KEYS = _field_names(OAuthSettings)
 LOOPBACK_HOSTS = ("localhost", "127.", "::1")
 
 
@@ -391,10 +401,18 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
                              maximum=65535)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
         password_env = check.secret_env(node, "password_env", f"{where}.smtp.password_env")
+        if "auth" in node:
+            smtp_auth = check.choice(node, "auth", f"{where}.smtp.auth", AUTH_METHODS)
+            if "auth" in entry and smtp_auth != auth:
+                check.fail(node, "auth", f"{where}.smtp.auth", f"the mailbox says auth: {auth}; keep one of the two")
+            auth = smtp_auth
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
+        oauth = _oauth(check, f"{where}.smtp", node, address) if auth == "oauth2" else None
+        if oauth is None and "oauth" in node:
+            check.fail(node, "oauth", f"{where}.smtp.oauth", "an oauth block needs auth: oauth2 beside it")
         credential = Credential(address, "smtp", auth, password_file=password_file, password_env=password_env,
-                                token_file=token_file)
+                                token_file=token_file, oauth=oauth)
         smtp = Submission(host=host, port=port, security=security,
                           username=check.string(node, "username", f"{where}.smtp.username"), credential=credential,
                           ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
@@ -402,12 +420,61 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
     return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "imap": imap}
 
 
-IMAP_KEYS = _field_names(ImapSettings) - {"credential"} | CREDENTIAL_KEYS
+def _oauth(check: Checker, where: str, node: LineDict, address: str) -> OAuthSettings:
+    """A mailbox's `smtp.oauth` block: the provider's implied token URL and scope, the refresh token's file present
+    and private (the agent refreshes with it; `sendhost mailbox authorize` writes it)."""
+    if "oauth" not in node:
+        check.fail(node, "auth", f"{where}.auth", "auth: oauth2 needs an oauth block: {provider: google|microsoft|"
+                   "generic, client_id: ..., refresh_token_file: ...}")
+    block = check.mapping(node, "oauth", f"{where}.oauth")
+    where = f"{where}.oauth"
+    check.known_keys(block, OAUTH_KEYS, where)
+    provider = check.choice(block, "provider", f"{where}.provider", OAUTH_PROVIDERS)
+    client_id = check.string(block, "client_id", f"{where}.client_id", default="")
+    if not client_id:
+        check.fail(block, "provider", f"{where}.client_id", "name client_id (the OAuth client registered with "
+                   f"{provider} for sendhost)")
+    tenant = check.string(block, "tenant", f"{where}.tenant", default="") or None
+    if tenant is not None and provider != "microsoft":
+        check.fail(block, "tenant", f"{where}.tenant", "tenant is a Microsoft setting; remove it")
+    implied_url = OAUTH_TOKEN_URLS.get(provider, "").replace("{tenant}", tenant or DEFAULT_OAUTH_TENANT)
+    token_url = check.string(block, "token_url", f"{where}.token_url", default=implied_url)
+    scope = check.string(block, "scope", f"{where}.scope", default=OAUTH_SCOPES.get(provider, ""))
+    for key, value in (("token_url", token_url), ("scope", scope)):
+        if not value:
+            check.fail(block, "provider", f"{where}.{key}", f"provider: generic needs {key}")
+    if not token_url.startswith(("https://", "http://127.", "http://localhost")):
+        check.fail(block, "token_url", f"{where}.token_url", f"{token_url!r} is not an https:// URL")
+    refresh_token_file = check.string(block, "refresh_token_file", f"{where}.refresh_token_file")
+    if check.require_refresh_tokens and (problem := refresh_token_file_problem(refresh_token_file)):
+        check.fail(block, "refresh_token_file", f"{where}.refresh_token_file",
+                   f"{problem}; run sendhost mailbox authorize {address}")
+    return OAuthSettings(provider=provider, client_id=client_id, token_url=token_url, scope=scope,
+                         refresh_token_file=refresh_token_file, tenant=tenant,
+                         device_authorization_url=check.string(block, "device_authorization_url",
+                                                               f"{where}.device_authorization_url", default="") or None,
+                         client_secret_env=check.secret_env(block, "client_secret_env", f"{where}.client_secret_env"))
+
+
+def refresh_token_file_problem(path: str) -> str | None:
+    """Why the agent cannot use `path` as a refresh token's file, or None: missing, or readable by others."""
+    try:
+        mode = os.stat(os.path.expanduser(path)).st_mode
+    except OSError as exc:
+        return f"{path}: {exc.strerror}; the refresh token is missing"
+    if mode & 0o077:
+        return f"{path} is readable by others (mode {stat.S_IMODE(mode):04o}); chmod 600 it or write it anew"
+    return None
+
+
+IMAP_KEYS = _field_names(ImapSettings) - {"credential"} | CREDENTIAL_KEYS | {"auth"}
+IMAP_AUTH_METHODS = ("password", "oauth2")
 
 
 def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
                   smtp: Submission | None) -> ImapSettings | None:
-    """The inbox reader's settings of one mailbox; username and secret default to its smtp ones."""
+    """The inbox reader's settings of one mailbox; username and secret (an OAuth grant too) default to its smtp
+    ones."""
     if "imap" not in entry:
         return None
     node = check.mapping(entry, "imap", f"{where}.imap")
@@ -415,10 +482,21 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
         check.fail(node, "password", f"{where}.imap.password", "never put a password in the inventory; use "
                    "password_file (a 0600 file) or password_env")
     check.known_keys(node, IMAP_KEYS, f"{where}.imap")
-    security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
-    port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     password_file = check.string(node, "password_file", f"{where}.imap.password_file", default="") or None
     password_env = check.secret_env(node, "password_env", f"{where}.imap.password_env")
+    smtp_oauth = smtp.credential.oauth if smtp is not None else None
+    # An OAuth mailbox's inbox logs in with the same grant (its scope covers both) unless it names a password.
+    auth = check.choice(node, "auth", f"{where}.imap.auth", IMAP_AUTH_METHODS, default="oauth2" if (
+        smtp_oauth is not None and password_file is None and password_env is None) else "password")
+    if auth == "oauth2":
+        if smtp_oauth is None:
+            check.fail(node, "auth", f"{where}.imap.auth", "imap auth: oauth2 uses the smtp oauth block; give smtp "
+                       "auth: oauth2 and an oauth block")
+        if password_file is not None or password_env is not None:
+            check.fail(node, "auth", f"{where}.imap.auth", "auth: oauth2 takes no password; remove password_file "
+                       "and password_env")
+        return _imap_settings(check, node, where, smtp,
+                              Credential(address, "imap", "oauth2", oauth=smtp_oauth))
     if password_file is not None and password_env is not None:
         check.fail(node, "password_env", f"{where}.imap", "name at most one of password_file or password_env")
     if password_file is None and password_env is None:
@@ -427,11 +505,19 @@ def _mailbox_imap(check: Checker, where: str, entry: LineDict, address: str,
                        "secret to default to)")
         assert smtp is not None
         password_file, password_env = smtp.credential.password_file, smtp.credential.password_env
+    return _imap_settings(check, node, where, smtp,
+                          Credential(address, "imap", password_file=password_file, password_env=password_env))
+
+
+def _imap_settings(check: Checker, node: LineDict, where: str, smtp: Submission | None,
+                   credential: Credential) -> ImapSettings:
+    """Where the inbox is and how it is read, whatever `credential` logs in with."""
+    security = check.choice(node, "security", f"{where}.imap.security", IMAP_SECURITY, default="tls")
+    port = check.integer(node, "port", f"{where}.imap.port", default=IMAP_PORT[security], minimum=1, maximum=65535)
     username = check.string(node, "username", f"{where}.imap.username", default="") or (
         smtp.username if smtp is not None else "")
     if not username:
         check.fail(node, "host", f"{where}.imap", "name username (there is no smtp username to default to)")
-    credential = Credential(address, "imap", password_file=password_file, password_env=password_env)
     host = check.string(node, "host", f"{where}.imap.host")
     return ImapSettings(host=host, port=port, security=security, username=username, credential=credential,
                         ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (

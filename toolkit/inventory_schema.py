@@ -42,6 +42,7 @@ class Checker:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.require_refresh_tokens = True  # an oauth2 mailbox's refresh-token file must exist (toolkit.inventory)
 
     def line_of(self, node: LineDict, key: str) -> int:
         return getattr(node, "key_lines", {}).get(key, getattr(node, "line", 0))

@@ -4,6 +4,7 @@ their sessions here, so both connect, authenticate and fail in the same words.""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import imaplib
 import socket
@@ -11,6 +12,8 @@ import ssl
 import time
 from collections.abc import Iterator, Mapping
 
+from sender.oauth import TokenKeeper, TokenUnavailable
+from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
 from sendhost.errors import SecretUnavailable
 from sendhost.model import ImapSettings
 
@@ -24,13 +27,16 @@ class ImapFailure(Exception):
 
 
 @contextlib.contextmanager
-def logged_in(account: ImapSettings, env: Mapping[str, str] | None, timeout_s: float) -> Iterator[imaplib.IMAP4]:
+def logged_in(account: ImapSettings, env: Mapping[str, str] | None, timeout_s: float,
+              tokens: TokenKeeper | None = None) -> Iterator[imaplib.IMAP4]:
     """A logged-in session (nothing selected yet), logged out after; ImapFailure when the secret cannot be read,
     the server cannot be reached or its certificate does not verify, or the login is refused. Failures inside the
-    session are the caller's to word (they depend on what it was doing)."""
+    session are the caller's to word (they depend on what it was doing). An `auth: oauth2` account logs in with
+    the access token `tokens` keeps (default: a keeper of its own, which shares the host's token files)."""
+    tokens = tokens or TokenKeeper(env=env)
     try:
-        secret = account.credential.secret(env)
-    except SecretUnavailable as exc:
+        secret = tokens.secret(account.credential)
+    except (SecretUnavailable, TokenUnavailable) as exc:
         raise ImapFailure(str(exc)) from None
     deadline = time.monotonic() + timeout_s
     try:
@@ -40,7 +46,10 @@ def logged_in(account: ImapSettings, env: Mapping[str, str] | None, timeout_s: f
     try:
         try:
             bound(imap, deadline)  # the connection and the login within timeout_s together
-            imap.login(account.username, secret)
+            if account.credential.auth == "oauth2":
+                _bearer_login(imap, account, tokens, secret)
+            else:
+                imap.login(account.username, secret)
         except imaplib.IMAP4.error as exc:
             raise ImapFailure(f"IMAP login as {account.username} refused: {first_line(exc)}; check the imap "
                               "username and secret") from None
@@ -51,6 +60,30 @@ def logged_in(account: ImapSettings, env: Mapping[str, str] | None, timeout_s: f
     finally:
         with contextlib.suppress(OSError, imaplib.IMAP4.error):
             imap.logout()
+
+
+def _bearer_login(imap: imaplib.IMAP4, account: ImapSettings, tokens: TokenKeeper, token: str) -> None:
+    """AUTHENTICATE with the access token, by the mechanism the server offers; a refused token is renewed once
+    and presented again by the same mechanism (a new token, not a second mechanism or password)."""
+    offered = " ".join(c.removeprefix("AUTH=") for c in imap.capabilities if c.startswith("AUTH="))
+    mechanism = choose(offered)
+    if mechanism is None:
+        raise imaplib.IMAP4.error(f"the server offers neither OAUTHBEARER nor XOAUTH2 (AUTH={offered or 'none'})")
+    try:
+        _authenticate(imap, mechanism, account.username, token)
+    except imaplib.IMAP4.error:
+        try:
+            renewed = tokens.access_token(account.credential, refused=token).value
+        except TokenUnavailable as exc:
+            raise imaplib.IMAP4.error(str(exc)) from None
+        _authenticate(imap, mechanism, account.username, renewed)
+
+
+def _authenticate(imap: imaplib.IMAP4, mechanism: Mechanism, username: str, token: str) -> None:
+    # imaplib base64-encodes what the callback returns: the raw initial response, then the failure's answer.
+    answers = iter([base64.b64decode(initial_response(mechanism, username, token)),
+                    base64.b64decode(error_answer(mechanism))])
+    imap.authenticate(mechanism.value, lambda challenge: next(answers, b""))
 
 
 def bound(imap: imaplib.IMAP4, deadline: float) -> None:

@@ -27,12 +27,14 @@ from ippool import Lease, Pool
 from sender.campaigns.template import TemplateError
 from sender.errors import LedgerUnavailable
 from sender.ledger.store import Claimed, Ledger, Settle
+from sender.oauth import TokenKeeper, TokenUnavailable
+from sender.oauth.opening import open_refreshing
 from sender.sending.compose import compose
 from sender.sending.counters import rebuild
 from sender.sending.guard_settings import GuardSettings
 from sender.sending.message import build_message, message_id_for, unsubscribe_url
 from sender.sending.outcomes import decide
-from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession, open_session
+from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession
 from sender.sending.tokens import make_token
 from sender.sending.windows import Windows
 from sender.settings import AgentSettings
@@ -82,18 +84,21 @@ class Agent:
                  side_tasks: Executor | None = None, clock: Callable[[], float] = time.time,
                  pick: Picker | None = None,
                  source_address: Callable[[Lease], str | None] | None = None,
-                 mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None) -> None:
+                 mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None,
+                 tokens: TokenKeeper | None = None) -> None:
         """`clock` (epoch seconds) is the time of the counter rebuild; give the guard the same one. `pick` reserves
         a mailbox among a group's (default `guard.pick`); `source_address` is the address a lease's send binds to
         (default the lease's `source_ip`). The simulation passes both (sender.assembly builds it).
         `mailbox_settings` reads the inventory's mailboxes as they are now, whose warm-up settings reach the guard
-        at the start and each sweep cycle (default: those of `settings`, read once)."""
+        at the start and each sweep cycle (default: those of `settings`, read once). `tokens` keeps the OAuth
+        mailboxes' access tokens (default: one that pauses a mailbox whose grant is refused)."""
         self.settings = settings
         self.guard = guard
         self.pool = pool
         self._key = unsubscribe_key
         self._checkpoint = checkpoint or (lambda name: None)
         self._env = env
+        self._tokens = tokens or TokenKeeper(env=env, on_refused=guard.pause)
         self._sleep = sleep
         self._clock = clock
         self._pick: Picker = pick or guard.pick
@@ -163,7 +168,14 @@ class Agent:
             server = mailbox.smtp
             assert server is not None  # AgentSettings holds only mailboxes that submit
             try:
-                secret = server.credential.secret(self._env)
+                secret = self._tokens.secret(server.credential)
+            except TokenUnavailable as exc:
+                # Nothing attempted, nothing failed: the row waits (a refused grant paused the mailbox, so another
+                # one takes it; an unreachable token endpoint is retried later) and the mailbox stays connected.
+                self.guard.cancel(reserved)
+                reservation = None
+                ledger.unclaim(row.id, exc.delay_s, f"mailbox {mailbox.address}: {exc}")
+                return Report(row.id, "blocked", str(exc), mailbox.address, login_failed=exc.refused)
             except SecretUnavailable as exc:
                 log.error("sender: mailbox %s cannot authenticate: %s", mailbox.address, exc)
                 self.guard.cancel(reserved, FailureClass.ACCOUNT_AUTH)
@@ -172,8 +184,8 @@ class Agent:
                 return Report(row.id, "rerouted", str(exc), mailbox.address)
             # The durable start of the attempt (with the last suppression check) and the opening of the SMTP
             # session (connect, TLS, AUTH: nothing handed over yet) run side by side; MAIL FROM waits for both.
-            opening = self._side_tasks.submit(open_session, server, secret, source_ip=source_ip,
-                                          timeout_s=self.settings.smtp_timeout_s)
+            opening = self._side_tasks.submit(open_refreshing, self._tokens, server, secret, source_ip=source_ip,
+                                              timeout_s=self.settings.smtp_timeout_s)
             try:
                 outcome, message_id = ledger.begin_attempt(
                     row.id, uuid.uuid4(), mailbox.address, source_ip,

@@ -6,7 +6,6 @@ message, so the outcome is unknown (never retried); before it, nothing was hande
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import functools
@@ -18,6 +17,7 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from enum import StrEnum
 
+from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
 from sendhost.model import Submission
 
 
@@ -177,12 +177,23 @@ def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip:
 
 
 def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None:
-    if server.credential.auth == "xoauth2":
-        initial = f"user={server.username}\x01auth=Bearer {secret}\x01\x01"
-        code, reply = client.docmd("AUTH", "XOAUTH2 " + base64.b64encode(initial.encode()).decode("ascii"))
-        if code == 334:  # the server sent an error challenge: answer empty to get the final reply
-            code, reply = client.docmd("")
-        if code != 235:
-            raise smtplib.SMTPAuthenticationError(code, reply)
+    if server.credential.auth == "xoauth2":  # a static token: XOAUTH2, as it always was
+        _bearer(client, Mechanism.XOAUTH2, server.username, secret)
+        return
+    if server.credential.auth == "oauth2":
+        offered = client.esmtp_features.get("auth", "")
+        mechanism = choose(offered)
+        if mechanism is None:
+            raise smtplib.SMTPNotSupportedError(f"the server offers neither OAUTHBEARER nor XOAUTH2 (AUTH {offered})")
+        _bearer(client, mechanism, server.username, secret)
         return
     client.login(server.username, secret)
+
+
+def _bearer(client: smtplib.SMTP, mechanism: Mechanism, username: str, token: str) -> None:
+    """One AUTH with the token in the initial response: one attempt per session, whatever the reply."""
+    code, reply = client.docmd("AUTH", f"{mechanism.value} {initial_response(mechanism, username, token)}")
+    if code == 334:  # the server sent an error challenge: answer as the mechanism says to get the final reply
+        code, reply = client.docmd(error_answer(mechanism))
+    if code != 235:
+        raise smtplib.SMTPAuthenticationError(code, reply)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,79 @@ def test_bad_mailbox_settings_are_named(tmp_path: Path, mailbox: str, expected: 
 def test_bad_global_settings_are_named(tmp_path: Path, global_vars: str, expected: str) -> None:
     with pytest.raises(ConfigError, match=expected):
         load_inventory(_inventory(tmp_path, global_vars))
+
+
+def _oauth_mailbox(oauth: str, smtp_extra: str = "") -> str:
+    return ("        smtp:\n          host: smtp.gmail.com\n          username: a@ex.com\n          auth: oauth2\n"
+            + smtp_extra + "          oauth: " + oauth + "\n")
+
+
+def _token_file(tmp_path: Path, mode: int = 0o600) -> Path:
+    path = tmp_path / "a.refresh"
+    path.write_text("1//refresh\n")
+    path.chmod(mode)
+    return path
+
+
+def test_oauth_providers_imply_their_token_url_and_scope(tmp_path: Path) -> None:
+    token = _token_file(tmp_path)
+    google = load_inventory(_inventory(tmp_path, mailbox=_oauth_mailbox(
+        f"{{provider: google, client_id: cid, client_secret_env: SENDHOST_SECRET_G, refresh_token_file: {token}}}")))
+    (mailbox,) = google.mailboxes
+    assert mailbox.smtp is not None and mailbox.smtp.credential.auth == "oauth2"
+    oauth = mailbox.smtp.credential.oauth
+    assert oauth is not None
+    assert (oauth.token_url, oauth.scope, oauth.client_secret_env) == (
+        "https://oauth2.googleapis.com/token", "https://mail.google.com/", "SENDHOST_SECRET_G")
+    microsoft = load_inventory(_inventory(tmp_path, mailbox=_oauth_mailbox(
+        f"{{provider: microsoft, tenant: contoso.com, client_id: cid, refresh_token_file: {token}}}")))
+    oauth = microsoft.mailboxes[0].smtp.credential.oauth  # type: ignore[union-attr]
+    assert oauth is not None
+    assert oauth.token_url == "https://login.microsoftonline.com/contoso.com/oauth2/v2.0/token"
+    assert oauth.scope.split() == ["https://outlook.office.com/SMTP.Send",
+                                   "https://outlook.office.com/IMAP.AccessAsUser.All", "offline_access"]
+    generic = load_inventory(_inventory(tmp_path, mailbox=_oauth_mailbox(
+        "{provider: generic, client_id: cid, token_url: 'https://idp.ex.com/token', scope: smtp, "
+        f"refresh_token_file: {token}}}")))
+    oauth = generic.mailboxes[0].smtp.credential.oauth  # type: ignore[union-attr]
+    assert oauth is not None and (oauth.token_url, oauth.scope) == ("https://idp.ex.com/token", "smtp")
+
+
+@pytest.mark.parametrize(("oauth", "mode", "line", "expected"), [
+    ("{provider: yahoo, client_id: c, refresh_token_file: TOKEN}", 0o600, 11, "'yahoo' is not one of google"),
+    ("{provider: google, refresh_token_file: TOKEN}", 0o600, 11, "name client_id"),
+    ("{provider: generic, client_id: c, scope: s, refresh_token_file: TOKEN}", 0o600, 11, "generic needs token_url"),
+    ("{provider: google, client_id: c, refresh_token_file: MISSING}", 0o600, 11,
+     "the refresh token is missing; run sendhost mailbox authorize a@ex.com"),
+    ("{provider: google, client_id: c, refresh_token_file: TOKEN}", 0o644, 11,
+     r"readable by others \(mode 0644\); chmod 600 it or write it anew; run sendhost mailbox authorize a@ex.com"),
+    ("{provider: google, client_id: c, refresh_token_file: TOKEN, color: red}", 0o600, 11, "unknown key"),
+])
+def test_bad_oauth_blocks_are_named_with_their_line_and_fix(tmp_path: Path, oauth: str, mode: int, line: int,
+                                                            expected: str) -> None:
+    token = _token_file(tmp_path, mode)
+    oauth = oauth.replace("MISSING", str(tmp_path / "none")).replace("TOKEN", str(token))
+    with pytest.raises(ConfigError, match=expected) as raised:
+        load_inventory(_inventory(tmp_path, mailbox=_oauth_mailbox(oauth)))
+    assert str(raised.value).startswith(f"{tmp_path / 'inventory.yml'}:{line}: sendhost_mailboxes[0].smtp")
+
+
+def test_oauth2_without_an_oauth_block_names_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="auth: oauth2 needs an oauth block"):
+        load_inventory(_inventory(tmp_path, mailbox="        smtp: {host: h, username: a@ex.com, auth: oauth2}\n"))
+
+
+@pytest.mark.service  # runs the program
+def test_a_bad_oauth_block_exits_2_with_one_line(tmp_path: Path) -> None:
+    path = _inventory(tmp_path, mailbox=_oauth_mailbox("{provider: google, client_id: c, refresh_token_file: /nope}"))
+    sendhost = str(Path(sys.executable).with_name("sendhost"))
+    done = subprocess.run([sendhost, "inventory", "check", "--offline", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "run sendhost mailbox authorize a@ex.com" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_imap_oauth2_without_an_smtp_grant_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="imap auth: oauth2 uses the smtp oauth block"):
+        load_inventory(_inventory(tmp_path, mailbox="        imap: {host: imap.ex.com, username: a@ex.com, "
+                                                   "auth: oauth2}\n"))

@@ -90,7 +90,25 @@ def _namespace(special_use: dict[str, str]) -> str:
     return f"namespace inbox {{\n  inbox = yes\n  separator = /\n{folders}}}\n"
 
 
-def _config(base: Path, imaps: int, starttls: int, uid: int, gid: int) -> str:
+def _oauth2(base: Path, introspection_url: str | None) -> tuple[str, str]:
+    """The mechanisms and the passdb that check OAuth bearer tokens by introspection (RFC 7662) at
+    `introspection_url`, as a provider's IMAP does; passwords still log in through the passwd-file passdb."""
+    if introspection_url is None:
+        return "", ""
+    (base / "oauth2.conf.ext").write_text(
+        f"introspection_mode = post\nintrospection_url = {introspection_url}\nforce_introspection = yes\n"
+        "username_attribute = username\nactive_attribute = active\nactive_value = true\n")
+    return " xoauth2 oauthbearer", f"""passdb {{
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = {base}/oauth2.conf.ext
+}}
+"""
+
+
+def _config(base: Path, imaps: int, starttls: int, uid: int, gid: int,
+            introspection_url: str | None = None) -> str:
+    mechanisms, oauth2_passdb = _oauth2(base, introspection_url)
     return f"""
 base_dir = {base}/run
 state_dir = {base}/state
@@ -102,13 +120,13 @@ ssl_cert = <{base}/cert.pem
 ssl_key = <{base}/key.pem
 ssl_min_protocol = TLSv1.2
 disable_plaintext_auth = yes
-auth_mechanisms = plain login
+auth_mechanisms = plain login{mechanisms}
 first_valid_uid = {uid}
 last_valid_uid = {uid}
 mail_location = maildir:~/Maildir
 default_internal_user = dovecot
 default_login_user = dovenull
-passdb {{
+{oauth2_passdb}passdb {{
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {base}/users
 }}
@@ -135,7 +153,9 @@ service imap-login {{
 
 
 @contextmanager
-def dovecot_server(users: dict[str, str], special_use: dict[str, str] | None = None) -> Iterator[Dovecot]:
+def dovecot_server(users: dict[str, str], special_use: dict[str, str] | None = None,
+                   oauth2_introspection_url: str | None = None) -> Iterator[Dovecot]:
+    """`oauth2_introspection_url`: also take XOAUTH2 and OAUTHBEARER, each token checked there."""
     binary = dovecot_or_skip()
     # Not under pytest's tmp_path: its parents are 0700 root, and dovecot's processes run as other users.
     base = Path(tempfile.mkdtemp(prefix="sendhost-imap-", dir="/tmp"))
@@ -156,7 +176,8 @@ def dovecot_server(users: dict[str, str], special_use: dict[str, str] | None = N
     for sub in ("run", "state"):
         (base / sub).mkdir()
     imaps, starttls = free_port(), free_port()
-    (base / "dovecot.conf").write_text(_config(base, imaps, starttls, mail_user.pw_uid, mail_user.pw_gid)
+    (base / "dovecot.conf").write_text(_config(base, imaps, starttls, mail_user.pw_uid, mail_user.pw_gid,
+                                               oauth2_introspection_url)
                                        + _namespace(special_use or {}))
     process = subprocess.Popen([binary, "-F", "-c", str(base / "dovecot.conf")], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)

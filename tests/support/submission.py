@@ -166,14 +166,15 @@ def _free_port(host: str) -> int:
 
 @contextmanager
 def submission_server(tmp_path: Path, users: dict[str, str], host: str = "127.0.0.1",
-                      implicit_tls: bool = False) -> Iterator[SubmissionServer]:
-    """STARTTLS on a free port (587's protocol), or TLS from the first byte with `implicit_tls` (465's)."""
+                      implicit_tls: bool = False, recorder: Recorder | None = None) -> Iterator[SubmissionServer]:
+    """STARTTLS on a free port (587's protocol), or TLS from the first byte with `implicit_tls` (465's).
+    `recorder`: the handler (one that authenticates otherwise, say)."""
     ca = trustme.CA()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert(host).configure_cert(context)
     ca_file = tmp_path / "submission-ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
-    recorder = Recorder(users)
+    recorder = recorder or Recorder(users)
     port = _free_port(host)
     # aiosmtpd's auth_require_tls only knows STARTTLS; on implicit TLS every byte is encrypted already.
     tls: dict[str, Any] = ({"ssl_context": context, "auth_require_tls": False} if implicit_tls

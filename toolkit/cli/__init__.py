@@ -24,6 +24,7 @@ GROUPS: dict[str, str] = {
     "iam": "toolkit.cli.iam:group",
     "inventory": "toolkit.cli.inventory:group",
     "lead": "toolkit.cli.lead:group",
+    "mailbox": "toolkit.cli.mailbox:group",
     "pool": "toolkit.cli.pool:group",
     "provision": "toolkit.cli.provision:command",
     "sender": "toolkit.cli.sender:group",
