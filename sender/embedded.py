@@ -28,7 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from sender.embedded_place import FIX, Place, discard, locate, move_root_data_from_state_dir, prepare, programs_for
+from sender.embedded_place import (
+    FIX,
+    ROOT_HOME,
+    SERVER_USER,
+    Place,
+    discard,
+    locate,
+    move_root_data_from_state_dir,
+    prepare,
+    programs_for,
+)
 from sender.embedded_place import prepare_private as _prepare_private
 from sender.errors import LedgerUnavailable
 from sendhost.private_paths import private_file
@@ -348,33 +358,48 @@ def _adopt_earlier_root_server(place: Place) -> None:
 class PostgresStatus:
     """What `sendhost embedded status` shows of the embedded PostgreSQL."""
 
-    data_dir: Path | None  # None: none created yet
+    data_dir: Path | None  # None: as root, before its id is chosen (on first use)
     running: bool
     pid: int | None
     version: str | None
     socket_dir: Path | None
     server_user: str | None
     exposures: tuple[str, ...]  # why the running server admits more than its owner (started by an earlier sendhost)
+    system_user: bool = False  # server_user is the system user root's server runs as (created by sendhost)
+    url: str | None = None  # what a client connects to while it runs (its socket; no password: peer authentication)
+    created: bool = True  # its data directory holds a database (initdb ran)
 
     def to_json(self) -> dict[str, object]:
         return {"data_dir": str(self.data_dir) if self.data_dir else None, "running": self.running, "pid": self.pid,
                 "version": self.version, "socket_dir": str(self.socket_dir) if self.socket_dir else None,
-                "server_user": self.server_user, "private": not self.exposures if self.running else None,
-                "exposures": list(self.exposures)}
+                "created": self.created, "url": self.url, "server_user": self.server_user,
+                "system_user": self.system_user,
+                "private": not self.exposures if self.running else None, "exposures": list(self.exposures)}
 
 
 def embedded_postgres_status(state_dir: Path) -> PostgresStatus:
     """The embedded PostgreSQL of `state_dir` as it is now; never starts (or creates) anything."""
     place = locate(state_dir)
-    if place is None or not (place.data_dir / "PG_VERSION").is_file():
-        return PostgresStatus(None if place is None else place.data_dir, False, None, None, None,
-                              None if place is None else place.user_name, ())
+    if place is None:  # as root, before the first ledger command: the system user may not exist yet either
+        return PostgresStatus(None, False, None, None, None, SERVER_USER, (), system_user=True, created=False)
+    system_user = place.run_as is not None
+    if not (place.data_dir / "PG_VERSION").is_file():
+        return PostgresStatus(place.data_dir, False, None, None, None, place.user_name, (), system_user=system_user,
+                              created=False)
     version = (_read(place.data_dir / "PG_VERSION") or "").strip() or None
     found = Postmaster.read(place.data_dir)
     if found is None or not found.alive(place.data_dir):
-        return PostgresStatus(place.data_dir, False, None, version, None, place.user_name, ())
+        return PostgresStatus(place.data_dir, False, None, version, None, place.user_name, (), system_user=system_user)
     return PostgresStatus(place.data_dir, True, found.pid, _server_version(found) or version, found.socket_dir,
-                          place.user_name, tuple(exposures(place, found)))
+                          place.user_name, tuple(exposures(place, found)), system_user=system_user,
+                          url=found.url if found.socket_dir is not None else None)
+
+
+def embedded_data_dir(state_dir: Path) -> str:
+    """Where the embedded PostgreSQL of `state_dir` keeps its data, or will once the first ledger command creates
+    it (as root its id is chosen then); creates nothing."""
+    place = locate(state_dir)
+    return f"{ROOT_HOME}/<id chosen on first use>" if place is None else str(place.data_dir)
 
 
 def _server_version(server: Postmaster) -> str | None:

@@ -113,7 +113,7 @@ def test_warmup_status_shows_health_from_the_ledger_and_writes_nothing(feedback:
 
 
 @pytest.mark.parametrize(("env", "reason"), [
-    ({}, "no ledger configured (set SENDHOST_DATABASE_URL"),
+    ({}, "no send ledger yet under .sendhost (the embedded PostgreSQL is created by the first"),
     ({"SENDHOST_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/ledger"},
      "database postgresql://postgres@127.0.0.1:1/ledger unreachable"),
     ({"SENDHOST_DATABASE_URL": "mysql://x"}, "is not a PostgreSQL URL"),

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from sendhost.errors import SendhostError
 from toolkit.app import App
 from toolkit.output import emit_json, emit_table, format_option
 
+if TYPE_CHECKING:
+    from sender.embedded import PostgresStatus
+
 EXIT_HELP = "Exit 0 ok; 1 a server did not stop; 2 bad state directory (the message names it)."
+SERVERS = ("redis", "postgres")  # `embedded stop SERVER`
 
 
 @click.group("embedded", epilog=EXIT_HELP)
@@ -26,7 +32,8 @@ def group() -> None:
 @format_option()
 @click.pass_obj
 def status(app: App, fmt: str | None) -> None:
-    """Whether each embedded server runs, its pid and version, and where its state lives (starts nothing)."""
+    """Whether each embedded server runs, its pid and version, where its state lives, how to reach it and, run as
+    root, the system user PostgreSQL runs as (starts nothing)."""
     from sender.embedded import embedded_postgres_status
     from sendhost.embedded import embedded_status
 
@@ -48,47 +55,67 @@ def status(app: App, fmt: str | None) -> None:
         ("append-only file", f"{shown.aof_file} ({aof})"),
         ("socket", shown.socket),
     ])
+    emit_table("embedded PostgreSQL", ["setting", "value"], postgres_rows(postgres))
+
+
+def postgres_rows(postgres: PostgresStatus) -> list[tuple[str, object]]:
+    """The embedded PostgreSQL's table rows: where its data is, whether it runs, its URL and who runs it."""
+    from sender.embedded_place import ROOT_HOME
+
     if postgres.running:
         admits = ("only its owner, by peer authentication on its socket; no TCP" if not postgres.exposures else
                   "MORE than its owner (" + "; ".join(postgres.exposures) + "): the next command that needs it "
                   "restarts it private")
     else:
         admits = "-"
-    not_running = "no (the next command that needs it starts it)"
-    emit_table("embedded PostgreSQL", ["setting", "value"], [
-        ("data directory", postgres.data_dir or "none yet (the first ledger command creates it)"),
-        ("running", f"yes, pid {postgres.pid}" if postgres.running else not_running),
+    if postgres.data_dir is None:
+        data = f"none yet (the first ledger command creates it under {ROOT_HOME})"
+    elif not postgres.created:
+        data = f"{postgres.data_dir} (none yet: the first ledger command creates it)"
+    else:
+        data = str(postgres.data_dir)
+    runs_as = postgres.server_user or "-"
+    if postgres.system_user:  # PostgreSQL refuses to run as root: sendhost made this account for it
+        runs_as += " (a system user sendhost creates: PostgreSQL refuses to run as root)"
+    return [
+        ("data directory", data),
+        ("running", f"yes, pid {postgres.pid}" if postgres.running else
+         "no (the next command that needs it starts it)"),
         ("postgresql version", postgres.version or "-"),
-        ("runs as", postgres.server_user or "-"),
+        ("runs as", runs_as),
         ("socket directory", postgres.socket_dir or "-"),
+        ("url", postgres.url or "-"),
         ("admits", admits),
-    ])
+    ]
 
 
 @group.command("stop")
+@click.argument("server", required=False, type=click.Choice(SERVERS))
 @click.pass_obj
-def stop(app: App) -> None:
-    """Stop the embedded Redis (flushing its append-only file) and PostgreSQL; the next command that needs either
-    starts it again."""
+def stop(app: App, server: str | None) -> None:
+    """Stop the embedded Redis (flushing its append-only file) and PostgreSQL, or only SERVER; the next command that
+    needs either starts it again."""
     from sender.embedded import stop_embedded_postgres
     from sendhost.embedded import stop_embedded
 
     failed: list[SendhostError] = []
-    try:
-        pid = stop_embedded(app.state_dir)
-    except SendhostError as exc:
-        failed.append(exc)
-    else:
-        click.echo(f"no embedded Redis running under {app.state_dir}" if pid is None else
-                   f"stopped the embedded Redis under {app.state_dir} (pid {pid}); its state stays in "
-                   f"{app.state_dir}")
-    try:  # even when Redis would not stop: one server's trouble is no reason to leave the other running
-        pid = stop_embedded_postgres(app.state_dir)
-    except SendhostError as exc:
-        failed.append(exc)
-    else:
-        click.echo(f"no embedded PostgreSQL running under {app.state_dir}" if pid is None else
-                   f"stopped the embedded PostgreSQL of {app.state_dir} (pid {pid}); its data stays where "
-                   "`sendhost embedded status` says")
+    if server in (None, "redis"):
+        try:
+            pid = stop_embedded(app.state_dir)
+        except SendhostError as exc:
+            failed.append(exc)
+        else:
+            click.echo(f"no embedded Redis running under {app.state_dir}" if pid is None else
+                       f"stopped the embedded Redis under {app.state_dir} (pid {pid}); its state stays in "
+                       f"{app.state_dir}")
+    if server in (None, "postgres"):
+        try:  # even when Redis would not stop: one server's trouble is no reason to leave the other running
+            pid = stop_embedded_postgres(app.state_dir)
+        except SendhostError as exc:
+            failed.append(exc)
+        else:
+            click.echo(f"no embedded PostgreSQL running under {app.state_dir}" if pid is None else
+                       f"stopped the embedded PostgreSQL of {app.state_dir} (pid {pid}); its data stays where "
+                       "`sendhost embedded status` says")
     if failed:
         app.fail("; ".join(str(exc) for exc in failed), max(exc.exit_code for exc in failed))

@@ -1,13 +1,15 @@
 """Mailbox health (sender.feedback.health) in the status commands: read from the ledger, never written, and shown.
 
-`sender status` and `warmup status` show what `sender health` shows; when the ledger cannot be read (none
-configured, unreachable, no schema) they say health is unavailable and why, never that a mailbox is fine.
+`sender status` and `warmup status` show what `sender health` shows, from the same ledger (the configured one, else
+the embedded one); when it cannot be read (none created yet, unreachable, no schema) they say health is unavailable
+and why, never that a mailbox is fine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -67,6 +69,22 @@ def read_view(url: str | None, why_none: str = "") -> HealthView:
             return HealthView(read_health(feedback, datetime.now(UTC)))
     except SendhostError as exc:
         return HealthView(None, str(exc))
+
+
+def read_embedded_view(state_dir: Path) -> HealthView:
+    """The embedded ledger's health window, the ledger `sender status` reads when none is configured: its server is
+    started when it is stopped, never created (a state directory without one has sent nothing through sendhost)."""
+    from sender.embedded import embedded_postgres_status, embedded_url
+    from sendhost.errors import SendhostError
+
+    try:
+        if not embedded_postgres_status(state_dir).created:
+            return HealthView(None, f"no send ledger yet under {state_dir} (the embedded PostgreSQL is created by the "
+                                    "first `sendhost sender` or `campaign` command), or set SENDHOST_DATABASE_URL")
+        url = embedded_url(state_dir)
+    except SendhostError as exc:
+        return HealthView(None, str(exc))
+    return read_view(url)
 
 
 def health_row(health: MailboxHealth) -> tuple[str, int, str, str, str]:

@@ -186,8 +186,9 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
     """Per mailbox: today's cap, sent, next eligible time, state and breaker (all mailboxes by default), and its
     last 7 days from the ledger: sends, hard bounces, complaints, their rates and the health gate.
 
-    Reads only. Health needs a configured ledger (SENDHOST_DATABASE_URL or the inventory's sendhost_database_url);
-    without one, or when it does not answer, health shows as unavailable. Exit 1 when the store holds no warm-up
+    Reads only. Health comes from the ledger `sender status` reads (SENDHOST_DATABASE_URL, the inventory's
+    sendhost_database_url, else the embedded PostgreSQL, started if stopped); when there is none yet, or it does not
+    answer, health shows as unavailable and why. Exit 1 when the store holds no warm-up
     state where some was expected (the inventory lists mailboxes, or the embedded Redis came back without its
     data)."""
     guard = _guard(app)
@@ -228,17 +229,15 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
 
 
 def _health(app: App) -> HealthView:
-    """The mailboxes' health from a configured ledger, read only: the embedded one is not started (that writes)."""
+    """The mailboxes' health from the ledger `sender status` reads: the configured one, else the embedded one."""
     from sender.errors import SenderConfigError
-    from toolkit.cli.mailbox_health import read_view
+    from toolkit.cli.mailbox_health import read_embedded_view, read_view
 
     try:
         configured = app.database_url().value
     except SenderConfigError as exc:  # a malformed URL: health cannot be read, the warm-up state still can
         return read_view(None, str(exc))
-    return read_view(configured,
-                     "no ledger configured (set SENDHOST_DATABASE_URL or sendhost_database_url in the inventory; "
-                     "`sendhost sender health` reads the embedded one)")
+    return read_view(configured) if configured is not None else read_embedded_view(app.state_dir)
 
 
 @group.command("pause")

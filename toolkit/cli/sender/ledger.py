@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,16 @@ def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
     with sc.ledger() as ledger:
         results = ledger.enqueue_many([row.params() for row in rows])
     counts = {"queued": 0, "duplicate": 0, "suppressed": 0}
-    for result in results:
-        counts[result.value] += 1
+    for result in results:  # a later step of a lead waits behind its earlier one; a lead whose sequence ended refuses
+        counts[result.value] = counts.get(result.value, 0) + 1
     if sc.app.output_format(fmt) == "json":
         emit_json(counts)
     else:
+        extra = "".join(f", {counts[key]} {text}" for key, text in (
+            ("waiting", "queued behind the lead's earlier step"),
+            ("ended", "refused as the lead's sequence ended")) if counts.get(key))
         click.echo(f"{counts['queued']} queued, {counts['duplicate']} refused as duplicates, "
-                   f"{counts['suppressed']} refused as suppressed")
+                   f"{counts['suppressed']} refused as suppressed{extra}")
 
 
 @click.command("suppress")
@@ -107,11 +111,8 @@ def show_command(sc: SenderContext, lead: str, step: int, campaign: str, fmt: st
         lead = canonical(lead)  # a campaign file's lead is its canonical address
     with sc.ledger() as ledger:
         shown = ledger.show(lead, step, campaign)
-    if shown is None:
-        where = "" if campaign == "enqueue" else f" in campaign {campaign!r}"
-        hint = ("check the lead id (sendhost sender status)" if campaign == "enqueue"
-                else "check the address and the campaign (sendhost lead show ADDRESS lists every step)")
-        sc.app.fail(f"no row for lead {lead!r} step {step}{where}; {hint}", 1)
+        if shown is None:
+            sc.app.fail(_no_row(lead, step, campaign, ledger.lead_rows(lead)), 1)
     data: dict[str, Any] = {"row": shown.row, "send_log": shown.send_log, "events": shown.events,
                             "feedback": shown.feedback}
     if sc.app.output_format(fmt) == "json":
@@ -122,6 +123,25 @@ def show_command(sc: SenderContext, lead: str, step: int, campaign: str, fmt: st
     if shown.feedback:  # verdict: how sure the source was (DMARC of a mail's From: pass, fail = forged, none)
         emit_table("feedback", ["at", "event", "source", "verdict", "detail"],
                    [(f["at"], f["event"], f["source"], f["verdict"], f["detail"]) for f in shown.feedback])
+
+
+def _no_row(lead: str, step: int, campaign: str, rows: list[dict[str, Any]]) -> str:
+    """Why `sender show` found nothing, and the command that lists what there is: the lead's own steps when it has
+    some (in this campaign or others), else where rows come from."""
+    where = "" if campaign == "enqueue" else f" in campaign {campaign!r}"
+    steps = sorted({row["step"] for row in rows if row["name"] == campaign and row["id"] is not None})
+    others = sorted({row["name"] for row in rows if row["name"] != campaign})
+    if steps:
+        hint = (f"it has step{'s' if len(steps) > 1 else ''} {', '.join(map(str, steps))}; "
+                f"`sendhost lead show {shlex.quote(lead)}` lists them")
+    elif others:
+        hint = (f"it is in campaign{'s' if len(others) > 1 else ''} {', '.join(others)} (pass --campaign NAME); "
+                f"`sendhost lead show {shlex.quote(lead)}` lists its steps")
+    else:
+        hint = ("no such lead in any campaign: check it with `sendhost lead show ID_OR_ADDRESS` (an enqueued lead's "
+                "id, or an address for a campaign's); rows come from `sendhost sender enqueue FILE` and "
+                "`sendhost campaign add-leads`")
+    return f"no row for lead {lead!r} step {step}{where}; {hint}"
 
 
 def _duration(value: str) -> float:

@@ -158,7 +158,8 @@ def retry_command(sc: SenderContext, row: int | None, before: str | None, fmt: s
         status = ledger.status_of(row) if row is not None and moved == 0 else None
     if row is not None and moved == 0:
         if status is None:
-            sc.app.fail(f"no row {row}; check its id (`sendhost sender status`, `sendhost sender show LEAD STEP`)", 2)
+            sc.app.fail(f"no row {row}; check its id: `sendhost sender show LEAD STEP` shows a row's id, "
+                        "`sendhost lead show ID_OR_ADDRESS --format json` every step's", 2)
         sc.app.fail(f"row {row} is {status}, not retry: only a row waiting to retry can be made due now", 2)
     if sc.app.output_format(fmt) == "json":
         emit_json({"made_due": moved})
