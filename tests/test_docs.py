@@ -140,3 +140,24 @@ def test_every_finding_code_the_audit_can_emit_is_documented_in_ci_audit() -> No
     assert emitted <= set(CATALOG), "a code the source emits has no catalog entry"
     documented = set(re.findall(r"`([a-z_]+\.[a-z_]+)`", (ROOT / "docs" / "ci-audit.md").read_text()))
     assert sorted(emitted - documented) == [], "add these codes to docs/ci-audit.md's table"
+
+
+@pytest.mark.parametrize("redraw_rate", ["0.05", "1.15"])
+def test_oncall_states_the_plan_figures_pool_plan_prints(redraw_rate: str) -> None:
+    """docs/oncall.md quotes `pool plan` for 30,000 sends/day on 4 hosts x 5 slots of the example inventory, at the
+    default redraw rate and at bench/reuse.py's 1.15: each figure as the tool prints it now, with what it includes."""
+    import json
+
+    from tests.support.cli import run_cli
+
+    result = run_cli("--inventory", str(ROOT / "inventory.example.yml"), "pool", "plan", "--sends-per-day", "30000",
+                     "--hosts", "4", "--slots", "5", "--redraw-rate", redraw_rate, "--format", "json",
+                     env={"AWS_EC2_METADATA_DISABLED": "true"})  # no credentials: the quota line says unknown
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    cost = plan["cost_usd_per_month"]
+    stated = (f"{plan['eips_needed']} EIPs, {plan['eip_calls_per_day']:,.0f} calls/day, ${cost['total']:,.2f}/month"
+              f"{',' if redraw_rate == '0.05' else ' for the same pool,'} of which public IPv4 is ${cost['ipv4']:,.2f}"
+              f" and remaps {'the same ' if redraw_rate != '0.05' else ''}${cost['remaps']:,.2f}")
+    page = re.sub(r"\s+", " ", (ROOT / "docs" / "oncall.md").read_text())
+    assert stated in page
