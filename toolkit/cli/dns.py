@@ -23,6 +23,8 @@ Exit codes:
   0  no findings at or above --fail-on
   1  findings at or above --fail-on
   2  the audit could not run (bad input, no nameserver answering)"""
+AUDIT_EXIT_HELP = EXIT_HELP.replace(
+    "answering)", "answering, no data\n     for any domain: the report, with audit.no_data, is still written)")
 
 
 @click.group("dns")
@@ -150,7 +152,7 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
     return targets, inventory.dnsbl
 
 
-@group.command("audit", epilog=EXIT_HELP)
+@group.command("audit", epilog=AUDIT_EXIT_HELP)
 @click.argument("domains", nargs=-1)
 @click.option("--inventory", "inventory_path", metavar="PATH", help="Audit the inventory's sendhost_domains.")
 @click.option("--zone-dir", metavar="DIR", help="Audit zone files offline (<origin>.zone each); file:line in findings.")
