@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,21 @@ def test_the_pages_sample_is_todays_run_of_its_seed(tmp_path: Path) -> None:
     result = run_cli("simulate", cwd=tmp_path, timeout=600)  # as the page runs it: the example, seed 1, 14 days
     assert result.returncode == 0, result.stderr
     assert sample_lines(PAGE) == printed_lines(result.stdout), "run `sendhost simulate` and paste its output"
+    assert [f"each of the {rotations} rotations" for rotations in _measure(result.stdout, "rotations")] == \
+        _stated(r"each of the \d+ rotations")
+    assert [f"AWS's {redraws} hand-backs" for redraws in _measure(result.stdout, "redraws")] == \
+        _stated(r"AWS's \d+ hand-backs")
+    cost = re.findall(r"= (\$\d+\.\d\d) at", result.stdout)
+    assert [f"the parked EIPs cost {c}" for c in cost] == _stated(r"the parked EIPs cost \$\d+\.\d\d")
+    sources = len(re.findall(r"^│ 127\.", result.stdout, re.MULTILINE))  # a row per source address the server saw
+    assert [f"saw {sources} source addresses"] == _stated(r"saw \d+ source addresses")
+
+
+def _measure(stdout: str, name: str) -> list[str]:
+    """The leading number of one row of the summary table."""
+    return re.findall(rf"^│ {re.escape(name)} +│ (\d+)", stdout, re.MULTILINE)
+
+
+def _stated(pattern: str) -> list[str]:
+    """Where the page's prose states a figure of the run (line breaks read as spaces)."""
+    return re.findall(pattern, re.sub(r"\s+", " ", PAGE.read_text()))
