@@ -264,8 +264,8 @@ def _no_data(resolver: Resolver, target: DomainTarget) -> DomainReport:
     """A domain the resolver has no data for: every check skipped, saying so, and one error for the gate."""
     where = describe(resolver)
     note = f"no data for {target.domain} in {where}"
-    missing = finding("audit.no_data", f"nothing of {target.domain} was checked: {note}", note,
-                      target.declared_at)
+    # the reason is in the message; the evidence would only repeat it
+    missing = finding("audit.no_data", f"nothing of {target.domain} was checked: {note}", "", target.declared_at)
     return DomainReport(target.domain, (missing,), tuple(Check(name, "skip", note) for name in CHECK_ORDER))
 
 

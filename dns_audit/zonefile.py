@@ -118,13 +118,11 @@ class ZoneResolver:
         self.fallback = fallback
         self.zone_dir = zone_dir
         self.origins: list[str] = []
-        self.heads: dict[str, Location] = {}  # each origin's first record (its SOA): where a domain's file starts
         self._records: dict[tuple[str, str], list[ZoneRecord]] = defaultdict(list)
         self._names: set[str] = set()
         for path in files:
             self.origins.append(normalize(origin_for(path)))
             for record in read_zone_file(path, str(path)):
-                self.heads.setdefault(self.origins[-1], record.location)
                 self._records[(record.name, record.rdtype)].append(record)
                 self._names.add(record.name)
 
@@ -142,12 +140,6 @@ class ZoneResolver:
             if found or parent in self._names:
                 return found or []
         return []
-
-    def zone_location(self, domain: str) -> Location | None:
-        """The start of the zone file holding `domain` (the closest origin), for findings about absent records."""
-        name = normalize(domain)
-        matching = [o for o in self.origins if name == o or name.endswith("." + o)]
-        return self.heads.get(max(matching, key=len)) if matching else None
 
     def covers(self, domain: str) -> bool:
         return self._in_zone(normalize(domain)) or self.fallback is not None

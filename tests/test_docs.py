@@ -98,3 +98,66 @@ def test_the_checker_catches_a_missing_file_a_missing_anchor_and_ignores_code(tm
                                     "nothere.md", "other.md#nope"]
     failing = [href for href in relative_links(page) if broken(page, href, tmp_path.resolve())]
     assert failing == ["nothere.md", "other.md#nope"]
+
+
+# --- figures and codes the tool itself states -------------------------------------------------------------------
+
+def emitted_finding_codes() -> set[str]:
+    """Every finding code dns_audit can emit, read from its source (not from the catalog, which could hold codes
+    no check emits): each string of the form `area.name` whose area is a check's (or `audit`, `message`), and each
+    `f"{name}.suffix"` code built from a check's name (`{name}.lookup_failed`, `{name}.skipped`)."""
+    import ast
+
+    from dns_audit.audit import CHECK_ORDER
+
+    areas = {*CHECK_ORDER, "audit", "message"}
+    code = re.compile(r"([a-z_]+)\.[a-z_]+")
+    found: set[str] = set()
+    suffixes: set[str] = set()
+    for path in sorted((ROOT / "dns_audit").rglob("*.py")):
+        if path.name == "findings.py":  # the catalog itself
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                match = code.fullmatch(node.value)
+                if match and match.group(1) in areas:
+                    found.add(node.value)
+            elif (isinstance(node, ast.JoinedStr) and len(node.values) == 2
+                  and isinstance(node.values[0], ast.FormattedValue) and isinstance(node.values[1], ast.Constant)
+                  and re.fullmatch(r"\.[a-z_]+", str(node.values[1].value))):
+                suffixes.add(str(node.values[1].value))
+    from dns_audit.findings import CATALOG
+
+    found |= {check + suffix for check in CHECK_ORDER for suffix in suffixes if check + suffix in CATALOG}
+    return found
+
+
+def test_every_finding_code_the_audit_can_emit_is_documented_in_ci_audit() -> None:
+    from dns_audit.findings import CATALOG
+
+    emitted = emitted_finding_codes()
+    assert {"dkim.no_selector", "audit.no_data", "spf.not_followed", "ptr.skipped", "tls.lookup_failed"} <= emitted
+    assert emitted <= set(CATALOG), "a code the source emits has no catalog entry"
+    documented = set(re.findall(r"`([a-z_]+\.[a-z_]+)`", (ROOT / "docs" / "ci-audit.md").read_text()))
+    assert sorted(emitted - documented) == [], "add these codes to docs/ci-audit.md's table"
+
+
+@pytest.mark.parametrize("redraw_rate", ["0.05", "1.15"])
+def test_oncall_states_the_plan_figures_pool_plan_prints(redraw_rate: str) -> None:
+    """docs/oncall.md quotes `pool plan` for 30,000 sends/day on 4 hosts x 5 slots of the example inventory, at the
+    default redraw rate and at bench/reuse.py's 1.15: each figure as the tool prints it now, with what it includes."""
+    import json
+
+    from tests.support.cli import run_cli
+
+    result = run_cli("--inventory", str(ROOT / "inventory.example.yml"), "pool", "plan", "--sends-per-day", "30000",
+                     "--hosts", "4", "--slots", "5", "--redraw-rate", redraw_rate, "--format", "json",
+                     env={"AWS_EC2_METADATA_DISABLED": "true"})  # no credentials: the quota line says unknown
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    cost = plan["cost_usd_per_month"]
+    stated = (f"{plan['eips_needed']} EIPs, {plan['eip_calls_per_day']:,.0f} calls/day, ${cost['total']:,.2f}/month"
+              f"{',' if redraw_rate == '0.05' else ' for the same pool,'} of which public IPv4 is ${cost['ipv4']:,.2f}"
+              f" and remaps {'the same ' if redraw_rate != '0.05' else ''}${cost['remaps']:,.2f}")
+    page = re.sub(r"\s+", " ", (ROOT / "docs" / "oncall.md").read_text())
+    assert stated in page

@@ -24,10 +24,24 @@ def render_table(reports: list[DomainReport], fail_on: str = "error") -> str:
             if item.evidence:
                 lines.append(printable(f"  {'':<7} {'':<22} evidence: {item.evidence}"))
             lines.append(f"  {'':<7} {'':<22} fix: {item.remediation}")
-        skipped = [f"{c.name} ({c.note})" if c.note else c.name for c in report.checks if c.status == "skip"]
-        if skipped:
-            lines.append(printable("  skipped: " + "; ".join(skipped)))
+        if any(c.status == "skip" for c in report.checks):
+            lines.append(printable("  skipped: " + _skipped(report)))
     totals = summary(reports)
     waived = f", {totals['waived']} waived" if totals["waived"] else ""
     lines.append(f"{totals['domains']} domain(s), {totals['errors']} error(s), {totals['warnings']} warning(s){waived}")
     return "\n".join(lines)
+
+
+def _skipped(report: DomainReport) -> str:
+    """The skipped checks grouped by reason, each reason said once per domain: `every check` when all share it,
+    and no reason in brackets when a finding's message already gives it (audit.no_data)."""
+    by_note: dict[str, list[str]] = {}
+    for check in report.checks:
+        if check.status == "skip":
+            by_note.setdefault(check.note, []).append(check.name)
+    parts = []
+    for note, names in by_note.items():
+        said = not note or any(note in f.message for f in report.findings)
+        which = "every check" if len(names) == len(report.checks) else ", ".join(names)
+        parts.append(which if said else f"{which} ({note})")
+    return "; ".join(parts)

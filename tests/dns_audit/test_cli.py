@@ -31,7 +31,7 @@ def test_error_findings_exit_1(sendhost_dns: Run) -> None:
     result = sendhost_dns("clean.test", "spf-plusall.test", *COMMON)
     assert result.returncode == 1, result.stderr
     assert "spf.permissive_all" in result.stdout
-    assert "error: 1 finding(s) at or above error in 2 domain(s)" in result.stderr
+    assert "error: 1 finding(s) at or above error in 1 of 2 domain(s) audited" in result.stderr
 
 
 def test_warnings_exit_0_unless_fail_on_warning(sendhost_dns: Run) -> None:
@@ -249,12 +249,19 @@ def test_an_unreachable_pool_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
     assert "--ip" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_sarif_of_a_zone_file_audit_points_at_the_zone_file_for_an_absent_record(nsd: NsdServer,
-                                                                                 tmp_path: Path) -> None:
-    zones = zone_dir_from(nsd, tmp_path, ["dmarc-missing.test"])
-    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--selector", z.SELECTOR, "--format", "sarif",
-                     env={"GITHUB_WORKSPACE": str(tmp_path)})
-    [found] = [r for r in json.loads(result.stdout)["runs"][0]["results"] if r["ruleId"] == "dmarc.missing"]
-    location = found["locations"][0]["physicalLocation"]
-    assert location["artifactLocation"]["uri"] == "zones/dmarc-missing.test.zone"
-    assert "SOA" in (zones / "dmarc-missing.test.zone").read_text().splitlines()[location["region"]["startLine"] - 1]
+def test_a_zone_line_is_the_findings_own_record_and_none_for_an_absent_one(nsd: NsdServer,
+                                                                           tmp_path: Path) -> None:
+    zones = zone_dir_from(nsd, tmp_path, ["dmarc-missing.test", "dkim-short.test"])
+    result = run_cli("dns", "audit", "--zone-dir", str(zones), "--format", "json", "--fail-on", "warning")
+    found = {(d["domain"], f["code"]): f["location"] for d in json.loads(result.stdout)["domains"]
+             for f in d["findings"]}
+    # no selector and no DMARC record: no line of the file is their record (not the SOA, not the SPF line)
+    assert found[("dkim-short.test", "dkim.no_selector")] is None
+    assert found[("dmarc-missing.test", "dmarc.missing")] is None
+    with_selector = run_cli("dns", "audit", "dkim-short.test", "--zone-dir", str(zones), "--selector", z.SELECTOR,
+                            "--format", "sarif", env={"GITHUB_WORKSPACE": str(tmp_path)})
+    [short] = [r for r in json.loads(with_selector.stdout)["runs"][0]["results"] if r["ruleId"] == "dkim.short_key"]
+    location = short["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "zones/dkim-short.test.zone"
+    line = (zones / "dkim-short.test.zone").read_text().splitlines()[location["region"]["startLine"] - 1]
+    assert line.startswith(f"{z.SELECTOR}._domainkey IN TXT"), line

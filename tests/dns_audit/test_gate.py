@@ -84,12 +84,28 @@ def test_an_unknown_waiver_code_is_exit_2(tmp_path: Path) -> None:
 
 # --- an audit says what it looked at ---------------------------------------------------------------------------
 
-def test_a_domain_without_a_zone_file_is_exit_2(nsd: NsdServer, tmp_path: Path) -> None:
+def test_a_domain_without_a_zone_file_is_exit_2_with_a_whole_report_on_stdout(nsd: NsdServer,
+                                                                               tmp_path: Path) -> None:
     zones = zone_dir_from(nsd, tmp_path, ["clean.test"])
-    result = run_cli("dns", "audit", "nothere.com", "--zone-dir", str(zones))
+    result = run_cli("dns", "audit", "nothere.com", "--zone-dir", str(zones), "--format", "sarif")
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: no data for nothere.com in the zone files in {zones}")
-    assert result.stdout == ""
+    # a CI step uploads this file: it must be SARIF holding the finding, not empty
+    [run] = json.loads(result.stdout)["runs"]
+    assert [(r["ruleId"], r["level"]) for r in run["results"]] == [("audit.no_data", "error")]
+    assert "nothere.com" in run["results"][0]["message"]["text"]
+    table = run_cli("dns", "audit", "nothere.com", "--zone-dir", str(zones))
+    assert table.returncode == 2
+    assert "nothere.com  [FAIL audit]" in table.stdout and "audit.no_data" in table.stdout
+
+
+def test_the_reason_a_domain_has_no_data_is_said_once(nsd: NsdServer, tmp_path: Path) -> None:
+    zones = zone_dir_from(nsd, tmp_path, ["clean.test", "shared.test"])
+    result = run_cli("dns", "audit", "clean.test", "nothere.com", "--zone-dir", str(zones), "--selector", z.SELECTOR)
+    assert result.returncode == 1, result.stderr
+    block = result.stdout.split("nothere.com  [FAIL audit]", 1)[1]
+    assert block.count(f"no data for nothere.com in the zone files in {zones}") == 1, block
+    assert "  skipped: every check\n" in block
 
 
 def test_inside_a_larger_run_a_domain_without_data_has_every_check_skipped(nsd: NsdServer, tmp_path: Path) -> None:
