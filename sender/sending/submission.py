@@ -176,6 +176,19 @@ def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip:
     return session.hand_over(message)
 
 
+# The password mechanisms we speak, best first: PLAIN sends the credentials in one command, LOGIN in three. Both
+# are plain text inside the TLS session every submission has by then.
+PASSWORD_MECHANISMS = ("PLAIN", "LOGIN")
+
+
+def password_mechanism(offered: str) -> str | None:
+    """The one mechanism to log in with, from the server's EHLO AUTH line (`offered`); None when it offers none we
+    speak. One, never a list to walk: a refusal under one mechanism is the same refusal under the next, and each
+    try counts as a failed login at the provider (which locks accounts)."""
+    names = {name.upper() for name in offered.split()}
+    return next((name for name in PASSWORD_MECHANISMS if name in names), None)
+
+
 def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None:
     if server.credential.auth == "xoauth2":
         initial = f"user={server.username}\x01auth=Bearer {secret}\x01\x01"
@@ -185,4 +198,15 @@ def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None
         if code != 235:
             raise smtplib.SMTPAuthenticationError(code, reply)
         return
-    client.login(server.username, secret)
+    # Not smtplib's login(): after a 535 it tries the next mechanism the server offers in the same session, so a
+    # wrong password costs two failed logins per session.
+    client.ehlo_or_helo_if_needed()  # implicit TLS (465) has not said EHLO yet
+    offered = client.esmtp_features.get("auth", "") if client.has_extn("auth") else ""
+    mechanism = password_mechanism(offered)
+    if mechanism is None:
+        raise smtplib.SMTPNotSupportedError(
+            f"{server.host} offers no password mechanism we speak (AUTH {offered or 'not offered'}; "
+            f"we speak {', '.join(PASSWORD_MECHANISMS)})")
+    client.user, client.password = server.username, secret
+    authobject = client.auth_plain if mechanism == "PLAIN" else client.auth_login
+    client.auth(mechanism, authobject)
