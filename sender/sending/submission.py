@@ -201,12 +201,13 @@ def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None
     # Not smtplib's login(): after a 535 it tries the next mechanism the server offers in the same session, so a
     # wrong password costs two failed logins per session.
     client.ehlo_or_helo_if_needed()  # implicit TLS (465) has not said EHLO yet
-    offered = client.esmtp_features.get("auth", "") if client.has_extn("auth") else ""
+    if not client.has_extn("auth"):
+        raise smtplib.SMTPNotSupportedError("SMTP AUTH extension not supported by server.")  # smtplib's words
+    offered = client.esmtp_features["auth"]
     mechanism = password_mechanism(offered)
     if mechanism is None:
-        raise smtplib.SMTPNotSupportedError(
-            f"{server.host} offers no password mechanism we speak (AUTH {offered or 'not offered'}; "
-            f"we speak {', '.join(PASSWORD_MECHANISMS)})")
+        raise smtplib.SMTPNotSupportedError(f"{server.host} offers no password mechanism we speak (AUTH {offered}; "
+                                            f"we speak {', '.join(PASSWORD_MECHANISMS)})")
     client.user, client.password = server.username, secret
     authobject = client.auth_plain if mechanism == "PLAIN" else client.auth_login
     client.auth(mechanism, authobject)
