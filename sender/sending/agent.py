@@ -194,7 +194,7 @@ class Agent:
                 build_message(mailbox=mailbox.address, to=row.recipient, subject=content.headers, text=content.body,
                               message_id=message_id, unsubscribe=url))
             self._checkpoint("submitted")
-            report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id)
+            report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id, lease)
             if result.kind is ResultKind.ACCEPTED:
                 confirm = reserved
             return report
@@ -254,8 +254,12 @@ class Agent:
         return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s")
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: Mailbox,
-                source_ip: str | None, result: Result, message_id: str | None = None) -> Report:
+                source_ip: str | None, result: Result, message_id: str | None = None,
+                lease: Lease | None = None) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
+        if outcome.retire_source and lease is not None:
+            # Before the row goes back: its next claim must not lease the blamed address again.
+            self.pool.retire_blamed(lease)
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sender.ledger.store import Settle
 from sender.sending.submission import Result, ResultKind, Stage
 from warmup import FailureClass, SmtpStage, classify
+from warmup.failures import blames_connecting_ip, refuses_send_as
 
 # The submission's stages as warmup.classify knows them (the TLS handshake belongs to the greeting's exchange).
 _CLASSIFY_STAGE = {
@@ -26,6 +27,9 @@ class Disposition:
     keep_reservation: bool  # True: neither confirm nor cancel (unknown outcome: the slot stays used)
     delay_s: float
     detail: str
+    # The refusal blames the address we connected from: retire the lease's address (slot rotates, address denied)
+    # and send the row again from another one; the mailbox is not at fault and is not cooled down.
+    retire_source: bool = False
 
 
 def decide(result: Result, retry_delay_s: float) -> Disposition:
@@ -36,6 +40,12 @@ def decide(result: Result, retry_delay_s: float) -> Disposition:
     if result.kind is ResultKind.CERTIFICATE:
         # The mailbox's server setting is wrong, not the lead: disconnect the mailbox, reroute the row.
         return Disposition(Settle.REROUTE, FailureClass.ACCOUNT_AUTH, False, REROUTE_DELAY_S, detail)
+    if result.kind is ResultKind.REJECTED and blames_connecting_ip(result.code, result.text):
+        # Before any class: Exchange's "banned sending IP" is a 5.7.x (content), a Spamhaus listing a block list.
+        # The reservation is cancelled as never attempted (no failure class): the slot freed, no breaker count.
+        return Disposition(Settle.REROUTE, None, False, REROUTE_DELAY_S,
+                           detail + "; the connecting address is blamed: retired, the row goes from another",
+                           retire_source=True)
     # No reply before the end of DATA is transient (nothing was handed over); after it, unknown.
     failure = classify(result.code, None, result.text, stage=_CLASSIFY_STAGE[result.stage])
     if failure is FailureClass.UNKNOWN:
@@ -44,6 +54,10 @@ def decide(result: Result, retry_delay_s: float) -> Disposition:
     if failure in (FailureClass.ACCOUNT_QUOTA, FailureClass.RATE_LIMITED):
         return Disposition(Settle.REROUTE, failure, False, THROTTLED_DELAY_S, detail)
     if failure is FailureClass.ACCOUNT_AUTH:
+        if refuses_send_as(result.text):
+            # The login is fine; the From is not its to use. Say which fix, or a person hunts a password.
+            detail += ("; the login may not send as the From (the mailbox's address): grant it Send As on that "
+                       "address, or make smtp.username the mailbox's own address")
         return Disposition(Settle.REROUTE, failure, False, REROUTE_DELAY_S, detail)
     if failure is FailureClass.RECIPIENT:
         # A permanent refusal of the address is a hard bounce of the mailbox, as the same refusal in a DSN would be;

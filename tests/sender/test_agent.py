@@ -245,3 +245,56 @@ def test_run_once_exits_1_when_the_server_offers_no_auth(tmp_path: Path, databas
     assert error.startswith("error: 1 send(s) could not reach or log in to their submission server; first, via "
                             "box0@sender.example: no_reply at auth: SMTPNotSupportedError: SMTP AUTH extension not "
                             "supported by server."), error
+
+
+# Exchange Online's reply for a banned sending IP, as its NDR reference quotes it (5.7.606-649), and a
+# Spamhaus-listed client IP as Postfix's reject_rbl_client words it.
+BANNED_IP = ("550 5.7.606 Access denied, banned sending IP [{ip}]. To request removal from this list please visit "
+             "https://sender.office.com/ and follow the directions.")
+SPAMHAUS = "554 5.7.1 Service unavailable; Client host [{ip}] blocked using zen.spamhaus.org"
+
+
+def test_a_refusal_blaming_the_connecting_ip_retires_it_and_the_row_goes_from_another(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> None:
+    """Every slot address but one is refused for its own sake: each refused address is retired at its first refusal
+    (never leased again, denied for 7 days), and each row goes out once, from the address nobody blames, without
+    the mailbox being cooled down (the rows would wait hours then)."""
+    import time
+
+    import redis
+
+    from ippool import Pool
+    from ippool.denylist import Denylist
+
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    public = {address: f"198.51.100.{10 + n}" for n, address in enumerate(SLOTS)}
+    for slot, address in enumerate(SLOTS):
+        Pool(client).put_address(HOST, slot, private_ip=address, public_ip=public[address])
+    clean = SLOTS[5]
+    for n, address in enumerate(SLOTS):
+        if address != clean:
+            submission.recorder.refuse_peers[address] = (BANNED_IP if n % 2 else SPAMHAUS).format(ip=public[address])
+    submission.recorder.refuse_peers[PRIMARY] = BANNED_IP.format(ip=PRIMARY)  # a fallback would be refused too
+    world.enqueue(3)
+    agent, factory = world.agent()
+    reports = agent.run(factory, 1, once=True, stop=threading.Event())
+    submission.recorder.wait_until_idle()
+
+    received = submission.recorder.snapshot()
+    assert sorted(r.rcpt for r in received) == [f"lead{n}@rcpt.example" for n in range(3)]
+    assert {r.peer for r in received} == {clean}
+    refused_peers = [peer for peer, _ in submission.recorder.refused]
+    assert refused_peers and len(refused_peers) == len(set(refused_peers))  # each blamed address leased once only
+    assert PRIMARY not in refused_peers
+    denylist = Denylist(client, time.time)
+    assert all(denylist.listed(public[peer]) for peer in refused_peers)
+    assert not denylist.listed(public[clean])
+    (status,) = Pool(client).status(HOST)
+    states = {s.private_ip: s.state for s in status.slots}
+    assert all(states[peer] is not SlotState.ACTIVE for peer in refused_peers)
+    assert states[clean] is SlotState.ACTIVE
+    assert sorted(r.kind for r in reports) == ["rerouted"] * len(refused_peers) + ["sent"] * 3
+    with world.ledger() as ledger:
+        assert ledger.counts()["sent"] == 3
+    client.close()

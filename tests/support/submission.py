@@ -55,6 +55,10 @@ class Recorder:
     # every password login tried, in order: (client's address and port: one per session, mechanism, login,
     # succeeded): how a test counts failed logins per session
     logins: list[tuple[tuple[str, int], str, str, bool]] = field(default_factory=list)
+    # a reply at RCPT for every session from one of these client addresses (a server blaming the connecting IP),
+    # and each (client address, recipient) it was given to
+    refuse_peers: dict[str, str] = field(default_factory=dict)
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
     def authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> AuthResult:
         if not isinstance(auth_data, LoginPassword):
@@ -80,6 +84,11 @@ class Recorder:
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
                           rcpt_options: list[str]) -> str:
+        blamed = self.refuse_peers.get(session.peer[0])
+        if blamed is not None:
+            with self.lock:
+                self.refused.append((session.peer[0], address.lower()))
+            return blamed
         scripted = self.script.get(address.lower())
         if scripted is not None and scripted.stage == "rcpt":
             return scripted.reply
