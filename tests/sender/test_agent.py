@@ -265,6 +265,7 @@ def test_a_refusal_blaming_the_connecting_ip_retires_it_and_the_row_goes_from_an
 
     from ippool import Pool
     from ippool.denylist import Denylist
+    from warmup import Guard
 
     world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
@@ -297,4 +298,9 @@ def test_a_refusal_blaming_the_connecting_ip_retires_it_and_the_row_goes_from_an
     assert sorted(r.kind for r in reports) == ["rerouted"] * len(refused_peers) + ["sent"] * 3
     with world.ledger() as ledger:
         assert ledger.counts()["sent"] == 3
+        rows = [ledger.show(f"L{n}", 1) for n in range(3)]
+    assert all(row is not None and row.row["attempts"] == 1 for row in rows)  # a blamed address costs no attempt
+    with Guard.from_url(redis_url) as guard:
+        (mailbox,) = guard.status([world.mailboxes[0]])
+    assert (mailbox.state, mailbox.reserved) == ("ready", 3)  # not cooled down; only the three sends count
     client.close()
