@@ -22,7 +22,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ippool.errors import PoolConfigError, PoolOperationFailed
 from ippool.keys import HostKeys
 from ippool.lease import NO_SLOT, REDIS_ERROR, UNKNOWN_HOST, FallbackMeter, Lease
 from ippool.scripts import PoolScripts
@@ -185,33 +184,28 @@ class Pool:
         return self.slots.status(host, now)
 
     def retire_blamed(self, lease: Lease) -> bool:
-        """A receiving server refused the send because of `lease`'s address (its reputation, a block list): stop
-        new leases on its slot now (it rotates when its live leases end) and deny the address for 7 days, as
-        `sendhost pool retire` does. False when there is nothing to retire: a fallback lease (the host's primary
-        address is not the pool's), or a slot that already holds another address than the one leased (the
-        generation moved on: retiring it would burn an innocent address). Never raises: Redis trouble is logged,
-        and the next refusal from the same address tries again."""
-        from ippool.denylist import Denylist  # late: only a blamed send needs them
-        from ippool.records import PoolRecords
+        """A receiving server refused the send because of `lease`'s address (its reputation, a block list): use up
+        its slot's budget now (spend.lua, one FCALL the sender's ACL user may run), so the address takes no new
+        lease and goes the way of every spent slot: reaped, rotated, parked, released and then denied for 7 days
+        (the reaper's denylist; the rotator draws neither a parked nor a denied address). False when nothing was
+        spent: a fallback lease (the host's primary address is not the pool's), a slot that already holds another
+        address than the one leased (spending it would burn an innocent address), or one spent already. Never
+        raises: Redis trouble is logged, and the next refusal from the same address tries again."""
+        import redis  # late: only a blamed send needs it
 
         if lease.fallback or lease.slot is None:
             log.warning("ippool: a receiving server blamed %s's primary address %s, which is not the pool's to "
                         "retire: check its reputation", lease.host, lease.source_ip)
             return False
-        clock = self._clock or time.time
+        keys = self._keys(lease.host)
         try:
-            (state,) = self.slots.status(lease.host)
-            slot = next(s for s in state.slots if s.slot == lease.slot)
-            if slot.generation != lease.generation:
-                return False
-            self.slots.retire(lease.host, lease.slot)
-            if lease.public_ip:
-                Denylist(self._client, clock).add(lease.host, lease.public_ip)
-            PoolRecords(self._client, clock).count(lease.host, "retired")
-        except (PoolOperationFailed, PoolConfigError) as exc:
+            spent = int(self._scripts.spend(keys=[keys.slot(lease.slot), keys.used(lease.slot)],
+                                            args=[lease.generation if lease.generation is not None else ""]))
+        except redis.RedisError as exc:
             log.warning("ippool: could not retire %s slot %s (%s), blamed by a receiving server: %s", lease.host,
                         lease.slot, lease.public_ip, exc)
             return False
-        log.warning("ippool: retired %s slot %s (%s): a receiving server blamed the address", lease.host,
-                    lease.slot, lease.public_ip or lease.source_ip)
-        return True
+        if spent:
+            log.warning("ippool: retired %s slot %s (%s): a receiving server blamed the address; it rotates when "
+                        "its live leases end", lease.host, lease.slot, lease.public_ip or lease.source_ip)
+        return bool(spent)
