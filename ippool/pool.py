@@ -187,10 +187,12 @@ class Pool:
         """A receiving server refused the send because of `lease`'s address (its reputation, a block list): use up
         its slot's budget now (spend.lua, one FCALL the sender's ACL user may run), so the address takes no new
         lease and goes the way of every spent slot: reaped, rotated, parked, released and then denied for 7 days
-        (the reaper's denylist; the rotator draws neither a parked nor a denied address). False when nothing was
-        spent: a fallback lease (the host's primary address is not the pool's), a slot that already holds another
-        address than the one leased (spending it would burn an innocent address), or one spent already. Never
-        raises: Redis trouble is logged, and the next refusal from the same address tries again."""
+        (the reaper's denylist; the rotator draws neither a parked nor a denied address). A slot that holds
+        another address by now (rotated since the lease) is spared: that one is innocent.
+
+        True when the leased address takes no new lease now (spent by this call, or before it, or rotated out);
+        False when it may: a fallback lease (the host's primary address is not the pool's to retire), or Redis
+        trouble (logged). Never raises."""
         import redis  # late: only a blamed send needs it
 
         if lease.fallback or lease.slot is None:
@@ -208,4 +210,4 @@ class Pool:
         if spent:
             log.warning("ippool: retired %s slot %s (%s): a receiving server blamed the address; it rotates when "
                         "its live leases end", lease.host, lease.slot, lease.public_ip or lease.source_ip)
-        return bool(spent)
+        return True

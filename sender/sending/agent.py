@@ -31,7 +31,7 @@ from sender.sending.compose import compose
 from sender.sending.counters import rebuild
 from sender.sending.guard_settings import GuardSettings
 from sender.sending.message import build_message, message_id_for, unsubscribe_url
-from sender.sending.outcomes import decide
+from sender.sending.outcomes import blamed_but_kept, decide
 from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession, open_session
 from sender.sending.tokens import make_token
 from sender.sending.windows import Windows
@@ -257,9 +257,10 @@ class Agent:
                 source_ip: str | None, result: Result, message_id: str | None = None,
                 lease: Lease | None = None) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
-        if outcome.retire_source and lease is not None:
-            # Before the row goes back: its next claim must not lease the blamed address again.
-            self.pool.retire_blamed(lease)
+        # Before the row goes back: its next claim must not lease the blamed address again. When that cannot be
+        # (the host's primary address, Redis down) it waits as a retry does, or it would go straight back to it.
+        if outcome.retire_source and (lease is None or not self.pool.retire_blamed(lease)):
+            outcome = blamed_but_kept(result, self.settings.retry_delay_s)
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")

@@ -252,7 +252,8 @@ def test_a_blamed_address_is_spent_at_once_and_leased_no_more(pool: Pool) -> Non
     slot = pool.slots.slot_status("sender-1", blamed.slot)
     assert (slot.used, slot.state) == (slot.budget, "ready")
     assert {pool.lease("sender-1").slot for _ in range(5)} == {1 - blamed.slot}
-    assert pool.retire_blamed(blamed) is False  # spent already: nothing more to do
+    assert pool.retire_blamed(blamed) is True  # spent already (another worker's blame): out of service all the same
+    assert pool.slots.slot_status("sender-1", blamed.slot).used == slot.budget
 
 
 def test_a_blamed_address_that_was_rotated_out_meanwhile_spares_the_new_one(pool: Pool) -> None:
@@ -261,7 +262,7 @@ def test_a_blamed_address_that_was_rotated_out_meanwhile_spares_the_new_one(pool
     lease = pool.lease("sender-1")
     lease.release()
     pool.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="203.0.113.99")  # generation + 1
-    assert pool.retire_blamed(lease) is False
+    assert pool.retire_blamed(lease) is True  # the blamed address is out of service already
     slot = pool.slots.slot_status("sender-1", 0)
     assert (slot.public_ip, slot.used, slot.state) == ("203.0.113.99", 0, "active")
 

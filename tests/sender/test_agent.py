@@ -301,3 +301,37 @@ def test_a_refusal_blaming_the_connecting_ip_retires_it_and_the_row_goes_from_an
         (mailbox,) = guard.status([world.mailboxes[0]])
     assert (mailbox.state, mailbox.reserved) == ("ready", 3)  # not cooled down; only the three sends count
     client.close()
+
+
+def test_a_blamed_primary_address_waits_as_a_retry_instead_of_coming_straight_back(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> None:
+    """Every slot spent, the send falls back to the host's primary address, which the server blames: the pool cannot
+    retire it, so the row waits as a retry (30 minutes) rather than being rerouted at once to the same address, and
+    the mailbox is not cooled down."""
+    from datetime import UTC, datetime, timedelta
+
+    import redis
+
+    from ippool import Pool
+    from warmup import Guard
+
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    for slot, address in enumerate(SLOTS):
+        Pool(client).put_address(HOST, slot, private_ip=address, spent=True)
+    client.close()
+    submission.recorder.refuse_peers[PRIMARY] = SPAMHAUS.format(ip=PRIMARY)
+    world.enqueue(1)
+    agent, factory = world.agent()
+    (report,) = agent.run(factory, 1, once=True, stop=threading.Event())
+    submission.recorder.wait_until_idle()
+    assert [peer for peer, _ in submission.recorder.refused] == [PRIMARY]  # once, not again at once
+    assert (report.kind, report.source_ip) == ("retry", PRIMARY)
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+    assert shown is not None and shown.row["status"] == "retry"
+    assert shown.row["not_before"] > datetime.now(UTC) + timedelta(minutes=29)
+    assert "could not be retired" in (shown.row["last_error"] or "")
+    with Guard.from_url(redis_url) as guard:
+        (mailbox,) = guard.status([world.mailboxes[0]])
+    assert (mailbox.state, mailbox.reserved) == ("ready", 0)
