@@ -182,3 +182,32 @@ class Pool:
     def status(self, host: str | None = None, now: float | None = None) -> list[HostStatus]:
         """State of one host or of every host: see `SlotStore.status`."""
         return self.slots.status(host, now)
+
+    def retire_blamed(self, lease: Lease) -> bool:
+        """A receiving server refused the send because of `lease`'s address (its reputation, a block list): use up
+        its slot's budget now (spend.lua, one FCALL the sender's ACL user may run), so the address takes no new
+        lease and goes the way of every spent slot: reaped, rotated, parked, released and then denied for 7 days
+        (the reaper's denylist; the rotator draws neither a parked nor a denied address). A slot that holds
+        another address by now (rotated since the lease) is spared: that one is innocent.
+
+        True when the leased address takes no new lease now (spent by this call, or before it, or rotated out);
+        False when it may: a fallback lease (the host's primary address is not the pool's to retire), or Redis
+        trouble (logged). Never raises."""
+        import redis  # late: only a blamed send needs it
+
+        if lease.fallback or lease.slot is None:
+            log.warning("ippool: a receiving server blamed %s's primary address %s, which is not the pool's to "
+                        "retire: check its reputation", lease.host, lease.source_ip)
+            return False
+        keys = self._keys(lease.host)
+        try:
+            spent = int(self._scripts.spend(keys=[keys.slot(lease.slot), keys.used(lease.slot)],
+                                            args=[lease.generation if lease.generation is not None else ""]))
+        except redis.RedisError as exc:
+            log.warning("ippool: could not retire %s slot %s (%s), blamed by a receiving server: %s", lease.host,
+                        lease.slot, lease.public_ip, exc)
+            return False
+        if spent:
+            log.warning("ippool: retired %s slot %s (%s): a receiving server blamed the address; it rotates when "
+                        "its live leases end", lease.host, lease.slot, lease.public_ip or lease.source_ip)
+        return True

@@ -20,10 +20,10 @@ LIVE = ("ippool", "_live")
 PLACE = ("ippool", "_place")
 USED = ("ippool", "_used")
 PRELUDES = {"lease": (CLOCK, USED), "renew": (CLOCK,), "reap": (CLOCK, LIVE), "retire": (CLOCK, LIVE),
-            "put_address": (PLACE,), "publish": (PLACE,)}
+            "put_address": (PLACE,), "publish": (PLACE,), "spend": (USED,)}
 # A lease's release is no script: it is a plain ZREM of the lease's member (see lease.lua).
 NAMES = ("lease", "renew", "reap", "put_address", "publish", "mark_rotating", "abort_rotation", "retire",
-         "force_ready")
+         "force_ready", "spend")
 
 
 def script_text(name: str) -> str:
@@ -44,6 +44,7 @@ class PoolScripts:
     abort_rotation: LuaFunction
     retire: LuaFunction
     force_ready: LuaFunction
+    spend: LuaFunction
 
     @classmethod
     def register(cls, client: Any) -> PoolScripts:

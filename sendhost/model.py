@@ -143,6 +143,11 @@ class Submission:
     username: str
     credential: Credential
     ca_file: str | None = None
+    # The provider (a key of sendhost.providers.PROVIDER_PRESETS) and its documented sending limits, which bound
+    # the warm-up's: at most `daily_limit` sends a day (None: no bound), at least `min_gap_s` between two.
+    provider: str | None = None
+    daily_limit: int | None = None
+    min_gap_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from sendhost.model import (
     SenderHost,
     Submission,
 )
+from sendhost.providers import PROVIDER_PRESETS, PROVIDERS
 from toolkit.inventory_schema import Checker
 from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
@@ -392,13 +393,22 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
             check.fail(node, "password", f"{where}.smtp.password", "never put a password in the inventory; use "
                        "password_file (a 0600 file) or password_env")
         check.known_keys(node, SMTP_KEYS, f"{where}.smtp")
-        security = check.choice(node, "security", f"{where}.smtp.security", SMTP_SECURITY, default="starttls")
-        host = check.string(node, "host", f"{where}.smtp.host")
+        preset = None
+        if "provider" in node:
+            preset = PROVIDER_PRESETS[check.choice(node, "provider", f"{where}.smtp.provider", PROVIDERS)]
+        security = check.choice(node, "security", f"{where}.smtp.security", SMTP_SECURITY,
+                                default=preset.smtp_security if preset else "starttls")
+        host = check.string(node, "host", f"{where}.smtp.host", **({"default": preset.smtp_host} if preset else {}))
         if security == "none" and not host.startswith(LOOPBACK_HOSTS):
             check.fail(node, "security", f"{where}.smtp.security",
                        f"security: none sends the password in clear; allowed only for a loopback host, not {host!r}")
-        port = check.integer(node, "port", f"{where}.smtp.port", default=SMTP_PORT[security], minimum=1,
-                             maximum=65535)
+        port = check.integer(node, "port", f"{where}.smtp.port",
+                             default=preset.smtp_port if preset and security == preset.smtp_security
+                             else SMTP_PORT[security], minimum=1, maximum=65535)
+        limit = (check.integer(node, "daily_limit", f"{where}.smtp.daily_limit", minimum=1) if "daily_limit" in node
+                 else preset.daily_limit if preset else None)
+        floor = check.number(node, "min_gap_s", f"{where}.smtp.min_gap_s",
+                             default=preset.min_gap_s if preset else 0.0, minimum=0.0)
         password_file = check.string(node, "password_file", f"{where}.smtp.password_file", default="") or None
         password_env = check.secret_env(node, "password_env", f"{where}.smtp.password_env")
         if "auth" in node:
@@ -415,7 +425,8 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
                                 token_file=token_file, oauth=oauth)
         smtp = Submission(host=host, port=port, security=security,
                           username=check.string(node, "username", f"{where}.smtp.username"), credential=credential,
-                          ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None)
+                          ca_file=check.string(node, "ca_file", f"{where}.smtp.ca_file", default="") or None,
+                          provider=preset.name if preset else None, daily_limit=limit, min_gap_s=floor)
     imap = _mailbox_imap(check, where, entry, address, smtp)
     return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "imap": imap}
 
@@ -518,7 +529,8 @@ def _imap_settings(check: Checker, node: LineDict, where: str, smtp: Submission 
         smtp.username if smtp is not None else "")
     if not username:
         check.fail(node, "host", f"{where}.imap", "name username (there is no smtp username to default to)")
-    host = check.string(node, "host", f"{where}.imap.host")
+    preset = PROVIDER_PRESETS.get(smtp.provider) if smtp is not None and smtp.provider else None
+    host = check.string(node, "host", f"{where}.imap.host", **({"default": preset.imap_host} if preset else {}))
     return ImapSettings(host=host, port=port, security=security, username=username, credential=credential,
                         ca_file=check.string(node, "ca_file", f"{where}.imap.ca_file", default="") or (
                             smtp.ca_file if smtp is not None else None),

@@ -131,15 +131,15 @@ def _re(pattern: str) -> re.Pattern[str]:
 SENDING_QUOTA = _re(
     r"submissionquotaexceeded|outboundspamexception|storedrv\.submission\.exception:quotaexceeded|"
     r"sending (?:limit|quota)|(?:daily|hourly) (?:user )?(?:sending )?(?:limit|quota) exceeded|"
-    r"message count quota exceeded|mail limit has been reached|"
+    r"message count quota exceeded|mail limit has been reached|reached your daily limit for message recipients|"
     r"number (?:of )?(?:messages|recipients) per (?:hour|day) exceeded|"
     r"(?:versand|sende)-?limit|送信(?:数|量)?の?(?:上限|制限)"
 )
 # A rate limit on the sender: Gmail, Microsoft, Yahoo's [TS..] codes, Tencent, IONOS, Orange (French), German hosts.
 RATE_LIMIT = _re(
-    r"unusual rate|rate[ -]?limit|too many (?:messages|connections|login attempts|concurrent|recipients)|"
+    r"unusual rate|rate[ -]?limit|too many (?:messages|connections|concurrent|recipients)|submission rate|"
     r"\[TS[S0-9]\d*\]|deferred due to (?:unexpected volume|user complaints)|sender thread limit|"
-    r"concurrent connection limit|(?:connection|ip) frequency limit|trop de connexions|"
+    r"concurrent connections? limit|(?:connection|ip) frequency limit|trop de connexions|"
     r"zu viele (?:verbindungen|nachrichten|e-?mails)"
 )
 # Providers that name a rate limit by a published code rather than in words. Spectrum (Charter) answers mail into
@@ -148,13 +148,21 @@ RATE_LIMIT = _re(
 # recipients in one message, 1580 too many recipients in a short time; its other codes name blocks and policies.
 _SPECTRUM_CODE = _re(r"\bAUP#(?:In?|O(?:ut)?)-?(\d{4})\b")
 SPECTRUM_RATE_CODES = frozenset(range(1300, 1491)) | {1540, 1550, 1580}
+# The provider stopped taking logins from the account for a while (Gmail's `454 4.7.0 Too many login attempts`):
+# whatever code it carries, another login only extends the lock, so the account is stopped, not cooled down.
+LOGINS_LOCKED = _re(r"too many (?:failed )?(?:login|authentication|auth) (?:attempts|failures)")
+# Exchange Online stops a mailbox's SMTP AUTH submissions after repeated errors that "won't correct [themselves]
+# without human intervention" (5.2.251 mailbox full, 5.2.252 send as denied, 5.2.253 invalid license, 5.2.254 too
+# many recipients, 5.2.255 invalid recipients: learn.microsoft.com/exchange/mail-flow-best-practices/
+# continuous-error-throttling-smtp-auth-submissions): the account is stopped until a person fixes it.
+CONTINUOUS_ERROR_THROTTLE_CODES = frozenset({f"5.2.{n}" for n in range(251, 256)})
 AUTH_FAILED = _re(
     r"authentication (?:unsuccessful|failed|credentials invalid)|username and password not accepted|"
     r"#auth\d+|invalid credentials|client not authenticated"
 )
 # The account may not send as this From/envelope address: a setting to fix, not a recipient to suppress.
 SENDER_REFUSED = _re(
-    r"sender address rejected|sendasdenied|send as (?:this )?sender|not (?:allowed|permitted) to send as|"
+    r"sender address rejected|send ?as ?denied|send as (?:this )?sender|not (?:allowed|permitted) to send as|"
     r"not owned by|domain of sender address|unrout(?:e)?able sender"
 )
 # The recipient's domain does not exist (NXDOMAIN, a null MX), as opposed to a lookup that failed for now.
@@ -302,6 +310,9 @@ class FailureRule:
 RULES: tuple[FailureRule, ...] = (
     FailureRule("no_reply_before_end_of_data", FailureClass.TRANSIENT, _no_reply_before_end_of_data),
     FailureRule("no_reply_after_end_of_data", FailureClass.UNKNOWN, _no_reply_after_end_of_data),
+    FailureRule("logins_locked", FailureClass.ACCOUNT_AUTH, lambda r: r.says(LOGINS_LOCKED)),
+    FailureRule("continuous_error_throttle", FailureClass.ACCOUNT_AUTH,
+                lambda r: r.enhanced in CONTINUOUS_ERROR_THROTTLE_CODES),
     FailureRule("sending_quota_text", FailureClass.ACCOUNT_QUOTA, lambda r: r.says(SENDING_QUOTA)),
     FailureRule("rate_limit_text", FailureClass.RATE_LIMITED, lambda r: r.says(RATE_LIMIT)),
     FailureRule("provider_rate_code", FailureClass.RATE_LIMITED, _provider_rate_code),
@@ -323,6 +334,42 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("temporary_reply", FailureClass.TRANSIENT, lambda r: r.code is not None and 400 <= r.code < 500),
     FailureRule("permanent_reply", FailureClass.CONTENT, lambda r: r.permanent),
 )
+
+# -- a refusal that blames the connecting IP ----------------------------------------------------------------------
+
+# The submission server refuses the address we connect from (its reputation, a block list naming it), not the
+# mailbox nor the message: the cure is another source address, not a cooled-down mailbox. Exchange Online's
+# 5.7.606-5.7.649 "Access denied, banned sending IP [x.x.x.x]" and 5.7.708 "traffic not accepted from this IP"
+# (learn.microsoft.com/exchange/mail-flow-best-practices/non-delivery-reports-in-exchange-online), Spamhaus-style
+# "Client host [x.x.x.x] blocked using zen.spamhaus.org", Gmail's "[x.x.x.x] ... low reputation of the sending IP
+# address" (support.google.com/a/answer/3726730). Only submission replies are read this way (outcomes.decide):
+# bounces keep their class (a bounce's IP is the relay's, not a lease of ours).
+CONNECTING_IP_CODES = frozenset({f"5.7.{n}" for n in range(606, 650)} | {"5.7.708", "4.7.708"})
+CONNECTING_IP_TEXT = _re(
+    r"banned sending ip|traffic not accepted from this ip|client host \[?[\d.:a-f]+\]? blocked using|"
+    r"reputation of (?:the |your )?(?:sending |connecting )?ip|"
+    r"\bip(?: address)? (?:\[?[\d.]+\]? )?has (?:a )?(?:poor|low|bad) reputation|"
+    r"(?:your|sending|connecting|client) ip(?: address)? (?:\[?[\d.]+\]? )?(?:is |was )?"
+    r"(?:listed|blacklisted|blocklisted)|"
+    r"(?:mail|messages?) (?:sent )?from your ip(?: address)? (?:has been|is|was) blocked"
+)
+
+
+_SEND_AS_CODE = _re(r"(?<![\d.])5\.7\.60(?![\d.])")
+
+
+def refuses_send_as(text: str) -> bool:
+    """Does this refusal say the login may not send as the message's From (Microsoft's SendAsDenied, 5.7.60)?"""
+    return bool(SENDER_REFUSED.search(text or "") or _SEND_AS_CODE.search(text or ""))
+
+
+def blames_connecting_ip(code: int | None, text: str = "", enhanced_code: str | None = None) -> bool:
+    """Does this refusal blame the IP address we connected from (its reputation or a block list naming it)?"""
+    if code is None or not 400 <= code < 600:
+        return False
+    enhanced = (enhanced_code or "").strip() or _enhanced_from_text(text or "")
+    return enhanced in CONNECTING_IP_CODES or bool(CONNECTING_IP_TEXT.search(text or ""))
+
 
 _ENHANCED = r"[245]\.\d{1,3}\.\d{1,3}"
 _ENHANCED_AT_START = re.compile(rf"^\s*#?({_ENHANCED})\b")

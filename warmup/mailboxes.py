@@ -5,6 +5,7 @@ None of this is on the send hot path (that is `warmup.guard`); plain commands an
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import secrets
@@ -57,9 +58,10 @@ class MailboxConfig:
             raise WarmupConfigError(f"gap {mailbox.min_gap_s}s / jitter {mailbox.jitter_s} for {address}: need "
                                     f"gap >= 0 and 0 <= low <= high, e.g. min_gap_s={MIN_GAP_S:g}, "
                                     f"jitter_s=({JITTER_S[0]:g}, {JITTER_S[1]:g})")
+        gap_s, ramp = _within_provider_limits(mailbox, ramp)
         return cls(address=address, group=validate_group(mailbox.group), domain=mailbox.domain.lower(),
                    timezone=validate_timezone(mailbox.timezone), start=mailbox.start,
-                   min_gap_ms=int(mailbox.min_gap_s * 1000), jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp)
+                   min_gap_ms=int(gap_s * 1000), jitter_ms=(int(low * 1000), int(high * 1000)), ramp=ramp)
 
     def to_fields(self) -> dict[str, str | int]:
         return {
@@ -418,3 +420,16 @@ class Mailboxes:
                                                 args=[today.isoformat(), today_count, last_ms])
             restored[address] = (int(count), int(last))
         return restored
+
+
+def _within_provider_limits(mailbox: Mailbox, ramp: Ramp) -> tuple[float, Ramp]:
+    """The gap and ramp the guard holds: the mailbox's own, bounded by its provider's documented sending limits
+    (`smtp.daily_limit`, `smtp.min_gap_s`): a ramp never climbs past what the provider lets the account send."""
+    smtp = mailbox.smtp
+    if smtp is None:
+        return mailbox.min_gap_s, ramp
+    gap_s = max(mailbox.min_gap_s, smtp.min_gap_s)
+    if smtp.daily_limit is not None and ramp.ceiling > smtp.daily_limit:
+        ramp = dataclasses.replace(ramp, ceiling=smtp.daily_limit,
+                                   week_one_cap=min(ramp.week_one_cap, smtp.daily_limit))
+    return gap_s, ramp

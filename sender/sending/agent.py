@@ -33,7 +33,7 @@ from sender.sending.compose import compose
 from sender.sending.counters import rebuild
 from sender.sending.guard_settings import GuardSettings
 from sender.sending.message import build_message, message_id_for, unsubscribe_url
-from sender.sending.outcomes import decide
+from sender.sending.outcomes import blamed_but_kept, decide
 from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession
 from sender.sending.tokens import make_token
 from sender.sending.windows import Windows
@@ -206,7 +206,7 @@ class Agent:
                 build_message(mailbox=mailbox.address, to=row.recipient, subject=content.headers, text=content.body,
                               message_id=message_id, unsubscribe=url, now=now))
             self._checkpoint("submitted")
-            report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id)
+            report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id, lease)
             if result.kind is ResultKind.ACCEPTED:
                 confirm = reserved
             return report
@@ -267,8 +267,13 @@ class Agent:
         return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s")
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: Mailbox,
-                source_ip: str | None, result: Result, message_id: str | None = None) -> Report:
+                source_ip: str | None, result: Result, message_id: str | None = None,
+                lease: Lease | None = None) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
+        # Before the row goes back: its next claim must not lease the blamed address again. When that cannot be
+        # (the host's primary address, Redis down) it waits as a retry does, or it would go straight back to it.
+        if outcome.retire_source and (lease is None or not self.pool.retire_blamed(lease)):
+            outcome = blamed_but_kept(result, self.settings.retry_delay_s)
         if outcome.settle is None:
             self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
             self._checkpoint("recorded")

@@ -8,7 +8,8 @@ What it cannot apply is warned about once per value, naming the mailbox and the 
 - `group`: the mailbox's counters live under its group's hash tag, so the guard keeps the group it was added with;
 - `start`: moved earlier so that today leaves week one, the guard wants a person's `--force`
   (`sendhost warmup add ADDRESS --start DATE --force`); the other keys still apply.
-The ramp (week-one cap, step, ceiling) is not an inventory key: the guard's own stays (`sendhost warmup add`).
+The ramp (week-one cap, step, ceiling) is not an inventory key: the guard's own stays (`sendhost warmup add`), only
+lowered to the provider's documented daily limit (`smtp.daily_limit`, a preset's by default: MailboxConfig.of).
 """
 
 from __future__ import annotations

@@ -176,7 +176,22 @@ def submit(server: Submission, secret: str, message: EmailMessage, *, source_ip:
     return session.hand_over(message)
 
 
+# The password mechanisms we speak, best first: PLAIN sends the credentials in one command, LOGIN in three. Both
+# are plain text inside the TLS session every submission has by then.
+PASSWORD_MECHANISMS = ("PLAIN", "LOGIN")
+
+
+def password_mechanism(offered: str) -> str | None:
+    """The one mechanism to log in with, from the server's EHLO AUTH line (`offered`); None when it offers none we
+    speak. One, never a list to walk: a refusal under one mechanism is the same refusal under the next, and each
+    try counts as a failed login at the provider (which locks accounts)."""
+    names = {name.upper() for name in offered.split()}
+    return next((name for name in PASSWORD_MECHANISMS if name in names), None)
+
+
 def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None:
+    """One login, by one mechanism: a refusal is never followed by another try in the same session."""
+    client.ehlo_or_helo_if_needed()  # implicit TLS (465) has not said EHLO yet
     if server.credential.auth == "xoauth2":  # a static token: XOAUTH2, as it always was
         _bearer(client, Mechanism.XOAUTH2, server.username, secret)
         return
@@ -187,7 +202,22 @@ def _authenticate(client: smtplib.SMTP, server: Submission, secret: str) -> None
             raise smtplib.SMTPNotSupportedError(f"the server offers neither OAUTHBEARER nor XOAUTH2 (AUTH {offered})")
         _bearer(client, mechanism, server.username, secret)
         return
-    client.login(server.username, secret)
+    _password_login(client, server, secret)
+
+
+def _password_login(client: smtplib.SMTP, server: Submission, secret: str) -> None:
+    # Not smtplib's login(): after a 535 it tries the next mechanism the server offers in the same session, so a
+    # wrong password costs two failed logins per session.
+    if not client.has_extn("auth"):
+        raise smtplib.SMTPNotSupportedError("SMTP AUTH extension not supported by server.")  # smtplib's words
+    offered = client.esmtp_features["auth"]
+    mechanism = password_mechanism(offered)
+    if mechanism is None:
+        raise smtplib.SMTPNotSupportedError(f"{server.host} offers no password mechanism we speak (AUTH {offered}; "
+                                            f"we speak {', '.join(PASSWORD_MECHANISMS)})")
+    client.user, client.password = server.username, secret
+    authobject = client.auth_plain if mechanism == "PLAIN" else client.auth_login
+    client.auth(mechanism, authobject)
 
 
 def _bearer(client: smtplib.SMTP, mechanism: Mechanism, username: str, token: str) -> None:

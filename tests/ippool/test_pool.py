@@ -239,3 +239,35 @@ def test_fallbacks_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture
     assert "1 fallback lease(s) on the primary IP (no_slot=1)" in caplog.records[0].getMessage()
     assert "101 fallback lease(s) on the primary IP (no_slot=100, unknown_host=1)" in caplog.records[1].getMessage()
     assert meter.totals == {NO_SLOT: 101, UNKNOWN_HOST: 1}
+
+
+def test_a_blamed_address_is_spent_at_once_and_leased_no_more(pool: Pool) -> None:
+    """retire_blamed (a receiving server blamed the lease's address): its slot's budget is used up in one call, so
+    no new lease lands there (it rotates as any spent slot); the other slots keep leasing."""
+    register(pool, slots=2)
+    blamed = pool.lease("sender-1")
+    assert blamed.slot is not None
+    assert pool.retire_blamed(blamed) is True
+    blamed.release()
+    slot = pool.slots.slot_status("sender-1", blamed.slot)
+    assert (slot.used, slot.state) == (slot.budget, "ready")
+    assert {pool.lease("sender-1").slot for _ in range(5)} == {1 - blamed.slot}
+    assert pool.retire_blamed(blamed) is True  # spent already (another worker's blame): out of service all the same
+    assert pool.slots.slot_status("sender-1", blamed.slot).used == slot.budget
+
+
+def test_a_blamed_address_that_was_rotated_out_meanwhile_spares_the_new_one(pool: Pool) -> None:
+    """The slot got a new address between the lease and the blame: the new one is innocent and keeps its budget."""
+    register(pool, slots=1)
+    lease = pool.lease("sender-1")
+    lease.release()
+    pool.put_address("sender-1", 0, private_ip="10.0.1.1", public_ip="203.0.113.99")  # generation + 1
+    assert pool.retire_blamed(lease) is True  # the blamed address is out of service already
+    slot = pool.slots.slot_status("sender-1", 0)
+    assert (slot.public_ip, slot.used, slot.state) == ("203.0.113.99", 0, "active")
+
+
+def test_a_blamed_fallback_lease_retires_nothing(pool: Pool) -> None:
+    pool.register_host("sender-1", "10.0.0.10")
+    lease = pool.lease("sender-1")
+    assert lease.fallback and pool.retire_blamed(lease) is False

@@ -245,3 +245,93 @@ def test_run_once_exits_1_when_the_server_offers_no_auth(tmp_path: Path, databas
     assert error.startswith("error: 1 send(s) could not reach or log in to their submission server; first, via "
                             "box0@sender.example: no_reply at auth: SMTPNotSupportedError: SMTP AUTH extension not "
                             "supported by server."), error
+
+
+# Exchange Online's reply for a banned sending IP, as its NDR reference quotes it (5.7.606-649), and a
+# Spamhaus-listed client IP as Postfix's reject_rbl_client words it.
+BANNED_IP = ("550 5.7.606 Access denied, banned sending IP [{ip}]. To request removal from this list please visit "
+             "https://sender.office.com/ and follow the directions.")
+SPAMHAUS = "554 5.7.1 Service unavailable; Client host [{ip}] blocked using zen.spamhaus.org"
+
+
+def test_a_refusal_blaming_the_connecting_ip_retires_it_and_the_row_goes_from_another(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> None:
+    """Every slot address but one is refused for its own sake: each refused address is retired at its first refusal
+    (its slot spent: never leased again), and each row goes out once, from the address nobody blames, without the
+    mailbox being cooled down (the rows would wait hours then)."""
+    import redis
+
+    from ippool import Pool
+    from warmup import Guard
+
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    public = {address: f"198.51.100.{10 + n}" for n, address in enumerate(SLOTS)}
+    for slot, address in enumerate(SLOTS):
+        Pool(client).put_address(HOST, slot, private_ip=address, public_ip=public[address])
+    clean = SLOTS[5]
+    for n, address in enumerate(SLOTS):
+        if address != clean:
+            submission.recorder.refuse_peers[address] = (BANNED_IP if n % 2 else SPAMHAUS).format(ip=public[address])
+    submission.recorder.refuse_peers[PRIMARY] = BANNED_IP.format(ip=PRIMARY)  # a fallback would be refused too
+    world.enqueue(3)
+    agent, factory = world.agent()
+    reports = agent.run(factory, 1, once=True, stop=threading.Event())
+    submission.recorder.wait_until_idle()
+
+    received = submission.recorder.snapshot()
+    assert sorted(r.rcpt for r in received) == [f"lead{n}@rcpt.example" for n in range(3)]
+    assert {r.peer for r in received} == {clean}
+    refused_peers = [peer for peer, _ in submission.recorder.refused]
+    assert refused_peers and len(refused_peers) == len(set(refused_peers))  # each blamed address leased once only
+    assert PRIMARY not in refused_peers
+    # each blamed slot is spent (no new lease; it rotates as every spent slot does, and its address is denied for
+    # 7 days when released: tests/ippool); the clean one is not
+    (status,) = Pool(client).status(HOST)
+    slots = {s.private_ip: s for s in status.slots}
+    assert all(slots[peer].used >= slots[peer].budget for peer in refused_peers)
+    assert all(slots[peer].state in (SlotState.RETIRING, SlotState.READY) for peer in refused_peers)
+    assert slots[clean].state is SlotState.ACTIVE and slots[clean].used == 3
+    assert sorted(r.kind for r in reports) == ["rerouted"] * len(refused_peers) + ["sent"] * 3
+    with world.ledger() as ledger:
+        assert ledger.counts()["sent"] == 3
+        rows = [ledger.show(f"L{n}", 1) for n in range(3)]
+    assert all(row is not None and row.row["attempts"] == 1 for row in rows)  # a blamed address costs no attempt
+    with Guard.from_url(redis_url) as guard:
+        (mailbox,) = guard.status([world.mailboxes[0]])
+    assert (mailbox.state, mailbox.reserved) == ("ready", 3)  # not cooled down; only the three sends count
+    client.close()
+
+
+def test_a_blamed_primary_address_waits_as_a_retry_instead_of_coming_straight_back(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> None:
+    """Every slot spent, the send falls back to the host's primary address, which the server blames: the pool cannot
+    retire it, so the row waits as a retry (30 minutes) rather than being rerouted at once to the same address, and
+    the mailbox is not cooled down."""
+    from datetime import UTC, datetime, timedelta
+
+    import redis
+
+    from ippool import Pool
+    from warmup import Guard
+
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    for slot, address in enumerate(SLOTS):
+        Pool(client).put_address(HOST, slot, private_ip=address, spent=True)
+    client.close()
+    submission.recorder.refuse_peers[PRIMARY] = SPAMHAUS.format(ip=PRIMARY)
+    world.enqueue(1)
+    agent, factory = world.agent()
+    (report,) = agent.run(factory, 1, once=True, stop=threading.Event())
+    submission.recorder.wait_until_idle()
+    assert [peer for peer, _ in submission.recorder.refused] == [PRIMARY]  # once, not again at once
+    assert (report.kind, report.source_ip) == ("retry", PRIMARY)
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+    assert shown is not None and shown.row["status"] == "retry"
+    assert shown.row["not_before"] > datetime.now(UTC) + timedelta(minutes=29)
+    assert "could not be retired" in (shown.row["last_error"] or "")
+    with Guard.from_url(redis_url) as guard:
+        (mailbox,) = guard.status([world.mailboxes[0]])
+    assert (mailbox.state, mailbox.reserved) == ("ready", 0)

@@ -118,3 +118,24 @@ def test_what_the_guard_cannot_take_is_warned_once_naming_the_mailbox_and_the_ke
     assert guard.settings(BOX0) == box0
     assert any("the inventory's warm-up settings not applied, the guard keeps its own" in r.getMessage()
                for r in caplog.records)
+
+
+def test_the_providers_limits_reach_the_guard_over_its_own_settings(world: World) -> None:
+    """A Microsoft 365 mailbox (`smtp.provider: microsoft`: 30 a minute, 10,000 a day) with `min_gap_s: 0` and a
+    ramp raised by hand past the provider's day: the next cycle holds the gap at 2 s and the ceiling at 10,000, and
+    the guard enforces that gap."""
+    clear_of_midnight()
+    started = _started(world)
+    guard = started[2]
+    held = guard.settings(BOX0)
+    guard.add_mailbox(BOX0, start=held.start, min_gap_s=0, jitter_s=(0, 0), group="sales",
+                      ramp=Ramp(ceiling=20_000))
+    _edit(world, BOX0, "security: starttls,", "security: starttls, provider: microsoft,")
+    _cycle(started)
+    now = guard.settings(BOX0)
+    assert (now.min_gap_ms, now.ramp.ceiling) == (2000, 10_000)
+    assert guard.reserve(BOX0).reserved
+    refused = guard.reserve(BOX0)
+    assert refused.status == "skipped-cooldown" and refused.retry_after_s is not None
+    assert 0 < refused.retry_after_s <= 2
+    assert guard.settings(BOX1).min_gap_ms == 0  # a mailbox without a provider keeps its own gap

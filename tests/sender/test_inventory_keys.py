@@ -138,3 +138,63 @@ def test_imap_oauth2_without_an_smtp_grant_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="imap auth: oauth2 uses the smtp oauth block"):
         load_inventory(_inventory(tmp_path, mailbox="        imap: {host: imap.ex.com, username: a@ex.com, "
                                                    "auth: oauth2}\n"))
+
+
+def test_a_provider_preset_fills_the_server_and_its_limits(tmp_path: Path) -> None:
+    """`provider:` fills what its documentation says: server, port, TLS mode, and its sending limits (Google
+    Workspace 2,000 messages a day; Microsoft 365 10,000 recipients a day, 30 messages a minute: 2 s apart)."""
+    path = tmp_path / "inventory.yml"
+    path.write_text(
+        "all:\n  vars:\n    sendhost_mailboxes:\n"
+        "      - {address: a@ex.com, domain: ex.com, start: '2026-11-01',\n"
+        "         smtp: {provider: google, username: a@ex.com, password_env: SENDHOST_SECRET_A},\n"
+        "         imap: {}}\n"
+        "      - {address: b@ex.com, domain: ex.com, start: '2026-11-01',\n"
+        "         smtp: {provider: microsoft, username: b@ex.com, password_env: SENDHOST_SECRET_B}}\n"
+        "      - {address: c@ex.com, domain: ex.com, start: '2026-11-01',\n"
+        "         smtp: {provider: microsoft, host: smtp-legacy.office365.com, port: 25, daily_limit: 500,\n"
+        "                min_gap_s: 6, username: c@ex.com, password_env: SENDHOST_SECRET_C}}\n"
+        "      - {address: d@ex.com, domain: ex.com, start: '2026-11-01',\n"
+        "         smtp: {host: mail.ex.com, username: d@ex.com, password_env: SENDHOST_SECRET_D}}\n" + HOSTS)
+    google, microsoft, explicit, plain = load_inventory(path).mailboxes
+    assert google.smtp is not None and microsoft.smtp is not None and explicit.smtp is not None
+    assert plain.smtp is not None and google.imap is not None
+    assert (google.smtp.host, google.smtp.port, google.smtp.security) == ("smtp.gmail.com", 587, "starttls")
+    assert (google.smtp.provider, google.smtp.daily_limit, google.smtp.min_gap_s) == ("google", 2000, 0.0)
+    assert google.imap.host == "imap.gmail.com"
+    assert (microsoft.smtp.host, microsoft.smtp.port, microsoft.smtp.security) == ("smtp.office365.com", 587,
+                                                                                   "starttls")
+    assert (microsoft.smtp.daily_limit, microsoft.smtp.min_gap_s) == (10_000, 2.0)
+    # explicit keys win over the preset
+    assert (explicit.smtp.host, explicit.smtp.port, explicit.smtp.daily_limit, explicit.smtp.min_gap_s) == (
+        "smtp-legacy.office365.com", 25, 500, 6.0)
+    assert (plain.smtp.provider, plain.smtp.daily_limit, plain.smtp.min_gap_s) == (None, None, 0.0)
+
+
+def test_an_unknown_provider_is_named_at_its_line(tmp_path: Path) -> None:
+    path = _inventory(tmp_path, mailbox="        smtp: {username: a@ex.com, password_env: SENDHOST_SECRET_A,\n"
+                                        "               provider: yahoo}\n")
+    with pytest.raises(ConfigError) as raised:
+        load_inventory(path)
+    assert str(raised.value) == (f"{path}:8: sendhost_mailboxes[0].smtp.provider: 'yahoo' is not one of google, "
+                                 "microsoft")
+
+
+def test_the_providers_limits_bound_the_warm_up(tmp_path: Path) -> None:
+    """The guard's gap is at least the provider's (Microsoft's 30 a minute: 2 s, over a `min_gap_s: 0`) and its
+    ramp never climbs past the provider's daily limit; a ramp below it and a longer gap are the mailbox's own."""
+    from warmup.mailboxes import MailboxConfig
+    from warmup.schedule import Ramp
+
+    path = tmp_path / "inventory.yml"
+    path.write_text(
+        "all:\n  vars:\n    sendhost_mailboxes:\n"
+        "      - {address: b@ex.com, domain: ex.com, start: '2026-11-01', min_gap_s: 0,\n"
+        "         smtp: {provider: microsoft, username: b@ex.com, password_env: SENDHOST_SECRET_B}}\n"
+        "      - {address: a@ex.com, domain: ex.com, start: '2026-11-01', min_gap_s: 420,\n"
+        "         smtp: {provider: google, username: a@ex.com, password_env: SENDHOST_SECRET_A}}\n" + HOSTS)
+    microsoft, google = load_inventory(path).mailboxes
+    assert MailboxConfig.of(microsoft, Ramp()).min_gap_ms == 2000
+    assert MailboxConfig.of(google, Ramp()).min_gap_ms == 420_000
+    assert MailboxConfig.of(google, Ramp(ceiling=5000)).ramp.ceiling == 2000
+    assert MailboxConfig.of(google, Ramp(ceiling=40)).ramp == Ramp(ceiling=40)

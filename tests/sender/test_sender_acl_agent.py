@@ -61,3 +61,30 @@ def test_the_agent_runs_its_send_cycle_as_the_sender_user(tmp_path: Path, databa
     assert used(redis7_admin) == 4
     assert sum(s.reserved for s in guard.status(world.mailboxes)) == 4  # 2 restored + 2 new
     assert redis7_admin.acl_log() == []
+
+
+def test_an_address_blamed_by_the_server_is_retired_by_the_sender_user(tmp_path: Path, database_url: str,
+                                                                      redis7: RedisServer,
+                                                                      redis7_admin: redis.Redis,
+                                                                      submission: SubmissionServer) -> None:
+    """The sender's ACL user retires an address the submission server blames (spend.lua: INCR only, on its own
+    host's used keys) without a command Redis refused, and the row goes out from another address."""
+    from ippool import Pool
+
+    world = make_world(tmp_path, database_url, redis7.url, submission, mailboxes=1)
+    apply_sender_acl(redis7_admin, HOST, PASSWORD, ["sales"])
+    url = sender_url(redis7.url, HOST, PASSWORD)
+    blamed = SLOTS[:-1]
+    for address in blamed:
+        submission.recorder.refuse_peers[address] = f"550 5.7.606 Access denied, banned sending IP [{address}]"
+    redis7_admin.acl_log_reset()
+    world.enqueue(1)
+
+    run_agent(world, url)
+
+    assert [r.peer for r in submission.recorder.received] == [SLOTS[-1]]
+    refused = [peer for peer, _ in submission.recorder.refused]
+    assert refused and len(refused) == len(set(refused))  # none leased again after its refusal
+    (status,) = Pool(redis7_admin).status(HOST)
+    assert all(s.used >= s.budget for s in status.slots if s.private_ip in refused)
+    assert redis7_admin.acl_log() == []

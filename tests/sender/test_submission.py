@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sender.sending.message import build_message
-from sender.sending.submission import ResultKind, Stage, submit
+from sender.sending.submission import ResultKind, Stage, password_mechanism, submit
 from sendhost.model import Credential, Submission
 from tests.support.submission import Scripted, submission_server
 
@@ -31,6 +31,31 @@ def test_submits_from_the_source_address(tmp_path: Path, implicit_tls: bool) -> 
     assert received.peer == "127.0.0.7"
     assert received.message["Message-ID"] == "<k1@sender.example>"
     assert received.message.get_payload(decode=True).decode().startswith(".leading dot")  # dot-stuffing undone
+
+
+@pytest.mark.service
+@pytest.mark.parametrize("exclude", [(), ("PLAIN",)], ids=["plain-and-login-offered", "login-only"])
+def test_a_wrong_password_costs_one_failed_login_per_session(tmp_path: Path, exclude: tuple[str, ...]) -> None:
+    """smtplib's login() walks PLAIN then LOGIN after a 535: two failed logins per session, which is how a provider
+    locks an account. One mechanism, the best the server offers, and the refusal ends the session."""
+    with submission_server(tmp_path, {"box@sender.example": "pw"}, exclude_mechanisms=exclude) as server:
+        settings = Submission(server.host, server.port, "starttls", "box@sender.example",
+                              Credential("box@sender.example"), ca_file=str(server.ca_file))
+        results = [submit(settings, "wrong", _message(), source_ip=None, timeout_s=5) for _ in range(3)]
+        server.recorder.wait_until_idle()
+        logins = list(server.recorder.logins)
+    assert all((r.kind, r.stage, r.code) == (ResultKind.REJECTED, Stage.AUTH, 535) for r in results), results
+    sessions = [session for session, _, _, _ in logins]
+    assert len(logins) == 3 and len(set(sessions)) == 3  # one failed AUTH in each of the three sessions
+    assert {mechanism for _, mechanism, _, _ in logins} == {"LOGIN" if exclude else "PLAIN"}
+    assert not any(succeeded for *_, succeeded in logins)
+
+
+def test_one_password_mechanism_from_the_offer() -> None:
+    assert password_mechanism("LOGIN PLAIN XOAUTH2") == "PLAIN"
+    assert password_mechanism("login") == "LOGIN"
+    assert password_mechanism("CRAM-MD5 XOAUTH2") is None
+    assert password_mechanism("") is None
 
 
 @pytest.mark.service

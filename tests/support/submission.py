@@ -52,13 +52,23 @@ class Recorder:
     delay_s: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     open_sessions: set[int] = field(default_factory=set)  # id() of each connection the server has not seen end
+    # every password login tried, in order: (client's address and port: one per session, mechanism, login,
+    # succeeded): how a test counts failed logins per session
+    logins: list[tuple[tuple[str, int], str, str, bool]] = field(default_factory=list)
+    # a reply at RCPT for every session from one of these client addresses (a server blaming the connecting IP),
+    # and each (client address, recipient) it was given to
+    refuse_peers: dict[str, str] = field(default_factory=dict)
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
     def authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> AuthResult:
         if not isinstance(auth_data, LoginPassword):
             return AuthResult(success=False, handled=False)
         login, password = auth_data.login.decode(), auth_data.password.decode()
+        success = self.users.get(login) == password
+        with self.lock:
+            self.logins.append((tuple(session.peer[:2]), mechanism, login, success))
         # auth_data becomes the session's, which is how each received message knows the user it came from
-        return AuthResult(success=self.users.get(login) == password, handled=False, auth_data=auth_data)
+        return AuthResult(success=success, handled=False, auth_data=auth_data)
 
     async def auth_XOAUTH2(self, server: Any, args: list[str]) -> AuthResult:
         """Google's and Microsoft's OAuth mechanism: `user=...^Aauth=Bearer TOKEN^A^A`, base64, in one line."""
@@ -74,6 +84,11 @@ class Recorder:
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
                           rcpt_options: list[str]) -> str:
+        blamed = self.refuse_peers.get(session.peer[0])
+        if blamed is not None:
+            with self.lock:
+                self.refused.append((session.peer[0], address.lower()))
+            return blamed
         scripted = self.script.get(address.lower())
         if scripted is not None and scripted.stage == "rcpt":
             return scripted.reply
@@ -166,9 +181,11 @@ def _free_port(host: str) -> int:
 
 @contextmanager
 def submission_server(tmp_path: Path, users: dict[str, str], host: str = "127.0.0.1",
-                      implicit_tls: bool = False, recorder: Recorder | None = None) -> Iterator[SubmissionServer]:
-    """STARTTLS on a free port (587's protocol), or TLS from the first byte with `implicit_tls` (465's).
-    `recorder`: the handler (one that authenticates otherwise, say)."""
+                      implicit_tls: bool = False, recorder: Recorder | None = None,
+                      exclude_mechanisms: tuple[str, ...] = ()) -> Iterator[SubmissionServer]:
+    """STARTTLS on a free port (587's protocol), or TLS from the first byte with `implicit_tls` (465's). The server
+    offers AUTH PLAIN and LOGIN (and XOAUTH2), less `exclude_mechanisms`. `recorder`: the handler (one that
+    authenticates otherwise, say)."""
     ca = trustme.CA()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert(host).configure_cert(context)
@@ -180,7 +197,8 @@ def submission_server(tmp_path: Path, users: dict[str, str], host: str = "127.0.
     tls: dict[str, Any] = ({"ssl_context": context, "auth_require_tls": False} if implicit_tls
                            else {"tls_context": context, "require_starttls": True, "auth_require_tls": True})
     controller = _Controller(recorder, hostname=host, port=port, auth_required=True,
-                             authenticator=recorder.authenticate, ready_timeout=10, **tls)
+                             authenticator=recorder.authenticate, ready_timeout=10,
+                             auth_exclude_mechanism=list(exclude_mechanisms), **tls)
     controller.start()
     try:
         yield SubmissionServer(host, port, ca_file, recorder)

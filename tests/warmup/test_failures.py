@@ -30,7 +30,8 @@ PROVIDER_REPLIES = [
     ("421 4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your DKIM domain.", R),
     ("550 5.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address.", R),
     ("421 4.7.0 Try again later, closing connection.", R),
-    ("454 4.7.0 Too many login attempts, please try again later.", R),
+    # the account's logins are locked for a while: each new try extends the lock, so the mailbox stops (issue 28)
+    ("454 4.7.0 Too many login attempts, please try again later.", A),
     ("550 5.7.1 Our system has detected an unusual rate of unsolicited mail originating from your IP address. "
      "To protect our users from spam, mail sent from your IP address has been blocked.", R),
     ("535 5.7.8 Username and Password not accepted. For more information, go to", A),
@@ -191,6 +192,8 @@ class TestPrecedence:
 RULE_WITNESSES: list[tuple[int | None, str | None, str, SmtpStage | None]] = [
     (None, None, "", SmtpStage.RCPT),
     (None, None, "", SmtpStage.AFTER_DATA),
+    (454, "4.7.0", "Too many login attempts, please try again later.", None),
+    (550, "5.2.252", "Sender throttled due to continuous send as denied errors.", None),
     (550, "5.4.5", "Daily user sending limit exceeded", None),
     (421, "4.7.28", "unusual rate of unsolicited mail", None),
     (550, "5.1.0", "sender rejected. AUP#In-1310", None),
