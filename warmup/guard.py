@@ -155,13 +155,17 @@ class Guard:
     def from_url(cls, url: str | None, *, state_dir: Path = redis_conn.DEFAULT_STATE_DIR,
                  socket_timeout: float = redis_conn.DEFAULT_SOCKET_TIMEOUT_S, fail_open: bool = False,
                  breaker: BreakerPolicy = BreakerPolicy()) -> Guard:
-        """A guard on `url`, or on the embedded Redis under `state_dir` when `url` is None."""
+        """A guard on `url`, or on the embedded Redis under `state_dir` when `url` is None. A URL ending in
+        `?cluster=yes` (any one node's address) opens a Redis Cluster client (`sendhost.redis_conn.connect`), as
+        `Pool.from_url` does: WarmupUnavailable when no node answers, RedisRefused when it refuses the user."""
         try:
             # The hot-path role: one retry without backoff, so a sender hears "unavailable" within a timeout.
             client = redis_conn.connect(url, role=redis_conn.HOT_PATH, state_dir=state_dir,
                                         socket_timeout=socket_timeout)
         except ValueError as exc:
             raise WarmupConfigError(str(exc)) from None
+        except redis_conn.RedisUnavailable as exc:  # a Redis Cluster's slot map is read as its client is built
+            raise WarmupUnavailable(str(exc)) from None
         return cls(client, fail_open=fail_open, breaker=breaker)
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -39,7 +39,7 @@ from sendhost.lua_library import library_version
 from tests.conftest import run_cli
 from tests.support.redis_cluster import RedisClusterService
 from tests.support.redis_server import RedisServer
-from warmup import Guard
+from warmup import FailureClass, Guard
 from warmup.keys import REGISTRY, GroupKeys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,7 +246,7 @@ def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService
         admin_pool = Pool(admin)
         admin_pool.register_host(HOST, "10.0.0.1", budget=(5, 5))
         admin_pool.put_address(HOST, 0, private_ip="10.0.0.10", public_ip="198.51.100.10")
-        Guard(admin).add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP)
+        Guard(admin).add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP, min_gap_s=0, jitter_s=(0, 0))
         Guard(admin).add_mailbox(OTHER_MAILBOX, start=date(2026, 1, 1), group=OTHER_GROUP)
         for node in nodes:
             assert node.fcall_ro("sendhost_version", 0) == library_version()  # loaded on every primary
@@ -262,6 +262,15 @@ def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService
             decision = guard.reserve(MAILBOX)
             assert decision.reserved, decision.reason
             assert guard.confirm(decision.reservation)
+            # the rest of the guard's send path: a failed send (the breaker reads the success window, on its own
+            # slot), status, and the counters' rebuild under the group's lock
+            failed = guard.reserve(MAILBOX)
+            assert failed.reserved, failed.reason
+            assert guard.cancel(failed.reservation, FailureClass.TRANSIENT).settled
+            assert [s.reserved for s in guard.status([MAILBOX])] == [1]  # the failed one's slot freed
+            with guard.rebuilding(GROUP):
+                restored = guard.import_sends([(MAILBOX, datetime.now(UTC) - timedelta(minutes=1))])
+                assert restored[MAILBOX][0] == 1
             assert [entry for node in nodes for entry in node.acl_log()] == []
             assert guard.reserve(OTHER_MAILBOX).status == "skipped-unavailable"
             primary = sender.get_primaries()[0]
