@@ -174,5 +174,5 @@ def test_from_url_at_a_cluster_that_refuses_or_is_down_says_so_in_one_line(
     port = cluster_service.ports[0]
     with pytest.raises(redis_conn.RedisRefused, match="refused the user or password"):
         Guard.from_url(f"redis://nobody:wrong@127.0.0.1:{port}/0?cluster=yes")
-    with pytest.raises(WarmupUnavailable, match="Redis Cluster at redis://127.0.0.1:.*check that its nodes"):
+    with pytest.raises(WarmupUnavailable, match=r"Redis Cluster at redis://127\.0\.0\.1:\d+/0: .*check that its nodes"):
         Guard.from_url(f"redis://127.0.0.1:{free_port()}/0?cluster=yes")
