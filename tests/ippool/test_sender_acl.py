@@ -248,9 +248,10 @@ def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService
         admin_pool.put_address(HOST, 0, private_ip="10.0.0.10", public_ip="198.51.100.10")
         Guard(admin).add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP, min_gap_s=0, jitter_s=(0, 0))
         Guard(admin).add_mailbox(OTHER_MAILBOX, start=date(2026, 1, 1), group=OTHER_GROUP)
+        apply_sender_acl(admin, HOST, PASSWORD, [GROUP])  # through the cluster client: the user on every node
         for node in nodes:
             assert node.fcall_ro("sendhost_version", 0) == library_version()  # loaded on every primary
-            apply_sender_acl(node, HOST, PASSWORD, [GROUP])
+            assert node.acl_getuser(sender_user(HOST))["enabled"]
             node.acl_log_reset()
         sender = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in cluster_service.startup_nodes],
                               username=sender_user(HOST), password=PASSWORD, decode_responses=True)
