@@ -120,6 +120,28 @@ def test_the_library_is_loaded_on_every_primary_and_reloaded_on_one_that_lost_it
             node.close()
 
 
+def test_a_new_process_checks_every_primary_and_reloads_the_one_that_lost_the_library(
+        cluster: RedisCluster, cluster_service: RedisClusterService) -> None:
+    """A primary restarted empty while the others kept the library: the first call of a new guard, on another
+    node's group, finds it in the version check (every primary), so its own slots' calls never meet a missing
+    function."""
+    first, second = groups_on_distinct_nodes(cluster, 2)
+    Guard(cluster).add_mailbox("a@x.com", start=START, group=first, now=NOW)
+    nodes = {f"127.0.0.1:{port}": redis.Redis(port=port, decode_responses=True) for port in cluster_service.ports}
+    try:
+        lost = nodes[node_of(cluster, GroupKeys(second).settled)]
+        lost.function_flush()
+        fresh = cluster_service.client()
+        try:
+            assert Guard(fresh).reserve("a@x.com", now=NOW).reserved
+        finally:
+            fresh.close()
+        assert lost.fcall_ro("sendhost_version", 0) == library_version()
+    finally:
+        for node in nodes.values():
+            node.close()
+
+
 def test_admin_reads_across_groups_the_registry_domain_health_and_import(cluster: RedisCluster) -> None:
     """The registry, a domain's health and each group's keys lie on different nodes: status of every mailbox, a
     domain's spam rate pausing mailboxes of two groups, and rebuilding each group's counters from a send log."""
