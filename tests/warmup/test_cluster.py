@@ -131,11 +131,14 @@ def test_a_new_process_checks_every_primary_and_reloads_the_one_that_lost_the_li
     try:
         lost = nodes[node_of(cluster, GroupKeys(second).settled)]
         lost.function_flush()
+        checks_before = {name: _calls(node, "fcall_ro") for name, node in nodes.items()}
         fresh = cluster_service.client()
         try:
             assert Guard(fresh).reserve("a@x.com", now=NOW).reserved
         finally:
             fresh.close()
+        assert {name: _calls(node, "fcall_ro") - checks_before[name] for name, node in nodes.items()} == \
+            dict.fromkeys(nodes, 1)  # one version check on each primary, none asked twice
         assert lost.fcall_ro("sendhost_version", 0) == library_version()
     finally:
         for node in nodes.values():
@@ -198,3 +201,7 @@ def test_from_url_at_a_cluster_that_refuses_or_is_down_says_so_in_one_line(
         Guard.from_url(f"redis://nobody:wrong@127.0.0.1:{port}/0?cluster=yes")
     with pytest.raises(WarmupUnavailable, match=r"Redis Cluster at redis://127\.0\.0\.1:\d+/0: .*check that its nodes"):
         Guard.from_url(f"redis://127.0.0.1:{free_port()}/0?cluster=yes")
+
+
+def _calls(node: redis.Redis, command: str) -> int:
+    return int(node.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
