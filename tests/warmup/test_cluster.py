@@ -5,8 +5,10 @@ The guard's core tests run on this cluster too (tests/warmup/conftest.py's `guar
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from redis.cluster import RedisCluster
 
 from sendhost import redis_conn
 from sendhost.lua_library import library_version
+from tests.conftest import run_cli
 from tests.support.net import free_port
 from tests.support.redis_cluster import RedisClusterService
 from tests.warmup.conftest import NOW
@@ -205,3 +208,25 @@ def test_from_url_at_a_cluster_that_refuses_or_is_down_says_so_in_one_line(
 
 def _calls(node: redis.Redis, command: str) -> int:
     return int(node.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_the_warmup_cli_on_a_cluster_url(cluster: RedisCluster, cluster_service: RedisClusterService,
+                                         tmp_path: Path) -> None:
+    """`sendhost warmup` given a cluster URL: add, reserve, confirm and status, on a group of another node than the
+    one the URL names."""
+    url = f"redis://127.0.0.1:{cluster_service.ports[0]}/0?cluster=yes"
+    group = next(g for g in (f"g{n}" for n in range(1000))
+                 if node_of(cluster, GroupKeys(g).settled) != f"127.0.0.1:{cluster_service.ports[0]}")
+    today = datetime.now(UTC).date()
+
+    def warmup(*args: str) -> Any:
+        result = run_cli("--redis-url", url, "warmup", *args, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        return result
+
+    warmup("add", "a@x.com", "--start", today.isoformat(), "--group", group, "--min-gap", "0", "--jitter", "0-0")
+    token = warmup("reserve", "a@x.com", "--format", "json")
+    warmup("confirm", json.loads(token.stdout)["reservation"])
+    (status,) = json.loads(warmup("status", "--format", "json").stdout)
+    assert (status["mailbox"], status["sent"], status["reserved"]) == ("a@x.com", 1, 1)
+    assert cluster.hget(GroupKeys(group).mailbox("a@x.com").state, "confirmed_count") == "1"
