@@ -264,7 +264,7 @@ def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService
             assert decision.reserved, decision.reason
             assert guard.confirm(decision.reservation)
             # the rest of the guard's send path: a failed send (the breaker reads the success window, on its own
-            # slot), status, and the counters' rebuild under the group's lock
+            # slot), status, the counters' rebuild under the group's lock, resume and the schedule's refresh
             failed = guard.reserve(MAILBOX)
             assert failed.reserved, failed.reason
             assert guard.cancel(failed.reservation, FailureClass.TRANSIENT).settled
@@ -272,6 +272,9 @@ def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService
             with guard.rebuilding(GROUP):
                 restored = guard.import_sends([(MAILBOX, datetime.now(UTC) - timedelta(minutes=1))])
                 assert restored[MAILBOX][0] == 1
+            guard.resume(MAILBOX)  # MULTI/EXEC on the group's slot, as the schedule's refresh is
+            guard.mailboxes.refresh_schedule(MAILBOX, guard.mailboxes.now_ms(None))
+            assert guard.reserve(MAILBOX).reserved
             assert [entry for node in nodes for entry in node.acl_log()] == []
             assert guard.reserve(OTHER_MAILBOX).status == "skipped-unavailable"
             primary = sender.get_primaries()[0]
