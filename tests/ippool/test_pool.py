@@ -239,3 +239,18 @@ def test_fallbacks_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture
     assert "1 fallback lease(s) on the primary IP (no_slot=1)" in caplog.records[0].getMessage()
     assert "101 fallback lease(s) on the primary IP (no_slot=100, unknown_host=1)" in caplog.records[1].getMessage()
     assert meter.totals == {NO_SLOT: 101, UNKNOWN_HOST: 1}
+
+
+def test_from_url_with_cluster_yes_leases_on_the_cluster(cluster_service: Any) -> None:
+    """`?cluster=yes` (sendhost.redis_conn.connect) gives the pool a cluster client, as `Guard.from_url`."""
+    from redis.cluster import RedisCluster
+
+    cluster_service.flush()
+    pool = Pool.from_url(f"redis://127.0.0.1:{cluster_service.ports[0]}/0?cluster=yes")
+    try:
+        assert isinstance(pool.client, RedisCluster)
+        register(pool, slots=1)
+        with pool.lease("sender-1") as lease:
+            assert (lease.fallback, lease.public_ip) == (False, "203.0.113.1")
+    finally:
+        pool.close()
