@@ -370,6 +370,9 @@ def test_the_sender_url_keeps_the_server_and_drops_the_admin_credentials() -> No
                       HOST, "pw") == "rediss://sender-sender-1:pw@redis.internal:6380/2?ssl_ca_certs=/ca.pem"
     assert sender_url("redis://10.0.0.5:6379", "a@b", "pw") == "redis://sender-a%40b:pw@10.0.0.5:6379"
     assert sender_url("unix:///run/redis.sock?db=3", HOST, "pw") == "unix://sender-sender-1:pw@/run/redis.sock?db=3"
+    # a cluster's admin URL gives a cluster's sender URL: the sender's client is a cluster client too
+    assert sender_url("redis://admin:s3cret@node1:6379/0?cluster=yes", HOST, "pw") == \
+        "redis://sender-sender-1:pw@node1:6379/0?cluster=yes"
 
 
 def test_a_redis_without_selectors_is_refused(redis6_url: str) -> None:
