@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from sendhost.embedded import ensure_embedded_redis
@@ -61,6 +62,9 @@ DEFAULT_SOCKET_TIMEOUT_S = 0.5
 # How long `check_access` waits for Redis to answer: a TLS handshake or a PING is one round trip, and a server that
 # answers more slowly is left to the command's own timeouts (the check says nothing then).
 CHECK_TIMEOUT_S = 1.0
+# Redis failing a call: redis-py's errors, and a cluster client's RedisClusterException, which is not one of them
+# (it says no node answered when the client re-read the slot map: the whole cluster is down or unreachable).
+FAILURES: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
 # Redis refusing the URL's credentials (WRONGPASS, NOAUTH) or a command to its user (NOPERM).
 REFUSALS: tuple[type[redis.RedisError], ...] = (redis.AuthenticationError, redis.exceptions.NoPermissionError)
 # Where each client's URL came from ("env SENDHOST_REDIS_URL", "flag --redis-url", ...), for the refusal's message:
@@ -129,11 +133,9 @@ def connect(url: str | None, *, role: Role = ADMIN, state_dir: Path = DEFAULT_ST
         if urlsplit(url).path.strip("/") not in ("", "0"):
             raise ValueError(f"Redis URL {mask_url(url)!r}: a Redis Cluster has database 0 only; end the URL "
                              "with /0 (or no database), or drop cluster=yes")
-        from redis.exceptions import RedisClusterException
-
         try:  # a cluster client reads the slot map as it is built, so a refusal or an outage is met here
             client = RedisCluster.from_url(url, **options)
-        except (redis.RedisError, RedisClusterException) as exc:
+        except FAILURES as exc:
             refusal = _refusal_in(exc)  # redis-py wraps a node's refusal in "cannot be connected"
             if refusal is not None:
                 raise RedisRefused(refused_message(refusal, source=source)) from None
@@ -237,7 +239,7 @@ def redis_errors(what: str, client: redis.Redis | None = None,
         if client is None or not isinstance(exc.__cause__, REFUSALS):
             raise
         raise RedisRefused(refused_message(exc.__cause__, client)) from exc.__cause__
-    except redis.RedisError as exc:
+    except FAILURES as exc:
         source = url_source(client) if client is not None else None
         raise error(f"cannot {what}: Redis{_where(client)} said {type(exc).__name__}: {mask_text(str(exc))}; check "
                     f"that it is running and reachable ({f'the URL from {source}' if source else 'redis_url'})"

@@ -274,7 +274,7 @@ class Guard:
             raise WarmupUnavailable(str(exc)) from None
         except redis_conn.REFUSALS as exc:  # a wrong password is configuration (exit 2), not an outage
             raise redis_conn.RedisRefused(redis_conn.refused_message(exc, self._client)) from None
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             source = redis_conn.url_source(self._client)
             raise WarmupUnavailable(f"Redis unreachable: {mask_text(str(exc))}; check the Redis URL"
                                     f"{f' from {source}' if source else ' (--redis-url, SENDHOST_REDIS_URL)'}") \
@@ -296,7 +296,7 @@ class Guard:
             raise WarmupConfigError("pick needs at least one mailbox")
         try:
             return self._pick(addresses, self._now(now), campaign, window_left_s)
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             log.warning("warmup guard: Redis error, failing %s: %s", "open" if self.fail_open else "closed", exc)
             if self.fail_open:
                 first = addresses[0].lower()
@@ -389,7 +389,7 @@ class Guard:
                 (self._scripts.successes, [keys.SYSTEM_SUCCESSES],
                  [self._now_arg(now), reservation.token, self.breaker.window_s * 1000]),
             ])
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             log.warning("warmup guard: confirm of %s not recorded: %s", reservation.token, exc)
             return False
         return bool(settled)
@@ -421,7 +421,7 @@ class Guard:
                 cancel_keys.append(group_keys.campaign(reservation.campaign))
                 cancel_args.append(reservation.campaign_day)
             reply = self._scripts.cancel(keys=cancel_keys, args=cancel_args)
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             log.warning("warmup guard: cancel of %s not recorded (slot stays used): %s", reservation.token, exc)
             return CancelOutcome(failure, settled=False, freed=False, failures_in_window=0, tripped=False,
                                  disconnected=False, applied=False)

@@ -261,3 +261,22 @@ def test_on_a_cluster_without_functions_the_same_lua_runs_as_scripts(
         assert [(s.reserved, s.sent, s.failures_in_window) for s in guard.status(now=NOW + 2)] == [(1, 1, 1)]
     finally:
         client.close()
+
+
+@pytest.mark.service  # its own cluster, started here: every node is stopped
+def test_a_cluster_gone_down_fails_closed_on_the_hot_path_and_says_so_to_the_admin() -> None:
+    """Every node stopped under a running guard: redis-py then raises RedisClusterException (not a RedisError) as it
+    re-reads the slot map; the guard still fails closed, never with a traceback."""
+    with redis_cluster() as service:
+        guard = Guard.from_url(f"redis://127.0.0.1:{service.ports[0]}/0?cluster=yes")
+        guard.add_mailbox("a@x.com", start=START, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+        held = guard.reserve("a@x.com", now=NOW)
+        assert held.reserved, held.reason
+        service.stop()
+        decision = guard.reserve("a@x.com", now=NOW + 1)
+        assert (decision.status, decision.reservation) == ("skipped-unavailable", None)
+        assert guard.confirm(held.reservation, now=NOW + 1) is False
+        assert guard.cancel(held.reservation, now=NOW + 1).applied is False
+        with pytest.raises(WarmupUnavailable, match=r"Redis unreachable: .*; check the Redis URL"):
+            guard.status(now=NOW + 1)
+        guard.close()
