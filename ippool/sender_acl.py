@@ -126,7 +126,8 @@ def sender_acl_command(host: str, groups: Sequence[str] | None = None) -> str:
 
 def apply_sender_acl(client: Any, host: str, password: str, groups: Sequence[str] | None = None) -> str:
     """Load (or replace) the `sendhost` function library, then create or replace `host`'s sender user serving
-    `groups` (None: every group) on the Redis behind `client` (an admin connection); return the user's name.
+    `groups` (None: every group) on the Redis behind `client` (an admin connection; on a Redis Cluster, every
+    node); return the user's name.
 
     `reset` first: a rerun drops the old password and rules, so rotating the password is applying it again.
     Raises ValueError on a Redis older than 7.0 (no selectors, no Functions). The password is never logged or
@@ -137,7 +138,12 @@ def apply_sender_acl(client: Any, host: str, password: str, groups: Sequence[str
                          f"selectors and Functions need Redis >= {'.'.join(map(str, MIN_REDIS))}); upgrade Redis")
     load_library(client)  # the user may run nothing else: install it first
     user = sender_user(host)
-    client.execute_command("ACL", "SETUSER", user, *sender_acl_rules(host, groups), f">{password}")
+    # ACL users are each node's own (a cluster does not share them): on a cluster, every node, replicas too, so a
+    # failover promotes a node that knows the sender. redis-py would send ACL SETUSER to one node only.
+    from redis.cluster import RedisCluster
+
+    options = {"target_nodes": RedisCluster.ALL_NODES} if isinstance(client, RedisCluster) else {}
+    client.execute_command("ACL", "SETUSER", user, *sender_acl_rules(host, groups), f">{password}", **options)
     return user
 
 

@@ -76,14 +76,24 @@ class LuaCaller:
     def _check(self) -> Mode:
         from redis.exceptions import ResponseError
 
-        try:
-            found = str(self._client.execute_command("FCALL_RO", lua_library.VERSION_FUNCTION, 0))
-        except ResponseError as error:
-            if NO_FUNCTIONS in str(error).lower():
-                return Mode.SCRIPTS
-            if NOT_FOUND not in str(error).lower():
-                raise
-            found = None
+        # On a cluster, every primary: each runs the functions of its own slots, and one may have lost the library
+        # (restarted empty) while the others kept it. Named nodes: a keyless FCALL_RO would otherwise cost a
+        # COMMAND GETKEYS round trip to learn it has no key.
+        targets = self._client.get_primaries() if self._cluster else [None]
+        found: str | None = lua_library.library_version()
+        for node in targets:
+            options = {} if node is None else {"target_nodes": node}
+            try:
+                version = str(self._client.execute_command("FCALL_RO", lua_library.VERSION_FUNCTION, 0, **options))
+            except ResponseError as error:
+                if NO_FUNCTIONS in str(error).lower():
+                    return Mode.SCRIPTS
+                if NOT_FOUND not in str(error).lower():
+                    raise
+                found = None
+                continue
+            if version != lua_library.library_version() and found is not None:
+                found = version
         if found != lua_library.library_version():
             self._load(found)
         return Mode.FUNCTIONS
@@ -126,10 +136,13 @@ class LuaCaller:
             return self._fcall(lua_library.function_name(package, name), keys, args)
 
     def call_all(self, calls: Sequence[tuple[LuaFunction, Sequence[Any], Sequence[Any]]]) -> list[Any]:
-        """Several calls in one round trip where the client can pipeline them (one Redis), else one by one (a
-        cluster client asks the server for each FCALL's keys inside a pipeline: a round trip per call)."""
+        """Several calls in one round trip. On a cluster each FCALL is sent to the primary of its first key's slot
+        (named here: redis-py would ask the server, COMMAND GETKEYS, for every FCALL's keys), and the pipeline
+        writes to every node before reading any, so calls on two nodes cost one round trip's wait, not two; a call
+        redirected (MOVED, ASK: the slot moved) is followed by the cluster client."""
         mode = self.ready()
-        if self._cluster and mode is Mode.FUNCTIONS:
+        if self._cluster and mode is Mode.SCRIPTS:
+            # A Redis < 7 cluster (no Functions): redis-py refuses EVALSHA in a cluster pipeline, so one by one.
             return [self.call(f.package, f.name, keys, args) for f, keys, args in calls]
         from redis.exceptions import ResponseError
 
@@ -138,6 +151,9 @@ class LuaCaller:
                 for f, keys, args in calls:
                     if mode is Mode.SCRIPTS:
                         self._script(f.package, f.name)(keys=list(keys), args=list(args), client=pipe)
+                    elif self._cluster and keys:
+                        pipe.execute_command("FCALL", lua_library.function_name(f.package, f.name), len(keys),
+                                             *keys, *args, target_nodes=self._client.get_node_from_key(keys[0]))
                     else:
                         pipe.execute_command("FCALL", lua_library.function_name(f.package, f.name), len(keys),
                                              *keys, *args)

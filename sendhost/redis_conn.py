@@ -20,9 +20,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from sendhost.embedded import ensure_embedded_redis
@@ -59,10 +62,46 @@ DEFAULT_SOCKET_TIMEOUT_S = 0.5
 # How long `check_access` waits for Redis to answer: a TLS handshake or a PING is one round trip, and a server that
 # answers more slowly is left to the command's own timeouts (the check says nothing then).
 CHECK_TIMEOUT_S = 1.0
+# Redis failing a call: redis-py's errors, and a cluster client's RedisClusterException, which is not one of them
+# (it says no node answered when the client re-read the slot map: the whole cluster is down or unreachable).
+FAILURES: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
 # Redis refusing the URL's credentials (WRONGPASS, NOAUTH) or a command to its user (NOPERM).
 REFUSALS: tuple[type[redis.RedisError], ...] = (redis.AuthenticationError, redis.exceptions.NoPermissionError)
-# Where each client's URL came from ("env SENDHOST_REDIS_URL", "flag --redis-url", ...), for the refusal's message.
-_SOURCES: weakref.WeakKeyDictionary[redis.ConnectionPool, str] = weakref.WeakKeyDictionary()
+# Where each client's URL came from ("env SENDHOST_REDIS_URL", "flag --redis-url", ...), for the refusal's message:
+# keyed on a single client's connection pool, or on the cluster client itself (it has a pool per node).
+_SOURCES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+# `?cluster=yes` on a URL: its host is one node of a Redis Cluster, and the client discovers the others.
+CLUSTER_PARAM = "cluster"
+_YES, _NO = ("yes", "true", "1", "on"), ("no", "false", "0", "off")
+
+
+def cluster_url(url: str) -> tuple[bool, str]:
+    """Whether `url` names a Redis Cluster (`?cluster=yes`), and the URL without that parameter (what redis-py
+    reads). ValueError on any other value of it."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    wanted = [value.strip().lower() for name, value in pairs if name.strip().lower() == CLUSTER_PARAM]
+    if not wanted:
+        return False, url
+    if wanted[-1] not in _YES + _NO:
+        raise ValueError(f"Redis URL parameter cluster={wanted[-1]!r}: write cluster=yes for a Redis Cluster "
+                         "(any one node's address), or leave it out for a single Redis")
+    rest = urlencode([(name, value) for name, value in pairs if name.strip().lower() != CLUSTER_PARAM])
+    return wanted[-1] in _YES, urlunsplit(parts._replace(query=rest))
+
+
+def _refusal_in(exc: BaseException | None) -> redis.RedisError | None:
+    """The refusal (`REFUSALS`) `exc` is or was raised from, if any."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, REFUSALS):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _source_key(client: Any) -> Any:
+    return getattr(client, "connection_pool", client)
 
 
 def connect(url: str | None, *, role: Role = ADMIN, state_dir: Path = DEFAULT_STATE_DIR,
@@ -70,17 +109,43 @@ def connect(url: str | None, *, role: Role = ADMIN, state_dir: Path = DEFAULT_ST
     """A client for `url`, or for the embedded server under `state_dir` when `url` is None or empty, with `role`'s
     timeout (`socket_timeout` overrides it) and retries; `source` says where `url` came from, for messages.
 
+    A URL with `?cluster=yes` gives a `redis.cluster.RedisCluster` (typed as `redis.Redis`: its commands are the
+    same), which reads the slot map from the node named and routes each command by its key; the role's timeout
+    and retries hold for every node.
+
     Raises ValueError for a malformed URL (at construction, never later on a hot path).
     """
     if not url:
         url = ensure_embedded_redis(state_dir)
     validate_redis_url(url)
+    is_cluster, url = cluster_url(url)
     timeout = role.socket_timeout_s if socket_timeout is None else socket_timeout
     handshake = LEAN_HANDSHAKE if role.lean else {}
-    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
-                                  decode_responses=True, retry=Retry(NoBackoff(), role.retries), **handshake)
+    options: dict[str, Any] = dict(socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True,
+                                   retry=Retry(NoBackoff(), role.retries), **handshake)
+    client: Any
+    if is_cluster:
+        from redis.cluster import RedisCluster
+
+        if url.startswith("unix://"):
+            raise ValueError("a Redis Cluster URL names a node by host and port (redis:// or rediss://), not a "
+                             "unix socket; drop cluster=yes or give a node's TCP address")
+        if urlsplit(url).path.strip("/") not in ("", "0"):
+            raise ValueError(f"Redis URL {mask_url(url)!r}: a Redis Cluster has database 0 only; end the URL "
+                             "with /0 (or no database), or drop cluster=yes")
+        try:  # a cluster client reads the slot map as it is built, so a refusal or an outage is met here
+            client = RedisCluster.from_url(url, **options)
+        except FAILURES as exc:
+            refusal = _refusal_in(exc)  # redis-py wraps a node's refusal in "cannot be connected"
+            if refusal is not None:
+                raise RedisRefused(refused_message(refusal, source=source)) from None
+            raise RedisUnavailable(f"cannot read the slot map of the Redis Cluster at {mask_url(url)}: "
+                                   f"{mask_text(str(exc))}; check that its nodes are running and reachable"
+                                   f"{f' (the URL from {source})' if source else ''}") from None
+    else:
+        client = redis.Redis.from_url(url, **options)
     if source:
-        _SOURCES[client.connection_pool] = source
+        _SOURCES[_source_key(client)] = source
     return client
 
 
@@ -93,9 +158,13 @@ def check_access(url: str, source: str) -> None:
     """One PING with a short timeout, before a command starts: RedisRefused when Redis refuses the URL's credentials
     or `url` is `rediss://` and the server speaks plain text. Any other failure (down, slow) is left to the command,
     which says it in its own words and may fall back."""
+    try:
+        url = cluster_url(url)[1]  # a cluster's node answers PING as a single Redis does
+    except ValueError:
+        return  # `connect` refuses the URL in its own words
     probe = redis.Redis.from_url(url, socket_timeout=CHECK_TIMEOUT_S, socket_connect_timeout=CHECK_TIMEOUT_S,
                                  retry=Retry(NoBackoff(), 0), **LEAN_HANDSHAKE)
-    _SOURCES[probe.connection_pool] = source
+    _SOURCES[_source_key(probe)] = source
     try:
         probe.ping()
     except REFUSALS as exc:
@@ -122,9 +191,11 @@ def _plain_text_redis(host: str, port: int) -> bool:
     return False
 
 
-def refused_message(exc: redis.RedisError, client: redis.Redis | None = None) -> str:
-    """The one wording of a Redis refusal (`REFUSALS`): which server, what it said, where the URL came from, the fix."""
-    source = _SOURCES.get(client.connection_pool) if client is not None else None
+def refused_message(exc: redis.RedisError, client: redis.Redis | None = None, *, source: str | None = None) -> str:
+    """The one wording of a Redis refusal (`REFUSALS`): which server, what it said, where the URL came from (as
+    `connect` was told, or `source`), the fix."""
+    if source is None and client is not None:
+        source = _SOURCES.get(_source_key(client))
     url = f"the Redis URL from {source}" if source else "the Redis URL"
     said = mask_text(str(exc))
     if isinstance(exc, redis.exceptions.NoPermissionError):
@@ -136,7 +207,7 @@ def refused_message(exc: redis.RedisError, client: redis.Redis | None = None) ->
 
 def url_source(client: redis.Redis) -> str | None:
     """Where `client`'s URL came from, when `connect` was told."""
-    return _SOURCES.get(client.connection_pool)
+    return _SOURCES.get(_source_key(client))
 
 
 def _fix_place(source: str | None) -> str:
@@ -168,7 +239,7 @@ def redis_errors(what: str, client: redis.Redis | None = None,
         if client is None or not isinstance(exc.__cause__, REFUSALS):
             raise
         raise RedisRefused(refused_message(exc.__cause__, client)) from exc.__cause__
-    except redis.RedisError as exc:
+    except FAILURES as exc:
         source = url_source(client) if client is not None else None
         raise error(f"cannot {what}: Redis{_where(client)} said {type(exc).__name__}: {mask_text(str(exc))}; check "
                     f"that it is running and reachable ({f'the URL from {source}' if source else 'redis_url'})"
@@ -178,6 +249,9 @@ def redis_errors(what: str, client: redis.Redis | None = None,
 def _where(client: redis.Redis | None) -> str:
     if client is None:
         return ""
+    if not hasattr(client, "connection_pool"):  # a cluster client: the node it was pointed at
+        node = getattr(client, "get_default_node", lambda: None)()
+        return f" Cluster at {node.host}:{node.port}" if node is not None else " Cluster"
     kwargs = client.connection_pool.connection_kwargs
     if "path" in kwargs:
         return f" at {kwargs['path']}"

@@ -155,13 +155,17 @@ class Guard:
     def from_url(cls, url: str | None, *, state_dir: Path = redis_conn.DEFAULT_STATE_DIR,
                  socket_timeout: float = redis_conn.DEFAULT_SOCKET_TIMEOUT_S, fail_open: bool = False,
                  breaker: BreakerPolicy = BreakerPolicy()) -> Guard:
-        """A guard on `url`, or on the embedded Redis under `state_dir` when `url` is None."""
+        """A guard on `url`, or on the embedded Redis under `state_dir` when `url` is None. A URL ending in
+        `?cluster=yes` (any one node's address) opens a Redis Cluster client (`sendhost.redis_conn.connect`), as
+        `Pool.from_url` does: WarmupUnavailable when no node answers, RedisRefused when it refuses the user."""
         try:
             # The hot-path role: one retry without backoff, so a sender hears "unavailable" within a timeout.
             client = redis_conn.connect(url, role=redis_conn.HOT_PATH, state_dir=state_dir,
                                         socket_timeout=socket_timeout)
         except ValueError as exc:
             raise WarmupConfigError(str(exc)) from None
+        except redis_conn.RedisUnavailable as exc:  # a Redis Cluster's slot map is read as its client is built
+            raise WarmupUnavailable(str(exc)) from None
         return cls(client, fail_open=fail_open, breaker=breaker)
 
     def close(self) -> None:
@@ -270,7 +274,7 @@ class Guard:
             raise WarmupUnavailable(str(exc)) from None
         except redis_conn.REFUSALS as exc:  # a wrong password is configuration (exit 2), not an outage
             raise redis_conn.RedisRefused(redis_conn.refused_message(exc, self._client)) from None
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             source = redis_conn.url_source(self._client)
             raise WarmupUnavailable(f"Redis unreachable: {mask_text(str(exc))}; check the Redis URL"
                                     f"{f' from {source}' if source else ' (--redis-url, SENDHOST_REDIS_URL)'}") \
@@ -292,7 +296,7 @@ class Guard:
             raise WarmupConfigError("pick needs at least one mailbox")
         try:
             return self._pick(addresses, self._now(now), campaign, window_left_s)
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             log.warning("warmup guard: Redis error, failing %s: %s", "open" if self.fail_open else "closed", exc)
             if self.fail_open:
                 first = addresses[0].lower()
@@ -385,7 +389,7 @@ class Guard:
                 (self._scripts.successes, [keys.SYSTEM_SUCCESSES],
                  [self._now_arg(now), reservation.token, self.breaker.window_s * 1000]),
             ])
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             log.warning("warmup guard: confirm of %s not recorded: %s", reservation.token, exc)
             return False
         return bool(settled)
@@ -417,7 +421,7 @@ class Guard:
                 cancel_keys.append(group_keys.campaign(reservation.campaign))
                 cancel_args.append(reservation.campaign_day)
             reply = self._scripts.cancel(keys=cancel_keys, args=cancel_args)
-        except redis.RedisError as exc:
+        except redis_conn.FAILURES as exc:
             log.warning("warmup guard: cancel of %s not recorded (slot stays used): %s", reservation.token, exc)
             return CancelOutcome(failure, settled=False, freed=False, failures_in_window=0, tripped=False,
                                  disconnected=False, applied=False)

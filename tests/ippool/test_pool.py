@@ -271,3 +271,18 @@ def test_a_blamed_fallback_lease_retires_nothing(pool: Pool) -> None:
     pool.register_host("sender-1", "10.0.0.10")
     lease = pool.lease("sender-1")
     assert lease.fallback and pool.retire_blamed(lease) is False
+
+
+def test_from_url_with_cluster_yes_leases_on_the_cluster(cluster_service: Any) -> None:
+    """`?cluster=yes` (sendhost.redis_conn.connect) gives the pool a cluster client, as `Guard.from_url`."""
+    from redis.cluster import RedisCluster
+
+    cluster_service.flush()
+    pool = Pool.from_url(f"redis://127.0.0.1:{cluster_service.ports[0]}/0?cluster=yes")
+    try:
+        assert isinstance(pool.client, RedisCluster)
+        register(pool, slots=1)
+        with pool.lease("sender-1") as lease:
+            assert (lease.fallback, lease.public_ip) == (False, "203.0.113.1")
+    finally:
+        pool.close()

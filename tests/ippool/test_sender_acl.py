@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -39,7 +39,7 @@ from sendhost.lua_library import library_version
 from tests.conftest import run_cli
 from tests.support.redis_cluster import RedisClusterService
 from tests.support.redis_server import RedisServer
-from warmup import Guard
+from warmup import FailureClass, Guard
 from warmup.keys import REGISTRY, GroupKeys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,11 +246,12 @@ def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService
         admin_pool = Pool(admin)
         admin_pool.register_host(HOST, "10.0.0.1", budget=(5, 5))
         admin_pool.put_address(HOST, 0, private_ip="10.0.0.10", public_ip="198.51.100.10")
-        Guard(admin).add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP)
+        Guard(admin).add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP, min_gap_s=0, jitter_s=(0, 0))
         Guard(admin).add_mailbox(OTHER_MAILBOX, start=date(2026, 1, 1), group=OTHER_GROUP)
+        apply_sender_acl(admin, HOST, PASSWORD, [GROUP])  # through the cluster client: the user on every node
         for node in nodes:
             assert node.fcall_ro("sendhost_version", 0) == library_version()  # loaded on every primary
-            apply_sender_acl(node, HOST, PASSWORD, [GROUP])
+            assert node.acl_getuser(sender_user(HOST))["enabled"]
             node.acl_log_reset()
         sender = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in cluster_service.startup_nodes],
                               username=sender_user(HOST), password=PASSWORD, decode_responses=True)
@@ -262,6 +263,18 @@ def test_the_sender_path_on_a_redis_cluster(cluster_service: RedisClusterService
             decision = guard.reserve(MAILBOX)
             assert decision.reserved, decision.reason
             assert guard.confirm(decision.reservation)
+            # the rest of the guard's send path: a failed send (the breaker reads the success window, on its own
+            # slot), status, the counters' rebuild under the group's lock, resume and the schedule's refresh
+            failed = guard.reserve(MAILBOX)
+            assert failed.reserved, failed.reason
+            assert guard.cancel(failed.reservation, FailureClass.TRANSIENT).settled
+            assert [s.reserved for s in guard.status([MAILBOX])] == [1]  # the failed one's slot freed
+            with guard.rebuilding(GROUP):
+                restored = guard.import_sends([(MAILBOX, datetime.now(UTC) - timedelta(minutes=1))])
+                assert restored[MAILBOX][0] == 1
+            guard.resume(MAILBOX)  # MULTI/EXEC on the group's slot, as the schedule's refresh is
+            guard.mailboxes.refresh_schedule(MAILBOX, guard.mailboxes.now_ms(None))
+            assert guard.reserve(MAILBOX).reserved
             assert [entry for node in nodes for entry in node.acl_log()] == []
             assert guard.reserve(OTHER_MAILBOX).status == "skipped-unavailable"
             primary = sender.get_primaries()[0]
@@ -357,6 +370,9 @@ def test_the_sender_url_keeps_the_server_and_drops_the_admin_credentials() -> No
                       HOST, "pw") == "rediss://sender-sender-1:pw@redis.internal:6380/2?ssl_ca_certs=/ca.pem"
     assert sender_url("redis://10.0.0.5:6379", "a@b", "pw") == "redis://sender-a%40b:pw@10.0.0.5:6379"
     assert sender_url("unix:///run/redis.sock?db=3", HOST, "pw") == "unix://sender-sender-1:pw@/run/redis.sock?db=3"
+    # a cluster's admin URL gives a cluster's sender URL: the sender's client is a cluster client too
+    assert sender_url("redis://admin:s3cret@node1:6379/0?cluster=yes", HOST, "pw") == \
+        "redis://sender-sender-1:pw@node1:6379/0?cluster=yes"
 
 
 def test_a_redis_without_selectors_is_refused(redis6_url: str) -> None:

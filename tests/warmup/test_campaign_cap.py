@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-import redis
 
 from sender.campaigns.pacing import HourRange
 from sender.campaigns.window import Schedule
@@ -121,22 +121,22 @@ def test_a_caller_whose_day_lags_both_counted_days_is_refused(guard: Guard) -> N
     assert behind.reason is not None and "before the days" in behind.reason
 
 
-def test_the_pace_spreads_the_remaining_cap_over_the_window_left(guard: Guard, redis_client: redis.Redis) -> None:
+def test_the_pace_spreads_the_remaining_cap_over_the_window_left(guard: Guard, guard_client: Any) -> None:
     guard.add_mailbox("a@x.com", start=SETTLED, min_gap_s=420, jitter_s=(0, 90), now=NOW)
     state = GroupKeys("default").mailbox("a@x.com").state
-    seed = str(redis_client.hget(state, "jitter_seed"))
+    seed = str(guard_client.hget(state, "jitter_seed"))
     window_left_s = 8 * 3600
     reservation = guard.pick(["a@x.com"], now=NOW, window_left_s=window_left_s).reservation
     assert reservation is not None and reservation.cap == 40
     # 39 sends left and the window's end split 8 hours into 40 parts (720 s, above the 420 s gap), plus the jitter.
     expected = int(NOW * 1000) + 8 * 3600 * 1000 // 40 + jitter_ms(seed, 1, 0, 90_000)
-    assert redis_client.hget(state, "next_send_ms") == str(expected)
+    assert guard_client.hget(state, "next_send_ms") == str(expected)
     assert guard.pick(["a@x.com"], now=(expected - 1) / 1000, window_left_s=window_left_s).status \
         == "skipped-cooldown"
     # Less window left: the pace shortens, and never below the gap.
     assert guard.pick(["a@x.com"], now=expected / 1000, window_left_s=600).reserved
     gap_only = expected + 420_000 + jitter_ms(seed, 2, 0, 90_000)
-    assert redis_client.hget(state, "next_send_ms") == str(gap_only)
+    assert guard_client.hget(state, "next_send_ms") == str(gap_only)
 
 
 def test_the_pace_keeps_a_cap_of_forty_from_draining_in_the_first_hour(guard: Guard) -> None:
@@ -187,12 +187,12 @@ def test_a_day_through_the_window_check_spends_the_cap_a_quarter_an_hour_at_most
     assert max(by_hour.values()) <= cap / 4, sorted(by_hour.items())
 
 
-def test_rows_without_a_window_keep_the_gap_and_jitter_only(guard: Guard, redis_client: redis.Redis) -> None:
+def test_rows_without_a_window_keep_the_gap_and_jitter_only(guard: Guard, guard_client: Any) -> None:
     guard.add_mailbox("a@x.com", start=SETTLED, min_gap_s=420, jitter_s=(0, 90), now=NOW)
     state = GroupKeys("default").mailbox("a@x.com").state
-    seed = str(redis_client.hget(state, "jitter_seed"))
+    seed = str(guard_client.hget(state, "jitter_seed"))
     assert guard.pick(["a@x.com"], now=NOW, campaign=slot(None)).reserved
-    assert redis_client.hget(state, "next_send_ms") == str(int(NOW * 1000) + 420_000 + jitter_ms(seed, 1, 0, 90_000))
+    assert guard_client.hget(state, "next_send_ms") == str(int(NOW * 1000) + 420_000 + jitter_ms(seed, 1, 0, 90_000))
 
 
 def test_the_campaign_key_lives_under_the_groups_hash_tag() -> None:

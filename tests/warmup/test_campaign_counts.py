@@ -4,15 +4,15 @@ each mailbox's share only when it was counted on that day."""
 
 from __future__ import annotations
 
-import redis
+from typing import Any
 
 from warmup import Guard
 from warmup.keys import GroupKeys
 
 
 def test_counts_of_the_current_and_the_previous_day_and_nothing_of_another(guard: Guard,
-                                                                           redis_client: redis.Redis) -> None:
-    redis_client.hset(GroupKeys("sales").campaign("q1"), mapping={
+                                                                           guard_client: Any) -> None:
+    guard_client.hset(GroupKeys("sales").campaign("q1"), mapping={
         "day": "2026-12-02", "day_count": 7, "prev_day": "2026-12-01", "prev_count": 120,
         "mbx:a@x.example": "2026-12-02|4", "mbx:b@x.example": "2026-12-01|40", "mbx:c@x.example": "2026-12-02|3"})
     assert guard.campaign_counts("sales", "q1", "2026-12-02") == (7, {"a@x.example": 4, "c@x.example": 3})

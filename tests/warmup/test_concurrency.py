@@ -23,6 +23,12 @@ TODAY = date(2026, 11, 30)
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture
+def guard(redis_client: redis.Redis) -> Guard:
+    """On the single Redis only: the worker processes connect to `redis_url`."""
+    return Guard(redis_client)
+
+
 def _run(target: str, args_list: list[tuple[Any, ...]], timeout_s: float = 120) -> list[Any]:
     """Run `warmup_workers.<target>` in one fresh process per args tuple; they start together once all are
     connected and ready (a barrier), so the contention is real. Returns results in args order."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-import redis
 
 from tests.support.net import free_port
 from tests.warmup.conftest import NOW
@@ -50,13 +50,13 @@ def test_reserve_counts_against_the_cap_and_confirm_keeps_it(guard: Guard) -> No
     assert decisions[-1].retry_after_s == pytest.approx(12 * 3600 - 10)
 
 
-def test_gap_plus_jitter_is_enforced_and_the_wait_is_stored(guard: Guard, redis_client: redis.Redis) -> None:
+def test_gap_plus_jitter_is_enforced_and_the_wait_is_stored(guard: Guard, guard_client: Any) -> None:
     guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=420, jitter_s=(0, 90), now=NOW)
     state = GroupKeys("default").mailbox("a@x.com").state
-    seed = str(redis_client.hget(state, "jitter_seed"))
+    seed = str(guard_client.hget(state, "jitter_seed"))
     gap_ms = 420_000 + jitter_ms(seed, 1, 0, 90_000)  # drawn at the first reservation, for the gap after it
     assert guard.reserve("a@x.com", now=NOW).reserved
-    assert redis_client.hget(state, "next_send_ms") == str(int(NOW * 1000) + gap_ms)
+    assert guard_client.hget(state, "next_send_ms") == str(int(NOW * 1000) + gap_ms)
     just_before = guard.reserve("a@x.com", now=NOW + (gap_ms - 1) / 1000)
     assert just_before.status == "skipped-cooldown"
     assert just_before.retry_after_s == pytest.approx(0.001)
@@ -65,7 +65,7 @@ def test_gap_plus_jitter_is_enforced_and_the_wait_is_stored(guard: Guard, redis_
     assert guard.reserve("a@x.com", now=NOW + gap_ms / 1000).reserved
 
 
-def test_jitter_is_drawn_per_send_and_spreads_over_its_range(guard: Guard, redis_client: redis.Redis) -> None:
+def test_jitter_is_drawn_per_send_and_spreads_over_its_range(guard: Guard, guard_client: Any) -> None:
     """200 sends under steady demand (a caller ready the moment the guard allows): every gap is the minimum plus
     the jitter predicted for that send, and the gaps spread across the whole jitter range."""
     from warmup.schedule import Ramp
@@ -73,7 +73,7 @@ def test_jitter_is_drawn_per_send_and_spreads_over_its_range(guard: Guard, redis
     low_ms, high_ms = 10_000, 70_000
     guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=60), min_gap_s=60, jitter_s=(10, 70),
                       ramp=Ramp(step=500, ceiling=1000), now=NOW)
-    seed = str(redis_client.hget(GroupKeys("default").mailbox("a@x.com").state, "jitter_seed"))
+    seed = str(guard_client.hget(GroupKeys("default").mailbox("a@x.com").state, "jitter_seed"))
     now_ms = int(NOW * 1000)
     sent: list[int] = []
     while len(sent) < 200:
@@ -93,16 +93,16 @@ def test_jitter_is_drawn_per_send_and_spreads_over_its_range(guard: Guard, redis
     assert sixths == set(range(6))
 
 
-def test_a_reserve_whose_now_lags_keeps_the_later_last_send(guard: Guard, redis_client: redis.Redis) -> None:
+def test_a_reserve_whose_now_lags_keeps_the_later_last_send(guard: Guard, guard_client: Any) -> None:
     """A caller whose clock lags another's never moves the last send (or the next eligible time) backwards: its
     reserve is refused until the later caller's gap has passed, and the state stays max(now, last)."""
     guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
     state = GroupKeys("default").mailbox("a@x.com").state
     assert guard.reserve("a@x.com", now=NOW + 60).reserved  # one caller's clock
-    before = redis_client.hmget(state, "last_send_ms", "next_send_ms", "day_count")
+    before = guard_client.hmget(state, "last_send_ms", "next_send_ms", "day_count")
     lagging = guard.reserve("a@x.com", now=NOW)  # another's, a minute behind
     assert lagging.status == "skipped-cooldown" and lagging.retry_after_s == 60
-    assert redis_client.hmget(state, "last_send_ms", "next_send_ms", "day_count") == before
+    assert guard_client.hmget(state, "last_send_ms", "next_send_ms", "day_count") == before
     assert before[:2] == [str(int((NOW + 60) * 1000))] * 2
     assert guard.reserve("a@x.com", now=NOW + 60).reserved  # the later clock goes on
 
@@ -126,18 +126,18 @@ def test_a_mailbox_added_paused_reserves_nothing_until_resumed(guard: Guard) -> 
 
 
 def test_the_rebuild_lock_is_one_holders_and_a_dead_holders_expires(guard: Guard,
-                                                                    redis_client: redis.Redis) -> None:
+                                                                    guard_client: Any) -> None:
     lock = GroupKeys("sales").rebuild_lock
     assert lock == "sendhost:sender:{sales}:rebuild"  # the name sender ACL users already grant
     waited: list[float] = []
     with guard.rebuilding("sales"):
-        token = redis_client.get(lock)
+        token = guard_client.get(lock)
         assert token
         # A second holder waits (here: sleeps, its sleep injected) until the first gives up or dies.
         with guard.rebuilding("sales", wait_s=0.2, sleep=waited.append):
-            assert redis_client.get(lock) == token  # a live holder's lock is never taken over
+            assert guard_client.get(lock) == token  # a live holder's lock is never taken over
         assert waited
-    assert redis_client.get(lock) is None
+    assert guard_client.get(lock) is None
 
 
 def test_pick_takes_the_least_used_eligible_mailbox(guard: Guard) -> None:
@@ -212,30 +212,30 @@ def test_a_mailbox_registered_ahead_of_its_first_day_waits_for_it(guard: Guard) 
     assert (decision.reservation.day, decision.reservation.cap) == (start.isoformat(), 10)
 
 
-def test_moving_the_start_earlier_out_of_week_one_needs_force(guard: Guard, redis_client: redis.Redis) -> None:
+def test_moving_the_start_earlier_out_of_week_one_needs_force(guard: Guard, guard_client: Any) -> None:
     guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=2), now=NOW)  # day 3: week one
-    before = redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com")
+    before = guard_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com")
     with pytest.raises(WarmupConfigError, match=r"would lift it out of week one today \(day 3 -> day 31, cap 10 "
                                                 r"-> \d+\); pass --force"):
         guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=30), now=NOW)
-    assert redis_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com") == before
+    assert guard_client.hgetall("sendhost:warmup:{default}:mbx:a@x.com") == before
     assert guard.reserve("a@x.com", now=NOW).reservation.cap == 10  # type: ignore[union-attr]
     # Earlier but still within week one: no force needed.
     guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=5), now=NOW)
     guard.add_mailbox("a@x.com", start=TODAY - timedelta(days=30), now=NOW, force=True)
-    moved = redis_client.hget("sendhost:warmup:{default}:mbx:a@x.com", "start_moved")
+    moved = guard_client.hget("sendhost:warmup:{default}:mbx:a@x.com", "start_moved")
     assert moved == f"{TODAY - timedelta(days=5)} -> {TODAY - timedelta(days=30)} at 2026-11-30T12:00:00+00:00 " \
                     "(forced out of week one)"
     [status] = guard.status(["a@x.com"], now=NOW)
     assert status.day_number == 31 and status.cap > 10
 
 
-def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, redis_client: redis.Redis) -> None:
+def test_add_refuses_bad_input_and_writes_nothing(guard: Guard, guard_client: Any) -> None:
     with pytest.raises(WarmupConfigError, match="not an email address"):
         guard.add_mailbox("not-an-address", start=TODAY, now=NOW)
     with pytest.raises(WarmupConfigError, match="IANA"):
         guard.add_mailbox("a@x.com", start=TODAY, timezone="Mars/Olympus", now=NOW)
-    assert redis_client.keys("*") == []
+    assert guard_client.keys("*") == []
 
 
 def test_unknown_mailbox_is_a_config_error(guard: Guard) -> None:
@@ -372,9 +372,9 @@ def test_the_guard_and_the_cli_word_a_wait_alike_rounded_up(guard: Guard, gap_s:
     assert skipped.reason == f"needs {words} between sends; {words} left"
 
 
-def test_a_clock_given_is_the_time_of_every_call_without_now(redis_client: redis.Redis) -> None:
+def test_a_clock_given_is_the_time_of_every_call_without_now(guard_client: Any) -> None:
     at = [NOW]
-    guard = Guard(redis_client, clock=lambda: at[0])
+    guard = Guard(guard_client, clock=lambda: at[0])
     guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=600, jitter_s=(0, 0))
     first = guard.reserve("a@x.com")
     assert first.reserved and first.reservation is not None and first.reservation.day == TODAY.isoformat()
