@@ -132,6 +132,8 @@ CREATE TABLE sender_send_log (
     reply text NOT NULL DEFAULT ''
 );
 CREATE INDEX sender_send_log_mailbox ON sender_send_log (mailbox, accepted_at);
+-- The health window's (version 10): the last 7 days of every mailbox, read without the rest of the history.
+CREATE INDEX sender_send_log_accepted ON sender_send_log (accepted_at);
 
 CREATE TABLE sender_suppressions (
     address text PRIMARY KEY CHECK (address = lower(address)),
@@ -172,6 +174,7 @@ CREATE TABLE sender_feedback (
     UNIQUE (email_id, event, ref)
 );
 CREATE INDEX sender_feedback_mailbox ON sender_feedback (mailbox, event, occurred_at);
+CREATE INDEX sender_feedback_occurred ON sender_feedback (occurred_at);  -- the health window's (version 10)
 
 -- Where each mailbox's inbox reader got to: a message is read once per (mailbox, UIDVALIDITY).
 CREATE TABLE sender_inbox_marks (
