@@ -43,6 +43,7 @@ VERSION_10_INDEXES = ("CREATE INDEX sender_send_log_accepted ON sender_send_log 
 RECENT_SENT, RECENT_DUE, MAILBOXES = 2_000, 200, 20
 HISTORY = (("sent", 60), ("delivered", 20), ("failed", 8), ("cancelled", 6), ("bounced", 5), ("queued", 1))
 CHUNK = 50_000
+NULL = "\\N"  # COPY's
 
 
 def _history_status(n: int) -> str:
@@ -104,8 +105,8 @@ def build(url: str, size: int) -> None:
                     "status, not_before, due_at, message_id, mailbox, attempt_started_at, attempts) FROM STDIN",
               (f"{i}\t{campaign}\tL{i}\t1\tl{i}@rcpt.example\tsales\tHello\tHi there\t{status}\t"
                f"{far if status == 'queued' and i <= size - RECENT_DUE else now.isoformat()}\t{now.isoformat()}\t"
-               f"{'<%d@bench.example>' % i if mailbox else chr(92) + 'N'}\t{mailbox or chr(92) + 'N'}\t"
-               f"{at.isoformat() if at else chr(92) + 'N'}\t{1 if mailbox else 0}\n"
+               f"{f'<{i}@bench.example>' if mailbox else NULL}\t{mailbox or NULL}\t"
+               f"{at.isoformat() if at else NULL}\t{1 if mailbox else 0}\n"
                for i, status, at, mailbox, _kinds in _rows(size, now)))
         _copy(conn, "COPY sender_send_log (email_id, message_id, mailbox, accepted_at) FROM STDIN",
               (f"{i}\t<{i}@bench.example>\t{mailbox}\t{at.isoformat()}\n"

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +40,10 @@ def _counted(ledger: Ledger) -> tuple[dict[str, int], dict[str, int]]:
     return ledger.counts(), events
 
 
-def counting_machine(conn: psycopg.Connection[Any], url: str) -> Callable[[], RuleBasedStateMachine]:
+def counting_machine(conn: psycopg.Connection[Any], url: str) -> type[RuleBasedStateMachine]:
     base: Any = sequence_machine(conn, url)
 
-    class Counting(base):  # type: ignore[misc,valid-type]
+    class Counting(base):  # the sequence rules' machine, with one more invariant
         @invariant()
         def counters_are_the_counts(self) -> None:
             assert _counted(self.ledger) == _truth(conn)
