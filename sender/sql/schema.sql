@@ -1140,10 +1140,12 @@ CREATE TRIGGER sender_count_events_truncated AFTER TRUNCATE ON sender_events
 FOR EACH STATEMENT EXECUTE FUNCTION sender_count_truncated('events');
 
 -- Move the committed lines into sender_counts, unless another fold is at it (it will have them, or the next
--- will): no one waits. A line whose transaction has not committed is not seen, so it stays for a later fold.
+-- will): no one waits. A line whose transaction has not committed is not seen, so it stays for a later fold. A
+-- read-only transaction (a standby's, a read-only role's) folds nothing and still reads the counts right.
 CREATE FUNCTION sender_fold_counts() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT pg_try_advisory_xact_lock(hashtext('sender_fold_counts')) THEN
+    IF current_setting('transaction_read_only')::boolean
+       OR NOT pg_try_advisory_xact_lock(hashtext('sender_fold_counts')) THEN
         RETURN;
     END IF;
     WITH moved AS (DELETE FROM sender_count_changes RETURNING counter, old_key, new_key),

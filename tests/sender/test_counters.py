@@ -124,3 +124,16 @@ def test_a_truncate_starts_the_counters_again(ledger: Ledger, database_url: str)
         ledger.enqueue(lead="M", step=1, to="m@rcpt.example", group="sales", subject="s", text="t")
         assert _counted(ledger) == _truth(conn)
     assert ledger.counts()["queued"] == 1
+
+
+def test_a_read_only_transaction_reads_the_counts_without_folding(ledger: Ledger, database_url: str) -> None:
+    """What a standby or a read-only role does: the lines not folded are counted, none is moved."""
+    ledger.migrate()
+    ledger.enqueue(lead="L", step=1, to="l@rcpt.example", group="sales", subject="s", text="t")
+    with psycopg.connect(database_url) as conn:
+        conn.execute("SET TRANSACTION READ ONLY")
+        (lines,) = conn.execute("SELECT count(*) FROM sender_count_changes").fetchone() or (0,)
+        counted = dict(conn.execute(query("status_counts"), {"now": None}).fetchall())
+        (after,) = conn.execute("SELECT count(*) FROM sender_count_changes").fetchone() or (0,)
+    assert lines > 0 and after == lines
+    assert counted == {"queued": 1}
