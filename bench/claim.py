@@ -14,7 +14,9 @@ row (as the agent claims) per phase:
   v5        v5's claim query, on the v5 ledger;
   v6 bare   v6's sender_claim alone (no lead, no earlier steps), step-1 rows;
   v6        v6's claim (Ledger.claim) of step-1 rows: the lead joined, no earlier step to read;
-  v6 step2  v6's claim of step-2 rows whose step 1 was sent (one earlier step read), with the agent's mailboxes.
+  v6 step2  v6's claim of step-2 rows whose step 1 was sent (one earlier step read), with the agent's mailboxes;
+  uncounted v6's claim as `v6`, on a ledger whose counters' triggers (version 10) are off: what counting costs a
+            claim (ratio v6 / uncounted).
 Each phase's claims/s and its backend's CPU per claim (from /proc: only when the server runs here); the ratios,
 each with the range of its rounds, print last.
 """
@@ -33,7 +35,12 @@ from typing import Any
 
 from bench.postgres import admin_url, cpu_seconds, fresh_database
 
-PHASES = ("select1", "v5", "v6 bare", "v6", "v6 step2")
+PHASES = ("select1", "v5", "v6 bare", "v6", "v6 step2", "uncounted")
+# The ledger's counters (version 10) as a claim pays them: the triggers that append a line per status change and
+# per history entry. The `uncounted` ledger has them off, the rest as schema.sql makes them.
+COUNTER_TRIGGERS = ("ALTER TABLE sender_emails DISABLE TRIGGER sender_count_rows, "
+                    "DISABLE TRIGGER sender_count_row_status",
+                    "ALTER TABLE sender_events DISABLE TRIGGER sender_count_event")
 MAILBOX = "box@bench.example"
 ENQUEUE = """SELECT sender_enqueue(%(prefix)s || n, %(step)s, 'lead' || n || '@rcpt.example', 'bench', 'Hello',
                                   'Hi there', NULL, NULL)
@@ -150,8 +157,12 @@ def main() -> None:
         for phase, url in urls.items():
             backlog(url, 5 if phase == "v5" else 6, args.ledger_leads)
             fill(url, rows, step2=phase == "v6 step2")
+        with psycopg.connect(urls["uncounted"], autocommit=True) as conn:
+            for statement in COUNTER_TRIGGERS:
+                conn.execute(statement)
         v5 = stack.enter_context(psycopg.connect(urls["v5"], autocommit=True))
-        bare, step1, step2 = (stack.enter_context(Ledger.from_url(urls[p])) for p in ("v6 bare", "v6", "v6 step2"))
+        bare, step1, step2, uncounted = (stack.enter_context(Ledger.from_url(urls[p]))
+                                         for p in ("v6 bare", "v6", "v6 step2", "uncounted"))
         params = {"worker": "bench", "limit": 1, "groups": ["bench"], "now": None}
         calls: dict[str, tuple[Any, Callable[[], Any]]] = {
             "select1": (v5, lambda: v5.execute("SELECT 1").fetchone()),
@@ -160,6 +171,7 @@ def main() -> None:
             "v6": (step1._conn, lambda: step1.claim("bench", 1, ["bench"])),
             "v6 step2": (step2._conn, lambda: [row for row in step2.claim("bench", 1, ["bench"], [MAILBOX])
                                                if row.step == 2 and len(row.earlier) == 1]),
+            "uncounted": (uncounted._conn, lambda: uncounted.claim("bench", 1, ["bench"])),
         }
         for round_no in range(args.rounds):
             for phase in PHASES:
@@ -175,7 +187,7 @@ def main() -> None:
     for phase in PHASES:
         print(f"  {phase:10s}{median(rates[phase]):9,.0f}{median(cpu[phase]):21.0f}")
     print()
-    for phase, base in (("v6", "v5"), ("v6 step2", "v5"), ("v6", "v6 bare"), ("v5", "select1"),
+    for phase, base in (("v6", "uncounted"), ("v6", "v5"), ("v6 step2", "v5"), ("v6", "v6 bare"), ("v5", "select1"),
                         ("v6", "select1")):
         ratios = [r / b for r, b in zip(rates[phase], rates[base], strict=True)]
         print(f"ratio {phase} / {base}: {median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x)")
