@@ -97,7 +97,11 @@ def test_sender_migrate_through_pgbouncer_from_four_processes_on_an_older_ledger
     assert all(count == 1 for name, count in applied.items() if not name.startswith("6_0")), applied
     with psycopg.connect(bouncer.server_url(database)) as conn:
         versions = [v for (v,) in conn.execute("SELECT version FROM sender_schema_versions ORDER BY version")]
+        # no lock outlived its transaction on the server connections PgBouncer keeps for the next client
+        held = conn.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                            "WHERE l.locktype = 'advisory' AND a.datname = %s", (database,)).fetchone()
     assert versions == list(range(1, latest_version() + 1))
+    assert held == (0,)
     with bouncer.fresh_database() as fresh:
         again = run_cli_process("sender", "--database-url", bouncer.url(fresh), "migrate")
         assert again.returncode == 0, again.stderr
