@@ -20,7 +20,9 @@ import pytest
 from sender import Ledger
 from sender.ledger.migrate import latest_version
 from sender.ledger.queries import migrations
+from sender.sending.agent import CHECKPOINTS
 from tests.conftest import REPO_ROOT
+from tests.sender.test_crash import EXPECTED as CRASH_EXPECTED
 from tests.sender.test_schema import _at_version, catalogue
 from tests.sender.web_server import web_server
 from tests.sender.world import World, make_world
@@ -174,3 +176,30 @@ def test_a_fleet_through_pgbouncer_never_opens_more_server_connections_than_the_
     assert set(scrapes) == {200} and scrapes[200] >= 2, scrapes
     assert seen.samples > 10 and 0 < seen.most <= POOL_SIZE, (seen.most, seen.samples)
     assert "prepared statement" not in bouncer.log()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", CHECKPOINTS)
+def test_sigkill_after_a_step_through_pgbouncer(tmp_path: Path, bouncer: Bouncer, database: str, redis_url: str,
+                                                submission: SubmissionServer, step: str) -> None:
+    """An agent killed mid-send through the pool leaves what test_crash says it leaves directly: its server
+    connection goes back to the pool with nothing of its half-done call, and the next agent, through the same pool,
+    finishes the job: nothing delivered twice, a row killed after its attempt started unconfirmed."""
+    world = _world(tmp_path, bouncer, database, redis_url, submission)
+    world.enqueue(1)
+    child = subprocess.run([sys.executable, "-m", "tests.sender.agent_child", str(world.inventory),
+                            world.database_url, world.redis_url, step], cwd=REPO_ROOT, capture_output=True,
+                           text=True, timeout=120, check=False)
+    assert child.returncode == -9, child.stderr
+    with world.ledger() as ledger:
+        ledger.sweep(0)
+    agent, factory = world.agent()
+    agent.run(factory, 1, once=True, stop=threading.Event())
+    with world.ledger() as ledger:
+        shown = ledger.show("L0", 1)
+    assert shown is not None
+    status, deliveries = CRASH_EXPECTED[step]
+    assert shown.row["status"] == status, shown.events
+    assert len(world.server.recorder.received) == deliveries
+    if deliveries:
+        assert world.server.recorder.received[0].message_id == shown.row["message_id"]
