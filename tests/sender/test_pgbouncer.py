@@ -214,3 +214,31 @@ def test_sigkill_after_a_step_through_pgbouncer(tmp_path: Path, bouncer: Bouncer
     assert len(world.server.recorder.received) == deliveries
     if deliveries:
         assert world.server.recorder.received[0].message_id == shown.row["message_id"]
+
+
+def test_the_web_service_holds_at_most_its_pool_size(tmp_path: Path, bouncer: Bouncer, database: str) -> None:
+    """`sender web --pool-size 2`, asked /healthz by 24 clients at once: the server never sees more than 2 of its
+    connections (application_name sendhost-web), and every request is answered."""
+    url = bouncer.server_url(database)
+    with Ledger.from_url(url) as ledger:
+        ledger.migrate()
+    answers: Counter[int] = Counter()
+    with web_server(tmp_path, url, extra=("--pool-size", "2")) as web, psycopg.connect(bouncer.server_url(),
+                                                                                        autocommit=True) as conn:
+        most = 0
+
+        def ask() -> None:
+            with httpx.Client(timeout=30) as client:
+                for _ in range(15):
+                    answers[client.get(f"{web.base}/healthz").status_code] += 1
+
+        clients = [threading.Thread(target=ask) for _ in range(24)]
+        for thread in clients:
+            thread.start()
+        while any(thread.is_alive() for thread in clients):
+            (count,) = conn.execute(  # type: ignore[misc]
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name = 'sendhost-web'",
+                (database,)).fetchone()
+            most = max(most, int(count))
+    assert answers == {200: 24 * 15}
+    assert 0 < most <= 2
