@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from sender import Ledger
+from sender.ledger import connection as db
 from sender.ledger.migrate import latest_version
 from sender.ledger.queries import migrations
 from sender.sending.agent import CHECKPOINTS
@@ -242,3 +243,14 @@ def test_the_web_service_holds_at_most_its_pool_size(tmp_path: Path, bouncer: Bo
             most = max(most, int(count))
     assert answers == {200: 24 * 15}
     assert 0 < most <= 2
+
+
+def test_the_statement_timeout_holds_for_each_call_and_never_outlives_it(bouncer: Bouncer, database: str) -> None:
+    """Each ledger call runs under the 15 s timeout, set in its own transaction: the pooled server connection, the
+    next client's, is left at the server's default."""
+    with Ledger.from_url(bouncer.url(database)) as ledger, ledger.calling("read the timeout") as conn:
+        assert db.execute(conn, "SELECT current_setting('statement_timeout')").fetchone() == ("15s",)
+        with pytest.raises(psycopg.errors.QueryCanceled), conn.pipeline():  # and it is the one that cancels
+            db.set_local_timeout(conn, 50)
+            conn.execute("SELECT pg_sleep(2)")
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("0",)
