@@ -158,14 +158,17 @@ def test_a_fleet_through_pgbouncer_never_opens_more_server_connections_than_the_
     env["PYTHONPATH"] = str(REPO_ROOT)
     args = [sys.executable, "-m", "toolkit", *world.cli_args("run", "--host", "sender-1", "--workers", "2", "--once",
                                                              "--smtp-timeout", "10")]
-    scrapes: Counter[int] = Counter()
+    scrapes: Counter[int | str] = Counter()  # status codes, or the error that got no answer
     with ServerConnections(bouncer, database) as seen, web_server(tmp_path / "web", world.database_url) as web:
         stop = threading.Event()
 
         def ask() -> None:
             while not stop.is_set():
                 for address in (f"{web.base}/healthz", f"{web.metrics_base}/metrics/"):
-                    scrapes[httpx.get(address, timeout=30).status_code] += 1
+                    try:
+                        scrapes[httpx.get(address, timeout=30).status_code] += 1
+                    except httpx.HTTPError as exc:
+                        scrapes[f"{address}: {exc!r}"] += 1
 
         asking = threading.Thread(target=ask, daemon=True)
         asking.start()
