@@ -349,12 +349,15 @@ def _parse_events(body: bytes, now: datetime) -> tuple[list[dict[str, Any]], str
     return items, None
 
 
-def open_pool(database_url: str, size: int = 8) -> ConnectionPool:
-    """Autocommit ledger connections, as sender.ledger.connection makes them, shared by the requests."""
+POOL_SIZE = 8  # `sender web --pool-size`: the most ledger connections the service holds (docs/pgbouncer.md)
+
+
+def open_pool(database_url: str, size: int = POOL_SIZE) -> ConnectionPool:
+    """Autocommit ledger connections, as sender.ledger.connection makes them (PgBouncer-safe: no startup options, no
+    server-side prepared statements), shared by the requests: at most `size`."""
     return ConnectionPool(database_url, min_size=1, max_size=size, open=True, timeout=10,
                           kwargs={"autocommit": True, "connect_timeout": db.CONNECT_TIMEOUT_S,
-                                  "options": f"-c statement_timeout={db.STATEMENT_TIMEOUT_MS}",
-                                  "application_name": "sendhost-web"})
+                                  "prepare_threshold": None, "application_name": "sendhost-web"})
 
 
 MAX_CONNECTIONS = 1000  # past it uvicorn answers 503 at once; well under the file descriptors we ask for below
@@ -382,12 +385,12 @@ class _Server(uvicorn.Server):
 
 
 def serve(database_url: str, keys: WebKeys, host: str, port: int, metrics_host: str, metrics_port: int,
-          max_connections: int = MAX_CONNECTIONS) -> None:
+          max_connections: int = MAX_CONNECTIONS, pool_size: int = POOL_SIZE) -> None:
     """Serve the public app on host:port and /metrics/ on metrics_host:metrics_port until SIGINT/SIGTERM (uvicorn
     finishes the requests in flight)."""
     _raise_fd_limit(max_connections + 256)
     limit_log_rate()
-    with open_pool(database_url) as pool:
+    with open_pool(database_url, pool_size) as pool:
         metrics = ledger_metrics(pool)
         # no access log: the path carries the token, and our own lines say what each request did
         # An idle keep-alive connection outlives the proxy's (nginx keeps upstream ones 60 s): a server that closed

@@ -1,4 +1,5 @@
-"""Create or upgrade the ledger's schema: versioned, idempotent, safe from several processes at once.
+"""Create or upgrade the ledger's schema: versioned, idempotent, safe from several processes at once, directly or
+through PgBouncer in transaction mode.
 
 A fresh database gets `sql/schema.sql`, the current schema, recorded as the latest version; a database at an
 earlier version gets the migrations above it, in order (`sql/migrations/README.md`).
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 import psycopg
 
 from sender.errors import LedgerUnavailable
-from sender.ledger.connection import error_line
+from sender.ledger.connection import error_line, set_local_timeout
 from sender.ledger.queries import migrations, query, sql_text
 
 BASELINE_VERSION = 1  # sql/migrations/1_0_baseline.sql: the first schema, what every migration builds on
@@ -39,23 +40,31 @@ def latest_version() -> int:
 
 
 def migrate(conn: psycopg.Connection) -> MigrateResult:
-    """Bring the schema to the latest version under an advisory lock: a second process waits for the first, then
-    finds nothing left to do. A fresh database gets schema.sql in one transaction; an older one gets each
-    migration file in a transaction of its own (a value added to an enum is usable only once committed), its
-    version recorded with the last file of that version, so a failure leaves the version where it was and a
-    second run applies what is left (a file that can be cut short says IF NOT EXISTS)."""
+    """Bring the schema to the latest version: a second process waits for the first, then finds nothing left to
+    do. A fresh database gets schema.sql in one transaction; an older one gets each migration file in a
+    transaction of its own (a value added to an enum is usable only once committed), its version recorded with
+    the last file of that version, so a failure leaves the version where it was and a second run applies what is
+    left (a file that can be cut short says IF NOT EXISTS).
+
+    Every transaction takes the advisory lock itself (pg_advisory_xact_lock, released by its commit) and reads the
+    version again under it: no lock outlives a transaction, so this holds through PgBouncer in transaction mode,
+    where consecutive transactions may run on different server connections."""
     try:
-        conn.execute(query("migrate_lock"), {"key": MIGRATE_LOCK})
-        try:
-            return _migrate_locked(conn)
-        finally:
-            conn.execute(query("migrate_unlock"), {"key": MIGRATE_LOCK})
+        return _migrate(conn)
     except psycopg.OperationalError as exc:
         raise LedgerUnavailable(f"migration failed, nothing changed: {error_line(exc)}") from None
 
 
-def _migrate_locked(conn: psycopg.Connection) -> MigrateResult:
+def _locked(conn: psycopg.Connection) -> None:
+    """Inside a transaction: wait for the migration lock (held until this transaction ends), the transaction's
+    statement timeout set as the connection's would be (no session setting survives PgBouncer)."""
+    set_local_timeout(conn)
+    conn.execute(query("migrate_lock"), {"key": MIGRATE_LOCK})
+
+
+def _migrate(conn: psycopg.Connection) -> MigrateResult:
     with conn.transaction():
+        _locked(conn)
         conn.execute(query("versions_table"))
         before = current_version(conn)
         if before == 0:
@@ -67,6 +76,11 @@ def _migrate_locked(conn: psycopg.Connection) -> MigrateResult:
     for index, (version, name, text) in enumerate(pending):
         last_of_version = index + 1 == len(pending) or pending[index + 1][0] != version
         with conn.transaction():
+            _locked(conn)
+            # another process may have applied it since our last transaction: then it is done, not ours to redo
+            # (a version's first file may still run twice, when its version is not recorded yet: IF NOT EXISTS)
+            if current_version(conn) >= version:
+                continue
             conn.execute(text)
             if last_of_version:
                 conn.execute(query("record_version"), {"version": version, "name": name})

@@ -197,17 +197,17 @@ class Ledger:
         """Run the named query `name` (sql/*.sql) with `params` and the clock's now; its first row, if any.
         `what` names the call in errors."""
         with self.calling(what) as conn:
-            return conn.execute(query(name), {**params, "now": self.now()}).fetchone()
+            return db.execute(conn, query(name), {**params, "now": self.now()}).fetchone()
 
     def fetch_all(self, name: str, params: Mapping[str, Any], what: str) -> list[tuple[Any, ...]]:
         """As fetch_one, every row."""
         with self.calling(what) as conn:
-            return conn.execute(query(name), {**params, "now": self.now()}).fetchall()
+            return db.execute(conn, query(name), {**params, "now": self.now()}).fetchall()
 
     def run(self, name: str, params: Mapping[str, Any], what: str) -> None:
         """As fetch_one, for a statement that returns no rows."""
         with self.calling(what) as conn:
-            conn.execute(query(name), {**params, "now": self.now()})
+            db.execute(conn, query(name), {**params, "now": self.now()})
 
     def fetch_value(self, name: str, params: Mapping[str, Any], what: str) -> Any:
         """As fetch_one, for a query that always returns one row: its one value, or the row."""
@@ -246,6 +246,7 @@ class Ledger:
         now = self.now()
         checked = [{**row, "to": canonical(row["to"])} for row in rows]
         with self.calling("enqueue") as conn, conn.transaction():
+            db.set_local_timeout(conn)
             for row in checked:
                 found = conn.execute(query("enqueue"), {**row, "now": now}).fetchone()
                 assert found is not None
@@ -280,15 +281,15 @@ class Ledger:
         """Step `step` of `lead` in `campaign` (the built-in `enqueue`: the caller's lead id; a campaign file's:
         the lead's address), its send-log entry and its history; None when there is no such row."""
         with self.calling(f"show {lead} step {step}") as conn:
-            cursor = conn.execute(query("show_row"), {"lead": lead, "step": step, "campaign": campaign})
+            cursor = db.execute(conn, query("show_row"), {"lead": lead, "step": step, "campaign": campaign})
             row = cursor.fetchone()
             if row is None:
                 return None
             assert cursor.description is not None
             record = dict(zip([c.name for c in cursor.description], row, strict=True))
             events = [{"at": at, "kind": kind, "detail": detail}
-                      for at, kind, detail in conn.execute(query("show_events"), {"id": record["id"]}).fetchall()]
-            cursor = conn.execute(query("show_send_log"), {"id": record["id"]})
+                      for at, kind, detail in db.execute(conn, query("show_events"), {"id": record["id"]}).fetchall()]
+            cursor = db.execute(conn, query("show_send_log"), {"id": record["id"]})
             log_row = cursor.fetchone()
             send_log = None
             if log_row is not None:
@@ -296,7 +297,7 @@ class Ledger:
                 send_log = dict(zip([c.name for c in cursor.description], log_row, strict=True))
             feedback = [{"at": at, "event": event, "source": source, "verdict": verdict, "detail": detail}
                         for at, event, source, verdict, detail in
-                        conn.execute(query("feedback_of_row"), {"id": record["id"]}).fetchall()]
+                        db.execute(conn, query("feedback_of_row"), {"id": record["id"]}).fetchall()]
         return Shown(record, events, send_log, feedback)
 
     # --- answers for people -----------------------------------------------------------------------------------
@@ -321,7 +322,7 @@ class Ledger:
     def lead_rows(self, who: str) -> list[dict[str, Any]]:
         """Every row of every lead that `who` names (an address, the caller's id), campaign and step order."""
         with self.calling(f"lead {who}") as conn:
-            cursor = conn.execute(query("lead_rows"), {"who": who})
+            cursor = db.execute(conn, query("lead_rows"), {"who": who})
             assert cursor.description is not None
             names = [c.name for c in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -1,12 +1,14 @@
 -- Named queries of the schema's versions (sender.ledger.migrate); loaded with queries.sql.
 
 -- name: migrate_lock
--- Held while migrating (a session lock: the migration files commit one by one): a second process waits for the
--- first, then finds nothing to do.
-SELECT pg_advisory_lock(%(key)s);
+-- Taken by each of migrate's transactions, released by its commit or rollback: a transaction-level lock, since a
+-- session lock would stay on whichever server connection PgBouncer (transaction mode) lent that transaction.
+SELECT pg_advisory_xact_lock(%(key)s);
 
--- name: migrate_unlock
-SELECT pg_advisory_unlock(%(key)s);
+-- name: local_statement_timeout
+-- For the rest of this transaction only (set_config's is_local): a session setting would outlive it on the
+-- server connection PgBouncer lent it, for whoever borrows that connection next.
+SELECT set_config('statement_timeout', %(ms)s, true);
 
 -- name: versions_table
 CREATE TABLE IF NOT EXISTS sender_schema_versions (

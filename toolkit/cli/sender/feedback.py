@@ -57,9 +57,14 @@ def _key_file(path: str, option: str) -> bytes:
               metavar="SECONDS", envvar="SENDHOST_EVENTS_SIGNATURE_TOLERANCE",
               help="How far the t= of a POST /events signature may be from this host's clock, either way (env "
                    "SENDHOST_EVENTS_SIGNATURE_TOLERANCE); past it the request is refused, 401.")
+@click.option("--pool-size", default=8, show_default=True, type=click.IntRange(1, 100), metavar="N",
+              envvar="SENDHOST_WEB_POOL_SIZE",
+              help="The most ledger connections the service holds (env SENDHOST_WEB_POOL_SIZE); its share of the "
+                   "database's connection budget (docs/pgbouncer.md).")
 @pass_sender
 def web_command(sc: SenderContext, listen: str, metrics_listen: str, previous_key_file: str | None,
-                events_key_file: str | None, events_legacy_signatures: bool, events_signature_tolerance: int) -> None:
+                events_key_file: str | None, events_legacy_signatures: bool, events_signature_tolerance: int,
+                pool_size: int) -> None:
     """Serve one-click unsubscribe (RFC 8058), its confirm page, relay events, /healthz and /metrics."""
     from sender.assembly import unsubscribe_key, web_keys
     from sender.feedback.web import serve
@@ -80,7 +85,7 @@ def web_command(sc: SenderContext, listen: str, metrics_listen: str, previous_ke
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     click.echo(f"sender web: serving on http://{host}:{port}, /metrics/ on http://{metrics_host}:{metrics_port}",
                err=True)
-    serve(url, keys, host, port, metrics_host, metrics_port)
+    serve(url, keys, host, port, metrics_host, metrics_port, pool_size=pool_size)
 
 
 def _accounts(sc: SenderContext, only: tuple[str, ...] = ()) -> list[Mailbox]:
