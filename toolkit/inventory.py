@@ -48,7 +48,7 @@ from sendhost.model import (
     SenderHost,
     Submission,
 )
-from sendhost.providers import PROVIDER_PRESETS, PROVIDERS
+from sendhost.providers import PROVIDER_PRESETS, PROVIDERS, ProviderPreset
 from toolkit.inventory_schema import Checker
 from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
@@ -418,7 +418,7 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
             auth = smtp_auth
         if auth == "password" and (password_file is None) == (password_env is None):
             check.fail(node, "host", f"{where}.smtp", "name exactly one of password_file or password_env")
-        oauth = _oauth(check, f"{where}.smtp", node, address) if auth == "oauth2" else None
+        oauth = _oauth(check, f"{where}.smtp", node, address, preset) if auth == "oauth2" else None
         if oauth is None and "oauth" in node:
             check.fail(node, "oauth", f"{where}.smtp.oauth", "an oauth block needs auth: oauth2 beside it")
         credential = Credential(address, "smtp", auth, password_file=password_file, password_env=password_env,
@@ -431,16 +431,22 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
     return {"min_gap_s": gap, "jitter_s": jitter, "smtp": smtp, "imap": imap}
 
 
-def _oauth(check: Checker, where: str, node: LineDict, address: str) -> OAuthSettings:
-    """A mailbox's `smtp.oauth` block: the provider's implied token URL and scope, the refresh token's file present
-    and private (the agent refreshes with it; `sendhost mailbox authorize` writes it)."""
+def _oauth(check: Checker, where: str, node: LineDict, address: str, preset: ProviderPreset | None) -> OAuthSettings:
+    """A mailbox's `smtp.oauth` block: its provider (default: the smtp preset's), the provider's implied token URL
+    and scope, the refresh token's file present and private (the agent refreshes with it; `sendhost mailbox
+    authorize` writes it)."""
     if "oauth" not in node:
         check.fail(node, "auth", f"{where}.auth", "auth: oauth2 needs an oauth block: {provider: google|microsoft|"
                    "generic, client_id: ..., refresh_token_file: ...}")
     block = check.mapping(node, "oauth", f"{where}.oauth")
     where = f"{where}.oauth"
     check.known_keys(block, OAUTH_KEYS, where)
-    provider = check.choice(block, "provider", f"{where}.provider", OAUTH_PROVIDERS)
+    provider = check.choice(block, "provider", f"{where}.provider", OAUTH_PROVIDERS,
+                            **({"default": preset.name} if preset else {}))
+    if preset is not None and provider != preset.name:
+        # The preset's server only takes its own provider's tokens: a mismatch can never log in.
+        check.fail(block, "provider", f"{where}.provider", f"smtp.provider is {preset.name}: write provider: "
+                   f"{preset.name} here or leave it out (it follows smtp.provider)")
     client_id = check.string(block, "client_id", f"{where}.client_id", default="")
     if not client_id:
         check.fail(block, "provider", f"{where}.client_id", "name client_id (the OAuth client registered with "

@@ -11,6 +11,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator, Mapping
+from enum import StrEnum
 
 from sender.oauth import TokenKeeper, TokenUnavailable
 from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
@@ -18,12 +19,21 @@ from sendhost.errors import SecretUnavailable
 from sendhost.model import ImapSettings
 
 
+class ImapStage(StrEnum):
+    """Where opening a session failed (`sendhost mailbox check` reports each)."""
+
+    SECRET = "secret"
+    CONNECT = "connect"  # the connection and its TLS
+    LOGIN = "login"
+
+
 class ImapFailure(Exception):
     """The session could not be opened: `why` says so in a line for a person (what failed and what to check)."""
 
-    def __init__(self, why: str) -> None:
+    def __init__(self, why: str, stage: ImapStage = ImapStage.CONNECT) -> None:
         super().__init__(why)
         self.why = why
+        self.stage = stage
 
 
 @contextlib.contextmanager
@@ -37,7 +47,7 @@ def logged_in(account: ImapSettings, env: Mapping[str, str] | None, timeout_s: f
     try:
         secret = tokens.secret(account.credential)
     except (SecretUnavailable, TokenUnavailable) as exc:
-        raise ImapFailure(str(exc)) from None
+        raise ImapFailure(str(exc), ImapStage.SECRET) from None
     deadline = time.monotonic() + timeout_s
     try:
         imap = connect(account, timeout_s)
@@ -52,9 +62,9 @@ def logged_in(account: ImapSettings, env: Mapping[str, str] | None, timeout_s: f
                 imap.login(account.username, secret)
         except imaplib.IMAP4.error as exc:
             raise ImapFailure(f"IMAP login as {account.username} refused: {first_line(exc)}; check the imap "
-                              "username and secret") from None
+                              "username and secret", ImapStage.LOGIN) from None
         except OSError as exc:  # the server went silent or hung up during the login
-            raise ImapFailure(f"IMAP login as {account.username} failed: {first_line(exc)}") from None
+            raise ImapFailure(f"IMAP login as {account.username} failed: {first_line(exc)}", ImapStage.LOGIN) from None
         imap.sock.settimeout(timeout_s)  # each later command: timeout_s of its own
         yield imap
     finally:

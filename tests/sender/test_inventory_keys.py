@@ -100,6 +100,35 @@ def test_oauth_providers_imply_their_token_url_and_scope(tmp_path: Path) -> None
     assert oauth is not None and (oauth.token_url, oauth.scope) == ("https://idp.ex.com/token", "smtp")
 
 
+def test_the_oauth_provider_follows_the_smtp_preset(tmp_path: Path) -> None:
+    token = _token_file(tmp_path)
+    path = _inventory(tmp_path, mailbox=(
+        "        smtp:\n          provider: microsoft\n          username: a@ex.com\n          auth: oauth2\n"
+        f"          oauth: {{client_id: cid, tenant: contoso.com, refresh_token_file: {token}}}\n"))
+    (mailbox,) = load_inventory(path).mailboxes
+    assert mailbox.smtp is not None and mailbox.smtp.credential.oauth is not None
+    oauth = mailbox.smtp.credential.oauth
+    assert (mailbox.smtp.host, oauth.provider, oauth.token_url) == (
+        "smtp.office365.com", "microsoft", "https://login.microsoftonline.com/contoso.com/oauth2/v2.0/token")
+    assert "https://outlook.office.com/SMTP.Send" in oauth.scope.split()
+
+
+def test_an_oauth_provider_unlike_the_smtp_preset_is_named_with_its_line(tmp_path: Path) -> None:
+    token = _token_file(tmp_path)
+    path = _inventory(tmp_path, mailbox=_oauth_mailbox(
+        f"{{provider: microsoft, client_id: c, refresh_token_file: {token}}}", "          provider: google\n"))
+    with pytest.raises(ConfigError, match=r"smtp\.provider is google: write provider: google here or leave it out"
+                       ) as raised:
+        load_inventory(path)
+    assert str(raised.value).startswith(f"{path}:12: sendhost_mailboxes[0].smtp.oauth.provider")
+
+
+def test_without_a_smtp_preset_the_oauth_provider_is_required(tmp_path: Path) -> None:
+    token = _token_file(tmp_path)
+    with pytest.raises(ConfigError, match=r"smtp\.oauth\.provider"):
+        load_inventory(_inventory(tmp_path, mailbox=_oauth_mailbox(f"{{client_id: c, refresh_token_file: {token}}}")))
+
+
 @pytest.mark.parametrize(("oauth", "mode", "line", "expected"), [
     ("{provider: yahoo, client_id: c, refresh_token_file: TOKEN}", 0o600, 11, "'yahoo' is not one of google"),
     ("{provider: google, refresh_token_file: TOKEN}", 0o600, 11, "name client_id"),

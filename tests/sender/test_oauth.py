@@ -12,19 +12,22 @@ import itertools
 import json
 import os
 import re
+import smtplib
+import ssl
 import stat
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sender.feedback.imap import logged_in
 from sender.oauth import TokenKeeper, TokenUnavailable, refresh_margin_s
 from sender.oauth.opening import open_refreshing
-from sender.oauth.sasl import Mechanism, choose, initial_response
+from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
 from sender.sending.message import build_message
 from sender.sending.submission import Result, ResultKind, SubmissionSession
 from sendhost.model import Credential, ImapSettings, OAuthSettings, Submission
@@ -34,7 +37,8 @@ from tests.sender.world import World
 from tests.support.dovecot import Dovecot, dovecot_server
 from tests.support.oauth_server import AuthorizationServer, authorization_server
 from tests.support.oauth_submission import OAuthRecorder, oauth_submission_server
-from tests.support.submission import SubmissionServer
+from tests.support.postfix import Postfix, postfix_submission
+from tests.support.submission import Recorder, SubmissionServer
 from warmup import Guard
 
 USER = "box@sender.example"
@@ -177,22 +181,18 @@ def test_a_revoked_refresh_token_pauses_the_mailbox_and_nothing_is_sent_or_faile
     assert len(authorization.state.snapshot()[1]) == 1  # asked once; the paused mailbox is not asked again
 
 
-@pytest.mark.slow
-def test_two_agents_with_four_workers_refresh_once_per_expiry_and_never_disconnect(
-        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
-        oauth_smtp: SubmissionServer) -> None:
-    """50 s of sending with 15 s tokens: each mailbox's token expires three or four times. Refresh tokens rotate
-    and work once, so two agents (or two threads) refreshing for the same expiry would show as an invalid_grant."""
-    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization, mailboxes=2,
-                             min_gap_s=1.0)
+def _two_agents_send_across_expiries(world: World, authorization: AuthorizationServer,
+                                     seconds: int) -> list[dict[str, Any]]:
+    """Two agent processes × 4 workers send for `seconds` (15 s tokens: several expiries); each refresh waited for
+    its expiry and no refresh token was presented twice (rotating tokens: a stampede shows as an invalid_grant).
+    Their summaries."""
     _enqueue(world, 150)
-    seconds = 50
     children = [subprocess.Popen([sys.executable, "-m", "tests.sender.oauth_agent_child", str(world.inventory),
-                                  database_url, redis_url, "4", str(seconds)], cwd=REPO_ROOT,
+                                  world.database_url, world.redis_url, "4", str(seconds)], cwd=REPO_ROOT,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [child.communicate(timeout=seconds + 60) for child in children]
     assert [child.returncode for child in children] == [0, 0], [err[-2000:] for _, err in outputs]
-    summaries = [json.loads(out) for out, _ in outputs]
+    summaries: list[dict[str, Any]] = [json.loads(out) for out, _ in outputs]
     grants, refusals = authorization.state.snapshot()
     assert refusals == []  # no refresh token presented twice: no stampede
     for mailbox in world.mailboxes:
@@ -201,15 +201,76 @@ def test_two_agents_with_four_workers_refresh_once_per_expiry_and_never_disconne
         gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
         assert min(gaps) >= authorization.state.lifetime_s / 2, gaps  # each refresh waited for its expiry
         assert refresh_token_file(world, mailbox).read_text().strip() in authorization.state.refresh_tokens
-    attempts = _recorder(oauth_smtp).attempts_snapshot()
-    assert attempts and all(a.success for a in attempts)  # never a refused token: never a 535
     sent = [s["kinds"].get("sent", 0) for s in summaries]
-    assert all(n > 0 for n in sent) and sum(sent) == len(oauth_smtp.recorder.snapshot())
+    assert all(n > 0 for n in sent), summaries
     assert {kind for s in summaries for kind in s["kinds"]} <= {"sent", "blocked"}
     assert not [d for s in summaries for d in s["details"] if "oauth" in d or "auth" in d.lower()]
-    with Guard.from_url(redis_url) as guard:
+    with Guard.from_url(world.redis_url) as guard:
         assert [(s.state, s.breaker) for s in guard.status(world.mailboxes)] != [] and all(
             s.state != "paused" and s.breaker == "closed" for s in guard.status(world.mailboxes))
+    return summaries
+
+
+@pytest.mark.slow
+def test_two_agents_with_four_workers_refresh_once_per_expiry_and_never_disconnect(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    """50 s of sending with 15 s tokens: each mailbox's token expires three or four times."""
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization, mailboxes=2,
+                             min_gap_s=1.0)
+    summaries = _two_agents_send_across_expiries(world, authorization, 50)
+    attempts = _recorder(oauth_smtp).attempts_snapshot()
+    assert attempts and all(a.success for a in attempts)  # never a refused token: never a 535
+    assert sum(s["kinds"].get("sent", 0) for s in summaries) == len(oauth_smtp.recorder.snapshot())
+
+
+@pytest.mark.slow
+def test_two_agents_send_through_postfix_and_dovecot_sasl_across_token_expiries(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer) -> None:
+    """The same at a real Postfix submission service: STARTTLS, OAUTHBEARER (what it offers first after Dovecot's
+    list), each token checked by Dovecot's oauth2 passdb against the authorization server's introspection."""
+    with postfix_submission({}, authorization.introspection_url) as postfix:
+        server = SubmissionServer(postfix.host, postfix.port, postfix.ca_file, Recorder(users={}))
+        world = make_oauth_world(tmp_path, database_url, redis_url, server, authorization, mailboxes=2,
+                                 min_gap_s=1.0)
+        summaries = _two_agents_send_across_expiries(world, authorization, 50)
+        sessions = postfix.sessions()
+        log = postfix.log()
+    sent = sum(s["kinds"].get("sent", 0) for s in summaries)
+    logged_in = [s for s in sessions if s.auth]
+    assert len(logged_in) == sent, log[-3000:]  # one session a message, each one AUTH that succeeded
+    assert all((s.failed_logins, s.auth) == ((), "1") for s in logged_in), log[-3000:]
+    assert len(re.findall(r"sasl_method=OAUTHBEARER", log)) == sent
+    assert set(authorization.state.introspected) <= {g.access_token for g in authorization.state.snapshot()[0]}
+
+
+@pytest.mark.service
+def test_postfix_takes_xoauth2_and_oauthbearer_through_dovecot_and_refuses_a_stranger_token_once(
+        tmp_path: Path, authorization: AuthorizationServer, oauth_smtp: SubmissionServer) -> None:
+    token = TokenKeeper(env={}).secret(_submission(tmp_path, authorization, oauth_smtp).credential)
+    with postfix_submission({}, authorization.introspection_url) as postfix:
+        before = len(postfix.sessions())
+        replies = [_smtp_login(postfix, mechanism, USER, presented) for mechanism, presented in
+                   [(Mechanism.XOAUTH2, token), (Mechanism.OAUTHBEARER, token), (Mechanism.XOAUTH2, "at-never")]]
+        sessions = postfix.sessions(at_least=before + 3)[before:]
+    assert [code for code, _ in replies] == [235, 235, 535], replies
+    assert [(s.failed_logins, s.auth) for s in sessions] == [((), "1"), ((), "1"), (("XOAUTH2",), "0/1")]
+    assert {token, "at-never"} <= set(authorization.state.introspected)  # Dovecot asked the server
+
+
+def _smtp_login(postfix: Postfix, mechanism: Mechanism, user: str, token: str) -> tuple[int, bytes]:
+    """AUTH with `token` in the initial response; a 334 failure challenge answered as the mechanism says."""
+    client = smtplib.SMTP(postfix.host, postfix.port, timeout=10)
+    try:
+        client.starttls(context=ssl.create_default_context(cafile=str(postfix.ca_file)))
+        client.ehlo()
+        code, reply = client.docmd("AUTH", f"{mechanism.value} {initial_response(mechanism, user, token)}")
+        if code == 334:
+            code, reply = client.docmd(error_answer(mechanism))
+        client.quit()
+        return code, reply
+    finally:
+        client.close()
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.support.dovecot import dovecot_or_skip
+from tests.support.dovecot import _oauth2, dovecot_or_skip
 from tests.support.net import free_port, on_ci, stop_process
 
 POSTFIX = "/usr/sbin/postfix"
@@ -93,20 +93,21 @@ class Postfix:
         return sessions
 
 
-def _dovecot_config(base: Path) -> str:
+def _dovecot_config(base: Path, introspection_url: str | None) -> str:
+    mechanisms, oauth2_passdb = _oauth2(base / "dovecot", introspection_url)
     return f"""
 base_dir = {base}/dovecot/run
 state_dir = {base}/dovecot/state
 log_path = {base}/dovecot/dovecot.log
 protocols =
 ssl = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login{mechanisms}
 auth_verbose = yes
 # a refused login answers at once: the tests count refusals, they do not time them
 auth_failure_delay = 0
 default_internal_user = dovecot
 default_login_user = dovenull
-passdb {{
+{oauth2_passdb}passdb {{
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {base}/dovecot/users
 }}
@@ -177,8 +178,9 @@ postlog unix-dgram n - n - 1 postlogd
 
 
 @contextmanager
-def postfix_submission(users: dict[str, str]) -> Iterator[Postfix]:
-    """Postfix on a free loopback port (STARTTLS, AUTH PLAIN and LOGIN through Dovecot), `users`' passwords."""
+def postfix_submission(users: dict[str, str], oauth2_introspection_url: str | None = None) -> Iterator[Postfix]:
+    """Postfix on a free loopback port (STARTTLS, AUTH PLAIN and LOGIN through Dovecot), `users`' passwords;
+    `oauth2_introspection_url`: also XOAUTH2 and OAUTHBEARER, Dovecot's oauth2 passdb checking each token there."""
     postfix = postfix_or_skip()
     dovecot = dovecot_or_skip()
     # Not under pytest's tmp_path: its parents are 0700 root, and both servers' processes run as other users.
@@ -196,7 +198,7 @@ def postfix_submission(users: dict[str, str]) -> Iterator[Postfix]:
     os.chown(base / "lib", owner.pw_uid, owner.pw_gid)
     (base / "dovecot" / "users").write_text("".join(f"{name}:{{PLAIN}}{password}::::::\n"
                                                     for name, password in users.items()))
-    (base / "dovecot" / "dovecot.conf").write_text(_dovecot_config(base))
+    (base / "dovecot" / "dovecot.conf").write_text(_dovecot_config(base, oauth2_introspection_url))
     port = free_port()
     (base / "etc" / "main.cf").write_text(_main_cf(base))
     (base / "etc" / "master.cf").write_text(_MASTER_CF.format(port=f"127.0.0.1:{port}"))

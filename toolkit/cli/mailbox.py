@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sendhost.errors import ConfigError, OperationFailed
 from toolkit.app import App
+from toolkit.output import emit_json, format_option, printable
+
+if TYPE_CHECKING:
+    from sendhost.model import Mailbox
 
 EXIT_HELP = ("Exit 0 ok; 1 the provider or the submission server refused or could not be reached; 2 bad input or "
              "configuration (the message names it).")
@@ -17,7 +22,7 @@ EXIT_HELP = ("Exit 0 ok; 1 the provider or the submission server refused or coul
 
 @click.group("mailbox", epilog=EXIT_HELP)
 def group() -> None:
-    """A mailbox's login: OAuth 2.0 authorization."""
+    """A mailbox's login: OAuth 2.0 authorization, and its SMTP and IMAP sessions checked."""
 
 
 @group.command("authorize")
@@ -32,17 +37,9 @@ def authorize(app: App, address: str, no_check: bool) -> None:
     from sender.oauth.files import write_json, write_private
     from sender.oauth.keeper import AccessToken
     from sender.sending.submission import Result, open_session
-    from toolkit.config import resolve_inventory_path
-    from toolkit.inventory import load_inventory
 
-    setting = resolve_inventory_path(app.inventory_flag, app.env)
-    if not setting.value:
-        raise ConfigError("no inventory: pass --inventory PATH or set SENDHOST_INVENTORY")
     # The refresh token is what this writes: its file may well be missing.
-    inventory = load_inventory(Path(setting.value), require_refresh_tokens=False)
-    mailbox = next((m for m in inventory.mailboxes if m.address.lower() == address.lower()), None)
-    if mailbox is None:
-        raise ConfigError(f"no mailbox {address} in {setting.value}; add it to sendhost_mailboxes")
+    mailbox = _mailbox(app, address, require_refresh_tokens=False)
     server = mailbox.smtp
     if server is None or server.credential.oauth is None:
         raise ConfigError(f"mailbox {address} has no smtp oauth block; set smtp: {{auth: oauth2, oauth: ...}}")
@@ -73,3 +70,44 @@ def authorize(app: App, address: str, no_check: bool) -> None:
                               f"{session}; check the scope ({settings.scope}) and that SMTP AUTH is on for it")
     session.close()
     click.echo(json.dumps({"mailbox": mailbox.address, "smtp_login": "ok", "host": server.host}))
+
+
+@group.command("check", epilog="Exit 0 every step ok; 1 a step failed; 2 bad input or configuration.")
+@click.argument("address")
+@format_option()
+@click.pass_obj
+def check(app: App, address: str, fmt: str | None) -> None:
+    """Open ADDRESS's SMTP session (connect, TLS, AUTH; no message) and, with an imap block, its IMAP session
+    (login, the folder selected read-only); one line a step: ok, or the failure with the server's reply."""
+    from sender.mailbox_check import Step, all_ok, check_imap, check_smtp
+    from sender.oauth import TokenKeeper
+
+    mailbox = _mailbox(app, address, require_refresh_tokens=True)
+    if mailbox.smtp is None:
+        raise ConfigError(f"mailbox {address} has no smtp block; add smtp: {{host: ..., username: ...}}")
+    tokens = TokenKeeper(env=app.env)
+    steps: list[Step] = check_smtp(mailbox.smtp, tokens)
+    if mailbox.imap is not None:
+        steps += check_imap(mailbox.imap, tokens)
+    if app.output_format(fmt) == "json":
+        emit_json({"mailbox": mailbox.address, "ok": all_ok(steps), "steps": [s.as_json() for s in steps]})
+    else:
+        for step in steps:
+            click.echo(printable(str(step)))
+    if not all_ok(steps):
+        app.fail(f"mailbox {mailbox.address}: {next(s for s in steps if s.state.value == 'failed')}", 1)
+
+
+def _mailbox(app: App, address: str, *, require_refresh_tokens: bool) -> Mailbox:
+    """ADDRESS's mailbox in the inventory; ConfigError when there is no inventory or no such mailbox."""
+    from toolkit.config import resolve_inventory_path
+    from toolkit.inventory import load_inventory
+
+    setting = resolve_inventory_path(app.inventory_flag, app.env)
+    if not setting.value:
+        raise ConfigError("no inventory: pass --inventory PATH or set SENDHOST_INVENTORY")
+    inventory = load_inventory(Path(setting.value), require_refresh_tokens=require_refresh_tokens)
+    mailbox = next((m for m in inventory.mailboxes if m.address.lower() == address.lower()), None)
+    if mailbox is None:
+        raise ConfigError(f"no mailbox {address} in {setting.value}; add it to sendhost_mailboxes")
+    return mailbox

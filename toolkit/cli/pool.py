@@ -343,12 +343,15 @@ def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, red
               help="Address to serve /metrics on.")
 @click.pass_obj
 def exporter(app: App, listen: str) -> None:
-    """Serve the pool's Prometheus metrics (read from Redis at each scrape) until SIGTERM or Ctrl-C."""
+    """Serve the pool's and the warm-up guard's Prometheus metrics (read from Redis at each scrape) until SIGTERM
+    or Ctrl-C."""
     import threading
 
     from prometheus_client import CollectorRegistry, start_http_server
 
     from ippool.metrics import PoolCollector
+    from warmup import Guard
+    from warmup.metrics import WarmupCollector
 
     address, _, port = listen.rpartition(":")
     if not address or not port.isdigit() or not 0 < int(port) < 65536:
@@ -356,6 +359,7 @@ def exporter(app: App, listen: str) -> None:
     client = app.redis()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(PoolCollector(client))
+    registry.register(WarmupCollector(Guard(client)))
     try:
         server, thread = start_http_server(int(port), addr=address.strip("[]"), registry=registry)
     except OSError as exc:
