@@ -34,6 +34,11 @@ MEANINGS: dict[str, str] = {
     "skipped-paused": "the mailbox was paused",
     "skipped-not-started": "the mailbox's first sending day had not come",
     "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
+    "skipped-campaign-cap": "the row's campaign had reached its daily cap (or its share per mailbox) for the "
+                            "campaign's day; the row waits for the next day",
+    # Why the agent put a row back before asking the guard (sender.sending.windows)
+    "outside-window": "the lead's sending window was closed (its local weekday, hours or skip dates); the row "
+                      "waits for the window's next opening",
     # A row the agent took that ended without a send (sender.sending.agent's report)
     "row-cancelled": "the lead's sequence had ended (a reply, a bounce, an unsubscribe) before its step went",
     "row-suppressed": "the recipient was suppressed (an earlier bounce or unsubscribe) before the step went",
