@@ -159,6 +159,13 @@ def sends_per_mailbox_day(result: SimResult) -> Counter[tuple[str, str]]:
     return Counter((s.mailbox, s.local_day) for s in result.log.sends)
 
 
+def sends_per_mailbox_hour(result: SimResult) -> Counter[tuple[str, int]]:
+    """Sends per (mailbox, hour of the day on the mailbox's own clock), over the whole run."""
+    zones = {m.address.lower(): ZoneInfo(m.timezone) for m in result.inventory.mailboxes}
+    return Counter((s.mailbox, datetime.fromtimestamp(s.at, tz=zones.get(s.mailbox, UTC)).hour)
+                   for s in result.log.sends)
+
+
 def parked_hours(result: SimResult) -> float:
     """EIP-hours spent parked: from each parking to its release (or the end of the run)."""
     released = {r.allocation_id: r.at for r in result.log.released}

@@ -59,7 +59,7 @@ def test_table_summary_and_report(tmp_path: Path) -> None:
         assert line in result.stdout
     assert result.stderr.strip() == f"report: {report}"
     page = report.read_text()
-    assert page.count('<figure class="chart"') == 4
+    assert page.count('<figure class="chart"') == 5
     assert 'id="chart-steps-sim-default"' in page and 'id="steps-sim-default"' in page
     assert oct(report.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's private mode
 
