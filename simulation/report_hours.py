@@ -71,7 +71,7 @@ def _window_bar(hours: HourRange, y: float, cell_w: float, address: str) -> str:
 
 def _legend(windowed: bool) -> str:
     window = (f'<span><i class="swatch" style="background:{WINDOW_COLOR};height:4px;vertical-align:2px"></i>'
-              "its campaign's sending window (hours of each lead's clock; here the mailbox's when its leads share "
-              "its zone)</span>") if windowed else "<span>no sending window: the campaigns may send at any hour</span>"
+              "its campaign's sending window (read on each lead's clock: the mailbox's when its leads share its "
+              "zone)</span>") if windowed else "<span>no sending window: the campaigns may send at any hour</span>"
     return (f'<div class="legend"><span><i class="swatch" style="background:{CELL_COLOR}"></i>sends in the hour over '
             f"the whole run (darker: more, within the mailbox's row)</span>{window}</div>")
