@@ -92,6 +92,8 @@ class SenderWorker:
             asked: set[str] = set(self.mail.started.last_asked)
             if asked and asked < group_mailboxes:
                 continue  # only the row's pinned mailbox is blocked: its row waits, another may go
+            # The group is blocked as a whole (its mailboxes, its campaign's daily cap, or its leads' sending
+            # window: the simulation's leads of one group share one time zone): it waits what the agent asked.
             delay = self.mail.put_back.last_s
             return delay if delay else NO_RETRY_HINT_S
         return MIN_RETRY_S
