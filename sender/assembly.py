@@ -30,7 +30,7 @@ from sender.ledger.store import Ledger
 from sender.sending.agent import Agent
 from sender.settings import AgentSettings
 from sendhost import redis_conn
-from warmup import Decision, Guard
+from warmup import Guard, Picker
 
 if TYPE_CHECKING:
     from sender.feedback.inbox import MailboxReport
@@ -87,7 +87,7 @@ class SenderMachinery:
 
     def agent(self, settings: AgentSettings, *, unsubscribe_key: bytes,
               checkpoint: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
-              side_tasks: Executor | None = None, pick: Callable[[Sequence[str]], Decision] | None = None,
+              side_tasks: Executor | None = None, pick: Picker | None = None,
               source_address: Callable[[Lease], str | None] | None = None) -> Agent:
         """The agent for `settings` (one host's mailboxes) over the shared parts; `pick` and `source_address`
         replace the guard's pick and the lease's source address (see `Agent`)."""

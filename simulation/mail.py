@@ -44,7 +44,7 @@ from sender.settings import AgentSettings
 from sendhost.model import Credential, Mailbox, Submission
 from simulation.errors import SimulationFailed
 from simulation.model import SimInventory
-from warmup import Decision, Guard, Reservation
+from warmup import CampaignSlot, Decision, Guard, Reservation
 
 LOOPBACK_HOST = "127.0.0.1"
 # Source addresses are numbered from here: clear of 127.0.0.1, where the server listens.
@@ -72,13 +72,14 @@ class StartedMailboxes:
     def start(self, address: str) -> None:
         self.started.add(address.lower())
 
-    def pick(self, addresses: Sequence[str]) -> Decision:
+    def pick(self, addresses: Sequence[str], /, *, campaign: CampaignSlot | None = None,
+             window_left_s: float | None = None) -> Decision:
         self.last_asked = tuple(a.lower() for a in addresses)
         started = tuple(a for a in addresses if a.lower() in self.started)
         if not started:
             return Decision("skipped-paused", None, retry_after_s=NOT_STARTED_RETRY_S,
                             reason="no mailbox of the group has reached its start date")
-        decision = self.guard.pick(started)
+        decision = self.guard.pick(started, campaign=campaign, window_left_s=window_left_s)
         self.last_reservation = decision.reservation
         return decision
 

@@ -62,6 +62,7 @@ SEQUENCE_INBOX_TESTS = "tests/sender/test_sequence_inbox.py"
 SEQUENCE_PROPERTY_TESTS = "tests/sender/test_sequence_property.py"
 GUARD_TESTS = "tests/warmup/test_guard.py"
 GUARD_FAILURE_TESTS = "tests/warmup/test_failures_guard.py"
+CAMPAIGN_CAP_TESTS = "tests/warmup/test_campaign_cap.py"
 POOL_TESTS = "tests/ippool/test_pool.py"
 SLOT_STORE_TESTS = "tests/ippool/test_slot_store.py"
 THRESHOLD_TESTS = "tests/dns_audit/test_thresholds.py"
@@ -216,6 +217,26 @@ CAUGHT = (
        '    if false then\n      consider_skip(i, "skipped-paused"',
        [f"{GUARD_TESTS}::test_paused_mailbox_is_skipped_until_resumed"],
        "a paused mailbox still reserves sends"),
+    _m("campaign-cap-one-more", RESERVE_LUA,
+       "  if c_count == nil or (c_cap and c_count >= c_cap) then",
+       "  if c_count == nil or (c_cap and c_count > c_cap) then",
+       [f"{CAMPAIGN_CAP_TESTS}::test_the_campaign_cap_is_exact_and_refuses_until_its_day_ends"],
+       "a campaign reserves one send past its daily cap"),
+    _m("campaign-share-ignored", RESERVE_LUA,
+       "    elseif c_share and (share_count(address) or c_share) >= c_share then",
+       "    elseif false then",
+       [f"{CAMPAIGN_CAP_TESTS}::test_a_mailbox_at_its_share_is_skipped_and_the_group_takes_the_send"],
+       "a mailbox over its share of a campaign still takes the campaign's sends"),
+    _m("cancel-keeps-campaign-slot", CANCEL_LUA,
+       "if freed == 1 and KEYS[5] then", "if false then",
+       [f"{CAMPAIGN_CAP_TESTS}::test_a_definite_refusal_frees_both_slots_once"],
+       "a definite refusal frees the mailbox's slot but not the campaign's"),
+    _m("pace-ignored", RESERVE_LUA,
+       "if window_left and window_left > 0 and best_cap > count then",
+       "if false then",
+       [f"{CAMPAIGN_CAP_TESTS}::test_the_pace_spreads_the_remaining_cap_over_the_window_left",
+        f"{CAMPAIGN_CAP_TESTS}::test_the_pace_keeps_a_cap_of_forty_from_draining_in_the_first_hour"],
+       "a mailbox's sends are not spread over its window: a backlog drains at the minimum gap"),
     _m("cancel-settles-twice", CANCEL_LUA,
        'if redis.call("ZADD", KEYS[1], "NX", now, ARGV[2]) == 0 then',
        'if redis.call("ZADD", KEYS[1], now, ARGV[2]) == -1 then',

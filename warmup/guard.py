@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import redis
 
@@ -46,7 +46,7 @@ T = TypeVar("T")
 DEFAULT_RAMP = Ramp()
 
 Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-not-started",
-                 "skipped-unavailable"]
+                 "skipped-campaign-cap", "skipped-unavailable"]
 REBUILD_LOCK_S = 30.0  # how long a rebuild lock lives, and is waited for, when its holder died
 CALL_PLAN_CACHE = 1024
 # Settled tokens are remembered this long: far longer than a send can stay in flight.
@@ -71,8 +71,22 @@ class BreakerPolicy:
 
 
 @dataclass(frozen=True)
+class CampaignSlot:
+    """The campaign a send is for, as a reservation counts it: its `day` (ISO date in the campaign's time zone),
+    its daily `cap` and each mailbox's share of it per day (`per_mailbox`; None: no limit, only counted), and
+    when that day ends (`day_ends_ms`, epoch ms: when a full campaign may send again)."""
+
+    name: str
+    day: str
+    cap: int | None
+    per_mailbox: int | None
+    day_ends_ms: int
+
+
+@dataclass(frozen=True)
 class Reservation:
-    """A reserved send. `unguarded` is True only for fail-open reservations made while Redis was down."""
+    """A reserved send. `unguarded` is True only for fail-open reservations made while Redis was down.
+    `campaign` and `campaign_day`: the campaign slot taken with it (None: none), freed with it by `cancel`."""
 
     token: str
     mailbox: str
@@ -82,6 +96,8 @@ class Reservation:
     cap: int
     at_ms: int
     unguarded: bool = False
+    campaign: str | None = None
+    campaign_day: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +125,13 @@ class CancelOutcome:
     tripped: bool
     disconnected: bool
     applied: bool = True  # False when Redis was unreachable: nothing changed, the slot stays used
+
+
+class Picker(Protocol):
+    """What reserves a send among a group's mailboxes: `Guard.pick`, or a hook around it (the simulation's)."""
+
+    def __call__(self, addresses: Sequence[str], /, *, campaign: CampaignSlot | None = None,
+                 window_left_s: float | None = None) -> Decision: ...
 
 
 class Guard:
@@ -244,12 +267,16 @@ class Guard:
         """Reserve one send for `address` if it is within its cap and gap and not paused."""
         return self.pick((address,), now=now)
 
-    def pick(self, addresses: Sequence[str], now: float | None = None) -> Decision:
-        """Reserve on the least-used eligible mailbox of `addresses` (one group), in one script."""
+    def pick(self, addresses: Sequence[str], now: float | None = None, *, campaign: CampaignSlot | None = None,
+             window_left_s: float | None = None) -> Decision:
+        """Reserve on the least-used eligible mailbox of `addresses` (one group), in one script. With `campaign`,
+        the campaign's slot is reserved in the same script (`skipped-campaign-cap` when its day is full; a mailbox
+        at its share of it is skipped). With `window_left_s` (the open time left in the send's window today), the
+        mailbox's next send is paced to spread its remaining cap over it (docs/campaigns.md#pace)."""
         if not addresses:
             raise WarmupConfigError("pick needs at least one mailbox")
         try:
-            return self._pick(addresses, self._now(now))
+            return self._pick(addresses, self._now(now), campaign, window_left_s)
         except redis.RedisError as exc:
             log.warning("warmup guard: Redis error, failing %s: %s", "open" if self.fail_open else "closed", exc)
             if self.fail_open:
@@ -279,9 +306,15 @@ class Guard:
             plan = self._call_plans[cache_key] = (wanted, group_keys, script_keys)
         return plan
 
-    def _pick(self, addresses: Sequence[str], now: float | None) -> Decision:
+    def _pick(self, addresses: Sequence[str], now: float | None, campaign: CampaignSlot | None = None,
+              window_left_s: float | None = None) -> Decision:
         wanted, group_keys, script_keys = self._call_plan(addresses)
-        args = [] if now is None else [int(now * 1000)]
+        args: list[str | int] = [] if now is None else [int(now * 1000)]
+        if campaign is not None or window_left_s is not None:
+            args = [self._now_arg(now), "" if window_left_s is None else int(window_left_s * 1000)]
+        if campaign is not None:
+            script_keys = [*script_keys, group_keys.campaign(campaign.name)]
+            args += [campaign.day, _optional(campaign.cap), _optional(campaign.per_mailbox), campaign.day_ends_ms]
         for _attempt in range(3):
             kind, index, *rest = self._scripts.reserve(keys=script_keys, args=args).split("\t")
             if kind == "stale":
@@ -290,13 +323,19 @@ class Guard:
                 for stale in (index, *rest):
                     self.mailboxes.refresh_schedule(wanted[int(stale) - 1], now_ms)
                 continue
+            if kind == "skipped-campaign-cap":
+                retry_ms, _now, reason = rest[0], rest[1], "\t".join(rest[2:])
+                return Decision("skipped-campaign-cap", None, retry_after_s=int(retry_ms) / 1000,
+                                reason=f"campaign {campaign.name if campaign else '?'}: {reason}")
             mailbox_address = wanted[int(index) - 1]
             if kind == "unknown":
                 raise UnknownMailbox(mailbox_address, "add it first")
             if kind == "reserved":
-                token, count, cap, at_ms = rest
+                token, count, cap, at_ms = rest[:4]
                 reservation = Reservation(token, mailbox_address, group_keys.group, token.split(":", 2)[1],
-                                          int(count), int(cap), int(at_ms))
+                                          int(count), int(cap), int(at_ms),
+                                          campaign=campaign.name if campaign else None,
+                                          campaign_day=campaign.day if campaign else None)
                 return Decision("reserved", mailbox_address, reservation)
             retry_ms, _now, *reason_parts = rest
             reason = "\t".join(reason_parts)  # the reason comes last; a person may have typed a tab in it
@@ -353,20 +392,38 @@ class Guard:
             if response and response.counts_for_breaker:
                 successes = int(self._scripts.successes(keys=[keys.SYSTEM_SUCCESSES],
                                                         args=[self._now_arg(now), "", window_ms]))
-            reply = self._scripts.cancel(
-                keys=[group_keys.settled, mailbox.state, mailbox.schedule, mailbox.failures],
-                args=[self._now_arg(now), reservation.token, 1 if response is None or response.frees_slot else 0,
-                      GUARD_ACTIONS.get(failure, "none") if failure else "none", self._reason(failure),
-                      1 if response and response.counts_for_breaker else 0, successes, self.breaker.failures,
-                      window_ms, self.breaker.min_system_successes, self.breaker.open_s * 1000,
-                      self.breaker.trips_to_disconnect, self.cooldown_s * 1000],
-            )
+            cancel_keys = [group_keys.settled, mailbox.state, mailbox.schedule, mailbox.failures]
+            cancel_args = [self._now_arg(now), reservation.token, 1 if response is None or response.frees_slot else 0,
+                           GUARD_ACTIONS.get(failure, "none") if failure else "none", self._reason(failure),
+                           1 if response and response.counts_for_breaker else 0, successes, self.breaker.failures,
+                           window_ms, self.breaker.min_system_successes, self.breaker.open_s * 1000,
+                           self.breaker.trips_to_disconnect, self.cooldown_s * 1000]
+            if reservation.campaign is not None and reservation.campaign_day is not None:
+                cancel_keys.append(group_keys.campaign(reservation.campaign))
+                cancel_args.append(reservation.campaign_day)
+            reply = self._scripts.cancel(keys=cancel_keys, args=cancel_args)
         except redis.RedisError as exc:
             log.warning("warmup guard: cancel of %s not recorded (slot stays used): %s", reservation.token, exc)
             return CancelOutcome(failure, settled=False, freed=False, failures_in_window=0, tripped=False,
                                  disconnected=False, applied=False)
         settled, freed, in_window, tripped, disconnected, _now = (int(v) for v in reply)
         return CancelOutcome(failure, bool(settled), bool(freed), in_window, bool(tripped), bool(disconnected))
+
+    def campaign_counts(self, group: str, name: str, day: str) -> tuple[int, dict[str, int]]:
+        """Campaign `name`'s reservations on its `day` (ISO date in its time zone), and each mailbox's for it."""
+        raw = self._admin(lambda: self._client.hgetall(keys.GroupKeys(validate_group(group)).campaign(name)))
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+        count = 0
+        if fields.get("day") == day:
+            count = int(fields.get("day_count", 0))
+        elif fields.get("prev_day") == day:
+            count = int(fields.get("prev_count", 0))
+        per_mailbox: dict[str, int] = {}
+        for field, value in fields.items():
+            share_day, _, share = value.rpartition("|")
+            if field.startswith("mbx:") and share_day == day and share.isdigit():
+                per_mailbox[field[4:]] = int(share)
+        return count, per_mailbox
 
     @staticmethod
     def _now_arg(now: float | None) -> str | int:
@@ -381,3 +438,11 @@ class Guard:
         if failure is FailureClass.ACCOUNT_AUTH:
             return "disconnected: authentication failed"
         return ""
+
+
+def _optional(value: int | None) -> str | int:
+    return "" if value is None else value
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value

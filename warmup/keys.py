@@ -42,6 +42,12 @@ class GroupKeys:
         the sender first named it, so the Redis ACL users already provisioned for senders still grant it."""
         return f"{REBUILD_LOCK_PREFIX}:{{{self.group}}}:rebuild"
 
+    def campaign(self, name: str) -> str:
+        """Hash: campaign `name`'s reservations per its local day, (day, day_count) and (prev_day, prev_count), and
+        `mbx:<address>` = "<campaign day>|<count>" per mailbox; under the group's tag, as the campaign sends from
+        this one group, so a reservation takes the campaign's slot and a mailbox's in one script."""
+        return f"{self.tag}:campaign:{name}"
+
     def mailbox(self, address: str) -> MailboxKeys:
         return MailboxKeys(self, address)
 

@@ -1,7 +1,8 @@
 """A campaign's pacing keys (issue 25): time zone, sending window, dates to skip, caps, the follow-ups' share.
 
 Parsed and validated here. The window keys are enforced by the agent (sender/sending/windows.py, with the
-arithmetic in sender/campaigns/window.py); the caps and the follow-ups' share are not enforced yet.
+arithmetic in sender/campaigns/window.py), the caps by the warm-up guard's reservation (the agent passes them as a
+warmup.CampaignSlot); the follow-ups' share is not enforced yet.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ Every offset comes from zoneinfo; nothing here knows a time zone's rules.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -67,6 +68,38 @@ class Schedule:
                 if candidate > instant and (best is None or candidate < best) and self.is_open(candidate, tz):
                     best = candidate
         return best
+
+    def open_seconds_left(self, instant: datetime, tz: ZoneInfo) -> float:
+        """Real seconds from `instant` to the end of its local day on `tz` during which the window is open (what
+        the guard spreads a mailbox's remaining sends over), exactly as `is_open` reads the clock across a DST
+        change: the day is cut at the change, and within each piece the offset is one, so a range is one interval."""
+        local_day = instant.astimezone(tz).date()
+        if local_day in self.skip_dates or local_day.weekday() not in self.days:
+            return 0.0
+        day_start = _midnight(local_day, tz).timestamp()
+        day_end = _midnight(local_day + timedelta(days=1), tz).timestamp()
+        change = _offset_change(local_day, tz)
+        cuts = [day_start, day_end]
+        if change is not None and day_start < change.timestamp() < day_end:
+            cuts.insert(1, change.timestamp())
+        wall_midnight = datetime.combine(local_day, time(), tzinfo=UTC).timestamp()  # the wall clock's 00:00
+        now = instant.timestamp()
+        left = 0.0
+        for low, high in itertools.pairwise(cuts):
+            low = max(low, now)
+            if high <= low:
+                continue
+            offset = _offset_s(low, tz)
+            for hour_range in self.hours:
+                start = wall_midnight + hour_range.start * 60 - offset
+                end = wall_midnight + hour_range.end * 60 - offset
+                left += max(0.0, min(end, high) - max(start, low))
+        return left
+
+
+def _offset_s(epoch_s: float, tz: ZoneInfo) -> float:
+    offset = datetime.fromtimestamp(epoch_s, tz).utcoffset()
+    return offset.total_seconds() if offset is not None else 0.0
 
 
 def _openings(schedule: Schedule, day: date, tz: ZoneInfo) -> Iterator[datetime]:

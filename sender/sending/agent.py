@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +37,7 @@ from sender.sending.windows import Windows
 from sender.settings import AgentSettings
 from sendhost.errors import SecretUnavailable
 from sendhost.model import Mailbox
-from warmup import Decision, FailureClass, Guard, Reservation
+from warmup import FailureClass, Guard, Picker, Reservation
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
 log = logging.getLogger("sendhost.sender")
@@ -78,7 +78,7 @@ class Agent:
                  unsubscribe_key: bytes, checkpoint: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
                  side_tasks: Executor | None = None, clock: Callable[[], float] = time.time,
-                 pick: Callable[[Sequence[str]], Decision] | None = None,
+                 pick: Picker | None = None,
                  source_address: Callable[[Lease], str | None] | None = None) -> None:
         """`clock` (epoch seconds) is the time of the counter rebuild; give the guard the same one. `pick` reserves
         a mailbox among a group's (default `guard.pick`); `source_address` is the address a lease's send binds to
@@ -91,7 +91,7 @@ class Agent:
         self._env = env
         self._sleep = sleep
         self._clock = clock
-        self._pick = pick or guard.pick
+        self._pick: Picker = pick or guard.pick
         self._source_address = source_address or (lambda lease: lease.source_ip)
         self._groups = settings.by_group()
         self._addresses = {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()}
@@ -139,7 +139,7 @@ class Agent:
             why = f"cannot compose: {exc}"
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.FAILED, why))
             return Report(row.id, str(status), why)
-        reserved = self._reserve(ledger, row)
+        reserved = self._reserve(ledger, row, now)
         if isinstance(reserved, Report):
             return reserved
         reservation: Reservation | None = reserved
@@ -207,7 +207,8 @@ class Agent:
                 # may delay the next claim.
                 self._side_tasks.submit(self._finish, lease, confirm)
 
-    def _reserve(self, ledger: Ledger, row: Claimed) -> Reservation | Report:
+    def _reserve(self, ledger: Ledger, row: Claimed, now: datetime) -> Reservation | Report:
+        pace = self._windows.pace(ledger, row, now)  # the campaign's slot, taken with the mailbox's; the spread
         addresses = self._addresses.get(row.group)
         if row.pinned_mailbox is not None:
             # A later step goes from the mailbox that sent the lead's previous one, or waits for it.
@@ -220,7 +221,7 @@ class Agent:
             ledger.unclaim(row.id, PAUSED_DELAY_S, f"no mailbox of group {row.group} on this agent")
             return Report(row.id, "blocked", f"no mailbox in group {row.group}")
         try:
-            decision = self._pick(addresses)
+            decision = self._pick(addresses, campaign=pace.campaign, window_left_s=pace.window_left_s)
         except WarmupConfigError as exc:
             if not isinstance(exc, UnknownMailbox):
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(exc))
@@ -234,7 +235,7 @@ class Agent:
             except WarmupConfigError as wrong:  # e.g. a start date in the future
                 ledger.unclaim(row.id, PAUSED_DELAY_S, str(wrong))
                 return Report(row.id, "blocked", str(wrong))
-            decision = self._pick(addresses)
+            decision = self._pick(addresses, campaign=pace.campaign, window_left_s=pace.window_left_s)
         if decision.reserved and decision.reservation is not None:
             return decision.reservation
         if decision.status == "skipped-unavailable":

@@ -3,6 +3,8 @@
 A row's window is its campaign's, as last applied (sender_campaigns.source), read on the wall clock of the lead's
 own time zone, else the campaign's. The file is parsed once per campaign and file: the claim gives a hash of the
 file, and a new hash (an `apply`) makes the next claim parse it again. Rows of `enqueue` have no window.
+The same parse gives what the guard's reservation needs (`pace`): the campaign's slot (its local day and caps) and
+the open time left in the row's window today, over which the guard spreads the mailbox's remaining sends.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
+from sender.campaigns.pacing import Pacing
 from sender.campaigns.spec import load_campaign
 from sender.campaigns.window import Schedule, zone
 from sender.ledger.store import Claimed, Ledger
 from sendhost.errors import ConfigError
+from warmup import CampaignSlot
 
 log = logging.getLogger("sendhost.sender")
 
@@ -32,6 +36,19 @@ class _Applied:
     schedule: Schedule | None
     timezone: str
     error: str | None = None
+    pacing: Pacing | None = None
+
+
+@dataclass(frozen=True)
+class Pace:
+    """What a row's reservation passes to the guard's pick: its campaign's slot and its window's open time left
+    today (None and None for `enqueue`: the reservation is as it always was)."""
+
+    campaign: CampaignSlot | None = None
+    window_left_s: float | None = None
+
+
+NO_PACE = Pace()
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,24 @@ class Windows:
         return Closed(opens, delay, f"outside the sending window of campaign {applied.name} ({tz.key}); opens "
                       f"{opens.astimezone(tz).isoformat() if opens else 'never'}")
 
+    def pace(self, ledger: Ledger, row: Claimed, now: datetime) -> Pace:
+        """The campaign slot of `row`'s campaign on its own local day, and the open seconds left in the row's
+        window today (None without a window)."""
+        if row.campaign_id is None or row.source_hash is None:
+            return NO_PACE
+        applied = self._of(ledger, row.campaign_id, row.source_hash)
+        if applied.pacing is None:
+            return NO_PACE  # a file that does not parse: `closed` already keeps its rows back
+        campaign_tz = zone(applied.timezone, "UTC")
+        local_day = now.astimezone(campaign_tz).date()
+        day_ends = datetime.combine(local_day + timedelta(days=1), time(), tzinfo=campaign_tz).astimezone(UTC)
+        slot = CampaignSlot(applied.name, local_day.isoformat(), applied.pacing.daily_cap,
+                            applied.pacing.max_per_mailbox_per_day, int(day_ends.timestamp() * 1000))
+        left = None
+        if applied.schedule is not None:
+            left = applied.schedule.open_seconds_left(now, zone(row.lead_timezone, applied.timezone))
+        return Pace(slot, left)
+
     def _of(self, ledger: Ledger, campaign_id: int, source_hash: str) -> _Applied:
         with self._lock:
             cached = self._applied.get(campaign_id)
@@ -80,7 +115,7 @@ class Windows:
         name, source, stored_hash = found
         try:
             pacing = load_campaign(Path(f"campaign {name} (as applied)"), text=source).pacing
-            applied = _Applied(name, Schedule.of(pacing), pacing.timezone)
+            applied = _Applied(name, Schedule.of(pacing), pacing.timezone, pacing=pacing)
         except ConfigError as exc:
             log.error("sender: %s; its rows wait until it is applied again", exc)
             applied = _Applied(name, None, "UTC", f"the applied file does not parse: {exc}")

@@ -86,3 +86,40 @@ def reserve_at(start: Callable[[], object], url: str, address: str, nows: list[f
     days = [d.reservation.day for d in (guard.reserve(address, now=now) for now in nows) if d.reservation]
     client.close()
     return days
+
+
+def reserve_for_campaigns(start: Callable[[], object], url: str, addresses: list[str],
+                          campaigns: list[tuple[str, int]], day: str, day_ends_ms: int, calls: int, now: float,
+                          seed: int) -> tuple[list[tuple[str, str, str]], dict[str, int], list[str]]:
+    """`calls` picks for a campaign drawn at random each time. Of each process's reservations the 1st, 4th, ...
+    are never settled (an unknown outcome), the 2nd, 5th, ... refused for good (cancelled, freeing both slots), the
+    rest confirmed. Returns (mailbox, campaign, "unknown" | "cancelled" | "confirmed") per reservation, status
+    counts, errors."""
+    from warmup import CampaignSlot, FailureClass
+
+    client = redis.Redis.from_url(url, decode_responses=True)
+    guard = Guard(client)
+    rng = random.Random(seed)
+    slots = [CampaignSlot(name, day, cap, None, day_ends_ms) for name, cap in campaigns]
+    reserved: list[tuple[str, str, str]] = []
+    statuses: Counter[str] = Counter()
+    errors: list[str] = []
+    start()
+    for _ in range(calls):
+        campaign = rng.choice(slots)
+        try:
+            decision = guard.pick(addresses, now=now, campaign=campaign)
+            statuses[decision.status] += 1
+            reservation = decision.reservation
+            if reservation is None:
+                continue
+            fate = ("unknown", "cancelled", "confirmed")[len(reserved) % 3]
+            if fate == "cancelled":
+                guard.cancel(reservation, FailureClass.RECIPIENT, now=now)
+            elif fate == "confirmed":
+                guard.confirm(reservation, now=now)
+            reserved.append((reservation.mailbox, campaign.name, fate))
+        except Exception as exc:  # the test asserts there are none; keep going to count them all
+            errors.append(f"{type(exc).__name__}: {exc}")
+    client.close()
+    return reserved, dict(statuses), errors

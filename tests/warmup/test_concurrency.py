@@ -118,3 +118,33 @@ def test_week_one_mailbox_never_gets_an_eleventh_across_its_midnight(guard: Guar
     assert guard.reserve("new@x.com", now=midnight - 1).status == "skipped-daily-limit"
     assert guard.reserve("new@x.com", now=midnight + 599).status == "skipped-daily-limit"
 
+
+
+def test_two_campaigns_over_four_shared_mailboxes_end_exactly_at_every_cap(guard: Guard, redis_url: str) -> None:
+    # 4 mailboxes of cap 15 (60 a day) and two campaigns whose caps add up to them: every day's end is exact only
+    # if the campaign's slot and the mailbox's are taken together, freed together, and kept together.
+    addresses = [f"c{i}@x.com" for i in range(4)]
+    for address in addresses:
+        guard.add_mailbox(address, start=TODAY - timedelta(days=7), min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    campaigns = [("launch", 25), ("renewal", 35)]
+    day_ends_ms = int(datetime(2026, 12, 1, tzinfo=ZoneInfo("UTC")).timestamp() * 1000)
+    results = _run("reserve_for_campaigns", [(redis_url, addresses, campaigns, "2026-11-30", day_ends_ms, 300, NOW,
+                                              i) for i in range(8)])
+    assert [e for result in results for e in result[2]] == []
+    reserved = [r for result in results for r in result[0]]
+    kept = [(mailbox, campaign) for mailbox, campaign, fate in reserved if fate != "cancelled"]
+    assert Counter(campaign for _, campaign in kept) == dict(campaigns)
+    assert Counter(mailbox for mailbox, _ in kept) == dict.fromkeys(addresses, 15)
+    assert [s.reserved for s in guard.status(addresses, now=NOW)] == [15] * 4
+    for name, cap in campaigns:
+        count, per_mailbox = guard.campaign_counts("default", name, "2026-11-30")
+        assert count == cap
+        assert per_mailbox == {m: n for m, n in Counter(m for m, c in kept if c == name).items()}
+    # unknown outcomes were among them, and cancels that freed both slots for another reservation
+    fates = Counter(fate for _, _, fate in reserved)
+    assert fates["unknown"] > 0 and fates["cancelled"] > 0
+    statuses: Counter[str] = Counter()
+    for result in results:
+        statuses.update(result[1])
+    assert {"reserved", "skipped-campaign-cap"} <= set(statuses) <= {"reserved", "skipped-campaign-cap",
+                                                                      "skipped-daily-limit"}

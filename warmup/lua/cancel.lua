@@ -3,6 +3,7 @@
 -- KEYS[2] = mailbox state (hash; counters as (day, day_count) and (prev_day, prev_count))
 -- KEYS[3] = mailbox schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
 -- KEYS[4] = mailbox breaker failures (zset: token -> failed at, ms)
+-- KEYS[5] = the campaign's counters, when the reservation was for one (see reserve.lua)
 -- ARGV[1] = now in ms, or "" for Redis TIME
 -- ARGV[2] = reservation token ("seq:day:address")
 -- ARGV[3] = frees the slot: 1 (definite rejection) or 0 (quota, rate limit: the slot stays used)
@@ -13,6 +14,8 @@
 -- ARGV[8] = breaker: failures that trip it      ARGV[9]  = breaker window, ms
 -- ARGV[10] = breaker: successes it needs         ARGV[11] = how long a trip holds the mailbox, ms
 -- ARGV[12] = trips in one day that disconnect    ARGV[13] = cool-down, ms
+-- ARGV[14] = with KEYS[5]: the campaign's day the reservation counted on
+-- Freeing the mailbox's slot frees the campaign's with it (they were taken together); settled once, so once.
 -- Returns {settled (1, or 0 when already settled), freed, failures_in_window, tripped, disconnected, now}
 local now = now_ms(ARGV[1])
 -- Settle once: a second cancel (or a cancel after confirm) must not free the slot twice.
@@ -30,6 +33,19 @@ if ARGV[3] == "1" then
   if count > 0 then
     redis.call("HSET", state, field, count - 1)
     freed = 1
+  end
+end
+if freed == 1 and KEYS[5] then
+  local campaign, c_day = KEYS[5], ARGV[14]
+  local c = redis.call("HMGET", campaign, "day", "day_count", "prev_day", "prev_count")
+  local c_field, c_count
+  if c[1] == c_day then c_field, c_count = "day_count", tonumber(c[2] or "0") end
+  if c[3] == c_day then c_field, c_count = "prev_count", tonumber(c[4] or "0") end
+  if c_field and c_count > 0 then redis.call("HSET", campaign, c_field, c_count - 1) end
+  local share_field = "mbx:" .. string.match(ARGV[2], "^%d+:[^:]+:(.*)$")
+  local day, count = string.match(redis.call("HGET", campaign, share_field) or "", "^([^|]*)|(%d+)$")
+  if day == c_day and tonumber(count) > 0 then
+    redis.call("HSET", campaign, share_field, c_day .. "|" .. (tonumber(count) - 1))
   end
 end
 

@@ -5,12 +5,18 @@
 -- number, so tests can predict it: warmup.days.jitter_ms) and stores the next eligible time it makes.
 -- KEYS[2i-1]  = mailbox i state (hash: settings, day counters, last send, pause/hold/breaker), i = 1..n
 -- KEYS[2i]    = mailbox i schedule (zset: "day|cap|next_midnight_ms|day_number|state" -> local midnight, ms)
+-- KEYS[2n+1]  = the campaign's counters, when the send is for a campaign (an odd number of KEYS says so; hash:
+--               day, day_count, prev_day, prev_count, and mbx:<address> = "<campaign day>|<count>")
 -- ARGV[1]     = now in ms, or "" (or nothing) for Redis TIME
+-- ARGV[2]     = open time left in the row's sending window today, ms, or "" (no window: no pace)
+-- ARGV[3..6]  = with a campaign key: its day (ISO date in the campaign's time zone), its daily cap or "", each
+--               mailbox's share of it per day or "", the end of its day (ms)
 -- Returns one tab-separated string (one bulk reply is the cheapest to send and parse on this hot path):
---   reserved <TAB> i <TAB> token <TAB> count <TAB> cap <TAB> now
+--   reserved <TAB> i <TAB> token <TAB> count <TAB> cap <TAB> now <TAB> the campaign's count ("" without one)
 --   <status> <TAB> i <TAB> retry_after_ms (-1 = until resumed) <TAB> now <TAB> reason
 --       status: skipped-paused | skipped-cooldown | skipped-daily-limit | skipped-not-started (of the
 --       soonest-available mailbox; skipped-not-started: registered ahead of its first day)
+--   skipped-campaign-cap <TAB> 0 <TAB> retry_after_ms <TAB> now <TAB> reason   (the campaign's day is full)
 --   stale <TAB> i ...   these mailboxes' schedules must be extended; call again after
 --   unknown <TAB> i     no such mailbox
 -- Counters live in the state hash as (day, day_count) and (prev_day, prev_count): the current and the
@@ -19,9 +25,45 @@
 -- schedule lookup; refresh_schedule deletes the cache together with the rows.
 -- A reservation needs no record of its own: it counts from here on, and only settling it (confirm.lua,
 -- cancel.lua) writes its token, so an unknown outcome simply keeps it counted.
+-- The campaign's slot is taken before the mailbox's (a full campaign refuses before any mailbox is looked at) and
+-- in the same call, so both count or neither; cancel.lua frees both when it frees the mailbox's.
+-- Pace (docs/campaigns.md#pace): with ARGV[2], the next eligible time is at least now + W / (r + 1) + jitter, where
+-- W is the window's open time left and r the mailbox's sends left today after this one: the r sends and the
+-- window's end split what is left into r + 1 equal parts, recomputed at every send so the spread adapts.
 
 local now = now_ms(ARGV[1])
-local n = #KEYS / 2
+local n = math.floor(#KEYS / 2)
+local campaign, c_day, c_cap, c_share, c_ends, c_count, c_fields
+if #KEYS % 2 == 1 then
+  campaign, c_day, c_cap, c_share, c_ends = KEYS[#KEYS], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]),
+    tonumber(ARGV[6])
+  c_fields = redis.call("HMGET", campaign, "day", "day_count", "prev_day", "prev_count")
+  if c_day == c_fields[1] then
+    c_count = tonumber(c_fields[2])
+  elseif c_day == c_fields[3] then
+    c_count = tonumber(c_fields[4])
+  elseif c_fields[1] and c_day < c_fields[1] then
+    c_count = nil -- older than both counted days: a caller's clock far behind
+  else
+    c_count = 0
+  end
+  if c_count == nil or (c_cap and c_count >= c_cap) then
+    local reason = "now is before the days this campaign counts"
+    if c_count then reason = "campaign reserved " .. c_count .. " of its " .. c_cap .. " on " .. c_day end
+    return string.format("skipped-campaign-cap\t0\t%d\t%d\t%s", math.max(c_ends - now, 0), now, reason)
+  end
+end
+
+local function share_count(address)
+  -- This mailbox's reservations for the campaign on the campaign's day; nil when the field is of a later day
+  -- (a caller whose clock lags): not known, so not allowed.
+  local value = redis.call("HGET", campaign, "mbx:" .. address)
+  if not value then return 0 end
+  local day, count = string.match(value, "^([^|]*)|(%d+)$")
+  if day == c_day then return tonumber(count) end
+  if day and day > c_day then return nil end
+  return 0
+end
 
 local best, best_count, best_last, best_day, best_cap, best_fields, best_address
 local best_gap, best_lo, best_hi, best_seed
@@ -115,6 +157,9 @@ for i = 1, n do
       consider_skip(i, "skipped-daily-limit", next_day - now, "now is before the days this mailbox counts")
     elseif count >= cap then
       consider_skip(i, "skipped-daily-limit", next_day - now, "reserved " .. count .. " of " .. cap .. " today")
+    elseif c_share and (share_count(address) or c_share) >= c_share then
+      consider_skip(i, "skipped-daily-limit", math.max(c_ends - now, 0),
+        "reserved its share of " .. c_share .. " for the campaign on " .. c_day)
     elseif last >= 0 and now < eligible then
       consider_skip(i, "skipped-cooldown", eligible - now,
         "needs " .. duration(eligible - last) .. " between sends; " .. duration(eligible - now) .. " left")
@@ -146,6 +191,10 @@ if best_hi > best_lo then
   jitter = best_lo + tonumber(string.sub(redis.sha1hex(best_seed .. "|" .. seq), 1, 8), 16) % (best_hi - best_lo + 1)
 end
 local next_ms = math.max(last_ms + best_gap + jitter, tonumber(f[12] or "0"))
+local window_left = tonumber(ARGV[2] or "")
+if window_left and window_left > 0 and best_cap > count then
+  next_ms = math.max(next_ms, now + math.floor(window_left / (best_cap - count + 1)) + jitter)
+end
 local last, next_send = string.format("%d", last_ms), string.format("%d", next_ms)
 if best_day == f[6] then
   redis.call("HSET", state, "day_count", count, "last_send_ms", last, "seq", seq, "next_send_ms", next_send)
@@ -155,4 +204,18 @@ else -- a new day: today's counter becomes the previous day's
   redis.call("HSET", state, "prev_day", f[6] or "", "prev_count", f[7] or "0", "day", best_day,
     "day_count", count, "last_send_ms", last, "seq", seq, "next_send_ms", next_send)
 end
-return string.format("reserved\t%d\t%s\t%d\t%d\t%d", best, token, count, best_cap, now)
+local campaign_count = ""
+if campaign then
+  campaign_count = c_count + 1
+  if c_day == c_fields[1] then
+    redis.call("HSET", campaign, "day_count", campaign_count)
+  elseif c_day == c_fields[3] then
+    redis.call("HSET", campaign, "prev_count", campaign_count)
+  else -- a new day for the campaign: today's counter becomes the previous day's
+    redis.call("HSET", campaign, "prev_day", c_fields[1] or "", "prev_count", c_fields[2] or "0", "day", c_day,
+      "day_count", campaign_count)
+  end
+  local share = share_count(best_address)
+  if share then redis.call("HSET", campaign, "mbx:" .. best_address, c_day .. "|" .. (share + 1)) end
+end
+return string.format("reserved\t%d\t%s\t%d\t%d\t%d\t%s", best, token, count, best_cap, now, campaign_count)

@@ -1,0 +1,109 @@
+"""The campaign's daily cap through the real send path: the agent (on a simulated clock) against a real ledger,
+Redis and submission server hands over no more of a campaign's mail on its local day than its cap, first steps and
+follow-ups alike, and puts a row back until the campaign's next day."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import psycopg
+import pytest
+
+from sender import Ledger
+from sender.assembly import build_agent
+from sender.campaigns.leads import read_leads
+from sender.campaigns.spec import load_campaign
+from sender.ledger.campaigns import Campaigns, Move
+from sender.sending.agent import Agent
+from sender.settings import AgentSettings
+from tests.sender.world import HOST, World, make_world
+from tests.support.submission import SubmissionServer
+
+BERLIN = ZoneInfo("Europe/Berlin")
+MONDAY_NOON = datetime(2026, 12, 7, 12, 0, tzinfo=BERLIN)
+CAMPAIGN = """\
+name: capped
+group: sales
+timezone: Europe/Berlin
+daily_cap: 3
+steps:
+  - subject: "Hello"
+    body: "Hi"
+  - delay: 1h
+    body: "Following up"
+"""
+
+
+class Clock:
+    def __init__(self, start: datetime) -> None:
+        self.now = start.timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(MONDAY_NOON)
+
+
+@pytest.fixture
+def world(tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer) -> World:
+    return make_world(tmp_path, database_url, redis_url, submission, mailboxes=2, start=date(2025, 11, 1))
+
+
+@pytest.fixture
+def agent(world: World, clock: Clock) -> Iterator[tuple[Agent, Ledger]]:
+    sc = world.context()
+    inventory = sc.app.require_inventory()
+    host = inventory.host(HOST)
+    settings = AgentSettings(host=host.name, primary_ip=host.primary_ip,
+                             mailboxes=tuple(m for m in inventory.mailboxes if m.smtp is not None),
+                             unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=5.0)
+    built, factory = build_agent(settings, sc.place, redis_url=world.redis_url, state_dir=sc.app.state_dir,
+                                 unsubscribe_key_file=inventory.unsubscribe_key_file, env=sc.app.env, clock=clock)
+    with factory() as ledger:
+        built.prepare(ledger)
+        yield built, ledger
+
+
+def test_the_campaign_cap_holds_its_day_and_the_rest_go_on_its_next(
+        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: Clock, database_url: str) -> None:
+    sender, ledger = agent
+    path = tmp_path / "capped.yml"
+    path.write_text(CAMPAIGN)
+    spec = load_campaign(path, {"sales"})
+    campaigns = Campaigns(ledger)
+    campaigns.apply(spec, CAMPAIGN)
+    csv = tmp_path / "capped.csv"
+    csv.write_text("email\n" + "".join(f"l{n}@rcpt.example\n" for n in range(2)))
+    campaigns.add_leads("capped", read_leads(csv, spec).leads)
+    campaigns.move("capped", Move.START)
+    received = world.server.recorder.received
+    arrived: list[datetime] = []
+    blocked: list[str] = []
+    end = datetime(2026, 12, 8, 23, 0, tzinfo=BERLIN).timestamp()
+    while clock.now < end:
+        while (report := sender.send_one(ledger, "w")) is not None:
+            if report.kind == "blocked":
+                blocked.append(report.detail)
+            arrived += [datetime.fromtimestamp(clock.now, UTC)] * (len(received) - len(arrived))
+        due = ledger.next_due_s(sender.groups)
+        clock.now += 900 if due is None else min(max(due, 1.0), 900)
+    # 2 leads x 2 steps: the cap of 3 takes both first steps and one follow-up on Monday (Berlin's day), the last
+    # follow-up waits for Tuesday 00:00 in the campaign's time zone
+    days = Counter(when.astimezone(BERLIN).date().isoformat() for when in arrived)
+    assert days == {"2026-12-07": 3, "2026-12-08": 1}
+    assert any("skipped-campaign-cap" in why and "capped" in why for why in blocked)
+    tuesday = min(when for when in arrived if when.astimezone(BERLIN).date() == date(2026, 12, 8))
+    assert tuesday == datetime(2026, 12, 8, 0, 0, tzinfo=BERLIN)
+    assert sender.guard.campaign_counts("sales", "capped", "2026-12-07")[0] == 3
+    count, per_mailbox = sender.guard.campaign_counts("sales", "capped", "2026-12-08")
+    assert count == 1 and sum(per_mailbox.values()) == 1
+    with psycopg.connect(database_url) as conn:
+        (sent,) = conn.execute("SELECT count(*) FROM sender_emails WHERE status = 'sent'").fetchone() or (0,)
+    assert sent == 4
