@@ -34,8 +34,8 @@ MEANINGS: dict[str, str] = {
     "skipped-paused": "the mailbox was paused",
     "skipped-not-started": "the mailbox's first sending day had not come",
     "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
-    "skipped-campaign-cap": "the row's campaign had reached its daily cap (or its share per mailbox) for the "
-                            "campaign's day; the row waits for the next day",
+    "skipped-campaign-cap": "the row's campaign had reached its daily cap for the campaign's own day; the row "
+                            "waits for the campaign's next day",
     # Why the agent put a row back before asking the guard (sender.sending.windows)
     "outside-window": "the lead's sending window was closed (its local weekday, hours or skip dates); the row "
                       "waits for the window's next opening",

@@ -67,7 +67,6 @@ def test_table_summary_and_report(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.service
-@pytest.mark.xfail(strict=True, reason="waits for h-cap: the campaign's daily cap in warmup's reserve script")
 def test_the_pacing_scenario_runs_its_own_campaigns(tmp_path: Path) -> None:
     result = run_cli("simulate", "--scenario", "pacing", "--days", "1", "--format", "json", cwd=tmp_path,
                      timeout=300)

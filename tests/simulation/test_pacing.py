@@ -38,9 +38,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.service]
 
 SPREAD_CAP = 8  # the spread is asked of mailboxes whose day's cap is at least this
 HOURS_IN_WINDOW = WINDOW_HOURS[1] - WINDOW_HOURS[0]
-WAITS_FOR_CAP = pytest.mark.xfail(strict=True, reason="waits for h-cap: the campaign's daily cap and the spread "
-                                  "pace in warmup's reserve script, passed by the agent (Guard.pick campaign=, "
-                                  "window_left_s=)")
 DST_CHANGES = {"Europe/Berlin": date(2026, 10, 25), "America/New_York": date(2026, 11, 1)}
 
 
@@ -96,7 +93,6 @@ def test_nothing_is_handed_over_outside_a_leads_window(paced: SimResult) -> None
     assert [d.message_id for d in paced.delivered] == [s.message_id for s in paced.log.sends]
 
 
-@WAITS_FOR_CAP
 def test_each_campaigns_daily_cap_is_exact(paced: SimResult) -> None:
     group_of = {m.address.lower(): m.group for m in paced.inventory.mailboxes}
     per_day = Counter((campaign_name(group_of[s.mailbox]), _local(s, CAMPAIGN_TIMEZONE).date())
@@ -113,7 +109,6 @@ def test_each_campaigns_daily_cap_is_exact(paced: SimResult) -> None:
     assert set(queued) == {campaign_name(group) for group in ZONES} and min(queued.values()) > 0
 
 
-@WAITS_FOR_CAP
 def test_each_mailboxs_day_is_spread_over_its_window(paced: SimResult) -> None:
     zones = _zone_of_mailbox(paced)
     days: dict[tuple[str, str], list[Send]] = defaultdict(list)
