@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 import redis
 
+from sender.campaigns.pacing import HourRange
+from sender.campaigns.window import Schedule
 from tests.warmup.conftest import NOW
-from warmup import CampaignSlot, FailureClass, Guard
+from warmup import CampaignSlot, FailureClass, Guard, Ramp
 from warmup.days import jitter_ms
 from warmup.keys import GroupKeys
 
@@ -152,6 +156,35 @@ def test_the_pace_keeps_a_cap_of_forty_from_draining_in_the_first_hour(guard: Gu
     # alone would let 8 go in the first hour and none in the last three.
     assert len(sent) == 40
     assert all(4 <= hours.count(h) <= 6 for h in range(8)), hours
+
+
+@pytest.mark.parametrize("cap", [8, 12, 25, 40])
+@pytest.mark.parametrize("hours", [(HourRange(540, 1020),), (HourRange(540, 720), HourRange(780, 1020))],
+                         ids=["09-17", "09-12+13-17"])
+def test_a_day_through_the_window_check_spends_the_cap_a_quarter_an_hour_at_most(
+        guard: Guard, cap: int, hours: tuple[HourRange, ...]) -> None:
+    # The agent in miniature: a backlog, the window check first (a closed window waits for its opening), then the
+    # pick with the window's open time left. The whole cap goes inside the window, no hour takes over a quarter.
+    guard.add_mailbox("a@x.com", start=SETTLED, min_gap_s=420, jitter_s=(0, 90), now=NOW,
+                      ramp=Ramp(week_one_cap=min(cap, 10), ceiling=cap))
+    schedule, tz = Schedule(tuple(range(7)), hours), ZoneInfo("Europe/Berlin")
+    at = datetime(2026, 11, 30, 8, 0, tzinfo=tz)  # before the window opens: the day's backlog is due at once
+    sent: list[datetime] = []
+    while at.astimezone(tz).date() == date(2026, 11, 30):
+        if not schedule.is_open(at, tz):
+            opening = schedule.next_opening(at, tz)
+            assert opening is not None
+            at = opening
+            continue
+        decision = guard.pick(["a@x.com"], now=at.timestamp(), window_left_s=schedule.open_seconds_left(at, tz))
+        if decision.reserved:
+            sent.append(at)
+        assert decision.reserved or decision.retry_after_s is not None
+        at += timedelta(seconds=1 if decision.reserved else max(decision.retry_after_s or 0, 1))
+    by_hour = Counter(t.astimezone(tz).hour for t in sent)
+    assert len(sent) == cap
+    assert all(schedule.is_open(t, tz) for t in sent)
+    assert max(by_hour.values()) <= cap / 4, sorted(by_hour.items())
 
 
 def test_rows_without_a_window_keep_the_gap_and_jitter_only(guard: Guard, redis_client: redis.Redis) -> None:
