@@ -33,7 +33,6 @@ MEANINGS: dict[str, str] = {
     "skipped-daily-limit": "the mailbox had reached its cap for its local day",
     "skipped-paused": "the mailbox was paused",
     "skipped-not-started": "the mailbox's first sending day had not come",
-    "skipped-campaign-cap": "the campaign had reached its daily cap for its local day",
     "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
     "skipped-campaign-cap": "the row's campaign had reached its daily cap for the campaign's own day; the row "
                             "waits for the campaign's next day",
