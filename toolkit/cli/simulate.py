@@ -190,8 +190,7 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     imported = sum(line.leads for line in summary.campaigns)
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
-        ("leads", f"{imported} imported into the campaign, {summary.leads_turned_away} turned away while the senders "
-                  f"were behind ({summary.sends_per_day}/day came in)"),
+        ("leads", _leads_text(summary, imported)),
         ("recipients' answers", f"{summary.reactions_text()} (each ends its lead's sequence)"),
         ("fallbacks to the primary IP", f"{fallbacks}" + (f" ({reasons})" if reasons else "")),
         ("attempts that reserved nothing", f"{sum(summary.skips.values())}" + (f" ({skipped})" if skipped else "")),
@@ -229,6 +228,14 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     if found:
         emit_table("DNS audit of the zone files", ["domain", "severity", "code", "where"], found,
                    summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")
+
+
+def _leads_text(summary: Summary, imported: int) -> str:
+    campaigns = "campaigns" if len(summary.campaigns) > 1 else "campaign"
+    if summary.sends_per_day == 0 and imported:  # the pacing scenario: each campaign's list, imported as it started
+        return f"{imported} imported into the {campaigns}, as a list when each started (none came in after)"
+    return (f"{imported} imported into the {campaigns}, {summary.leads_turned_away} turned away while the senders "
+            f"were behind ({summary.sends_per_day}/day came in)")
 
 
 def _render_campaigns(summary: Summary) -> None:
