@@ -25,6 +25,7 @@ from sender.campaigns.leads import Lead
 from sender.campaigns.spec import CampaignSpec, load_campaign
 from sender.ledger.campaigns import Campaigns, CampaignStatus, Move
 from sender.ledger.store import Ledger
+from simulation.model import DEFAULT_PLAN, CampaignPlan
 
 LEAD_DOMAIN = "leads.example"  # RFC 2606: never a real recipient
 FIRST_NAMES = ("Ada", "Ben", "Chloe", "Dev", "Eve", "Femi", "Grace", "Hiro", "")  # "": the fallback shows
@@ -57,14 +58,15 @@ def campaign_name(group: str) -> str:
     return f"sim-{slug}"[:63]
 
 
-def campaign_file(group: str) -> str:
-    """The campaign file of one mailbox group (a JSON string is a YAML string: any group name stays one)."""
-    return CAMPAIGN_FILE.format(name=campaign_name(group), group=json.dumps(group))
+def campaign_file(group: str, pacing: str = "") -> str:
+    """The campaign file of one mailbox group (a JSON string is a YAML string: any group name stays one), with
+    `pacing`'s keys (YAML lines: timezone, window, daily_cap...) after the steps."""
+    return CAMPAIGN_FILE.format(name=campaign_name(group), group=json.dumps(group)) + pacing
 
 
-def campaign_spec(group: str, groups: Sequence[str]) -> tuple[CampaignSpec, str]:
+def campaign_spec(group: str, groups: Sequence[str], pacing: str = "") -> tuple[CampaignSpec, str]:
     """The checked campaign of `group` and its file's text (read by the campaign file's own loader)."""
-    text = campaign_file(group)
+    text = campaign_file(group, pacing)
     return load_campaign(Path(f"<simulation campaign {campaign_name(group)}>"), set(groups), text=text), text
 
 
@@ -85,6 +87,7 @@ class LeadFeed:
     specs: dict[str, CampaignSpec]  # mailbox group -> its campaign
     rng: random.Random
     backlog_limit: int
+    plan: CampaignPlan = DEFAULT_PLAN
     arrived: int = 0  # leads come in since the last import
     turned_away: int = 0
     addresses: list[str] = field(default_factory=list)  # every lead added, in order
@@ -93,18 +96,26 @@ class LeadFeed:
     _group_of: dict[str, str] = field(default_factory=dict)  # lead -> the group of its campaign
     _mailbox_of: dict[str, str] = field(default_factory=dict)  # lead -> the mailbox that sent its steps
     _full: set[str] = field(default_factory=set)  # mailboxes whose last send reached their day's cap
+    timezone_of: dict[str, str] = field(default_factory=dict)  # lead -> its `timezone` column, as imported
 
     @classmethod
-    def start(cls, ledger: Ledger, groups: Sequence[str], rng: random.Random, backlog_limit: int) -> LeadFeed:
-        """Apply and start one campaign per mailbox group (each the same steps)."""
+    def start(cls, ledger: Ledger, groups: Sequence[str], rng: random.Random, backlog_limit: int,
+              plan: CampaignPlan = DEFAULT_PLAN, now: float = 0.0) -> LeadFeed:
+        """Apply and start one campaign per mailbox group (each the same steps, with the plan's pacing keys), and
+        import the lists the plan uploads at the start (`now`)."""
         campaigns = Campaigns(ledger)
         specs = {}
         for group in groups:
-            spec, text = campaign_spec(group, groups)
+            spec, text = campaign_spec(group, groups, plan.of(group).pacing)
             campaigns.apply(spec, text)
             campaigns.move(spec.name, Move.START)
             specs[group] = spec
-        return cls(campaigns, specs, rng, backlog_limit)
+        feed = cls(campaigns, specs, rng, backlog_limit, plan)
+        for group in sorted(specs):
+            listed = [feed._new_lead(group, now) for _lead in range(plan.of(group).list_size)]
+            if listed:
+                campaigns.add_leads(specs[group].name, listed)
+        return feed
 
     def backlog(self, now: float) -> int:
         """Leads whose next step is due and not sent yet, but for follow-ups waiting for a mailbox that is full."""
@@ -124,18 +135,24 @@ class LeadFeed:
         by_group: dict[str, list[Lead]] = {}
         for _lead in range(taken):
             group = self.rng.choice(sorted(self.specs))
-            first_name = self.rng.choice(FIRST_NAMES)
-            number = len(self.addresses) + 1
-            ref = f"lead-{number}"
-            address = f"{ref}@{LEAD_DOMAIN}"
-            fields = {"first_name": first_name} if first_name else {}
-            by_group.setdefault(group, []).append(Lead(number, address, ref, "UTC", fields))
-            self.addresses.append(address)
-            self._next_due[address] = now
-            self._group_of[address] = group
+            by_group.setdefault(group, []).append(self._new_lead(group, now))
         for group, leads in sorted(by_group.items()):
             self.campaigns.add_leads(self.specs[group].name, leads)
         return taken
+
+    def _new_lead(self, group: str, now: float) -> Lead:
+        """The next lead of `group`'s campaign, its first step due `now` (added to the ledger by the caller)."""
+        first_name = self.rng.choice(FIRST_NAMES)
+        number = len(self.addresses) + 1
+        ref = f"lead-{number}"
+        address = f"{ref}@{LEAD_DOMAIN}"
+        fields = {"first_name": first_name} if first_name else {}
+        timezone = self.plan.of(group).lead_timezone
+        self.addresses.append(address)
+        self._next_due[address] = now
+        self._group_of[address] = group
+        self.timezone_of[address] = timezone
+        return Lead(number, address, ref, timezone, fields)
 
     def sent(self, recipient: str, mailbox: str, full: bool, now: float) -> None:
         """A step went to `recipient` from `mailbox` (`full`: that send reached the mailbox's cap for its day): the

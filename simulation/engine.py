@@ -83,6 +83,7 @@ class SimResult:
     campaigns: list[CampaignStatus] = field(default_factory=list)  # `campaign status` of each, at the end
     sequences: list[SequenceRow] = field(default_factory=list)  # every lead's rows as the ledger holds them
     leads_turned_away: int = 0  # leads not imported: the senders were an hour's worth of leads behind
+    lead_timezones: dict[str, str] = field(default_factory=dict)  # lead -> its `timezone` column, as imported
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -119,7 +120,8 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                                         config.send_seconds)
                            for world in worlds for index in range(config.workers_per_host)]
                 feed = LeadFeed.start(mail.ledger, mail.groups, random.Random(seeds.randrange(2**32)),
-                                      backlog_limit=max(1, round(config.sends_per_day * BACKLOG_S / DAY_S)))
+                                      backlog_limit=max(1, round(config.sends_per_day * BACKLOG_S / DAY_S)),
+                                      plan=config.campaign, now=start_s)
                 recipients = Recipients(random.Random(seeds.randrange(2**32)), config.reactions)
                 paths = FeedbackPaths(Feedback(mail.ledger), mail.unsubscribe_key)
                 _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
@@ -140,7 +142,7 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                      audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws, delivered,
                      dict(mail.sources.sources), count_deliveries(delivered, mail.sources.sources, budgets),
                      sorted(feed.specs.values(), key=lambda spec: spec.name), campaigns, sequences,
-                     feed.turned_away)
+                     feed.turned_away, dict(feed.timezone_of))
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:
@@ -194,6 +196,8 @@ class _Loop:
 
     def run(self, start_s: float) -> None:
         self._next_lead(start_s)
+        if self.campaign.feed.addresses:
+            self._look(start_s)  # a list was imported at the start: its first steps are due now
         self.at(start_s, self._pool_cycle)
         self.at(start_s + IMPORT_EVERY_S, self._import)
         self.at(start_s, self._sample)

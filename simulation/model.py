@@ -42,6 +42,30 @@ class Reactions:
 
 
 @dataclass(frozen=True)
+class GroupPlan:
+    """What one mailbox group's campaign adds to the three steps, and who its leads are."""
+
+    group: str
+    pacing: str = ""  # the campaign file's pacing keys, as YAML lines (docs/campaigns.md); "": none
+    lead_timezone: str = "UTC"  # every lead's `timezone` column
+    list_size: int = 0  # leads imported when the campaign starts, as a list uploaded at once
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """The campaigns of a run, by mailbox group; a group not named runs the three steps alone, with UTC leads
+    coming in as the run goes (the default run)."""
+
+    groups: tuple[GroupPlan, ...] = ()
+
+    def of(self, group: str) -> GroupPlan:
+        return next((plan for plan in self.groups if plan.group == group), GroupPlan(group))
+
+
+DEFAULT_PLAN = CampaignPlan()  # the default run's campaigns
+
+
+@dataclass(frozen=True)
 class SimConfig:
     """Settings of one run. `start` defaults to the latest mailbox start date (so every mailbox sends from day 1)."""
 
@@ -55,6 +79,7 @@ class SimConfig:
     send_seconds: tuple[float, float] = (2.0, 12.0)  # how long a lease is held for one send
     zone_dir: Path | None = None  # zone files for the DNS audit; None: no audit
     reactions: Reactions = Reactions()  # how the recipients answer (simulation.recipients)
+    campaign: CampaignPlan = DEFAULT_PLAN  # each group's pacing keys and leads (simulation.pacing's scenario)
 
     def check(self) -> None:
         """Raise SimulationConfigError naming the first bad setting."""

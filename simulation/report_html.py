@@ -1,7 +1,7 @@
 """`--report FILE.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched) with the run's key
-numbers and four charts: sends per mailbox per local day against its ramp cap, addresses in service over time,
-parked EIPs over time, and what became of each step of the campaign (with its table and the sequences' end
-reasons)."""
+numbers and five charts: sends per mailbox per local day against its ramp cap, sends per hour of the day per
+mailbox with the sending window marked (simulation.report_hours), addresses in service over time, parked EIPs over
+time, and what became of each step of the campaign (with its table and the sequences' end reasons)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from simulation.engine import SimResult
+from simulation.report_hours import hours_chart
 from simulation.sequence_summary import CampaignLine, StepLine
 from simulation.summary import Summary, covered_day, sends_per_mailbox_day
 
@@ -39,6 +40,8 @@ def render_report(result: SimResult, summary: Summary) -> str:
         _key_numbers(summary),
         _figure("chart-sends", "Sends per mailbox per day (its own local day) against the ramp cap",
                 _sends_chart(result)),
+        _figure("chart-hours", "Sends per hour of the day, on each mailbox's own clock, over the run",
+                hours_chart(result)),
         _figure("chart-in-service", "Addresses in service over time", _pool_chart(result)),
         _figure("chart-parked", "Parked Elastic IPs over time", _parked_chart(result)),
         _campaigns(summary),
@@ -54,6 +57,7 @@ table { border-collapse: collapse; margin: 8px 0; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
 figure { margin: 20px 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; } .axis { stroke: #888; } .grid { stroke: #eee; }
+svg text.zone { font-size: 9px; fill: #777; }
 table.campaign-steps td, table.campaign-steps th { padding: 3px 5px; }
 .legend span { display: inline-block; margin-right: 16px; } .swatch { display: inline-block; width: 12px;
 height: 12px; margin-right: 4px; vertical-align: -2px; }

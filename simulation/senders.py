@@ -19,6 +19,7 @@ MIN_RETRY_S = 1.0
 # Rows one attempt may take through the send path without a send: each row refused for its pinned mailbox waits in
 # the ledger and the next is claimed, as the agent's loop does; the bound only keeps one simulated instant short.
 MAX_ROWS_PER_ATTEMPT = 50
+OUTSIDE_WINDOW = "outside the sending window"  # how the agent's report of a row put back for its window begins
 
 
 @dataclass
@@ -87,10 +88,12 @@ class SenderWorker:
                 # Settled without a send (failed, suppressed, cancelled...): the ledger has its outcome; go on.
                 self.log.skips.append(events.Skip(now, self.name, f"row-{report.kind}"))
                 continue
-            self.log.skips.append(events.Skip(now, self.name, report.detail.split(" ", 1)[0]))
+            self.log.skips.append(events.Skip(now, self.name, _blocked_code(report.detail)))
             asked: set[str] = set(self.mail.started.last_asked)
             if asked and asked < group_mailboxes:
                 continue  # only the row's pinned mailbox is blocked: its row waits, another may go
+            # The group is blocked as a whole (its mailboxes, its campaign's daily cap, or its leads' sending
+            # window: the simulation's leads of one group share one time zone): it waits what the agent asked.
             delay = self.mail.put_back.last_s
             return delay if delay else NO_RETRY_HINT_S
         return MIN_RETRY_S
@@ -122,3 +125,9 @@ class SenderWorker:
                                             timezone=mailbox.timezone, domain=mailbox.domain, now=now)
             self.mail.started.start(mailbox.address)
             self._added.add(mailbox.address)
+
+
+def _blocked_code(detail: str) -> str:
+    """The outcome code of a row the agent put back: the guard's status (`skipped-cooldown ...`), or
+    `outside-window` for a row whose lead's sending window was closed."""
+    return "outside-window" if detail.startswith(OUTSIDE_WINDOW) else detail.split(" ", 1)[0]

@@ -33,8 +33,12 @@ MEANINGS: dict[str, str] = {
     "skipped-daily-limit": "the mailbox had reached its cap for its local day",
     "skipped-paused": "the mailbox was paused",
     "skipped-not-started": "the mailbox's first sending day had not come",
-    "skipped-campaign-cap": "the campaign had reached its daily cap for its local day",
     "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
+    "skipped-campaign-cap": "the row's campaign had reached its daily cap for the campaign's own day; the row "
+                            "waits for the campaign's next day",
+    # Why the agent put a row back before asking the guard (sender.sending.windows)
+    "outside-window": "the lead's sending window was closed (its local weekday, hours or skip dates); the row "
+                      "waits for the window's next opening",
     # A row the agent took that ended without a send (sender.sending.agent's report)
     "row-cancelled": "the lead's sequence had ended (a reply, a bounce, an unsubscribe) before its step went",
     "row-suppressed": "the recipient was suppressed (an earlier bounce or unsubscribe) before the step went",
@@ -153,6 +157,13 @@ def sends_per_address(result: SimResult) -> Counter[tuple[str, int, int]]:
 def sends_per_mailbox_day(result: SimResult) -> Counter[tuple[str, str]]:
     """Sends per (mailbox, its local day)."""
     return Counter((s.mailbox, s.local_day) for s in result.log.sends)
+
+
+def sends_per_mailbox_hour(result: SimResult) -> Counter[tuple[str, int]]:
+    """Sends per (mailbox, hour of the day on the mailbox's own clock), over the whole run."""
+    zones = {m.address.lower(): ZoneInfo(m.timezone) for m in result.inventory.mailboxes}
+    return Counter((s.mailbox, datetime.fromtimestamp(s.at, tz=zones.get(s.mailbox, UTC)).hour)
+                   for s in result.log.sends)
 
 
 def parked_hours(result: SimResult) -> float:

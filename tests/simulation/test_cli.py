@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from simulation.pacing import DAILY_CAP, LIST_SIZE
 from tests.conftest import REPO_ROOT, run_cli
 from tests.simulation.conftest import processes_under
 from toolkit.cli.simulate import example_inventory
@@ -59,9 +60,28 @@ def test_table_summary_and_report(tmp_path: Path) -> None:
         assert line in result.stdout
     assert result.stderr.strip() == f"report: {report}"
     page = report.read_text()
-    assert page.count('<figure class="chart"') == 4
+    assert page.count('<figure class="chart"') == 5
     assert 'id="chart-steps-sim-default"' in page and 'id="steps-sim-default"' in page
     assert oct(report.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's private mode
+
+
+@pytest.mark.slow
+@pytest.mark.service
+def test_the_pacing_scenario_runs_its_own_campaigns(tmp_path: Path) -> None:
+    result = run_cli("simulate", "--scenario", "pacing", "--days", "1", "--format", "json", cwd=tmp_path,
+                     timeout=300)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["run"] == {"start": "2026-10-21T00:00Z", "end": "2026-10-22T00:00Z", "days": 1, "sends_per_day": 0,
+                           "seed": 1}
+    assert [(c["name"], c["group"], c["leads"]) for c in data["campaigns"]] == [
+        ("sim-eu", "eu", LIST_SIZE), ("sim-us", "us", LIST_SIZE)]
+    assert {m["address"] for m in data["mailboxes"]} == {"eu1@example.com", "eu2@example.com", "us1@example.org",
+                                                         "us2@example.org"}
+    # One Wednesday, both windows inside it: each campaign sends its daily cap, no more (its mailboxes may send 60)
+    assert data["sends"]["total"] == 2 * DAILY_CAP
+    assert data["sends"]["skipped_attempts"]["outside-window"] > 0
+    assert "outside-window" in data["meanings"]
 
 
 def test_the_shipped_inventory_is_the_repositorys_example() -> None:

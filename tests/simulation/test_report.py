@@ -1,11 +1,13 @@
-"""The HTML report opens in headless Chromium without console errors and shows its four charts."""
+"""The HTML report opens in headless Chromium without console errors and shows its five charts."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -32,7 +34,7 @@ def test_report_is_self_contained(report: tuple[Path, SimResult]) -> None:
     assert "<script" not in page and "<link" not in page
 
 
-def test_report_loads_without_console_errors_and_has_four_charts(report: tuple[Path, SimResult],
+def test_report_loads_without_console_errors_and_has_five_charts(report: tuple[Path, SimResult],
                                                                   tmp_path: Path) -> None:
     path, result = report
     run = run_chromium(chromium_or_skip(), path, tmp_path / "profile", "--dump-dom")
@@ -40,7 +42,7 @@ def test_report_loads_without_console_errors_and_has_four_charts(report: tuple[P
     assert console_messages(run.stderr) == []
     dom = run.stdout
     figures = re.findall(r'<figure class="chart" id="([\w-]+)">(.*?)</figure>', dom, flags=re.S)
-    assert [name for name, _body in figures] == ["chart-sends", "chart-in-service", "chart-parked",
+    assert [name for name, _body in figures] == ["chart-sends", "chart-hours", "chart-in-service", "chart-parked",
                                                  "chart-steps-sim-default"]
     bodies = {name: body for name, body in figures}
     # Sends: one bar per mailbox per local day, each day's ramp cap drawn over it.
@@ -48,6 +50,15 @@ def test_report_loads_without_console_errors_and_has_four_charts(report: tuple[P
     bars = bodies["chart-sends"].count('<rect class="bar"')
     assert bars >= mailboxes * result.config.days
     assert bodies["chart-sends"].count('class="cap"') == bars
+    # Hours: a strip of 24 hours per mailbox, each cell the sends in that hour of the mailbox's own clock; the
+    # example's campaign has no window, so nothing is marked.
+    cells = re.findall(r'<rect class="hour" data-mailbox="([^"]+)" data-hour="(\d+)" data-sends="(\d+)"',
+                       bodies["chart-hours"])
+    assert len(cells) == 24 * mailboxes
+    zones = {m.address.lower(): ZoneInfo(m.timezone) for m in result.inventory.mailboxes}
+    expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, zones[s.mailbox]).hour) for s in result.log.sends)
+    assert {(mailbox, int(hour)): int(sent) for mailbox, hour, sent in cells if int(sent)} == dict(expected)
+    assert 'class="window"' not in bodies["chart-hours"] and "no sending window" in bodies["chart-hours"]
     # In service and parked: step lines with a point per sample.
     for name, series in (("chart-in-service", 2), ("chart-parked", 1)):
         paths = re.findall(r'<path class="series" d="([^"]+)"', bodies[name])

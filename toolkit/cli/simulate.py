@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from simulation.summary import Summary
     from toolkit.inventory import Inventory
 
+SCENARIOS = ("default", "pacing")
+DEFAULT_SENDS_PER_DAY = 120
 EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the message names it)."
 
 
@@ -31,9 +33,14 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
 @click.option("--inventory", "inventory_path", metavar="PATH",
               help="Inventory to simulate (default: sendhost --inventory, else the shipped example inventory).")
 @click.option("--days", default=14, show_default=True, type=int, help="Simulated days.")
-@click.option("--sends-per-day", default=120, show_default=True, type=int,
+@click.option("--sends-per-day", type=int,
               help="Leads coming in each day for the simulated campaign of three steps (imported hourly while "
-                   "the senders keep up; the guard decides how many messages go out).")
+                   "the senders keep up; the guard decides how many messages go out). Default 120; 0 in the "
+                   "pacing scenario, whose leads come as one list.")
+@click.option("--scenario", type=click.Choice(SCENARIOS), default="default", show_default=True,
+              help="pacing: two campaigns held to a Monday-Friday 09:00-17:00 window in each lead's time zone "
+                   "(Berlin and New York leads) and a daily cap, from Wednesday 2026-10-21 across both autumn DST "
+                   "changes, on the inventory's hosts and domains with mailboxes of its own (docs/simulation.md).")
 @click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same run.")
 @click.option("--zone-dir", metavar="DIR",
               help="Zone files to audit the inventory's domains in (default: the shipped example zones when "
@@ -41,8 +48,8 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
 @click.option("--report", "report_path", metavar="FILE.html", help="Also write a self-contained HTML report.")
 @format_option()
 @click.pass_obj
-def command(app: App, inventory_path: str | None, days: int, sends_per_day: int, seed: int, zone_dir: str | None,
-            report_path: str | None, fmt: str | None) -> None:
+def command(app: App, inventory_path: str | None, days: int, sends_per_day: int | None, scenario: str, seed: int,
+            zone_dir: str | None, report_path: str | None, fmt: str | None) -> None:
     """Run the toolkit on simulated days: a campaign of three steps goes to the leads coming in, sender workers pick
     mailboxes through the warm-up guard and lease IPs from the pool, recipients reply, bounce and unsubscribe, a
     pool worker rotates and reaps parked EIPs, and the domains' zone files are audited.
@@ -66,7 +73,14 @@ def command(app: App, inventory_path: str | None, days: int, sends_per_day: int,
     report = Path(report_path) if report_path else None
     if report is not None and not report.parent.is_dir():
         raise ConfigError(f"--report {report}: directory {report.parent} does not exist")
-    config = SimConfig(days=days, sends_per_day=sends_per_day, seed=seed, zone_dir=zones)
+    if scenario == "pacing":
+        from simulation.pacing import pacing_config, pacing_inventory
+
+        inventory = pacing_inventory(inventory)
+        config = pacing_config(seed=seed, days=days, sends_per_day=sends_per_day or 0, zone_dir=zones)
+    else:
+        config = SimConfig(days=days, seed=seed, zone_dir=zones,
+                           sends_per_day=DEFAULT_SENDS_PER_DAY if sends_per_day is None else sends_per_day)
     config.check()
     with _terminated_cleanly(), _world_logs_quiet(app.verbose), _progress(config.days) as progress:
         result = run_simulation(inventory, config, progress)
@@ -176,8 +190,7 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     imported = sum(line.leads for line in summary.campaigns)
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
-        ("leads", f"{imported} imported into the campaign, {summary.leads_turned_away} turned away while the senders "
-                  f"were behind ({summary.sends_per_day}/day came in)"),
+        ("leads", _leads_text(summary, imported)),
         ("recipients' answers", f"{summary.reactions_text()} (each ends its lead's sequence)"),
         ("fallbacks to the primary IP", f"{fallbacks}" + (f" ({reasons})" if reasons else "")),
         ("attempts that reserved nothing", f"{sum(summary.skips.values())}" + (f" ({skipped})" if skipped else "")),
@@ -215,6 +228,14 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     if found:
         emit_table("DNS audit of the zone files", ["domain", "severity", "code", "where"], found,
                    summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")
+
+
+def _leads_text(summary: Summary, imported: int) -> str:
+    campaigns = "campaigns" if len(summary.campaigns) > 1 else "campaign"
+    if summary.sends_per_day == 0 and imported:  # the pacing scenario: each campaign's list, imported as it started
+        return f"{imported} imported into the {campaigns}, as a list when each started (none came in after)"
+    return (f"{imported} imported into the {campaigns}, {summary.leads_turned_away} turned away while the senders "
+            f"were behind ({summary.sends_per_day}/day came in)")
 
 
 def _render_campaigns(summary: Summary) -> None:
