@@ -1,0 +1,62 @@
+"""`sendhost sandbox up|status|down`: a rehearsal world (AWS as moto, Redis, PostgreSQL, a submission server)
+that stays up between commands."""
+
+from __future__ import annotations
+
+import click
+
+from toolkit.app import App
+from toolkit.output import emit_json, emit_table, format_option
+
+EXIT_HELP = "Exit 0 ok; 2 the sandbox extra is missing or a part failed to start (the message names it); 130 Ctrl-C."
+
+
+@click.group("sandbox", epilog=EXIT_HELP)
+def group() -> None:
+    """A rehearsal world under <state dir>/sandbox/: moto's AWS server, the embedded Redis and PostgreSQL, and a
+    submission server with AUTH that records each message's peer.
+
+    `eval "$(sendhost sandbox up)"` points this shell at it (AWS_ENDPOINT_URL, fake AWS keys, SENDHOST_REDIS_URL,
+    SENDHOST_DATABASE_URL, SENDHOST_INVENTORY); then `pool create`, `pool status`, `sender migrate` ... run against
+    it unchanged. `sandbox down` stops everything and removes what `up` made. Needs pip install 'sendhost[sandbox]'.
+    """
+
+
+@group.command("up")
+@click.pass_obj
+def up(app: App) -> None:
+    """Start every part (says so when it already runs) and print the environment to export, on stdout."""
+    from toolkit.sandbox import world
+
+    root = world.sandbox_dir(app.state_dir)
+    already = all(part.state is world.PartState.UP for part in world.status(app.state_dir))
+    env = world.up(app.state_dir)
+    click.echo(f"sandbox {'already up' if already else 'up'} in {root}; inventory {env['SENDHOST_INVENTORY']}; "
+               f"`sendhost sandbox down` stops it", err=True)
+    for key, value in env.items():
+        click.echo(f"export {key}={world.shell_quote(value)}")
+
+
+@group.command("status")
+@format_option()
+@click.pass_obj
+def status(app: App, fmt: str | None) -> None:
+    """Each part: up or down, its pid and address (starts nothing)."""
+    from toolkit.sandbox import world
+
+    parts = world.status(app.state_dir)
+    if app.output_format(fmt) == "json":
+        emit_json([{"part": p.name, "state": p.state.value, "pid": p.pid, "address": p.address} for p in parts])
+        return
+    emit_table(f"sandbox ({world.sandbox_dir(app.state_dir)})", ["part", "state", "pid", "address"],
+               [(p.name, p.state.value, p.pid or "-", p.address) for p in parts])
+
+
+@group.command("down")
+@click.pass_obj
+def down(app: App) -> None:
+    """Stop every part and remove the sandbox directory (nothing to do when it is not up)."""
+    from toolkit.sandbox import world
+
+    stopped = world.down(app.state_dir)
+    click.echo(f"sandbox down: stopped {', '.join(stopped)}" if stopped else "sandbox down: nothing was running")
