@@ -1,0 +1,131 @@
+"""`sendhost sandbox up|status|down`: a rehearsal world that stays up between commands, and leaves nothing running
+after `down` or after Ctrl-C during `up`. Each command runs in a fresh interpreter, as a user's shell would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sender.embedded_place import ID_FILE, ROOT_HOME
+from tests.support.cli import cli_env, run_cli_process
+
+pytestmark = pytest.mark.slow  # moto's server, initdb and a submission server start: ~10-20 s per world
+
+SLOT_IPS = {"127.0.1.11", "127.0.1.12"}
+
+
+def exported(stdout: str) -> dict[str, str]:
+    """The variables of `export KEY=VALUE` lines, as a shell's eval would set them."""
+    env = {}
+    for line in stdout.splitlines():
+        words = shlex.split(line)
+        assert words[0] == "export", line
+        key, _, value = words[1].partition("=")
+        env[key] = value
+    return env
+
+
+def processes_working_in(*roots: Path) -> list[str]:
+    """Processes whose working directory is under one of `roots` (every part of the sandbox works in its own
+    directory: moto and the submission server in the sandbox's, Redis in its --dir, PostgreSQL in its data)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if any(cwd == str(root) or cwd.startswith(f"{root}/") for root in roots):
+            found.append(f"{pid} in {cwd}")
+    return found
+
+
+def postgres_data(sandbox: Path) -> Path:
+    """Where the sandbox's PostgreSQL keeps its data: its system user's home as root, else inside the sandbox."""
+    if os.geteuid() == 0:
+        return ROOT_HOME / (sandbox / "postgres" / ID_FILE).read_text().strip()
+    return sandbox / "postgres" / "postgres"
+
+
+def test_up_runs_the_pool_and_the_sender_against_it_and_down_leaves_nothing(tmp_path: Path) -> None:
+    state = {"SENDHOST_STATE_DIR": str(tmp_path / "state")}
+    sandbox = (tmp_path / "state" / "sandbox").resolve()
+    up = run_cli_process("sandbox", "up", env=state, cwd=tmp_path, timeout=120)
+    assert up.returncode == 0, up.stderr
+    env = {**state, **exported(up.stdout)}
+    assert env["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
+    assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SENDHOST_REDIS_URL", "SENDHOST_DATABASE_URL"} <= set(env)
+    assert env["SENDHOST_INVENTORY"] == str(sandbox / "inventory.yml")
+    assert (sandbox / "env").read_text() == up.stdout  # `. .sendhost/sandbox/env` sets the same
+
+    again = run_cli_process("sandbox", "up", env=state, cwd=tmp_path, timeout=120)
+    assert again.returncode == 0 and "sandbox already up" in again.stderr, again.stderr
+    assert exported(again.stdout)["AWS_ENDPOINT_URL"] == env["AWS_ENDPOINT_URL"]
+
+    shown = run_cli_process("sandbox", "status", "--format", "json", env=state, cwd=tmp_path)
+    parts = {part["part"]: part for part in json.loads(shown.stdout)}
+    assert {name: part["state"] for name, part in parts.items()} == {
+        "aws": "up", "smtp": "up", "redis": "up", "postgres": "up"}
+    assert parts["aws"]["address"] == env["AWS_ENDPOINT_URL"]
+    data = postgres_data(sandbox)
+
+    def ok(*args: str) -> str:
+        ran = run_cli_process(*args, env=env, cwd=tmp_path, timeout=120)
+        assert ran.returncode == 0, f"{args}: {ran.stdout[-2000:]}{ran.stderr[-2000:]}"
+        return ran.stdout
+
+    assert "2 ok, 0 failed" in ok("pool", "doctor")  # routed to an internet gateway, a public primary address
+    assert "sandbox-1: 2 slots, 2 created" in ok("pool", "create", "sandbox-1")
+    assert "2 of 2 slots leasable" in ok("pool", "status")
+    assert "ledger schema at version" in ok("sender", "migrate")
+    (tmp_path / "q.csv").write_text("lead,step,to,group,subject,text\nL-1,1,eve@rcpt.example,default,Hi,Hello\n")
+    assert "1 queued" in ok("sender", "enqueue", str(tmp_path / "q.csv"))
+    assert "1 sent" in ok("sender", "run", "--once", "--host", "sandbox-1")
+    [received] = [json.loads(line) for line in (sandbox / "messages.jsonl").read_text().splitlines()]
+    # The submission server saw the message come from a leased slot's address, authenticated as the mailbox.
+    assert received["peer"] in SLOT_IPS and received["login"] == "alice@sandbox.test"
+    assert received["rcpt"] == "eve@rcpt.example"
+    assert "│ sent         │ 1    │" in ok("sender", "status")
+
+    down = run_cli_process("sandbox", "down", env=state, cwd=tmp_path, timeout=60)
+    assert down.returncode == 0 and down.stdout == "sandbox down: stopped aws, smtp, redis, postgres\n", down.stdout
+    assert processes_working_in(sandbox, data) == []
+    assert not sandbox.exists() and not data.exists()
+    shown = run_cli_process("sandbox", "status", "--format", "json", env=state, cwd=tmp_path)
+    assert {part["state"] for part in json.loads(shown.stdout)} == {"down"}
+    twice = run_cli_process("sandbox", "down", env=state, cwd=tmp_path)
+    assert twice.returncode == 0 and twice.stdout == "sandbox down: nothing was running\n"
+
+
+@pytest.mark.parametrize("after", ["aws.log", f"postgres/{ID_FILE}"],
+                         ids=["while-moto-starts", "while-postgres-starts"])
+def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> None:
+    sandbox = (tmp_path / "state" / "sandbox").resolve()
+    # SIGINT as a terminal's Ctrl-C delivers it (a test runner may have it ignored; the child must not inherit that)
+    up = subprocess.Popen([sys.executable, "-m", "toolkit", "sandbox", "up"], cwd=tmp_path, text=True,
+                          env=cli_env({"SENDHOST_STATE_DIR": str(tmp_path / "state")}),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    marker = sandbox / after
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert up.poll() is None and time.monotonic() < deadline, "up ended before the part started"
+        time.sleep(0.01)
+    roots = [sandbox]
+    if after.startswith("postgres/") and os.geteuid() == 0:
+        while not marker.read_text().strip():  # written under a lock, then read: wait for the id itself
+            time.sleep(0.01)
+        roots.append(ROOT_HOME / marker.read_text().strip())
+    up.send_signal(signal.SIGINT)
+    _out, err = up.communicate(timeout=60)
+    assert up.returncode == 130, err
+    assert processes_working_in(*roots) == []
+    assert not sandbox.exists()
+    assert all(not root.exists() for root in roots)
