@@ -58,7 +58,8 @@ class SandboxInterrupted(Exception):
 
 
 def sandbox_dir(state_dir: Path) -> Path:
-    return state_dir / "sandbox"
+    """Absolute: the parts work in it, so every path handed to them must not depend on the caller's directory."""
+    return (state_dir / "sandbox").absolute()
 
 
 def require_server_extra() -> None:
