@@ -26,7 +26,7 @@ def group() -> None:
 @click.pass_obj
 def up(app: App) -> None:
     """Start every part (says so when it already runs) and print the environment to export, on stdout."""
-    from toolkit.sandbox import world
+    from rehearsal import world
 
     root = world.sandbox_dir(app.state_dir)
     already = all(part.state is world.PartState.UP for part in world.status(app.state_dir))
@@ -42,7 +42,7 @@ def up(app: App) -> None:
 @click.pass_obj
 def status(app: App, fmt: str | None) -> None:
     """Each part: up or down, its pid and address (starts nothing)."""
-    from toolkit.sandbox import world
+    from rehearsal import world
 
     parts = world.status(app.state_dir)
     if app.output_format(fmt) == "json":
@@ -56,7 +56,7 @@ def status(app: App, fmt: str | None) -> None:
 @click.pass_obj
 def down(app: App) -> None:
     """Stop every part and remove the sandbox directory (nothing to do when it is not up)."""
-    from toolkit.sandbox import world
+    from rehearsal import world
 
     stopped = world.down(app.state_dir)
     click.echo(f"sandbox down: stopped {', '.join(stopped)}" if stopped else "sandbox down: nothing was running")

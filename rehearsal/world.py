@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sendhost.errors import ConfigError
+from rehearsal.errors import SandboxConfigError
 from sendhost.private_paths import private_dir, private_file
 
 REGION = "us-east-1"
@@ -68,7 +68,7 @@ def require_server_extra() -> None:
         import flask  # noqa: F401
         import flask_cors  # noqa: F401
     except ImportError:
-        raise ConfigError(f"the sandbox's AWS stand-in needs moto's server mode (flask), which a plain install "
+        raise SandboxConfigError(f"the sandbox's AWS stand-in needs moto's server mode (flask), which a plain install "
                           f"leaves out; run: {INSTALL_FIX}") from None
 
 
@@ -127,11 +127,11 @@ def _wait_until(check: Callable[[], bool], what: str, process: subprocess.Popen[
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise ConfigError(f"the sandbox's {what} exited ({process.returncode}) while starting; see {log}")
+            raise SandboxConfigError(f"the sandbox's {what} exited ({process.returncode}) while starting; see {log}")
         if check():
             return
         time.sleep(0.1)
-    raise ConfigError(f"the sandbox's {what} did not answer within {START_TIMEOUT_S:.0f} s; see {log}")
+    raise SandboxConfigError(f"the sandbox's {what} did not answer within {START_TIMEOUT_S:.0f} s; see {log}")
 
 
 def _http_answers(url: str) -> bool:
@@ -211,7 +211,7 @@ def _submission(root: Path) -> None:
     with private_file(root / "messages.jsonl"):
         pass
     port = _free_port()
-    process = _spawn(root, "smtp", [sys.executable, "-m", "toolkit.sandbox.submission", str(port),
+    process = _spawn(root, "smtp", [sys.executable, "-m", "rehearsal.submission", str(port),
                                     str(root / "smtp-users.json"), str(root / "messages.jsonl")], f"127.0.0.1:{port}")
     parts = _read_parts(root)
     parts["smtp"]["port"] = port

@@ -1,7 +1,7 @@
 """The sandbox's submission server: aiosmtpd on loopback, AUTH PLAIN/LOGIN required (in clear: loopback only, the
 inventory says `security: none`), every accepted message recorded with the peer address it came from.
 
-Run as `python -m toolkit.sandbox.submission PORT USERS_JSON RECORD_JSONL`; it serves until SIGTERM or SIGINT.
+Run as `python -m rehearsal.submission PORT USERS_JSON RECORD_JSONL`; it serves until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
