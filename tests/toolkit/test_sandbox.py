@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -129,3 +130,61 @@ def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> 
     assert processes_working_in(*roots) == []
     assert not sandbox.exists()
     assert all(not root.exists() for root in roots)
+
+
+FIRST_HOST = Path(__file__).resolve().parents[2] / "docs" / "first-host.md"
+TABLE_CHARS = tuple("┏┃┡│└")
+# What differs between runs: where it ran, ports, AWS ids, the PostgreSQL id, the public addresses moto draws.
+VARYING = [(re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:PORT"),
+           (re.compile(r"\b(eipalloc|rtb|vpc|igw|eni|subnet|i)-[0-9a-f]{8,}\b"), r"\1-ID"),
+           (re.compile(r"\b[0-9a-f]{32}\b"), "ID"),
+           (re.compile(r"<[0-9a-f-]{36}@"), "<UUID@"),
+           (re.compile(r"\b127\.(?!0\.)\d+\.\d+\.\d+\b"), "PUBLIC-IP")]
+
+
+def normalised(line: str, where: str) -> str:
+    line = line.rstrip().replace(where, "/tmp/rehearsal")
+    for pattern, replacement in VARYING:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def rehearsal_steps() -> list[tuple[str, list[str]]]:
+    """The commands of first-host.md's rehearsal (step 0), in order, each with the output lines the page shows."""
+    section = FIRST_HOST.read_text().split("## 0. Rehearse in the sandbox", 1)[1].split("\n## 1.", 1)[0]
+    steps: list[tuple[str, list[str]]] = []
+    fence: str | None = None  # the info string of the block we are in (`sh` for what to type, empty for a run)
+    for line in section.splitlines():
+        if line.startswith("```"):
+            fence = line[3:] if fence is None else None
+        elif fence == "" and line.startswith("$ "):
+            steps.append((line[2:], []))
+        elif fence == "" and steps:
+            steps[-1][1].append(line)
+    return steps
+
+
+def test_first_host_rehearsal_prints_what_the_page_shows(tmp_path: Path) -> None:
+    steps = rehearsal_steps()
+    assert [command for command, _ in steps][:2] == ["sendhost sandbox up", ". .sendhost/sandbox/env"]
+    where = str(tmp_path.resolve())
+    env = cli_env({"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+    try:
+        for command, shown in steps:
+            if command.startswith(". "):  # a shell's own: the test carries the exported variables itself
+                continue
+            ran = subprocess.run(["bash", "-c", f"{command} 2>&1"], cwd=tmp_path, env=env, capture_output=True,
+                                 text=True, timeout=120, check=False)
+            assert ran.returncode == 0, f"{command}: {ran.stdout[-2000:]}"
+            if command == "sendhost sandbox up":
+                env.update(exported("\n".join(line for line in ran.stdout.splitlines()
+                                              if line.startswith("export "))))
+            printed = {normalised(line, where) for line in ran.stdout.splitlines()}
+            for line in shown:
+                if line.strip() and line != "…" and not line.startswith(TABLE_CHARS):
+                    assert normalised(line, where) in printed, f"{command}: the page shows {line!r}; it printed:\n" \
+                        + ran.stdout
+    finally:
+        run_cli_process("sandbox", "down", cwd=tmp_path, timeout=60)
+    assert [command for command, _ in steps][-2:] == ["sendhost sandbox down", "sendhost sandbox down"]
+    assert not (tmp_path / ".sendhost" / "sandbox").exists()

@@ -3,6 +3,8 @@ that stays up between commands."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from toolkit.app import App
@@ -22,15 +24,25 @@ def group() -> None:
     """
 
 
+def sandbox_state_dir(app: App) -> Path:
+    """The state directory without reading the inventory: the shell `up` set up names the sandbox's inventory in
+    SENDHOST_INVENTORY, which `down` removes, and `up`, `status` and `down` must keep working from that shell."""
+    from toolkit.config import resolve_config
+
+    flags = {"inventory": app.inventory_flag, "redis_url": app.redis_url_flag}
+    return Path(resolve_config(flags, app.env, None).state_dir.value or ".sendhost")
+
+
 @group.command("up")
 @click.pass_obj
 def up(app: App) -> None:
     """Start every part (says so when it already runs) and print the environment to export, on stdout."""
     from rehearsal import world
 
-    root = world.sandbox_dir(app.state_dir)
-    already = all(part.state is world.PartState.UP for part in world.status(app.state_dir))
-    env = world.up(app.state_dir)
+    state_dir = sandbox_state_dir(app)
+    root = world.sandbox_dir(state_dir)
+    already = all(part.state is world.PartState.UP for part in world.status(state_dir))
+    env = world.up(state_dir)
     click.echo(f"sandbox {'already up' if already else 'up'} in {root}; inventory {env['SENDHOST_INVENTORY']}; "
                f"`sendhost sandbox down` stops it", err=True)
     for key, value in env.items():
@@ -44,11 +56,12 @@ def status(app: App, fmt: str | None) -> None:
     """Each part: up or down, its pid and address (starts nothing)."""
     from rehearsal import world
 
-    parts = world.status(app.state_dir)
+    state_dir = sandbox_state_dir(app)
+    parts = world.status(state_dir)
     if app.output_format(fmt) == "json":
         emit_json([{"part": p.name, "state": p.state.value, "pid": p.pid, "address": p.address} for p in parts])
         return
-    emit_table(f"sandbox ({world.sandbox_dir(app.state_dir)})", ["part", "state", "pid", "address"],
+    emit_table(f"sandbox ({world.sandbox_dir(state_dir)})", ["part", "state", "pid", "address"],
                [(p.name, p.state.value, p.pid or "-", p.address) for p in parts])
 
 
@@ -58,5 +71,6 @@ def down(app: App) -> None:
     """Stop every part and remove the sandbox directory (nothing to do when it is not up)."""
     from rehearsal import world
 
-    stopped = world.down(app.state_dir)
+    state_dir = sandbox_state_dir(app)
+    stopped = world.down(state_dir)
     click.echo(f"sandbox down: stopped {', '.join(stopped)}" if stopped else "sandbox down: nothing was running")
