@@ -169,7 +169,7 @@ def _start(root: Path) -> dict[str, str]:
     if _running_pid(root, "aws") is None:
         aws_url = f"http://127.0.0.1:{_free_port()}"
         port = aws_url.rsplit(":", 1)[1]
-        process = _spawn(root, "aws", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", port], aws_url)
+        process = _spawn(root, "aws", [sys.executable, "-m", "rehearsal.aws_server", port], aws_url)
         _wait_until(lambda: _http_answers(aws_url), "AWS stand-in (moto)", process, root / "aws.log")
         instance_id = _build_account(aws_url)
         parts = _read_parts(root)
@@ -243,12 +243,14 @@ def _build_account(aws_url: str) -> str:
     ec2.create_route(RouteTableId=tables[0]["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway_id)
     allocation_id = ec2.allocate_address(Domain="vpc")["AllocationId"]
     ec2.associate_address(AllocationId=allocation_id, NetworkInterfaceId=eni_id, PrivateIpAddress=PRIMARY_IP)
+    # The Route 53 zone the pool writes each new address's forward A record into (the host has ptr: true).
+    route53 = boto3.client("route53", region_name=REGION, endpoint_url=aws_url, aws_access_key_id="sandbox",
+                           aws_secret_access_key="sandbox")
+    route53.create_hosted_zone(Name=DOMAIN + ".", CallerReference="sendhost-sandbox")
     return str(instance["InstanceId"])
 
 
 def _write_inventory(root: Path, instance_id: str, smtp_port: int) -> Path:
-    # ptr: false — moto's server has no reverse DNS for Elastic IPs (ec2:ModifyAddressAttribute); the pool's PTR
-    # path is rehearsed in the simulation's fake only.
     text = f"""\
 # The sandbox's inventory (written by `sendhost sandbox up`; removed by `sendhost sandbox down`).
 all:
@@ -279,7 +281,8 @@ all:
             slots: {len(SLOT_IPS)}
             budget: [8, 15]
             park_minutes: 15
-            ptr: false
+            ptr: true                          # reverse DNS: rehearsal.aws_server answers moto lacks
+            ptr_zone: {DOMAIN}
             private_ips: [{", ".join(SLOT_IPS)}]
 """
     path = root / "inventory.yml"

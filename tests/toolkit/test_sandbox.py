@@ -85,6 +85,17 @@ def test_up_runs_the_pool_and_the_sender_against_it_and_down_leaves_nothing(tmp_
     assert "2 ok, 0 failed" in ok("pool", "doctor")  # routed to an internet gateway, a public primary address
     assert "sandbox-1: 2 slots, 2 created" in ok("pool", "create", "sandbox-1")
     assert "2 of 2 slots leasable" in ok("pool", "status")
+    # The host has ptr: true: each new address got its reverse DNS through the API moto lacks (rehearsal.aws_server)
+    import boto3
+
+    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=env["AWS_ENDPOINT_URL"],
+                       aws_access_key_id="sandbox", aws_secret_access_key="sandbox")
+    slots = [a for a in ec2.describe_addresses()["Addresses"]
+             if any(tag["Key"] == "sendhost:slot" for tag in a.get("Tags", []))]
+    ptrs = ec2.describe_addresses_attribute(AllocationIds=[a["AllocationId"] for a in slots],
+                                            Attribute="domain-name")["Addresses"]
+    assert len(slots) == 2 and len(ptrs) == 2
+    assert all(p["PtrRecord"].endswith(".sandbox.test.") for p in ptrs), ptrs
     assert "ledger schema at version" in ok("sender", "migrate")
     (tmp_path / "q.csv").write_text("lead,step,to,group,subject,text\nL-1,1,eve@rcpt.example,default,Hi,Hello\n")
     assert "1 queued" in ok("sender", "enqueue", str(tmp_path / "q.csv"))
