@@ -158,6 +158,11 @@ def up(state_dir: Path) -> dict[str, str]:
     root = sandbox_dir(state_dir)
     private_dir(state_dir, "state directory")
     private_dir(root, "sandbox directory")
+    if _running_pid(root, "aws") is None and (root / PARTS_FILE).exists():
+        # moto keeps its account in memory: once it has stopped, the pools Redis and the ledger remember name
+        # addresses that no longer exist anywhere. Start the whole world afresh rather than half of it.
+        down(state_dir)
+        private_dir(root, "sandbox directory")
     try:
         return _start(root)
     except BaseException:

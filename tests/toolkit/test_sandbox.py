@@ -116,8 +116,11 @@ def test_up_runs_the_pool_and_the_sender_against_it_and_down_leaves_nothing(tmp_
     assert twice.returncode == 0 and twice.stdout == "sandbox down: nothing was running\n"
 
 
-@pytest.mark.parametrize("after", ["aws.log", f"postgres/{ID_FILE}"],
-                         ids=["while-moto-starts", "while-postgres-starts"])
+# PostgreSQL's first file: as root the id of its data directory (kept by its system user), else that directory.
+POSTGRES_BEGINS = f"postgres/{ID_FILE}" if os.geteuid() == 0 else "postgres/postgres"
+
+
+@pytest.mark.parametrize("after", ["aws.log", POSTGRES_BEGINS], ids=["while-moto-starts", "while-postgres-starts"])
 def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> None:
     sandbox = (tmp_path / "state" / "sandbox").resolve()
     # SIGINT as a terminal's Ctrl-C delivers it (a test runner may have it ignored; the child must not inherit that)
@@ -131,7 +134,7 @@ def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> 
         assert up.poll() is None and time.monotonic() < deadline, "up ended before the part started"
         time.sleep(0.01)
     roots = [sandbox]
-    if after.startswith("postgres/") and os.geteuid() == 0:
+    if after == POSTGRES_BEGINS and os.geteuid() == 0:
         while not marker.read_text().strip():  # written under a lock, then read: wait for the id itself
             time.sleep(0.01)
         roots.append(ROOT_HOME / marker.read_text().strip())
@@ -199,3 +202,25 @@ def test_first_host_rehearsal_prints_what_the_page_shows(tmp_path: Path) -> None
         run_cli_process("sandbox", "down", cwd=tmp_path, timeout=60)
     assert [command for command, _ in steps][-2:] == ["sendhost sandbox down", "sendhost sandbox down"]
     assert not (tmp_path / ".sendhost" / "sandbox").exists()
+
+
+def test_up_after_the_aws_stand_in_died_starts_the_whole_world_afresh(tmp_path: Path) -> None:
+    state = {"SENDHOST_STATE_DIR": str(tmp_path / "state")}
+    first = run_cli_process("sandbox", "up", env=state, cwd=tmp_path, timeout=120)
+    assert first.returncode == 0, first.stderr
+    env = {**state, **exported(first.stdout)}
+    try:
+        assert run_cli_process("pool", "create", "sandbox-1", env=env, cwd=tmp_path, timeout=120).returncode == 0
+        parts = json.loads((tmp_path / "state" / "sandbox" / "parts.json").read_text())
+        os.kill(parts["aws"]["pid"], signal.SIGKILL)  # moto's account was in its memory: it is gone
+        while Path(f"/proc/{parts['aws']['pid']}/cwd").exists():  # gone (or a zombie, which has no cwd)
+            time.sleep(0.05)
+        again = run_cli_process("sandbox", "up", env=state, cwd=tmp_path, timeout=120)
+        assert again.returncode == 0 and "sandbox up afresh" in again.stderr, again.stderr
+        env = {**state, **exported(again.stdout)}
+        # Redis was started afresh too: it names no pool of the vanished account, and a new pool can be made.
+        assert "no hosts registered in Redis" in run_cli_process("pool", "status", env=env, cwd=tmp_path).stdout
+        made = run_cli_process("pool", "create", "sandbox-1", env=env, cwd=tmp_path, timeout=120)
+        assert made.returncode == 0 and "2 created" in made.stdout, made.stdout + made.stderr
+    finally:
+        run_cli_process("sandbox", "down", env=state, cwd=tmp_path, timeout=60)

@@ -41,10 +41,14 @@ def up(app: App) -> None:
 
     state_dir = sandbox_state_dir(app)
     root = world.sandbox_dir(state_dir)
-    already = all(part.state is world.PartState.UP for part in world.status(state_dir))
+    states = {part.name: part.state for part in world.status(state_dir)}
+    already = all(state is world.PartState.UP for state in states.values())
+    afresh = states["aws"] is world.PartState.DOWN and world.PartState.UP in states.values()
     env = world.up(state_dir)
-    click.echo(f"sandbox {'already up' if already else 'up'} in {root}; inventory {env['SENDHOST_INVENTORY']}; "
-               f"`sendhost sandbox down` stops it", err=True)
+    how = "already up" if already else "up afresh (its AWS stand-in had stopped, and its world with it)" if afresh \
+        else "up"
+    click.echo(f"sandbox {how} in {root}; inventory {env['SENDHOST_INVENTORY']}; `sendhost sandbox down` stops it",
+               err=True)
     for key, value in env.items():
         click.echo(f"export {key}={world.shell_quote(value)}")
 
