@@ -114,13 +114,23 @@ def _spawn(root: Path, name: str, args: list[str], address: str) -> subprocess.P
     log = root / f"{name}.log"
     with private_file(log):
         pass
-    with log.open("ab") as out:
-        process = subprocess.Popen(args, cwd=root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                   start_new_session=True, umask=0o077)
-    parts = _read_parts(root)
-    parts[name] = {"pid": process.pid, "address": address}
-    _write_parts(root, parts)
+    # Ctrl-C is held back from the start until the pid is on disk, so the clean-up after it always finds the
+    # process; the child starts with it unblocked again.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        with log.open("ab") as out:
+            process = subprocess.Popen(args, cwd=root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                       start_new_session=True, umask=0o077, preexec_fn=_unblock_sigint)
+        parts = _read_parts(root)
+        parts[name] = {"pid": process.pid, "address": address}
+        _write_parts(root, parts)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     return process
+
+
+def _unblock_sigint() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _wait_until(check: Callable[[], bool], what: str, process: subprocess.Popen[bytes], log: Path) -> None:

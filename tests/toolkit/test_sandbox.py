@@ -40,7 +40,7 @@ def processes_working_in(*roots: Path) -> list[str]:
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            cwd = os.readlink(f"/proc/{pid}/cwd")
+            cwd = os.readlink(f"/proc/{pid}/cwd").removesuffix(" (deleted)")  # its directory removed under it
         except OSError:
             continue
         if any(cwd == str(root) or cwd.startswith(f"{root}/") for root in roots):
@@ -57,6 +57,13 @@ def postgres_data(sandbox: Path) -> Path:
 
 def test_up_runs_the_pool_and_the_sender_against_it_and_down_leaves_nothing(tmp_path: Path) -> None:
     state = {"SENDHOST_STATE_DIR": str(tmp_path / "state")}
+    try:
+        rehearse_and_stop(tmp_path, state)
+    finally:  # a failed assertion must not leave the world running
+        run_cli_process("sandbox", "down", env=state, cwd=tmp_path, timeout=60)
+
+
+def rehearse_and_stop(tmp_path: Path, state: dict[str, str]) -> None:
     sandbox = (tmp_path / "state" / "sandbox").resolve()
     up = run_cli_process("sandbox", "up", env=state, cwd=tmp_path, timeout=120)
     assert up.returncode == 0, up.stderr
