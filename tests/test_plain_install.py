@@ -38,3 +38,10 @@ def test_a_plain_install_without_extras_runs_the_simulation(tmp_path: Path) -> N
                          capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     assert "internal error" not in ran.stderr and "ModuleNotFoundError" not in ran.stderr
+    # The sandbox alone needs an extra (moto's server mode, flask): without it, one line naming the install.
+    sandbox = subprocess.run([str(venv / "bin" / "sendhost"), "sandbox", "up"], cwd=work,
+                             env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
+                             capture_output=True, text=True, timeout=120)
+    assert sandbox.returncode == 2, sandbox.stdout + sandbox.stderr
+    assert "pip install 'sendhost[sandbox]'" in sandbox.stderr and "Traceback" not in sandbox.stderr
+    assert not (work / ".sendhost" / "sandbox").exists()

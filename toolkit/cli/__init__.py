@@ -27,6 +27,7 @@ GROUPS: dict[str, str] = {
     "mailbox": "toolkit.cli.mailbox:group",
     "pool": "toolkit.cli.pool:group",
     "provision": "toolkit.cli.provision:command",
+    "sandbox": "toolkit.cli.sandbox:group",
     "sender": "toolkit.cli.sender:group",
     "simulate": "toolkit.cli.simulate:command",
     "warmup": "toolkit.cli.warmup:group",
