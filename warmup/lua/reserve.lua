@@ -46,6 +46,15 @@ local function duration(ms)
   return math.floor(h / 24) .. " d " .. h % 24 .. " h"
 end
 
+local function count_on(day, counted_day, count, prev_day, prev_count)
+  -- A mailbox's or a campaign's count on `day`, from the two days it keeps (the current one and the one before);
+  -- nil for a day older than both (a caller's clock far behind: not known, so not allowed); 0 for a new day.
+  if day == counted_day then return tonumber(count) end
+  if day == prev_day then return tonumber(prev_count) end
+  if counted_day and day < counted_day then return nil end
+  return 0
+end
+
 local now = now_ms(ARGV[1])
 local n = math.floor(#KEYS / 2)
 local campaign, c_day, c_cap, c_share, c_ends, c_count, c_fields
@@ -53,15 +62,7 @@ if #KEYS % 2 == 1 then
   campaign, c_day, c_cap, c_share, c_ends = KEYS[#KEYS], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]),
     tonumber(ARGV[6])
   c_fields = redis.call("HMGET", campaign, "day", "day_count", "prev_day", "prev_count", "next_ms")
-  if c_day == c_fields[1] then
-    c_count = tonumber(c_fields[2])
-  elseif c_day == c_fields[3] then
-    c_count = tonumber(c_fields[4])
-  elseif c_fields[1] and c_day < c_fields[1] then
-    c_count = nil -- older than both counted days: a caller's clock far behind
-  else
-    c_count = 0
-  end
+  c_count = count_on(c_day, c_fields[1], c_fields[2], c_fields[3], c_fields[4])
   if c_count == nil or (c_cap and c_count >= c_cap) then
     local reason = "now is before the days this campaign counts"
     if c_count then reason = "campaign reserved " .. c_count .. " of its " .. c_cap .. " on " .. c_day end
@@ -140,16 +141,7 @@ for i = 1, n do
     stale[#stale + 1] = i
   else
     cap = tonumber(cap)
-    local count
-    if day == f[6] then
-      count = tonumber(f[7])
-    elseif day == f[8] then
-      count = tonumber(f[9])
-    elseif f[6] and day < f[6] then
-      count = nil -- older than both counted days: a caller's clock far behind
-    else
-      count = 0
-    end
+    local count = count_on(day, f[6], f[7], f[8], f[9])
     local last = tonumber(f[5] or "-1")
     gap, lo, hi = tonumber(gap), tonumber(lo), tonumber(hi)
     -- The earliest next send: the minimum gap always; the jitter drawn at the last send when it was stored
