@@ -22,6 +22,7 @@ from sender.ledger.campaigns import Campaigns, Move
 from sender.sending.agent import Agent
 from sender.settings import AgentSettings
 from tests.sender.world import HOST, World, make_world
+from tests.support.clock import FakeClock
 from tests.support.submission import SubmissionServer
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -39,17 +40,9 @@ steps:
 """
 
 
-class Clock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start.timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock(MONDAY_NOON)
+def clock() -> FakeClock:
+    return FakeClock(MONDAY_NOON.timestamp())
 
 
 @pytest.fixture
@@ -58,7 +51,7 @@ def world(tmp_path: Path, database_url: str, redis_url: str, submission: Submiss
 
 
 @pytest.fixture
-def agent(world: World, clock: Clock) -> Iterator[tuple[Agent, Ledger]]:
+def agent(world: World, clock: FakeClock) -> Iterator[tuple[Agent, Ledger]]:
     sc = world.context()
     inventory = sc.app.require_inventory()
     host = inventory.host(HOST)
@@ -85,21 +78,21 @@ def _start(tmp_path: Path, ledger: Ledger, text: str) -> Campaigns:
     return campaigns
 
 
-def _run_until(end: datetime, sender: Agent, ledger: Ledger, clock: Clock, world: World,
+def _run_until(end: datetime, sender: Agent, ledger: Ledger, clock: FakeClock, world: World,
                arrived: list[datetime], blocked: list[str]) -> None:
     """Drive the agent on the simulated clock up to `end`, noting when each message reached the server."""
     received = world.server.recorder.received
-    while clock.now < end.timestamp():
+    while clock.now_s < end.timestamp():
         while (report := sender.send_one(ledger, "w")) is not None:
             if report.kind == "blocked":
                 blocked.append(report.detail)
-            arrived += [datetime.fromtimestamp(clock.now, UTC)] * (len(received) - len(arrived))
+            arrived += [datetime.fromtimestamp(clock.now_s, UTC)] * (len(received) - len(arrived))
         due = ledger.next_due_s(sender.groups)
-        clock.now += 900 if due is None else min(max(due, 1.0), 900)
+        clock.now_s += 900 if due is None else min(max(due, 1.0), 900)
 
 
 def test_the_campaign_cap_holds_its_day_and_the_rest_go_on_its_next(
-        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: Clock, database_url: str) -> None:
+        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: FakeClock, database_url: str) -> None:
     sender, ledger = agent
     _start(tmp_path, ledger, CAMPAIGN)
     arrived: list[datetime] = []
@@ -121,7 +114,7 @@ def test_the_campaign_cap_holds_its_day_and_the_rest_go_on_its_next(
 
 
 def test_a_raised_cap_applied_mid_day_reaches_the_running_agent(
-        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: Clock) -> None:
+        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: FakeClock) -> None:
     """Issue 25: a pacing edit in the campaign file reaches the guard on the agent's next claim (the applied file's
     hash changes), with no restart: with the cap raised from 3 to 4 on Monday evening, a lead added then goes out
     on Monday, while the follow-up the old cap held back keeps its place until Tuesday 00:00."""
@@ -146,7 +139,7 @@ def test_a_raised_cap_applied_mid_day_reaches_the_running_agent(
 
 
 def test_the_date_header_is_the_agents_clock(tmp_path: Path, world: World, agent: tuple[Agent, Ledger],
-                                             clock: Clock) -> None:
+                                             clock: FakeClock) -> None:
     """The Date a recipient reads is the time the agent sent at (its clock, simulated here), not the machine's."""
     sender, ledger = agent
     _start(tmp_path, ledger, CAMPAIGN)

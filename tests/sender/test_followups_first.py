@@ -19,6 +19,7 @@ from sender.campaigns.leads import read_leads
 from sender.campaigns.pacing import DEFAULT_FOLLOWUPS_SHARE
 from sender.campaigns.spec import load_campaign
 from sender.ledger.campaigns import Campaigns, Move
+from tests.support.clock import FakeClock
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC).timestamp()
 BOX = "box1@sender.example"
@@ -37,24 +38,13 @@ group: sales
 """
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def timed(database_url: str, clock: Clock) -> Iterator[Ledger]:
+def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
     with Ledger.from_url(database_url, clock=clock) as opened:
         opened.migrate()
         yield opened
@@ -63,7 +53,7 @@ def timed(database_url: str, clock: Clock) -> Iterator[Ledger]:
 class Queue:
     """A running campaign of two steps on the test's clock, and what its rows are."""
 
-    def __init__(self, tmp_path: Path, ledger: Ledger, clock: Clock, database_url: str, share: float | None,
+    def __init__(self, tmp_path: Path, ledger: Ledger, clock: FakeClock, database_url: str, share: float | None,
                  name: str = "q1") -> None:
         self.tmp_path, self.ledger, self.clock, self.url, self.name = tmp_path, ledger, clock, database_url, name
         path = tmp_path / f"{name}.yml"
@@ -101,21 +91,21 @@ class Queue:
         return [(row.step, row.id) for _ in range(count) for row in self.ledger.claim("w", 1, ["sales"], [BOX])]
 
 
-def _backlog(tmp_path: Path, ledger: Ledger, clock: Clock, database_url: str, share: float | None = None) -> Queue:
+def _backlog(tmp_path: Path, ledger: Ledger, clock: FakeClock, database_url: str, share: float | None = None) -> Queue:
     """30 follow-ups due a minute apart, after 30 first steps due before any of them: ordered by due time alone,
     every first step would go first."""
     queue = Queue(tmp_path, ledger, clock, database_url, share)
     queue.add("a", LEADS)
     queue.send_all(gap_s=60)  # their follow-ups: due a day after each, from START + 1d
-    clock.now = START + DAY - 3600
+    clock.now_s = START + DAY - 3600
     queue.add("b", LEADS)  # 30 first steps, due an hour before the first follow-up
-    clock.now = START + 2 * DAY
+    clock.now_s = START + 2 * DAY
     return queue
 
 
 @pytest.mark.parametrize("share", [None, 0.5])
 def test_with_too_little_capacity_follow_ups_get_their_share_oldest_first_and_first_steps_the_rest(
-        tmp_path: Path, timed: Ledger, clock: Clock, database_url: str, share: float | None) -> None:
+        tmp_path: Path, timed: Ledger, clock: FakeClock, database_url: str, share: float | None) -> None:
     queue = _backlog(tmp_path, timed, clock, database_url, share)
     followups, first_steps = queue.due(2), queue.due(1)
     assert (len(followups), len(first_steps)) == (LEADS, LEADS)
@@ -128,7 +118,7 @@ def test_with_too_little_capacity_follow_ups_get_their_share_oldest_first_and_fi
     for _step, row_id in given_back:
         assert timed.unclaim(row_id, 3600, "mailbox at its cap")
     assert [row_id for step, row_id in given_back if step == 2] == followups[:5]
-    clock.now = START + 2 * DAY
+    clock.now_s = START + 2 * DAY
 
     claimed = queue.claim(CAPACITY)
 
@@ -145,13 +135,13 @@ def test_with_too_little_capacity_follow_ups_get_their_share_oldest_first_and_fi
 
 
 @pytest.mark.parametrize("kind", [1, 2])
-def test_with_only_one_kind_due_it_takes_the_whole_capacity(tmp_path: Path, timed: Ledger, clock: Clock,
+def test_with_only_one_kind_due_it_takes_the_whole_capacity(tmp_path: Path, timed: Ledger, clock: FakeClock,
                                                             database_url: str, kind: int) -> None:
     queue = Queue(tmp_path, timed, clock, database_url, None)
     queue.add("a", LEADS)
     if kind == 2:
         queue.send_all(gap_s=60)
-        clock.now = START + 2 * DAY
+        clock.now_s = START + 2 * DAY
     oldest = queue.due(kind)[:CAPACITY]
 
     claimed = queue.claim(CAPACITY)
@@ -166,7 +156,7 @@ def _due_at(database_url: str, row_id: int) -> datetime:
     return row[0]
 
 
-def test_a_row_given_back_keeps_its_place_ahead_of_rows_due_after_it(tmp_path: Path, timed: Ledger, clock: Clock,
+def test_a_row_given_back_keeps_its_place_ahead_of_rows_due_after_it(tmp_path: Path, timed: Ledger, clock: FakeClock,
                                                                     database_url: str) -> None:
     queue = Queue(tmp_path, timed, clock, database_url, None)
     queue.add("a", 1)
@@ -183,7 +173,7 @@ def test_a_row_given_back_keeps_its_place_ahead_of_rows_due_after_it(tmp_path: P
     assert _due_at(database_url, older) == due
 
 
-def test_a_retry_keeps_its_place_once_its_backoff_is_over(tmp_path: Path, timed: Ledger, clock: Clock,
+def test_a_retry_keeps_its_place_once_its_backoff_is_over(tmp_path: Path, timed: Ledger, clock: FakeClock,
                                                           database_url: str) -> None:
     queue = Queue(tmp_path, timed, clock, database_url, None)
     queue.add("a", 1)
@@ -200,7 +190,7 @@ def test_a_retry_keeps_its_place_once_its_backoff_is_over(tmp_path: Path, timed:
 
 
 def test_campaigns_whose_shares_differ_each_get_the_kind_their_share_gives_the_turn(
-        tmp_path: Path, timed: Ledger, clock: Clock, database_url: str) -> None:
+        tmp_path: Path, timed: Ledger, clock: FakeClock, database_url: str) -> None:
     # `all` gives every turn to its follow-ups, `none` to its first steps: the follow-ups of `all` and the first
     # steps of `none` go first (in that order, each oldest first), then what is left of each
     every, never = (Queue(tmp_path, timed, clock, database_url, share, name) for share, name in ((1, "all"),
@@ -208,10 +198,10 @@ def test_campaigns_whose_shares_differ_each_get_the_kind_their_share_gives_the_t
     for queue in (every, never):
         queue.add(f"{queue.name}-a", 3)
     every.send_all(gap_s=60)  # both campaigns' first steps go: one kind due, whatever the share
-    clock.now = START + DAY - 3600
+    clock.now_s = START + DAY - 3600
     for queue in (every, never):
         queue.add(f"{queue.name}-b", 3)
-    clock.now = START + 2 * DAY
+    clock.now_s = START + 2 * DAY
     expected = every.due(2) + never.due(1)
     leftover = set(every.due(1) + never.due(2))
 

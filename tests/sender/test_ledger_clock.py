@@ -12,26 +12,19 @@ import pytest
 
 from sender import Ledger, Settle, Status
 from sender.ledger.events import Event, Feedback
+from tests.support.clock import FakeClock
 
 # A time far from the database's: a rule still on now() would show at once.
 START = datetime(2031, 3, 1, 9, 0, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now_s = START.timestamp()
-
-    def __call__(self) -> float:
-        return self.now_s
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START.timestamp())
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def timed(database_url: str, clock: Clock) -> Iterator[Ledger]:
+def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
     with Ledger.from_url(database_url, clock=clock) as opened:
         opened.migrate()
         yield opened
@@ -50,7 +43,7 @@ def _times(database_url: str, lead: str = "L1") -> dict[str, datetime | None]:
         return dict(zip([c.name for c in cursor.description], row, strict=True))
 
 
-def test_rows_are_due_and_stamped_in_the_clocks_time(timed: Ledger, clock: Clock, database_url: str) -> None:
+def test_rows_are_due_and_stamped_in_the_clocks_time(timed: Ledger, clock: FakeClock, database_url: str) -> None:
     _queue(timed)
     assert _times(database_url)["not_before"] == START
     assert _times(database_url)["created_at"] == START
@@ -74,7 +67,7 @@ def test_rows_are_due_and_stamped_in_the_clocks_time(timed: Ledger, clock: Clock
                       ("retry", START + timedelta(seconds=300))]
 
 
-def test_the_sweep_reads_the_clocks_age(timed: Ledger, clock: Clock) -> None:
+def test_the_sweep_reads_the_clocks_age(timed: Ledger, clock: FakeClock) -> None:
     _queue(timed)
     timed.claim("w1")
     clock.now_s += 1799
@@ -83,7 +76,7 @@ def test_the_sweep_reads_the_clocks_age(timed: Ledger, clock: Clock) -> None:
     assert timed.sweep(1800.0) == (1, 0)
 
 
-def test_sends_and_feedback_are_stamped_in_the_clocks_time(timed: Ledger, clock: Clock, database_url: str) -> None:
+def test_sends_and_feedback_are_stamped_in_the_clocks_time(timed: Ledger, clock: FakeClock, database_url: str) -> None:
     _queue(timed)
     (row,) = timed.claim("w1")
     timed.begin_attempt(row.id, uuid.uuid4(), "box@sender.example", None, f"<{uuid.uuid4()}@sender.example>")
@@ -115,7 +108,7 @@ def test_without_a_clock_the_database_keeps_the_time(ledger: Ledger, database_ur
     assert ledger.next_due_s() == pytest.approx(3600.0, abs=60)
 
 
-def test_a_put_back_delay_maps_what_is_written(database_url: str, clock: Clock) -> None:
+def test_a_put_back_delay_maps_what_is_written(database_url: str, clock: FakeClock) -> None:
     asked: list[float] = []
 
     def due_at_once(delay_s: float) -> float:

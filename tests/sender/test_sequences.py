@@ -18,6 +18,7 @@ from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import CampaignSpec, load_campaign
 from sender.ledger.campaigns import Campaigns, LeadOutcome, Move, State
 from sender.ledger.events import Event, Feedback
+from tests.support.clock import FakeClock
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC).timestamp()
 BOX = "box1@sender.example"
@@ -36,24 +37,13 @@ steps:
 """
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def timed(database_url: str, clock: Clock) -> Iterator[Ledger]:
+def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
     with Ledger.from_url(database_url, clock=clock) as opened:
         opened.migrate()
         yield opened
@@ -98,11 +88,11 @@ def _ended(database_url: str, address: str = "eve@rcpt.example") -> str | None:
 
 
 def test_step_two_is_created_when_step_one_is_sent_due_its_delay_after_the_send(
-        tmp_path: Path, timed: Ledger, clock: Clock, database_url: str) -> None:
+        tmp_path: Path, timed: Ledger, clock: FakeClock, database_url: str) -> None:
     _campaign(tmp_path, timed)
     clock.advance(3600)  # sent an hour after it was queued: the delay counts from the send
     _send(timed)
-    sent_at = datetime.fromtimestamp(clock.now, UTC)
+    sent_at = datetime.fromtimestamp(clock.now_s, UTC)
     assert _rows(database_url) == [(1, "sent", datetime.fromtimestamp(START, UTC), None),
                                    (2, "queued", sent_at + timedelta(days=3), BOX)]
     clock.advance(3 * 86400 - 1)
@@ -115,7 +105,7 @@ def test_step_two_is_created_when_step_one_is_sent_due_its_delay_after_the_send(
     assert second.fields == {"first_name": "Eve"}
 
 
-def test_a_follow_up_waits_while_its_step_retries(tmp_path: Path, timed: Ledger, clock: Clock,
+def test_a_follow_up_waits_while_its_step_retries(tmp_path: Path, timed: Ledger, clock: FakeClock,
                                                   database_url: str) -> None:
     _campaign(tmp_path, timed)
     (row,) = timed.claim("w", 1, ["sales"], [BOX])
@@ -125,7 +115,7 @@ def test_a_follow_up_waits_while_its_step_retries(tmp_path: Path, timed: Ledger,
     clock.advance(1800)
     _send(timed)
     assert [r[:2] for r in _rows(database_url)] == [(1, "sent"), (2, "queued")]
-    assert _rows(database_url)[1][2] == datetime.fromtimestamp(clock.now, UTC) + timedelta(days=3)
+    assert _rows(database_url)[1][2] == datetime.fromtimestamp(clock.now_s, UTC) + timedelta(days=3)
 
 
 @pytest.mark.parametrize("ending", [Settle.FAILED, Settle.UNCONFIRMED, Settle.SUPPRESS])
@@ -141,7 +131,7 @@ def test_a_step_that_ends_unsent_ends_the_sequence(tmp_path: Path, timed: Ledger
 
 @pytest.mark.parametrize("event", [Event.REPLIED, Event.BOUNCED, Event.UNSUBSCRIBED])
 def test_a_reply_bounce_or_unsubscribe_ends_the_sequence_with_its_steps_not_yet_due(
-        tmp_path: Path, timed: Ledger, clock: Clock, database_url: str, event: Event) -> None:
+        tmp_path: Path, timed: Ledger, clock: FakeClock, database_url: str, event: Event) -> None:
     _campaign(tmp_path, timed)
     first = _send(timed)
     Feedback(timed).apply(first, event, source="inbox", ref="r1")
@@ -152,7 +142,7 @@ def test_a_reply_bounce_or_unsubscribe_ends_the_sequence_with_its_steps_not_yet_
 
 
 def test_the_last_step_sent_completes_the_sequence_and_a_later_reply_says_why_it_ended(
-        tmp_path: Path, timed: Ledger, clock: Clock, database_url: str) -> None:
+        tmp_path: Path, timed: Ledger, clock: FakeClock, database_url: str) -> None:
     _campaign(tmp_path, timed)
     ids = []
     for delay in (0, 3, 4):
@@ -201,7 +191,7 @@ def test_an_enqueued_step_after_a_reply_is_refused(timed: Ledger) -> None:
 
 
 def test_an_enqueued_follow_up_is_released_by_its_steps_send_and_pinned_to_its_mailbox(timed: Ledger,
-                                                                                       clock: Clock) -> None:
+                                                                                       clock: FakeClock) -> None:
     timed.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="x")
     timed.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again", text="y")
     clock.advance(60)
@@ -271,7 +261,7 @@ def test_a_domain_suppression_withdraws_every_address_of_the_domain(tmp_path: Pa
     assert sorted(r[1] for r in _rows(database_url)) == ["queued", "suppressed", "suppressed"]
 
 
-def test_reassign_moves_waiting_follow_ups_to_another_mailbox(tmp_path: Path, timed: Ledger, clock: Clock) -> None:
+def test_reassign_moves_waiting_follow_ups_to_another_mailbox(tmp_path: Path, timed: Ledger, clock: FakeClock) -> None:
     _campaign(tmp_path, timed)
     _send(timed)
     assert Campaigns(timed).reassign("q1", BOX, "box2@sender.example") == 1

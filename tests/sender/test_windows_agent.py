@@ -21,6 +21,7 @@ from sender.ledger.window_wait import window_wait
 from sender.sending.agent import Agent
 from sender.settings import AgentSettings
 from tests.sender.world import HOST, World, make_world
+from tests.support.clock import FakeClock
 from tests.support.submission import SubmissionServer
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -38,20 +39,9 @@ steps:
 """
 
 
-class Clock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start.timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def at(self) -> datetime:
-        return datetime.fromtimestamp(self.now, UTC)
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock(MONDAY)
+def clock() -> FakeClock:
+    return FakeClock(MONDAY.timestamp())
 
 
 @pytest.fixture
@@ -61,7 +51,7 @@ def paced(tmp_path: Path, database_url: str, redis_url: str, submission: Submiss
 
 
 @pytest.fixture
-def agent(paced: World, clock: Clock) -> Iterator[tuple[Agent, Ledger]]:
+def agent(paced: World, clock: FakeClock) -> Iterator[tuple[Agent, Ledger]]:
     sc = paced.context()
     inventory = sc.app.require_inventory()
     host = inventory.host(HOST)
@@ -102,9 +92,9 @@ def _drain(agent: Agent, ledger: Ledger, on_send: Callable[[], None] | None = No
 # hour closer to Berlin
 @pytest.mark.parametrize("monday", [MONDAY, datetime(2026, 3, 23, tzinfo=BERLIN)], ids=["december", "march-dst"])
 def test_over_a_simulated_week_nothing_arrives_outside_each_leads_window(
-        tmp_path: Path, paced: World, agent: tuple[Agent, Ledger], clock: Clock, monday: datetime) -> None:
+        tmp_path: Path, paced: World, agent: tuple[Agent, Ledger], clock: FakeClock, monday: datetime) -> None:
     sender, ledger = agent
-    clock.now = monday.timestamp()
+    clock.now_s = monday.timestamp()
     berlin = [f"b{n}@rcpt.example" for n in range(3)]
     new_york = [f"n{n}@rcpt.example" for n in range(3)]
     # Berlin leads have no time zone of their own (the campaign's), New York leads name theirs
@@ -119,15 +109,15 @@ def test_over_a_simulated_week_nothing_arrives_outside_each_leads_window(
     def check() -> None:
         for message in received[len(arrivals):]:
             rcpt = message.rcpt
-            arrivals.append((rcpt, clock.at()))
-            if not schedule.is_open(clock.at(), zone_of[rcpt]):
-                outside.append((rcpt, clock.at().astimezone(zone_of[rcpt]).isoformat()))
+            arrivals.append((rcpt, datetime.fromtimestamp(clock.now_s, UTC)))
+            if not schedule.is_open(datetime.fromtimestamp(clock.now_s, UTC), zone_of[rcpt]):
+                outside.append((rcpt, datetime.fromtimestamp(clock.now_s, UTC).astimezone(zone_of[rcpt]).isoformat()))
 
     end = monday.timestamp() + 8 * 86400  # to the next Monday's window, past the DST change
-    while clock.now < end:
+    while clock.now_s < end:
         _drain(sender, ledger, check)
         due = ledger.next_due_s(sender.groups)
-        clock.now += 900 if due is None else min(max(due, 1.0), 900)
+        clock.now_s += 900 if due is None else min(max(due, 1.0), 900)
     assert outside == []
     # each lead got both steps, the first on Monday from its window's first opening (09:00 in its own zone): the
     # first sends at the opening, the rest spread after it by the pace (three leads, two mailboxes)
@@ -150,9 +140,9 @@ def _local_days(when: dict[str, datetime], leads: list[str], tz: ZoneInfo, day: 
 
 
 def test_a_row_due_friday_at_18_goes_monday_at_9(tmp_path: Path, paced: World, agent: tuple[Agent, Ledger],
-                                                 clock: Clock, database_url: str) -> None:
+                                                 clock: FakeClock, database_url: str) -> None:
     sender, ledger = agent
-    clock.now = datetime(2026, 12, 11, 18, 0, tzinfo=BERLIN).timestamp()
+    clock.now_s = datetime(2026, 12, 11, 18, 0, tzinfo=BERLIN).timestamp()
     _campaign(tmp_path, ledger, "eve@rcpt.example,\n")
     (report,) = _drain(sender, ledger)
     assert report == "blocked"
@@ -167,18 +157,18 @@ def test_a_row_due_friday_at_18_goes_monday_at_9(tmp_path: Path, paced: World, a
     assert spec is not None
     wait = window_wait(ledger, spec)
     assert wait is not None and (wait.rows, wait.as_json()["opens"]) == (1, "2026-12-14T09:00:00+01:00")
-    clock.now = datetime(2026, 12, 14, 8, 59, 59, tzinfo=BERLIN).timestamp()
+    clock.now_s = datetime(2026, 12, 14, 8, 59, 59, tzinfo=BERLIN).timestamp()
     assert _drain(sender, ledger) == []
     assert paced.server.recorder.received == []
-    clock.now += 1
+    clock.now_s += 1
     assert _drain(sender, ledger) == ["sent"]
     assert [m.rcpt for m in paced.server.recorder.received] == ["eve@rcpt.example"]
 
 
 def test_the_blocked_report_names_the_opening_and_reserves_no_mailbox(
-        tmp_path: Path, agent: tuple[Agent, Ledger], clock: Clock) -> None:
+        tmp_path: Path, agent: tuple[Agent, Ledger], clock: FakeClock) -> None:
     sender, ledger = agent
-    clock.now = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
+    clock.now_s = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
     _campaign(tmp_path, ledger, "eve@rcpt.example,America/New_York\n")
     report = sender.send_one(ledger, "w")
     assert report is not None and report.kind == "blocked" and report.mailbox is None
@@ -188,30 +178,31 @@ def test_the_blocked_report_names_the_opening_and_reserves_no_mailbox(
 
 
 def test_an_applied_change_of_the_window_reaches_the_agent_on_the_next_claim(
-        tmp_path: Path, agent: tuple[Agent, Ledger], clock: Clock, database_url: str) -> None:
+        tmp_path: Path, agent: tuple[Agent, Ledger], clock: FakeClock, database_url: str) -> None:
     sender, ledger = agent
-    clock.now = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
+    clock.now_s = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
     path = _campaign(tmp_path, ledger, "eve@rcpt.example,\n")
     assert _drain(sender, ledger) == ["blocked"]
     weekend = WINDOW.replace("fri]", "fri, sat, sun]")
     path.write_text(CAMPAIGN.format(name="paced", delay="1d") + weekend)
     Campaigns(ledger).apply(load_campaign(path, {"sales"}), path.read_text())
     with psycopg.connect(database_url) as conn:  # the row waits for Monday; make it due now to see the new window
-        conn.execute("UPDATE sender_emails SET not_before = %s WHERE recipient = 'eve@rcpt.example'", (clock.at(),))
+        conn.execute("UPDATE sender_emails SET not_before = %s WHERE recipient = 'eve@rcpt.example'",
+                     (datetime.fromtimestamp(clock.now_s, UTC),))
     assert _drain(sender, ledger) == ["sent"]
 
 
-def test_rows_of_enqueue_have_no_window(paced: World, agent: tuple[Agent, Ledger], clock: Clock) -> None:
+def test_rows_of_enqueue_have_no_window(paced: World, agent: tuple[Agent, Ledger], clock: FakeClock) -> None:
     sender, ledger = agent
-    clock.now = datetime(2026, 12, 13, 3, 0, tzinfo=BERLIN).timestamp()  # Sunday night
+    clock.now_s = datetime(2026, 12, 13, 3, 0, tzinfo=BERLIN).timestamp()  # Sunday night
     ledger.enqueue(lead="L1", step=1, to="eve@rcpt.example", group="sales", subject="Hello", text="Hi")
     assert _drain(sender, ledger) == ["sent"]
 
 
-def test_skip_dates_hold_a_row_to_the_next_open_day(tmp_path: Path, agent: tuple[Agent, Ledger], clock: Clock,
+def test_skip_dates_hold_a_row_to_the_next_open_day(tmp_path: Path, agent: tuple[Agent, Ledger], clock: FakeClock,
                                                    database_url: str) -> None:
     sender, ledger = agent
-    clock.now = datetime(2026, 12, 24, 10, 0, tzinfo=BERLIN).timestamp()  # a Thursday, skipped, as is Friday
+    clock.now_s = datetime(2026, 12, 24, 10, 0, tzinfo=BERLIN).timestamp()  # a Thursday, skipped, as is Friday
     _campaign(tmp_path, ledger, "eve@rcpt.example,\n", pacing=WINDOW + "skip_dates: [2026-12-24, 2026-12-25]\n")
     assert _drain(sender, ledger) == ["blocked"]
     with psycopg.connect(database_url) as conn:
