@@ -364,6 +364,24 @@ class Ledger:
     def record_sent(self, email_id: int, reply: str) -> bool:
         return bool(self.fetch_value("record_sent", {"id": email_id, "reply": reply}, "record the send"))
 
+    def record_sent_and_claim(self, email_id: int, reply: str, worker: str, groups: Sequence[str] | None = None,
+                              mailboxes: Sequence[str] | None = None) -> tuple[bool, Claimed | None]:
+        """record_sent, then claim(worker, 1, groups, mailboxes), in one round trip: (recorded, the next row or
+        None). Both statements are sent as one pipeline, so they run in order in one transaction (neither waits
+        for the disk): a failure of either undoes both, and the caller records alone then (Agent._record)."""
+        now = self.now()
+        with self.calling("record the send and claim the next row") as conn:
+            with conn.pipeline():
+                db.set_local_timeout(conn)  # the pair's transaction, as db.execute does for one statement
+                recorded = conn.execute(query("record_sent"), {"id": email_id, "reply": reply, "now": now})
+                claimed = conn.execute(query("claim"), {
+                    "worker": worker, "limit": 1, "groups": list(groups) if groups else None,
+                    "mailboxes": [m.lower() for m in mailboxes] if mailboxes else None, "now": now})
+            row = recorded.fetchone()
+            rows = claimed.fetchall()
+        assert row is not None
+        return bool(row[0]), Claimed.of(rows[0]) if rows else None
+
     def settle(self, email_id: int, outcome: Settle, detail: str, delay_s: float = 0.0) -> Status:
         return Status(self.fetch_value("settle", {"id": email_id, "outcome": outcome.value, "detail": detail[:500],
                                            "delay_s": self._put_back(delay_s), "max_attempts": MAX_ATTEMPTS},

@@ -6,7 +6,8 @@ the SMTP conversation: every ledger call is one database function. The attempt's
 suppression check) and the opening of the SMTP session (connect, TLS, AUTH) run side by side; nothing is handed
 over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT. `checkpoint(name)` is called
 after each step (fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started,
-submitted, recorded.
+submitted, recorded. A send's record claims the worker's next row in the same round trip (a killed agent leaves
+that row `sending` without an attempt: the sweep requeues it); a stopping worker gives it back.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class Agent:
         # Threads for work beside a send: opening its SMTP session, settling its lease and reservation. The
         # simulation passes an inline executor: one thread on its simulated clock, the same order every run.
         self._side_tasks = side_tasks or ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
+        # worker -> the row its last send's record claimed in the same round trip (Agent._record), sent next
+        self._claimed_ahead: dict[str, Claimed] = {}
         self._windows = Windows()
         self._guard_settings = GuardSettings(mailbox_settings or (lambda: settings.mailboxes), self._mailboxes)
 
@@ -128,7 +131,8 @@ class Agent:
 
     def send_one(self, ledger: Ledger, worker: str) -> Report | None:
         """Claim one due row and take it through the send path; None when no row is due."""
-        claimed = ledger.claim(worker, 1, self.groups, self._all_addresses)
+        ahead = self._claimed_ahead.pop(worker, None)
+        claimed = [ahead] if ahead is not None else ledger.claim(worker, 1, self.groups, self._all_addresses)
         if not claimed:
             return None
         row = claimed[0]
@@ -206,7 +210,7 @@ class Agent:
                 build_message(mailbox=mailbox.address, to=row.recipient, subject=content.headers, text=content.body,
                               message_id=message_id, unsubscribe=url, now=now))
             self._checkpoint("submitted")
-            report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id, lease)
+            report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id, lease, worker)
             if result.kind is ResultKind.ACCEPTED:
                 confirm = reserved
             return report
@@ -268,14 +272,14 @@ class Agent:
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: Mailbox,
                 source_ip: str | None, result: Result, message_id: str | None = None,
-                lease: Lease | None = None) -> Report:
+                lease: Lease | None = None, worker: str | None = None) -> Report:
         outcome = decide(result, self.settings.retry_delay_s)
         # Before the row goes back: its next claim must not lease the blamed address again. When that cannot be
         # (the host's primary address, Redis down) it waits as a retry does, or it would go straight back to it.
         if outcome.retire_source and (lease is None or not self.pool.retire_blamed(lease)):
             outcome = blamed_but_kept(result, self.settings.retry_delay_s)
         if outcome.settle is None:
-            self._persist(ledger, lambda: ledger.record_sent(row.id, result.text))
+            self._record(ledger, row, result.text, worker)
             self._checkpoint("recorded")
             return Report(row.id, "sent", result.text, mailbox.address, source_ip,
                           message_id=message_id)
@@ -290,6 +294,28 @@ class Agent:
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))
         return Report(row.id, kind, outcome.detail, mailbox.address, source_ip, unreachable,
                       login_failed=result.stage is Stage.AUTH)
+
+    def _record(self, ledger: Ledger, row: Claimed, reply: str, worker: str | None) -> None:
+        """Record the send and, in the same round trip, claim `worker`'s next row (kept for its next send_one).
+        The record never depends on the claim: if the pair fails for any reason, the record alone is retried."""
+        if worker is not None:
+            try:
+                _recorded, ahead = ledger.record_sent_and_claim(row.id, reply, worker, self.groups,
+                                                                self._all_addresses)
+            except Exception as exc:  # whatever undid the pair (it is one transaction), the record goes on alone
+                log.warning("sender: recording with the next claim failed, recording alone: %s", exc)
+            else:
+                if ahead is not None:
+                    self._claimed_ahead[worker] = ahead
+                return
+        self._persist(ledger, lambda: ledger.record_sent(row.id, reply))
+
+    def give_back_claimed_ahead(self, ledger: Ledger, worker: str) -> None:
+        """A stopping worker's row claimed ahead goes back to the queue now (else the sweep requeues it later)."""
+        ahead = self._claimed_ahead.pop(worker, None)
+        if ahead is not None:
+            with contextlib.suppress(LedgerUnavailable):
+                ledger.unclaim(ahead.id, 0.0, "the agent stopped before sending it")
 
     def _finish(self, lease: Lease, sent: Reservation | None) -> None:
         """After a send, beside the next one: confirm the reservation of an accepted message, release the lease."""
@@ -367,6 +393,7 @@ class Agent:
                 break
             stop.wait(IDLE_POLL_S if due is None else min(max(due, 0.01), IDLE_POLL_S))
         if ledger is not None:
+            self.give_back_claimed_ahead(ledger, worker)
             ledger.close()
 
     def run(self, ledger_factory: Callable[[], Ledger], workers: int = 1, *, once: bool = False,

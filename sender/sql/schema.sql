@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 10: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 11: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -190,8 +190,12 @@ CREATE FUNCTION sender_status_ranks() RETURNS TABLE (status text, rank integer) 
            ('unsubscribed', 8), ('complained', 9)
 $$;
 
-CREATE FUNCTION sender_rank(s sender_status) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
-    SELECT rank FROM sender_status_ranks() WHERE status = s::text
+-- PL/pgSQL (version 11), as sender_is_suppressed and sender_event: it keeps its plan for the session, where a sql
+-- function that cannot be inlined is planned again at every call, several times a message.
+CREATE FUNCTION sender_rank(s sender_status) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN (SELECT rank FROM sender_status_ranks() WHERE status = s::text);
+END
 $$;
 
 -- The guard on every status change, from any function or a person at psql: once a row was handed over
@@ -221,15 +225,19 @@ FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION send
 
 -- The one suppression check: called by enqueue, add-leads, each requeue, and right before the SMTP handoff. An
 -- entry is an address or a whole domain (`@bigco.example`).
-CREATE FUNCTION sender_is_suppressed(p_address text) RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM sender_suppressions
-                   WHERE address IN (lower(p_address), '@' || split_part(lower(p_address), '@', 2)))
+CREATE FUNCTION sender_is_suppressed(p_address text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM sender_suppressions
+                   WHERE address IN (lower(p_address), '@' || split_part(lower(p_address), '@', 2)));
+END
 $$;
 
 CREATE FUNCTION sender_event(p_email bigint, p_kind text, p_detail text, p_now timestamptz DEFAULT NULL)
-RETURNS void LANGUAGE sql AS $$
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
     INSERT INTO sender_events (email_id, at, kind, detail)
-    VALUES (p_email, coalesce(p_now, clock_timestamp()), p_kind, coalesce(p_detail, ''))
+    VALUES (p_email, coalesce(p_now, clock_timestamp()), p_kind, coalesce(p_detail, ''));
+END
 $$;
 
 -- queued | waiting (an earlier step of the lead is not sent yet) | duplicate | suppressed | ended (the lead's

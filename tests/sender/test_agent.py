@@ -335,3 +335,36 @@ def test_a_blamed_primary_address_waits_as_a_retry_instead_of_coming_straight_ba
     with Guard.from_url(redis_url) as guard:
         (mailbox,) = guard.status([world.mailboxes[0]])
     assert (mailbox.state, mailbox.reserved) == ("ready", 0)
+
+
+def test_a_send_claims_the_next_row_with_its_record_and_sends_it_next(world: World) -> None:
+    world.enqueue(2)
+    agent, factory = world.agent()
+    with factory() as ledger:
+        agent.prepare(ledger)
+        first = agent.send_one(ledger, "w")
+        assert first is not None and first.kind == "sent"
+        with ledger.calling("read the claims") as conn:
+            held = conn.execute("SELECT lead, claimed_by FROM sender_emails WHERE status = 'sending'").fetchall()
+        assert held == [("L1", "w")]  # claimed by the first send's record, its attempt not started
+        second = agent.send_one(ledger, "w")
+        assert second is not None and second.kind == "sent" and second.row != first.row
+        assert agent.send_one(ledger, "w") is None
+    assert len(world.server.recorder.received) == 2
+
+
+def test_a_stopping_worker_gives_back_the_row_it_claimed_ahead(world: World) -> None:
+    world.enqueue(2)
+    stop = threading.Event()
+
+    def checkpoint(name: str) -> None:
+        if name == "recorded":
+            stop.set()  # the worker ends after its first send, with the next row claimed by that send's record
+
+    agent, factory = world.agent(checkpoint)
+    reports = agent.run(factory, 1, stop=stop)
+    assert [report.kind for report in reports] == ["sent"]
+    with world.ledger() as ledger:
+        waiting = ledger.show("L1", 1)
+    assert waiting is not None and waiting.row["status"] == "queued"
+    assert [event["kind"] for event in waiting.events][-1] == "unclaimed"

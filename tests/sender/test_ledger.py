@@ -156,6 +156,34 @@ def test_a_sent_row_is_never_downgraded(ledger: Ledger) -> None:
     assert ledger.sweep(0) == (0, 0)
 
 
+def test_a_record_claims_the_next_row_in_the_same_call(ledger: Ledger) -> None:
+    _queue(ledger, "L1")
+    _queue(ledger, "L2")
+    (row,) = ledger.claim("w", 1)
+    _attempt(ledger, row.id)
+    recorded, ahead = ledger.record_sent_and_claim(row.id, "250 2.0.0 OK", "w")
+    assert recorded and ahead is not None and ahead.lead == "L2" and ahead.attempt_id is None
+    shown = ledger.show("L1", 1)
+    assert shown is not None and shown.row["status"] == "sent" and shown.send_log is not None
+    with ledger.calling("read the claim") as conn:
+        claim = conn.execute("SELECT status::text, claimed_by FROM sender_emails WHERE id = %s", (ahead.id,))
+        assert claim.fetchone() == ("sending", "w")
+    _attempt(ledger, ahead.id)
+    assert ledger.record_sent_and_claim(ahead.id, "250 2.0.0 OK", "w") == (True, None)  # nothing left to claim
+    assert ledger.record_sent_and_claim(ahead.id, "250 2.0.0 OK", "w") == (False, None)  # one entry per row
+
+
+def test_a_failed_record_claims_nothing(ledger: Ledger) -> None:
+    """The two statements are one transaction: a record the ledger refuses (no attempt) takes no claim with it."""
+    _queue(ledger, "L1")
+    _queue(ledger, "L2")
+    (row,) = ledger.claim("w", 1)
+    with pytest.raises(psycopg.errors.RaiseException, match="has no attempt"):
+        ledger.record_sent_and_claim(row.id, "250 2.0.0 OK", "w")
+    waiting = ledger.show("L2", 1)
+    assert waiting is not None and waiting.row["status"] == "queued"
+
+
 def test_sweep_requeues_unstarted_and_never_resends_started(ledger: Ledger) -> None:
     _queue(ledger, "L1")
     _queue(ledger, "L2")
