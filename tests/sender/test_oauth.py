@@ -385,6 +385,23 @@ def test_mailbox_authorize_loopback_gives_up_after_its_timeout(
     assert not token_file.exists()
 
 
+@pytest.mark.slow
+def test_mailbox_authorize_sends_a_google_mailbox_to_googles_page_for_offline_access(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    world.inventory.write_text(world.inventory.read_text().replace("provider: generic", "provider: google"))
+    (mailbox,) = world.mailboxes
+    child, url = _loopback_authorize(world, mailbox, "--timeout", "1")
+    query = parse_qs(urlsplit(url).query)
+    assert url.startswith("https://accounts.google.com/o/oauth2/v2/auth?")
+    # without both, Google grants no refresh token on a second run
+    assert query["access_type"] == ["offline"] and query["prompt"] == ["consent"]
+    assert query["code_challenge_method"] == ["S256"] and query["scope"] == ["smtp"]
+    child.communicate(timeout=60)
+    assert child.returncode == 1
+
+
 def test_authorize_defaults_to_loopback_for_google_and_device_where_the_provider_has_one(
         authorization: AuthorizationServer) -> None:
     def settings(provider: str, token_url: str) -> OAuthSettings:
