@@ -79,6 +79,7 @@ class OAuthSettings:
     client_secret_env: str | None = None  # None: a public client (no secret)
     tenant: str | None = None  # microsoft only
     device_authorization_url: str | None = None  # generic: RFC 8628's endpoint; None: from RFC 8414 metadata
+    authorization_url: str | None = None  # generic: the loopback flow's sign-in page; None: from RFC 8414 metadata
 
     def client_secret(self, env: Mapping[str, str] | None = None) -> str | None:
         if self.client_secret_env is None:

@@ -470,6 +470,8 @@ def _oauth(check: Checker, where: str, node: LineDict, address: str, preset: Pro
                          refresh_token_file=refresh_token_file, tenant=tenant,
                          device_authorization_url=check.string(block, "device_authorization_url",
                                                                f"{where}.device_authorization_url", default="") or None,
+                         authorization_url=check.string(block, "authorization_url", f"{where}.authorization_url",
+                                                        default="") or None,
                          client_secret_env=check.secret_env(block, "client_secret_env", f"{where}.client_secret_env"))
 
 

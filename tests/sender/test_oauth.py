@@ -21,11 +21,14 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+import requests
 
 from sender.feedback.imap import logged_in
 from sender.oauth import TokenKeeper, TokenUnavailable, refresh_margin_s
+from sender.oauth.flows import Flow, default_flow
 from sender.oauth.opening import open_refreshing
 from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
 from sender.sending.message import build_message
@@ -35,6 +38,7 @@ from tests.conftest import REPO_ROOT
 from tests.sender.oauth_world import make_oauth_world, refresh_token_file
 from tests.sender.world import World
 from tests.support.dovecot import Dovecot, dovecot_server
+from tests.support.net import free_port
 from tests.support.oauth_server import AuthorizationServer, authorization_server
 from tests.support.oauth_submission import OAuthRecorder, oauth_submission_server
 from tests.support.postfix import Postfix, postfix_submission
@@ -296,6 +300,118 @@ def test_mailbox_authorize_completes_the_device_flow_and_writes_the_refresh_toke
     assert json.loads(out.splitlines()[-1])["smtp_login"] == "ok"
     assert [(a.user, a.success) for a in _recorder(oauth_smtp).attempts_snapshot()] == [(mailbox, True)]
     assert oauth_smtp.recorder.snapshot() == []  # the check sends nothing
+
+
+def _loopback_authorize(world: World, mailbox: str, *options: str) -> tuple[subprocess.Popen[str], str]:
+    """`sendhost mailbox authorize --flow loopback` started, and the page it asks the person to open."""
+    sendhost = str(Path(sys.executable).with_name("sendhost"))
+    child = subprocess.Popen([sendhost, "--inventory", str(world.inventory), "mailbox", "authorize", mailbox,
+                              "--flow", "loopback", *options],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=world.tmp,
+                             env={k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")})
+    assert child.stdout is not None
+    prompt = child.stdout.readline()
+    found = re.search(r"open (\S+) in a browser", prompt)
+    assert found, prompt + (child.stderr.read() if child.stderr else "")
+    return child, found[1]
+
+
+def _browser() -> requests.Session:
+    browser = requests.Session()
+    browser.trust_env = False  # straight to loopback, never through a proxy from the environment
+    return browser
+
+
+@pytest.mark.slow
+def test_mailbox_authorize_loopback_takes_the_redirect_exchanges_the_code_with_pkce_and_writes_the_token_0600(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    token_file = refresh_token_file(world, mailbox)
+    token_file.unlink()
+    authorization.state.signed_in_as = mailbox
+    child, url = _loopback_authorize(world, mailbox)
+    query = parse_qs(urlsplit(url).query)
+    assert url.startswith(f"{authorization.base}/authorize?")  # found in the server's RFC 8414 metadata
+    assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"][0].startswith("http://127.0.0.1:")
+    page = _browser().get(url, timeout=30)  # the person signs in; the provider redirects to the listener
+    assert page.status_code == 200 and "Authorization received" in page.text
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+    assert authorization.state.refresh_tokens.get(token_file.read_text().strip()) == mailbox
+    # the test server grants a code only for the verifier whose S256 challenge came with it
+    assert ("invalid_grant", "code_verifier") not in authorization.state.snapshot()[1]
+    assert json.loads(out.splitlines()[-1])["smtp_login"] == "ok"
+    assert [(a.user, a.success) for a in _recorder(oauth_smtp).attempts_snapshot()] == [(mailbox, True)]
+
+
+@pytest.mark.slow
+def test_mailbox_authorize_loopback_refuses_a_redirect_with_another_state_and_writes_nothing(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    token_file = refresh_token_file(world, mailbox)
+    token_file.unlink()
+    authorization.state.signed_in_as = mailbox
+    child, url = _loopback_authorize(world, mailbox)
+    browser = _browser()
+    location = browser.get(url, allow_redirects=False, timeout=30).headers["location"]
+    forged = parse_qs(urlsplit(location).query)
+    forged["state"] = ["not-the-one-sent"]
+    browser.get(urlsplit(location)._replace(query=urlencode(forged, doseq=True)).geturl(), timeout=30)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 1, out + err
+    assert "state does not match" in err and "Traceback" not in err
+    assert not token_file.exists()
+    assert forged["code"][0] in authorization.state.codes  # never redeemed
+    assert _recorder(oauth_smtp).attempts_snapshot() == []
+
+
+@pytest.mark.slow
+def test_mailbox_authorize_loopback_gives_up_after_its_timeout(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    token_file = refresh_token_file(world, mailbox)
+    token_file.unlink()
+    child, _ = _loopback_authorize(world, mailbox, "--timeout", "1")  # nobody opens the page
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 1, out + err
+    assert "no redirect came back within 1 s" in err and "Traceback" not in err
+    assert not token_file.exists()
+
+
+@pytest.mark.slow
+def test_mailbox_authorize_sends_a_google_mailbox_to_googles_page_for_offline_access(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    world.inventory.write_text(world.inventory.read_text().replace("provider: generic", "provider: google"))
+    (mailbox,) = world.mailboxes
+    child, url = _loopback_authorize(world, mailbox, "--timeout", "1")
+    query = parse_qs(urlsplit(url).query)
+    assert url.startswith("https://accounts.google.com/o/oauth2/v2/auth?")
+    # without both, Google grants no refresh token on a second run
+    assert query["access_type"] == ["offline"] and query["prompt"] == ["consent"]
+    assert query["code_challenge_method"] == ["S256"] and query["scope"] == ["smtp"]
+    child.communicate(timeout=60)
+    assert child.returncode == 1
+
+
+def test_authorize_defaults_to_loopback_for_google_and_device_where_the_provider_has_one(
+        authorization: AuthorizationServer) -> None:
+    def settings(provider: str, token_url: str) -> OAuthSettings:
+        return OAuthSettings(provider, "client", token_url, "smtp", "/nonexistent")
+
+    assert default_flow(settings("google", "https://oauth2.googleapis.com/token")) is Flow.LOOPBACK
+    assert default_flow(settings("microsoft", "https://login.microsoftonline.com/common/oauth2/v2.0/token")
+                        ) is Flow.DEVICE
+    assert default_flow(settings("generic", authorization.token_url)) is Flow.DEVICE  # its metadata names one
+    assert default_flow(settings("generic", f"http://127.0.0.1:{free_port()}/token")) is Flow.LOOPBACK
 
 
 def test_a_token_endpoint_that_is_down_leaves_the_row_queued_and_the_mailbox_connected(

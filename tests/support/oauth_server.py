@@ -3,24 +3,28 @@
 What the agent meets at Google's or Microsoft's token endpoint, made short and strict: the refresh-token grant
 with **rotating** refresh tokens (each one works once: a second refresh with the same token, as a stampede of
 agents would make, gets `invalid_grant`), access tokens that live `lifetime_s` (15 s), `invalid_grant` for a revoked
-token, token introspection (RFC 7662) for the submission server, and the device authorization grant (RFC 8628)
-with a test-side `approve`. It records every grant, so a test can count refreshes and see who presented what.
+token, token introspection (RFC 7662) for the submission server, the device authorization grant (RFC 8628)
+with a test-side `approve`, and the authorization code grant with PKCE S256 only (RFC 7636): `/authorize` signs in
+as `signed_in_as` at once and redirects to a loopback redirect_uri, the token endpoint checks the code verifier.
+It records every grant, so a test can count refreshes and see who presented what.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import secrets
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tests.support.net import free_port
@@ -48,6 +52,8 @@ class AuthorizationState:
     grants: list[Grant] = field(default_factory=list)
     refusals: list[tuple[str, str]] = field(default_factory=list)  # (error, refresh token presented)
     devices: dict[str, dict[str, object]] = field(default_factory=dict)  # device code -> its flow
+    codes: dict[str, dict[str, str]] = field(default_factory=dict)  # authorization code -> user, challenge, uri
+    signed_in_as: str | None = None  # who the browser is signed in as at /authorize
     introspected: list[str] = field(default_factory=list)  # every token a resource server asked about
     down: bool = False  # answer 503 to every token request
 
@@ -95,6 +101,10 @@ def _error(error: str, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": error, "error_description": f"test server: {error}"}, status_code=status)
 
 
+def _s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+
+
 def build_app(state: AuthorizationState) -> Starlette:
     async def token(request: Request) -> JSONResponse:
         form = await _form(request)
@@ -121,6 +131,14 @@ def build_app(state: AuthorizationState) -> Starlette:
                     return _error("authorization_pending")
                 del state.devices[code]
                 return JSONResponse(state._tokens_for(str(flow["user"]), code))
+            if grant_type == "authorization_code":
+                issued = state.codes.pop(str(form.get("code", "")), None)  # a code works once
+                if issued is None or form.get("redirect_uri") != issued["redirect_uri"]:
+                    return _error("invalid_grant")
+                if _s256(form.get("code_verifier", "")) != issued["challenge"]:
+                    state.refusals.append(("invalid_grant", "code_verifier"))
+                    return _error("invalid_grant")
+                return JSONResponse(state._tokens_for(issued["user"], "authorization_code"))
         return _error("unsupported_grant_type")
 
     async def device_authorization(request: Request) -> JSONResponse:
@@ -133,6 +151,21 @@ def build_app(state: AuthorizationState) -> Starlette:
         base = f"{request.url.scheme}://{request.url.netloc}"
         return JSONResponse({"device_code": code, "user_code": user_code, "verification_uri": f"{base}/device",
                              "expires_in": 600, "interval": 1})
+
+    async def authorize(request: Request) -> Response:
+        query = request.query_params
+        redirect_uri = query.get("redirect_uri", "")
+        if query.get("client_id") != state.client_id or not redirect_uri.startswith("http://127.0.0.1:"):
+            return _error("invalid_client", 401)  # never redirect to an unchecked place
+        if query.get("response_type") != "code" or query.get("code_challenge_method") != "S256" \
+                or not query.get("code_challenge") or state.signed_in_as is None:
+            refused = {"error": "invalid_request", "state": query.get("state", "")}
+            return RedirectResponse(f"{redirect_uri}?{urlencode(refused)}")
+        code = secrets.token_urlsafe(16)
+        with state.lock:
+            state.codes[code] = {"user": state.signed_in_as, "challenge": str(query["code_challenge"]),
+                                 "redirect_uri": redirect_uri}
+        return RedirectResponse(f"{redirect_uri}?{urlencode({'code': code, 'state': query.get('state', '')})}")
 
     async def introspect(request: Request) -> JSONResponse:
         form = await _form(request)
@@ -147,11 +180,13 @@ def build_app(state: AuthorizationState) -> Starlette:
         base = f"{request.url.scheme}://{request.url.netloc}"
         return JSONResponse({"issuer": base, "token_endpoint": f"{base}/token",
                              "device_authorization_endpoint": f"{base}/device_authorization",
+                             "authorization_endpoint": f"{base}/authorize",
                              "introspection_endpoint": f"{base}/introspect"})
 
     return Starlette(routes=[
         Route("/token", token, methods=["POST"]),
         Route("/device_authorization", device_authorization, methods=["POST"]),
+        Route("/authorize", authorize),
         Route("/introspect", introspect, methods=["POST"]),
         Route("/.well-known/oauth-authorization-server", metadata),
     ])

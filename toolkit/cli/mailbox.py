@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,15 +29,24 @@ def group() -> None:
 
 @group.command("authorize")
 @click.argument("address")
+@click.option("--flow", type=click.Choice(["device", "loopback"]), default=None,
+              help="device: a code typed at the provider's page (RFC 8628); loopback: a browser on this machine "
+                   "redirected to 127.0.0.1 (RFC 8252). Default: loopback for google, device for microsoft, and for "
+                   "generic device when the server has a device endpoint, else loopback.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds the loopback flow waits for the browser's redirect.")
 @click.option("--no-check", is_flag=True, help="Do not open an SMTP session with the new token.")
 @click.pass_obj
-def authorize(app: App, address: str, no_check: bool) -> None:
-    """Get ADDRESS's first refresh token with the device authorization grant (RFC 8628) and write it to its
+def authorize(app: App, address: str, flow: str | None, timeout_s: float, no_check: bool) -> None:
+    """Get ADDRESS's first refresh token (the device grant or the loopback redirect with PKCE) and write it to its
     refresh_token_file (0600); then open an SMTP session with it (no message is sent)."""
     from sender.oauth.device import DeviceFlowFailed, Prompt
     from sender.oauth.device import authorize as device_flow
     from sender.oauth.files import write_json, write_private
+    from sender.oauth.flows import Flow, default_flow
     from sender.oauth.keeper import AccessToken
+    from sender.oauth.loopback import LoopbackFlowFailed
+    from sender.oauth.loopback import authorize as loopback_flow
     from sender.sending.submission import Result, open_session
 
     # The refresh token is what this writes: its file may well be missing.
@@ -50,10 +61,21 @@ def authorize(app: App, address: str, no_check: bool) -> None:
                    f"{prompt.user_code} (signed in as {mailbox.address}); waiting up to "
                    f"{prompt.expires_in_s / 60:.0f} minutes.")
 
+    def show_page(url: str, redirect_uri: str) -> None:
+        click.echo(f"To authorize {mailbox.address}, open {url} in a browser on this machine, signed in as "
+                   f"{mailbox.address}; waiting up to {timeout_s:.0f} s for its redirect to {redirect_uri}")
+        if _has_display(app.env):
+            import webbrowser
+
+            webbrowser.open(url)
+
     started = time.time()
     try:
-        tokens = device_flow(settings, show, env=app.env)
-    except DeviceFlowFailed as exc:
+        if (Flow(flow) if flow else default_flow(settings)) is Flow.LOOPBACK:
+            tokens = loopback_flow(settings, show_page, timeout_s=timeout_s, env=app.env)
+        else:
+            tokens = device_flow(settings, show, env=app.env)
+    except (DeviceFlowFailed, LoopbackFlowFailed) as exc:
         raise OperationFailed(f"mailbox {address}: {exc}") from None
     token_file = Path(settings.refresh_token_file).expanduser()
     token_file.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +118,12 @@ def check(app: App, address: str, fmt: str | None) -> None:
             click.echo(printable(str(step)))
     if not all_ok(steps):
         app.fail(f"mailbox {mailbox.address}: {next(s for s in steps if s.state.value == 'failed')}", 1)
+
+
+def _has_display(env: Mapping[str, str]) -> bool:
+    """Whether a browser could open here: over SSH or on a server there is none, and webbrowser would start a
+    text browser in the terminal instead, over the prompt."""
+    return sys.platform == "darwin" or bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
 
 
 def _mailbox(app: App, address: str, *, require_refresh_tokens: bool) -> Mailbox:
