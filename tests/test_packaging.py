@@ -37,7 +37,7 @@ def test_the_playbooks_live_at_the_top_of_the_checkout_and_the_package_links_to_
 def test_the_wheel_ships_every_file_of_every_package(tmp_path: Path) -> None:
     source = tmp_path / "source"
     shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".sendhost", "*cache*", "build", "dist", "*.egg-info", "tests", "bench"))
+        ".git", ".venv", ".sendhost", "__pycache__", ".*cache", "build", "dist", "*.egg-info", "tests", "bench"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
                             "--wheel-dir", str(tmp_path / "dist"), str(source)], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
