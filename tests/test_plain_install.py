@@ -19,7 +19,7 @@ def test_a_plain_install_without_extras_runs_the_simulation(tmp_path: Path) -> N
     # A copy of the checkout without what the wheel must not need (tests, benches, caches, the dev venv).
     source = tmp_path / "source"
     shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".sendhost", "*cache*", "build", "dist", "*.egg-info", "tests", "bench"))
+        ".git", ".venv", ".sendhost", "__pycache__", ".*cache", "build", "dist", "*.egg-info", "tests", "bench"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip"]

@@ -155,7 +155,8 @@ def test_a_changed_wheel_of_the_same_version_is_reinstalled(fresh_host: SshHost,
     source = checkout_root()
     assert source is not None
     changed_tree = tmp_path / "changed"
-    shutil.copytree(source, changed_tree, ignore=shutil.ignore_patterns(".git", ".venv", "tests", "*cache*"))
+    shutil.copytree(source, changed_tree,
+                    ignore=shutil.ignore_patterns(".git", ".venv", "tests", "__pycache__", ".*cache"))
     (changed_tree / "provisioning" / "agent_build_marker.py").write_text('MARK = "second build"\n')
     changed_wheel = build_wheel(changed_tree, tmp_path / "wheel")
     assert changed_wheel.name == agent_wheel.name
