@@ -12,15 +12,14 @@ import psycopg
 import pytest
 
 from sender import Ledger
-from sender.assembly import build_agent
 from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import load_campaign
 from sender.campaigns.window import Schedule
 from sender.ledger.campaigns import Campaigns, Move
 from sender.ledger.window_wait import window_wait
 from sender.sending.agent import Agent
-from sender.settings import AgentSettings
-from tests.sender.world import HOST, World, make_world
+from tests.sender.clocked import clocked_agent
+from tests.sender.world import World, make_world
 from tests.support.clock import FakeClock
 from tests.support.submission import SubmissionServer
 
@@ -52,14 +51,7 @@ def paced(tmp_path: Path, database_url: str, redis_url: str, submission: Submiss
 
 @pytest.fixture
 def agent(paced: World, clock: FakeClock) -> Iterator[tuple[Agent, Ledger]]:
-    sc = paced.context()
-    inventory = sc.app.require_inventory()
-    host = inventory.host(HOST)
-    settings = AgentSettings(host=host.name, primary_ip=host.primary_ip,
-                             mailboxes=tuple(m for m in inventory.mailboxes if m.smtp is not None),
-                             unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=5.0)
-    built, factory = build_agent(settings, sc.place, redis_url=paced.redis_url, state_dir=sc.app.state_dir,
-                                 unsubscribe_key_file=inventory.unsubscribe_key_file, env=sc.app.env, clock=clock)
+    built, factory = clocked_agent(paced.context(), clock)
     with factory() as ledger:
         built.prepare(ledger)
         yield built, ledger
