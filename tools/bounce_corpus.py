@@ -7,12 +7,13 @@ GO_SISIMAI a checkout of github.com/sisimai/go-sisimai, whose fact/*_test.go lis
 maintainers give each failed recipient (userunknown, mailboxfull, blocked, expired, ...). Neither is shipped here.
 
 For each mail that carries an RFC 3464 delivery-status part, this reads the first failed recipient's Status and
-Diagnostic-Code (or, without one, the report's human-readable text) as sendhost's inbox reader does
-(sender.feedback.bounces.failure_fields), classifies them with `warmup.classify_bounce`, and compares the class
-with the one that reason means for a sender (`REASON_CLASSES`; some reasons admit two classes). Reasons that say
-nothing about a failure (delivered, vacation, feedback, onhold, undefined) are left out. Prints the share right,
-by reason and overall, and with --misses each miss; the cases in tests/warmup/test_failures_replies.py come from
-these mails, and those judged otherwise than sisimai on purpose are listed there with the reason.
+Diagnostic-Code (or, without one, the report's human-readable text) and the stage the report names, as sendhost's
+inbox reader does (sender.feedback.bounces.failure_fields, failure_stage), classifies them with
+`warmup.classify_bounce`, and compares the class with the one that reason means for a sender (`REASON_CLASSES`;
+some reasons admit two classes). Reasons that say nothing about a failure (delivered, vacation, feedback, onhold,
+undefined) are left out. Prints the share right, by reason and overall, and with --misses each miss; the cases in
+tests/warmup/test_failures_replies.py come from these mails, and those judged otherwise than sisimai on purpose
+are listed there with the reason.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sender.feedback.bounces import failure_fields
+from sender.feedback.bounces import failure_fields, failure_stage
 from warmup.failures import FailureClass, classify_bounce
 
 P, C, T, R, A = (FailureClass.RECIPIENT, FailureClass.CONTENT, FailureClass.TRANSIENT, FailureClass.RATE_LIMITED,
@@ -78,11 +79,12 @@ def main() -> None:
         path = args.set_of_emails / "maildir" / "bsd" / name
         if reason not in REASON_CLASSES or not path.exists():
             continue
-        status, diagnostic, report_text = failure_fields(email.message_from_bytes(path.read_bytes()))
+        message = email.message_from_bytes(path.read_bytes())
+        status, diagnostic, report_text = failure_fields(message)
         if not status or (args.replies_only and not diagnostic.lower().lstrip().startswith("smtp;")):
             continue
         try:
-            got = classify_bounce(status, diagnostic, report_text)
+            got = classify_bounce(status, diagnostic, report_text, failure_stage(message))
         except ValueError:
             continue
         judged[reason] += 1

@@ -190,6 +190,8 @@ RECIPIENT_GONE = _re(
     r"benutzer (?:nicht bekannt|unbekannt)|empf(?:ä|ae)nger (?:unbekannt|existiert nicht)|"
     r"(?:postfach|adresse) existiert nicht|存在しません|ユーザー(?:が)?(?:不明|見つかりません)"
 )
+# The words a server uses for an address it does not know (a subset of RECIPIENT_GONE: not disabled, not full).
+USER_UNKNOWN = _re(r"user unknown|unknown user|no such (?:user|mailbox|recipient)|unknown recipient|user not found")
 # The recipient's mailbox is full: permanent replies suppress the address (as X.2.2 does), temporary ones wait.
 MAILBOX_FULL = _re(
     r"mailbox (?:is )?full|over quota|quota exceeded|out of storage space|exhausted allowed storage|"
@@ -268,6 +270,14 @@ def _addressing_code(r: Reply) -> bool:
     return r.enhanced_subject == "1" and r.enhanced_detail not in NOT_RECIPIENT_DETAILS
 
 
+def _unknown_user_after_data(r: Reply) -> bool:
+    # A server checks the recipient at RCPT (RFC 5321 3.3); one that accepted RCPT and then says "unknown user"
+    # after the end of DATA, with no addressing code (X.1.x) to state it, refuses this message or its sender, not
+    # the address: NTT docomo's reception filter answers "550 Unknown user" so, for an address that exists.
+    return (r.permanent and r.stage is SmtpStage.AFTER_DATA and r.enhanced_subject in {"", "0"}
+            and r.says(USER_UNKNOWN))
+
+
 def _recipient_text(r: Reply) -> bool:
     return r.permanent and r.says(RECIPIENT_GONE)
 
@@ -322,6 +332,7 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("message_authentication_code", FailureClass.CONTENT, lambda r: r.enhanced in MESSAGE_AUTH_CODES),
     FailureRule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
     FailureRule("local_delivery_failed", FailureClass.TRANSIENT, lambda r: r.says(LOCAL_DELIVERY_FAILED)),
+    FailureRule("unknown_user_after_data", FailureClass.CONTENT, _unknown_user_after_data),
     FailureRule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
     FailureRule("blocklist_text", FailureClass.CONTENT, lambda r: r.says(BLOCKLIST_TEXT)),
     FailureRule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
@@ -435,7 +446,8 @@ _QUOTED_REPLY = re.compile(r"(?<![\d.])[45]\d\d[ -][245]\.\d{1,3}\.\d{1,3}\b")
 _SYSEXITS_RECIPIENT = frozenset({"67", "68"})
 
 
-def classify_bounce(status: str, diagnostic: str = "", report_text: str = "") -> FailureClass:
+def classify_bounce(status: str, diagnostic: str = "", report_text: str = "",
+                    stage: SmtpStage | None = None) -> FailureClass:
     """The class of a bounce (RFC 3464 delivery status): its `Status` and `Diagnostic-Code` fields.
 
     A diagnostic of type `smtp` quotes the remote server's reply, which is classified as such; any other
@@ -443,7 +455,8 @@ def classify_bounce(status: str, diagnostic: str = "", report_text: str = "") ->
     A DSN without a Diagnostic-Code (Exim's, OpenSMTPD's, Gmail's own) says why in its human-readable part,
     `report_text`: the first reply it quotes is classified as an `smtp` diagnostic, else its words as above. A
     Status of X.4.7 (delivery time expired, RFC 3463) is a final failure after days of retries: the temporary reply
-    that kept the message out is classified as the permanent one it was in effect.
+    that kept the message out is classified as the permanent one it was in effect. `stage` is where the remote
+    server refused when the relay's report says so (`AFTER_DATA`: "in reply to end of DATA command").
     """
     status = status.strip()
     if not _ENHANCED_ONLY.fullmatch(status) or status[0] == "2":
@@ -459,7 +472,7 @@ def classify_bounce(status: str, diagnostic: str = "", report_text: str = "") ->
         if code is not None and 400 <= code < 600:
             if code < 500 and status.endswith(".4.7"):
                 code += 100
-            return classify(code, enhanced or _enhanced_from_text(text) or status, text)
+            return classify(code, enhanced or _enhanced_from_text(text) or status, text, stage)
     if kind == "x-unix" and detail.strip().isdigit():
         return FailureClass.RECIPIENT if detail.strip() in _SYSEXITS_RECIPIENT else FailureClass.TRANSIENT
     return classify(int(status[0]) * 100 + 50, status, detail.strip())

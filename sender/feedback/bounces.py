@@ -27,7 +27,7 @@ from sender.feedback import mime
 from sender.feedback.authentication import dmarc_verdict
 from sender.ledger.events import Verdict
 from warmup import FailureClass
-from warmup.failures import classify_bounce
+from warmup.failures import SmtpStage, classify_bounce
 
 log = logging.getLogger("sendhost.sender.inbox")
 
@@ -117,7 +117,7 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
         if status:
             try:
-                failure = classify_bounce(status, diagnostic, report_text)
+                failure = classify_bounce(status, diagnostic, report_text, failure_stage(message))
             except ValueError:  # a 2.x.x status: a delivery, not a failure
                 return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}"[:300])
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
@@ -228,12 +228,27 @@ def failure_fields(message: Message) -> tuple[str, str, str]:
     status, diagnostic = _delivery_status(message)
     if not status or diagnostic.partition(";")[2].strip() or (";" not in diagnostic and diagnostic):
         return status, diagnostic, ""
+    return status, diagnostic, _report_text(message)
+
+
+# Where the remote server refused, as the relay's report says it: Postfix's "(in reply to end of DATA command)",
+# Exim's "SMTP error from remote mail server after end of data". The DSN's own fields never say it.
+_AFTER_END_OF_DATA = re.compile(r"(?:in\s+reply\s+to|after)\s+end\s+of\s+data\b", re.IGNORECASE)
+
+
+def failure_stage(message: Message) -> SmtpStage | None:
+    """`AFTER_DATA` when the report's text says the remote server refused after the end of DATA, else None."""
+    return SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(_report_text(message)) else None
+
+
+def _report_text(message: Message) -> str:
+    """The report's human-readable text: its first text part before the delivery status, at most 2,000 characters."""
     for part in mime.parts(message)[1:]:
         if part.get_content_type() == "text/plain":
-            return status, diagnostic, mime.clean(mime.text_of(part), 2000)
+            return mime.clean(mime.text_of(part), 2000)
         if part.get_content_type() == "message/delivery-status":
             break
-    return status, diagnostic, ""
+    return ""
 
 
 def _delivery_status(message: Message) -> tuple[str, str]:

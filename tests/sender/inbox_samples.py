@@ -86,6 +86,18 @@ def policy_block(message_id: str, to: str) -> bytes:
                 human="Message blocked", reporting="dns; googlemail.com")
 
 
+def docomo_filter(message_id: str, to: str) -> bytes:
+    """NTT docomo's reception filter as a Postfix relay reports it (sisimai's rhost-nttdocomo-02): "550 Unknown user"
+    in reply to the end of DATA, for an address that exists; our sender was refused, so it must not be suppressed."""
+    return _dsn(sender="MAILER-DAEMON@mx.sender.example (Mail Delivery System)",
+                subject="Undelivered Mail Returned to Sender", own_id="<20261130-docomo@mx.sender.example>", to=to,
+                action="failed", status="5.0.0", diagnostic=f"smtp; 550 Unknown user {to}",
+                returned=f"Content-Type: text/rfc822-headers\r\n\r\n{_original(message_id, to)}\r\n",
+                human=f"This is the mail system at host mx.sender.example.\r\n\r\n<{to}>: host "
+                      f"mfsmax.docomo.ne.jp[203.138.181.240] said:\r\n    550 Unknown user {to} (in reply to end "
+                      "of DATA\r\n    command)", reporting="dns; mx.sender.example")
+
+
 def exim_hard(message_id: str, to: str) -> bytes:
     return (_headers("Mail delivery failed: returning message to sender",
                      "Mail Delivery System <Mailer-Daemon@mx.exim.example>", "<E1exim-0001@mx.exim.example>",

@@ -35,6 +35,7 @@ CASES: dict[str, tuple[Callable[[str, str], bytes], str, bool]] = {
     "qmail": (samples.qmail_hard, "bounced", True),
     "delayed": (samples.delayed_soft, "sent", False),
     "policy": (samples.policy_block, "sent", False),
+    "docomo-filter": (samples.docomo_filter, "sent", False),
     "complaint": (samples.arf_complaint, "complained", True),
     "reply": (samples.reply, "replied", False),
     "reply-unthreaded": (samples.reply_without_threading, "replied", False),
@@ -135,7 +136,7 @@ def test_each_message_lands_on_its_row_and_a_second_read_changes_nothing(
             total[key] = total.get(key, 0) + n
     assert total["applied"] == len(CASES)
     assert (total["unmatched"], total["malformed"]) == (3, 1)
-    assert (total["bounced"], total["deferred"], total["auto_replied"]) == (5, 2, 1)
+    assert (total["bounced"], total["deferred"], total["auto_replied"]) == (5, 3, 1)
 
     before = _state(database_url)
     second = _inbox(inventory, database_url, tmp_path)

@@ -204,6 +204,7 @@ RULE_WITNESSES: list[tuple[int | None, str | None, str, SmtpStage | None]] = [
     (550, "5.7.26", "Recipient address rejected: Multiple authentication checks failed", None),
     (550, "5.4.4", "Host or domain name not found. Name service error for name=x type=A: Host not found", None),
     (550, "5.2.0", 'procmail: Error while writing to "/var/virtmail/k/ij/it/kijitora/mailbox"', None),
+    (550, None, "Unknown user", SmtpStage.AFTER_DATA),
     (550, None, "User unknown", None),
     (553, "5.1.3", "http://www.spamhaus.org/query/bl?ip=192.0.2.222", None),
     (450, "4.1.1", "try later", None),

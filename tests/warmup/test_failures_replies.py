@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from warmup.failures import FailureClass, classify, classify_bounce, explain, split_reply
+from warmup.failures import FailureClass, SmtpStage, classify, classify_bounce, explain, split_reply
 
 Q, R, A, P, C, T = (FailureClass.ACCOUNT_QUOTA, FailureClass.RATE_LIMITED, FailureClass.ACCOUNT_AUTH,
                     FailureClass.RECIPIENT, FailureClass.CONTENT, FailureClass.TRANSIENT)
@@ -265,6 +265,38 @@ JUDGED_OTHERWISE = [
 def test_diagnostics_judged_otherwise_than_the_corpus(source: str, status: str, diagnostic: str, report_text: str,
                                                       reason: str, expected: FailureClass) -> None:
     assert classify_bounce(status, diagnostic, report_text) is expected
+
+
+# Refusals the relay's report places after the end of DATA (Postfix: "in reply to end of DATA command"): the
+# server had accepted RCPT (RFC 5321 3.3 checks the recipient there), so "unknown user" in words alone, with no
+# addressing code (X.1.x) to state it, is a filter refusing our sender or message; a disabled account or a full
+# mailbox is still the address's. (source, Status, Diagnostic-Code, sisimai's reason, class)
+AFTER_END_OF_DATA = [
+    # NTT docomo's reception filter answers so for an address that exists (sisimai: rejected, the sender refused)
+    ("rhost-nttdocomo-02", "5.0.0", "smtp; 550 Unknown user azumakuniyuki@ntt.docomo.example.ne.jp", "rejected", C),
+    ("lhost-postfix-03", "5.0.0", "smtp; 550 Unknown user kijitora@example.net", "filtered", C),
+    ("lhost-postfix-35", "5.0.0", "smtp; 550 : User unknown", "filtered", C),
+    ("lhost-postfix-52", "5.0.0", "smtp; 554 delivery error: dd Sorry your message to kijitora@example.co.jp cannot "
+     "be delivered. This account has been disabled or discontinued [#102]. - mta222.mail.neko.example.co.jp",
+     "suspend", P),
+    ("lhost-postfix-63", "5.2.2", "smtp; 552 5.2.2 <neko@nyaaan.example.org> Quota exceeded (mailbox for user is "
+                                  "full)", "mailboxfull", P),
+]
+
+
+@pytest.mark.parametrize(("source", "status", "diagnostic", "reason", "expected"), AFTER_END_OF_DATA,
+                         ids=[b[0] for b in AFTER_END_OF_DATA])
+def test_refusals_after_the_end_of_data(source: str, status: str, diagnostic: str, reason: str,
+                                        expected: FailureClass) -> None:
+    assert classify_bounce(status, diagnostic, "", SmtpStage.AFTER_DATA) is expected
+
+
+def test_unknown_user_after_data_is_read_only_from_words_and_only_after_data() -> None:
+    assert explain(550, None, "Unknown user k@example.net", SmtpStage.AFTER_DATA).rule == "unknown_user_after_data"
+    # a formal X.1.1 states that the mailbox does not exist, at whatever stage; with no stage known, words decide
+    assert classify_bounce("5.1.1", "smtp; 550 5.1.1 <k@example.net>: User unknown", "", SmtpStage.AFTER_DATA) is P
+    assert classify_bounce("5.0.0", "smtp; 550 Unknown user k@example.net") is P
+    assert classify(550, None, "Unknown user k@example.net", SmtpStage.RCPT) is P
 
 
 def test_the_issues_connection_timeout_is_transient() -> None:
