@@ -40,9 +40,11 @@ from warmup import keys as warmup_keys
 # keys they are for nor keep a sender from running Lua of its own.
 MIN_REDIS = (7, 0)
 # Commands that take no key: liveness, the clock (`Mailboxes.now_ms`), the library's version check (FCALL_RO of
-# `sendhost_version`, keyless: an FCALL_RO with keys is refused, no selector grants it), and the MULTI/EXEC of the
-# guard's schedule refresh and resume.
-KEYLESS_COMMANDS = ("ping", "time", "fcall_ro", "multi", "exec", "cluster|slots", "command")
+# `sendhost_version`, keyless: an FCALL_RO with keys is refused, no selector grants it), the MULTI/EXEC of the
+# guard's schedule refresh and resume, and on a Redis Cluster the slots table and ASKING, which a client sends
+# before its command when a reshard has moved the key (-ASK): it only lets the next command reach a slot still
+# being imported, and the command itself is held to the grants.
+KEYLESS_COMMANDS = ("ping", "time", "fcall_ro", "multi", "exec", "cluster|slots", "asking", "command")
 # How the send path runs Lua: FCALL of the admin's library, on the keys of the grant that names it.
 FUNCTION_RUNNERS = ("fcall",)
 # What ippool/lua/lease.lua, renew.lua and warmup/lua/*.lua call, besides TIME (the clock prelude, keyless).

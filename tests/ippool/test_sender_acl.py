@@ -71,7 +71,7 @@ def test_the_rule_allows_exactly_what_the_scripts_call() -> None:
     assert on_lease_keys == {*LEASE_SCRIPT_COMMANDS, *FUNCTION_RUNNERS, "zrem"}
     assert sender_acl_command(HOST).startswith(
         "ACL SETUSER sender-sender-1 reset on resetkeys resetchannels -@all +ping +time +fcall_ro +multi +exec "
-        "+cluster|slots +command \"(~sendhost:{sender-1}:meta ~sendhost:{sender-1}:leases "
+        "+cluster|slots +asking +command \"(~sendhost:{sender-1}:meta ~sendhost:{sender-1}:leases "
         "~sendhost:{sender-1}:fallbacks ~sendhost:{sender-1}:slot:* +fcall)\" ")
     assert sender_acl_command(HOST).endswith(" >PASSWORD")
 
@@ -406,3 +406,54 @@ def test_the_cli_prints_and_applies_the_rule(redis7_url: str) -> None:
             sender.flushall()
     finally:
         sender.close()
+
+
+def test_a_sender_follows_its_groups_slot_while_a_reshard_moves_it(cluster_service: RedisClusterService,
+                                                                    redis7: RedisServer) -> None:
+    """While `redis-cli --cluster reshard` moves the group's slot, a key already moved answers -ASK on the old node;
+    the client sends ASKING to the new one before its command, so the sender user must be allowed ASKING. After the
+    move (-MOVED), the whole reservation runs on the new node."""
+    from redis.cluster import ClusterNode, RedisCluster
+
+    cluster_service.flush()
+    nodes = {port: redis.Redis(port=port, decode_responses=True) for port in cluster_service.ports}
+    admin = cluster_service.client()
+    sender = None
+    try:
+        Guard(admin).add_mailbox(MAILBOX, start=date(2026, 1, 1), group=GROUP, min_gap_s=0, jitter_s=(0, 0))
+        apply_sender_acl(admin, HOST, PASSWORD, [GROUP])
+        state = GroupKeys(GROUP).mailbox(MAILBOX).state
+        slot = admin.keyslot(state)
+        source = next(p for p, n in nodes.items() if n.cluster("countkeysinslot", slot))
+        target = next(p for p in nodes if p != source)
+        ids = {port: node.execute_command("CLUSTER", "MYID") for port, node in nodes.items()}
+        sender = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in cluster_service.startup_nodes],
+                              username=sender_user(HOST), password=PASSWORD, decode_responses=True)
+        before = sender.hgetall(state)
+        assert before  # the sender's client has learned that the slot lives on `source`
+
+        # the reshard's first half, as redis-cli does it: importing, migrating, then the slot's keys moved
+        nodes[target].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source])
+        nodes[source].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target])
+        keys = nodes[source].execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+        nodes[source].execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *keys)
+        for node in nodes.values():
+            node.acl_log_reset()
+        assert sender.hgetall(state) == before  # -ASK, then ASKING and HGETALL on `target`
+        assert [entry for node in nodes.values() for entry in node.acl_log()] == []
+
+        for node in nodes.values():  # the reshard's end: the slot is `target`'s
+            node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[target])
+        decision = Guard(sender).reserve(MAILBOX)  # -MOVED, the slots table read again, the reservation on target
+        assert decision.reserved, decision.reason
+        assert Guard(sender).confirm(decision.reservation)
+        assert [entry for node in nodes.values() for entry in node.acl_log()] == []
+    finally:
+        if sender is not None:
+            sender.close()
+        admin.close()
+        for node in nodes.values():
+            for user in node.acl_users():
+                if user != "default":
+                    node.acl_deluser(user)
+            node.close()
