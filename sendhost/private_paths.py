@@ -54,3 +54,14 @@ def private_file(path: Path) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)
+
+
+def refresh_token_file_problem(path: str) -> str | None:
+    """Why the agent cannot use `path` as a refresh token's file, or None: missing, or readable by others."""
+    try:
+        mode = os.stat(os.path.expanduser(path)).st_mode
+    except OSError as exc:
+        return f"{path}: {exc.strerror}; the refresh token is missing"
+    if mode & 0o077:
+        return f"{path} is readable by others (mode {stat.S_IMODE(mode):04o}); chmod 600 it or write it anew"
+    return None

@@ -7,9 +7,7 @@ defaults are the model's.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -48,6 +46,7 @@ from sendhost.model import (
     SenderHost,
     Submission,
 )
+from sendhost.private_paths import refresh_token_file_problem
 from sendhost.providers import PROVIDER_PRESETS, PROVIDERS, ProviderPreset
 from toolkit.inventory_schema import Checker
 from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
@@ -106,9 +105,11 @@ class Inventory:
 GLOBAL_KEYS |= {"sendhost_package_index_url"}
 
 
-def load_inventory(path: Path, *, require_refresh_tokens: bool = True) -> Inventory:
+def load_inventory(path: Path, *, require_refresh_tokens: bool = False) -> Inventory:
     """Parse and validate `path`; raise ConfigError naming file:line and key on the first problem.
-    `require_refresh_tokens=False`: an oauth2 mailbox's refresh token may be missing (what writes it reads this)."""
+    `require_refresh_tokens=True` also requires each oauth2 mailbox's refresh-token file, mode 0600: only on the
+    sending host, where it lives (`mailbox check`, `inventory check --tokens`); a controller never holds it, and
+    the agent checks each mailbox's own at its start (sender.oauth.keeper.check_credential)."""
     data = load_yaml_with_lines(path)
     check = Checker(path)
     check.require_refresh_tokens = require_refresh_tokens
@@ -473,17 +474,6 @@ def _oauth(check: Checker, where: str, node: LineDict, address: str, preset: Pro
                          authorization_url=check.string(block, "authorization_url", f"{where}.authorization_url",
                                                         default="") or None,
                          client_secret_env=check.secret_env(block, "client_secret_env", f"{where}.client_secret_env"))
-
-
-def refresh_token_file_problem(path: str) -> str | None:
-    """Why the agent cannot use `path` as a refresh token's file, or None: missing, or readable by others."""
-    try:
-        mode = os.stat(os.path.expanduser(path)).st_mode
-    except OSError as exc:
-        return f"{path}: {exc.strerror}; the refresh token is missing"
-    if mode & 0o077:
-        return f"{path} is readable by others (mode {stat.S_IMODE(mode):04o}); chmod 600 it or write it anew"
-    return None
 
 
 IMAP_KEYS = _field_names(ImapSettings) - {"credential"} | CREDENTIAL_KEYS | {"auth"}

@@ -29,6 +29,7 @@ from sender.oauth.errors import TokenUnavailable
 from sender.oauth.files import host_lock, read_json, read_text, write_json, write_private
 from sendhost.errors import SecretUnavailable
 from sendhost.model import Credential, OAuthSettings
+from sendhost.private_paths import refresh_token_file_problem
 
 log = logging.getLogger("sendhost.sender.oauth")
 
@@ -62,6 +63,9 @@ def check_credential(credential: Credential, env: Mapping[str, str] | None = Non
     if settings is None:
         raise SecretUnavailable(f"mailbox {credential.mailbox}: auth oauth2 without an oauth block")
     settings.client_secret(env)
+    if problem := refresh_token_file_problem(settings.refresh_token_file):
+        raise SecretUnavailable(f"mailbox {credential.mailbox}: refresh token file {problem}; run sendhost mailbox "
+                                f"authorize {credential.mailbox}")
     token_file = Path(settings.refresh_token_file).expanduser()
     try:
         if not read_text(token_file):

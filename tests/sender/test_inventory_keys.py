@@ -144,8 +144,15 @@ def test_bad_oauth_blocks_are_named_with_their_line_and_fix(tmp_path: Path, oaut
     token = _token_file(tmp_path, mode)
     oauth = oauth.replace("MISSING", str(tmp_path / "none")).replace("TOKEN", str(token))
     with pytest.raises(ConfigError, match=expected) as raised:
-        load_inventory(_inventory(tmp_path, mailbox=_oauth_mailbox(oauth)))
+        load_inventory(_inventory(tmp_path, mailbox=_oauth_mailbox(oauth)), require_refresh_tokens=True)
     assert str(raised.value).startswith(f"{tmp_path / 'inventory.yml'}:{line}: sendhost_mailboxes[0].smtp")
+
+
+def test_a_controller_loads_an_inventory_whose_refresh_tokens_live_on_the_sending_hosts(tmp_path: Path) -> None:
+    path = _inventory(tmp_path, mailbox=_oauth_mailbox(f"{{provider: google, client_id: c, refresh_token_file: "
+                                                       f"{tmp_path / 'on-the-host'}}}"))
+    (mailbox,) = load_inventory(path).mailboxes
+    assert mailbox.address == "a@ex.com"
 
 
 def test_oauth2_without_an_oauth_block_names_it(tmp_path: Path) -> None:
@@ -157,10 +164,13 @@ def test_oauth2_without_an_oauth_block_names_it(tmp_path: Path) -> None:
 def test_a_bad_oauth_block_exits_2_with_one_line(tmp_path: Path) -> None:
     path = _inventory(tmp_path, mailbox=_oauth_mailbox("{provider: google, client_id: c, refresh_token_file: /nope}"))
     sendhost = str(Path(sys.executable).with_name("sendhost"))
-    done = subprocess.run([sendhost, "inventory", "check", "--offline", str(path)],
+    done = subprocess.run([sendhost, "inventory", "check", "--offline", "--tokens", str(path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert "run sendhost mailbox authorize a@ex.com" in done.stderr and "Traceback" not in done.stderr
+    on_controller = subprocess.run([sendhost, "inventory", "check", "--offline", str(path)],
+                                   capture_output=True, text=True, timeout=60)
+    assert on_controller.returncode == 0, on_controller.stderr
 
 
 def test_imap_oauth2_without_an_smtp_grant_is_named(tmp_path: Path) -> None:

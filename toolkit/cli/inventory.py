@@ -25,13 +25,16 @@ def group() -> None:
 @group.command("check")
 @click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--offline", is_flag=True, help="Do not try to reach the inventory's Redis URL.")
+@click.option("--tokens", is_flag=True,
+              help="Also require each OAuth mailbox's refresh-token file, mode 0600 (on the sending host, where the "
+                   "agent reads it; a controller holds none).")
 @format_option()
 @click.pass_obj
-def check(app: App, path: Path | None, offline: bool, fmt: str | None) -> None:
+def check(app: App, path: Path | None, offline: bool, tokens: bool, fmt: str | None) -> None:
     """Validate PATH (default: --inventory) against sendhost's schema; exit 2 naming file:line and key on error."""
     if path is None:
         path = app.require_inventory().path
-    inventory = load_inventory(path)
+    inventory = load_inventory(path, require_refresh_tokens=tokens)
     if inventory.redis_url and (reason := insecure_tls_reason(inventory.redis_url)):
         log.warning("%s:%d: sendhost_redis_url: %s", path, inventory.redis_url_line, reason)
     if inventory.redis_url and not offline:
