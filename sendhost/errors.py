@@ -23,3 +23,9 @@ class OperationFailed(SendhostError):
     """The input was fine but the work failed: exit 1."""
 
     exit_code = 1
+
+
+class Interrupted(Exception):
+    """Ctrl-C, as the CLI's root reports it: one line, `interrupted` and what the interruption left (the message,
+    e.g. "no token saved"; empty when there is nothing to say), exit 130. Not a SendhostError: nothing between a
+    command and the root may take it for a failure of its own."""

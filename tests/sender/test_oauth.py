@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import smtplib
 import ssl
 import stat
@@ -501,3 +502,30 @@ def test_an_oauth_mailboxs_imap_block_reuses_its_grant(tmp_path: Path) -> None:
     assert mailbox.imap is not None and mailbox.smtp is not None
     assert mailbox.imap.credential.auth == "oauth2" and mailbox.imap.credential.oauth == mailbox.smtp.credential.oauth
     assert mailbox.imap.username == "a@ex.com"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flow", ["device", "loopback"])
+def test_ctrl_c_while_authorize_waits_says_so_in_one_line_exits_130_and_writes_no_token(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer, flow: str) -> None:
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    token_file = refresh_token_file(world, mailbox)
+    token_file.unlink()
+    sendhost = str(Path(sys.executable).with_name("sendhost"))
+    # SIGINT as a terminal's Ctrl-C delivers it (a test runner may have it ignored; the child must not inherit that)
+    child = subprocess.Popen([sendhost, "--inventory", str(world.inventory), "mailbox", "authorize", mailbox,
+                              "--flow", flow], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=tmp_path, env={k: v for k, v in os.environ.items()
+                                                if k not in ("DISPLAY", "WAYLAND_DISPLAY")},
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert child.stdout is not None
+    prompt = child.stdout.readline()
+    assert "To authorize" in prompt, prompt + (child.stderr.read() if child.stderr else "")
+    child.send_signal(signal.SIGINT)  # while it polls the token endpoint, or waits for the browser's redirect
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, out + err
+    assert err == "interrupted: no token saved\n", err
+    assert not token_file.exists()
+    assert [p.name for p in token_file.parent.iterdir() if p.name.startswith(token_file.name)] == []

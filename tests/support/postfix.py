@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.support.dovecot import _oauth2, dovecot_or_skip
+from rehearsal.dovecot import oauth2_settings
+from tests.support.dovecot import dovecot_or_skip
 from tests.support.net import free_port, on_ci, stop_process
 
 POSTFIX = "/usr/sbin/postfix"
@@ -94,7 +95,7 @@ class Postfix:
 
 
 def _dovecot_config(base: Path, introspection_url: str | None) -> str:
-    mechanisms, oauth2_passdb = _oauth2(base / "dovecot", introspection_url)
+    mechanisms, oauth2_passdb = oauth2_settings(base / "dovecot", introspection_url)
     return f"""
 base_dir = {base}/dovecot/run
 state_dir = {base}/dovecot/state

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from sendhost.errors import SendhostError
+from sendhost.errors import Interrupted, SendhostError
 from toolkit import __version__
 from toolkit.app import App
 from toolkit.logging_setup import configure_logging
@@ -54,6 +54,14 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        # Ctrl-C in any command reaches main() as Interrupted: click would turn a KeyboardInterrupt into Abort
+        # after printing a blank line, and main() reports it in one.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("") from None
+
 
 @click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--inventory", "-i", "inventory", metavar="PATH",
@@ -83,6 +91,11 @@ def main(argv: list[str] | None = None) -> Any:
         cli.main(args=args, prog_name="sendhost", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Interrupted as exc:
+        if sys.stderr.isatty():  # past the ^C the terminal echoed, so the line starts at the margin
+            click.echo("", err=True)
+        click.echo(f"interrupted: {exc}" if str(exc) else "interrupted", err=True)
+        sys.exit(130)
     except click.Abort as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort: it is still Ctrl-C
             click.echo("interrupted", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sendhost.errors import ConfigError, OperationFailed
+from sendhost.errors import ConfigError, Interrupted, OperationFailed
 from toolkit.app import App
 from toolkit.output import emit_json, format_option, printable
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from sendhost.model import Mailbox
 
 EXIT_HELP = ("Exit 0 ok; 1 the provider or the submission server refused or could not be reached; 2 bad input or "
-             "configuration (the message names it).")
+             "configuration (the message names it); 130 Ctrl-C (authorize: nothing written before the token came).")
 
 
 @click.group("mailbox", epilog=EXIT_HELP)
@@ -77,16 +78,27 @@ def authorize(app: App, address: str, flow: str | None, timeout_s: float, no_che
             tokens = device_flow(settings, show, env=app.env)
     except (DeviceFlowFailed, LoopbackFlowFailed) as exc:
         raise OperationFailed(f"mailbox {address}: {exc}") from None
+    except KeyboardInterrupt:
+        raise Interrupted("no token saved") from None
     token_file = Path(settings.refresh_token_file).expanduser()
-    token_file.parent.mkdir(parents=True, exist_ok=True)
-    write_private(token_file, tokens.refresh_token + "\n")
-    # The agents start with this access token instead of spending a refresh.
-    write_json(token_file.with_name(token_file.name + ".access"),
-               AccessToken(tokens.access_token, started + tokens.expires_in_s, tokens.expires_in_s).as_json())
-    click.echo(f"wrote the refresh token to {token_file} (mode 0600)")
-    if no_check:
-        return
-    session = open_session(server, tokens.access_token, source_ip=None, timeout_s=30.0)
+    # Ctrl-C waits until both files are written: each write is atomic, and the pair is whole or absent too.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        token_file.parent.mkdir(parents=True, exist_ok=True)
+        write_private(token_file, tokens.refresh_token + "\n")
+        # The agents start with this access token instead of spending a refresh.
+        write_json(token_file.with_name(token_file.name + ".access"),
+                   AccessToken(tokens.access_token, started + tokens.expires_in_s, tokens.expires_in_s).as_json())
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        click.echo(f"wrote the refresh token to {token_file} (mode 0600)")
+        if no_check:
+            return
+        session = open_session(server, tokens.access_token, source_ip=None, timeout_s=30.0)
+    except KeyboardInterrupt:
+        raise Interrupted(f"the refresh token is saved in {token_file}; the SMTP check did not run "
+                          f"(sendhost mailbox check {address} runs it)") from None
     if isinstance(session, Result):
         raise OperationFailed(f"mailbox {address}: the token was granted but {server.host} refused the SMTP login: "
                               f"{session}; check the scope ({settings.scope}) and that SMTP AUTH is on for it")
