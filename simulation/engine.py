@@ -30,6 +30,7 @@ from simulation.campaign import LeadFeed, SequenceRow, sequence_rows
 from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
 from simulation.ec2_fake import SimulatedEc2
+from simulation.fleet import ConnectionMeter, ConnectionUse
 from simulation.mail import (
     Deliveries,
     Delivery,
@@ -84,6 +85,7 @@ class SimResult:
     sequences: list[SequenceRow] = field(default_factory=list)  # every lead's rows as the ledger holds them
     leads_turned_away: int = 0  # leads not imported: the senders were an hour's worth of leads behind
     lead_timezones: dict[str, str] = field(default_factory=dict)  # lead -> its `timezone` column, as imported
+    connections: ConnectionUse | None = None  # what the embedded services saw (config.measure_connections)
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -124,8 +126,13 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                                       plan=config.campaign, now=start_s)
                 recipients = Recipients(random.Random(seeds.randrange(2**32)), config.reactions)
                 paths = FeedbackPaths(Feedback(mail.ledger), mail.unsubscribe_key)
-                _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
-                      progress, _Campaign(feed, recipients, paths)).run(start_s)
+                meter = ConnectionMeter(client, mail.ledger.url or "") if config.measure_connections else None
+                try:
+                    _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
+                          progress, _Campaign(feed, recipients, paths), meter).run(start_s)
+                finally:
+                    if meter is not None:
+                        meter.close()
                 delivered = list(mail.recorder.deliveries)
                 campaigns = feed.status()
                 sequences = sequence_rows(mail.ledger, feed.addresses)
@@ -142,7 +149,7 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                      audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws, delivered,
                      dict(mail.sources.sources), count_deliveries(delivered, mail.sources.sources, budgets),
                      sorted(feed.specs.values(), key=lambda spec: spec.name), campaigns, sequences,
-                     feed.turned_away, dict(feed.timezone_of))
+                     feed.turned_away, dict(feed.timezone_of), meter.use if meter is not None else None)
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:
@@ -171,7 +178,7 @@ class _Loop:
 
     def __init__(self, config: SimConfig, clock: SimClock, end_s: float, senders: list[SenderWorker],
                  pool_worker: PoolWorker, log: events.EventLog, rng: random.Random,
-                 progress: Progress | None, campaign: _Campaign) -> None:
+                 progress: Progress | None, campaign: _Campaign, meter: ConnectionMeter | None = None) -> None:
         self.config = config
         self.clock = clock
         self.start_s = end_s - config.days * DAY_S
@@ -182,6 +189,7 @@ class _Loop:
         self.rng = rng
         self.progress = progress
         self.campaign = campaign
+        self.meter = meter
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
         # Free senders, the longest free first: each look at the ledger goes to the next in turn, so the sends
@@ -285,5 +293,7 @@ class _Loop:
         self.at(self.clock() + self.config.sample_interval_s, self._sample)
 
     def _record_sample(self) -> None:
+        if self.meter is not None:
+            self.meter.sample()
         self.log.samples.append(events.Sample(self.clock(), self.pool_worker.leasable(), self.pool_worker.held,
                                               self.pool_worker.parked_count))

@@ -80,6 +80,7 @@ class SimConfig:
     zone_dir: Path | None = None  # zone files for the DNS audit; None: no audit
     reactions: Reactions = Reactions()  # how the recipients answer (simulation.recipients)
     campaign: CampaignPlan = DEFAULT_PLAN  # each group's pacing keys and leads (simulation.pacing's scenario)
+    measure_connections: bool = False  # sample the embedded services' connections (simulation.fleet)
 
     def check(self) -> None:
         """Raise SimulationConfigError naming the first bad setting."""

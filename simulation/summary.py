@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from dns_audit.findings import Finding
 from simulation.engine import SimResult
+from simulation.fleet import FleetSection, fleet_section
 from simulation.mail import Deliveries
 from simulation.sequence_summary import CampaignLine, campaign_lines
 
@@ -112,6 +113,7 @@ class Summary:
     campaigns: list[CampaignLine] = field(default_factory=list)  # per step, and the sequences' end reasons
     leads_turned_away: int = 0  # leads not imported: the senders were behind
     reactions: dict[str, int] = field(default_factory=dict)  # the recipients' bounces, replies, unsubscribes
+    fleet: FleetSection | None = None  # sends per host and the connections used (`simulate --hosts/--mailboxes`)
 
     def reactions_text(self) -> str:
         """The recipients' answers in words: `3 bounced, 12 replied, 2 unsubscribed`."""
@@ -125,6 +127,12 @@ class Summary:
         return [(code, count, explain(code)) for code, count in counted]
 
     def to_json(self) -> dict[str, Any]:
+        document = self._to_json()
+        if self.fleet is not None:  # only in a fleet run: the default run's document stays as it was
+            document["fleet"] = self.fleet.to_json()
+        return document
+
+    def _to_json(self) -> dict[str, Any]:
         return {
             "schema": 1,
             "run": {"start": self.start, "end": self.end, "days": self.days, "sends_per_day": self.sends_per_day,
@@ -206,6 +214,9 @@ def summarize(result: SimResult) -> Summary:
         campaigns=campaign_lines(result.specs, result.campaigns, result.sequences),
         leads_turned_away=result.leads_turned_away,
         reactions=dict(sorted(Counter(r.kind for r in log.reactions if r.event is not None).items())),
+        fleet=(fleet_section(result.inventory, [s.host for s in log.sends],
+                             len(hosts) * result.config.workers_per_host, result.connections)
+               if result.connections is not None else None),
     )
 
 

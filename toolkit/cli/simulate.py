@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
     from simulation import SimInventory
+    from simulation.fleet import FleetSection
     from simulation.summary import Summary
     from toolkit.inventory import Inventory
 
@@ -42,6 +44,12 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
                    "(Berlin and New York leads) and a daily cap, from Wednesday 2026-10-21 across both autumn DST "
                    "changes, on the inventory's hosts and domains with mailboxes of its own (docs/simulation.md).")
 @click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same run.")
+@click.option("--hosts", type=int, metavar="N",
+              help="Run a fleet of N sender hosts: the inventory's, then hosts copying their pool policies in turn "
+                   "(docs/simulation.md); the summary adds sends per host and the connections used.")
+@click.option("--mailboxes", type=int, metavar="M",
+              help="Run M mailboxes: the inventory's, then mailboxes copying their group, time zone and start in "
+                   "turn, spread over the inventory's domains (at most 250 each); adds the fleet section too.")
 @click.option("--zone-dir", metavar="DIR",
               help="Zone files to audit the inventory's domains in (default: the shipped example zones when "
                    "they cover the inventory's domains, as for the example inventory; otherwise no audit).")
@@ -49,7 +57,8 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
 @format_option()
 @click.pass_obj
 def command(app: App, inventory_path: str | None, days: int, sends_per_day: int | None, scenario: str, seed: int,
-            zone_dir: str | None, report_path: str | None, fmt: str | None) -> None:
+            hosts: int | None, mailboxes: int | None, zone_dir: str | None, report_path: str | None,
+            fmt: str | None) -> None:
     """Run the toolkit on simulated days: a campaign of three steps goes to the leads coming in, sender workers pick
     mailboxes through the warm-up guard and lease IPs from the pool, recipients reply, bounce and unsubscribe, a
     pool worker rotates and reaps parked EIPs, and the domains' zone files are audited.
@@ -59,6 +68,7 @@ def command(app: App, inventory_path: str | None, days: int, sends_per_day: int 
     """
     from simulation import SimConfig, run_simulation
     from simulation.dns_check import example_zone_dir
+    from simulation.fleet import FleetSize, scale_inventory
     from simulation.report_html import render_report
     from simulation.summary import summarize
     from toolkit.inventory import load_inventory
@@ -81,6 +91,9 @@ def command(app: App, inventory_path: str | None, days: int, sends_per_day: int 
     else:
         config = SimConfig(days=days, seed=seed, zone_dir=zones,
                            sends_per_day=DEFAULT_SENDS_PER_DAY if sends_per_day is None else sends_per_day)
+    if hosts is not None or mailboxes is not None:
+        inventory = scale_inventory(inventory, FleetSize(hosts, mailboxes))
+        config = replace(config, measure_connections=True)
     config.check()
     with _terminated_cleanly(), _world_logs_quiet(app.verbose), _progress(config.days) as progress:
         result = run_simulation(inventory, config, progress)
@@ -213,6 +226,8 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     days = f"{summary.days} day{'s' if summary.days != 1 else ''}"
     emit_table(f"sendhost simulate: {days} from {summary.start}, seed {summary.seed}",
                ["measure", "value"], rows)
+    if summary.fleet is not None:
+        _render_fleet(summary.fleet)
     meanings = summary.outcomes()
     if meanings:
         emit_table("what the counts mean", ["outcome", "count", "meaning"], meanings)
@@ -228,6 +243,23 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     if found:
         emit_table("DNS audit of the zone files", ["domain", "severity", "code", "where"], found,
                    summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")
+
+
+def _render_fleet(fleet: FleetSection) -> None:
+    """Sends per host folded (min, median, max, the busiest), and the connections the embedded services saw."""
+    use = fleet.connections
+    median = f"{fleet.sends_median:g}"
+    emit_table(f"fleet: {fleet.hosts} hosts, {fleet.slots} slots, {fleet.mailboxes} mailboxes, {fleet.workers} "
+               f"sender workers", ["measure", "value"], [
+                   ("sends per host", f"min {fleet.sends_min}, median {median}, max {fleet.sends_max} "
+                                      f"({fleet.sends} over {fleet.hosts} hosts)"),
+                   ("busiest hosts", ", ".join(f"{host} {sends}" for host, sends in fleet.top)),
+                   ("hosts that sent nothing", str(fleet.idle_hosts)),
+                   ("PostgreSQL connections", f"peak {use.postgres_peak} client backends in pg_stat_activity "
+                                              f"(max_connections {use.postgres_max}), over {use.samples} samples"),
+                   ("Redis connections", f"peak {use.redis_peak} connected clients in INFO clients (maxclients "
+                                         f"{use.redis_max}), over {use.samples} samples"),
+               ], summary="every host's sends: --format json (fleet.sends_per_host.per_host)")
 
 
 def _leads_text(summary: Summary, imported: int) -> str:
