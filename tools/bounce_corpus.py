@@ -8,7 +8,7 @@ maintainers give each failed recipient (userunknown, mailboxfull, blocked, expir
 
 For each mail that carries an RFC 3464 delivery-status part, this reads the first failed recipient's Status and
 Diagnostic-Code (or, without one, the report's human-readable text) and the stage the report names, as sendhost's
-inbox reader does (sender.feedback.bounces.failure_fields, failure_stage), classifies them with
+inbox reader does (sender.feedback.bounces.failure_fields), classifies them with
 `warmup.classify_bounce`, and compares the class with the one that reason means for a sender (`REASON_CLASSES`;
 some reasons admit two classes). Reasons that say nothing about a failure (delivered, vacation, feedback, onhold,
 undefined) are left out. Prints the share right, by reason and overall, and with --misses each miss; the cases in
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sender.feedback.bounces import failure_fields, failure_stage
+from sender.feedback.bounces import failure_fields
 from warmup.failures import FailureClass, classify_bounce
 
 P, C, T, R, A = (FailureClass.RECIPIENT, FailureClass.CONTENT, FailureClass.TRANSIENT, FailureClass.RATE_LIMITED,
@@ -79,12 +79,11 @@ def main() -> None:
         path = args.set_of_emails / "maildir" / "bsd" / name
         if reason not in REASON_CLASSES or not path.exists():
             continue
-        message = email.message_from_bytes(path.read_bytes())
-        status, diagnostic, report_text = failure_fields(message)
+        status, diagnostic, report_text, stage = failure_fields(email.message_from_bytes(path.read_bytes()))
         if not status or (args.replies_only and not diagnostic.lower().lstrip().startswith("smtp;")):
             continue
         try:
-            got = classify_bounce(status, diagnostic, report_text, failure_stage(message))
+            got = classify_bounce(status, diagnostic, report_text, stage)
         except ValueError:
             continue
         judged[reason] += 1

@@ -108,7 +108,7 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
     if temporary or permanent or _is_report(message):
         about = mime.message_ids(_returned_ids(message) + threaded)
         quoted = _quoted(message, own)
-        status, diagnostic, report_text = failure_fields(message)
+        status, diagnostic, report_text, stage = failure_fields(message)
         recipients = _recipients(message, permanent | temporary)
         if not (temporary or permanent or status):
             return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, "a delivery report naming no failure")
@@ -117,7 +117,7 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
         if status:
             try:
-                failure = classify_bounce(status, diagnostic, report_text, failure_stage(message))
+                failure = classify_bounce(status, diagnostic, report_text, stage)
             except ValueError:  # a 2.x.x status: a delivery, not a failure
                 return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}"[:300])
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
@@ -222,23 +222,23 @@ def _quoted(message: Message, own: str | None) -> tuple[str, ...]:
     return tuple(found)
 
 
-def failure_fields(message: Message) -> tuple[str, str, str]:
-    """What `classify_bounce` reads of a DSN: the first failed recipient's Status and Diagnostic-Code, and, when
-    there is no Diagnostic-Code, the report's human-readable text (its first text part, at most 2,000 characters)."""
-    status, diagnostic = _delivery_status(message)
-    if not status or diagnostic.partition(";")[2].strip() or (";" not in diagnostic and diagnostic):
-        return status, diagnostic, ""
-    return status, diagnostic, _report_text(message)
-
-
 # Where the remote server refused, as the relay's report says it: Postfix's "(in reply to end of DATA command)",
 # Exim's "SMTP error from remote mail server after end of data". The DSN's own fields never say it.
 _AFTER_END_OF_DATA = re.compile(r"(?:in\s+reply\s+to|after)\s+end\s+of\s+data\b", re.IGNORECASE)
 
 
-def failure_stage(message: Message) -> SmtpStage | None:
-    """`AFTER_DATA` when the report's text says the remote server refused after the end of DATA, else None."""
-    return SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(_report_text(message)) else None
+def failure_fields(message: Message) -> tuple[str, str, str, SmtpStage | None]:
+    """What `classify_bounce` reads of a DSN: the first failed recipient's Status and Diagnostic-Code; when there is
+    no Diagnostic-Code, the report's human-readable text (its first text part, at most 2,000 characters); and the
+    stage that text names: `AFTER_DATA` when the remote server refused after the end of DATA, else None."""
+    status, diagnostic = _delivery_status(message)
+    if not status:
+        return status, diagnostic, "", None
+    text = _report_text(message)
+    stage = SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(text) else None
+    if diagnostic.partition(";")[2].strip() or (";" not in diagnostic and diagnostic):
+        return status, diagnostic, "", stage
+    return status, diagnostic, text, stage
 
 
 def _report_text(message: Message) -> str:

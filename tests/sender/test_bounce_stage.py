@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import email
 
-from sender.feedback.bounces import MessageKind, failure_stage, parse
+from sender.feedback.bounces import MessageKind, failure_fields, parse
 from tests.sender import inbox_samples as samples
 from warmup.failures import SmtpStage
 
@@ -24,7 +24,7 @@ def test_postfix_and_exim_name_the_end_of_data_and_nothing_else_is_read_as_it() 
     postfix = "<lead@rcpt.example>: host mx[192.0.2.1] said: 550 User unknown (in reply to end of DATA\r\n    command)"
     exim = "  lead@rcpt.example\r\n    SMTP error from remote mail server after end of data:\r\n    host mx: 550 :"
     rcpt = "<lead@rcpt.example>: host mx[192.0.2.1] said: 550 User unknown (in reply to RCPT TO command)"
-    assert [failure_stage(_report(text)) for text in (postfix, exim, rcpt, "")] == \
+    assert [failure_fields(_report(text))[3] for text in (postfix, exim, rcpt, "")] == \
         [SmtpStage.AFTER_DATA, SmtpStage.AFTER_DATA, None, None]
 
 
