@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tools import docs_samples
-from tools.docs_samples import ROOT, SAMPLES, blocks, pages, run, unaccounted
+from tools.docs_samples import ROOT, SAMPLES, blocks, pages, run, synopsis_problems, unaccounted
 
 SIMULATION_PAGE = ROOT / "docs" / "simulation.md"
 
@@ -47,6 +47,18 @@ def test_a_new_unmarked_sample_an_unknown_id_and_a_stale_exemption_are_each_name
     report = run(root, only={"pool-status-no-hosts"}, out=lambda text: None)
     assert f"docs/oncall.md:{marked(page, 'no-such-sample').line}: sample 'no-such-sample' is not in SAMPLES" \
         in report.problems
+
+
+def test_every_synopsis_names_exactly_its_commands_options(tmp_path: Path) -> None:
+    assert synopsis_problems(ROOT) == []
+    root = copy_pages(tmp_path)
+    page = root / "docs" / "simulation.md"
+    page.write_text(page.read_text().replace("[--seed S]", "[--sead S]"))
+    line = next(block.line for block in blocks(page) if block.first_line.startswith("sendhost simulate ["))
+    assert synopsis_problems(root) == [
+        f"docs/simulation.md:{line}: the synopsis of `sendhost simulate` names --sead, which it does not have",
+        f"docs/simulation.md:{line}: the synopsis of `sendhost simulate` leaves out --seed",
+    ]
 
 
 def test_check_fails_on_an_altered_copy_naming_the_sample_and_write_puts_it_back(tmp_path: Path,

@@ -8,7 +8,8 @@ A fenced block whose line above is `<!-- sample: ID -->` is generated: SAMPLES s
 world they run in), and --write replaces the block's body with what they print. A block that shows output but
 cannot be produced here (a real AWS account, a real host, a clock the CLI does not let us fix) is listed in
 NOT_GENERATED with the reason; --check fails on a block that looks like output and is neither, so a new sample
-cannot slip in unchecked.
+cannot slip in unchecked. A synopsis (`sendhost dns audit [DOMAIN...] [--inventory PATH] ...`) is written by
+hand, and --check fails when it names an option its command does not have or leaves out one it has.
 
 What a command prints, as a sample shows it: `$ sendhost ARGS` (unless the sample shows output only), then its
 stdout, then its stderr (where an error line ends up on a terminal: after the report), trailing spaces dropped.
@@ -185,6 +186,8 @@ SAMPLES: dict[str, Sample] = {
                        _first_rows("delivered per source address", 3))),
 }
 
+_SYNOPSIS = "a synopsis written for the reader, not output; synopsis_problems checks its options against the command's"
+
 # Blocks that show output but are not generated, by page and how their first line starts, with why. Each is still
 # written from a real run; keeping it true is the job of whoever changes what it shows.
 NOT_GENERATED: dict[tuple[str, str], str] = {
@@ -207,9 +210,9 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
     ("docs/campaigns.md", "$ sendhost campaign reassign q1-founders"):
         "sent and stop times of the campaign walk-through above",
     ("docs/ci-audit.md", "sendhost dns audit [DOMAIN...]"):
-        "a synopsis written for the reader, not output",
+        _SYNOPSIS,
     ("docs/dns-audit.md", "sendhost dns audit [DOMAIN...]"):
-        "a synopsis written for the reader, not output",
+        _SYNOPSIS,
     ("docs/feedback.md", "$ sendhost sender web "):
         "a server's first line, on a host with its key file",
     ("docs/feedback.md", "$ t=$(date +%s)"):
@@ -230,9 +233,9 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
     ("docs/infra.md", "$ sendhost host probe --listen 10.0.1.5:7070 &"):
         "verifies a real host's addresses over SSH",
     ("docs/oauth.md", "sendhost mailbox authorize ana@example.com ["):
-        "a synopsis written for the reader, not output",
+        _SYNOPSIS,
     ("docs/oauth.md", "sendhost mailbox check ana@example.com ["):
-        "a synopsis written for the reader, not output",
+        _SYNOPSIS,
     ("docs/oauth.md", "smtp secret ok: oauth2"):
         "logs in to a real provider's SMTP and IMAP with OAuth",
     ("docs/oncall.md", "$ sendhost pool status sender-1"):
@@ -252,7 +255,7 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
     ("docs/sender.md", "$ sendhost sender unconfirmed --look"):
         "a real mailbox's Sent folder over IMAP",
     ("docs/simulation.md", "sendhost simulate [--inventory PATH]"):
-        "a synopsis written for the reader, not output",
+        _SYNOPSIS,
     ("docs/state-and-embedded.md", "error: Redis at redis://10.0.3.7:6379/0 refused"):
         "a Redis server with ACL users",
     ("docs/state-and-embedded.md", "$ sendhost embedded status"):
@@ -337,6 +340,49 @@ def printed(sample: Sample, python: str | None = None) -> list[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+# --- synopses: written by hand, their options checked --------------------------------------------------------
+
+def synopses(block: Block) -> list[tuple[list[str], list[str]]]:
+    """A block of synopses (each line `sendhost WORDS [--option ...]`, continued on indented lines): per synopsis,
+    the words naming the command and the options it names. Empty for any other block."""
+    found: list[tuple[list[str], list[str]]] = []
+    for line in block.body:
+        if line.startswith("sendhost "):
+            found.append((re.findall(r"[a-z][a-z-]*", line.split(" [", 1)[0].split(" -", 1)[0])[1:], []))
+        elif not (line.startswith(" ") and found):
+            return []
+        found[-1][1].extend(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line))
+    return found if any("[-" in line for line in block.body) else []
+
+
+def synopsis_problems(root: Path) -> list[str]:
+    """Each synopsis naming an option its command does not have, or leaving out one it has."""
+    import click
+
+    from toolkit.cli import cli
+
+    problems: list[str] = []
+    for page in pages(root):
+        for block in blocks(page):
+            for words, named in synopses(block):
+                command: click.Command = cli
+                ctx = click.Context(cli, info_name="sendhost")
+                path = ["sendhost"]
+                for word in words:
+                    sub = command.get_command(ctx, word) if isinstance(command, click.Group) else None
+                    if sub is None:
+                        break
+                    command, path = sub, [*path, word]
+                options = {opt for param in command.params if isinstance(param, click.Option)
+                           for opt in (*param.opts, *param.secondary_opts) if opt.startswith("--")} - {"--help"}
+                name = " ".join(path)
+                problems += [f"{block.where(root)}: the synopsis of `{name}` names {opt}, which it does not have"
+                             for opt in sorted(set(named) - options)]
+                problems += [f"{block.where(root)}: the synopsis of `{name}` leaves out {opt}"
+                             for opt in sorted(options - set(named))]
+    return problems
+
+
 # --- checking and writing -------------------------------------------------------------------------------------
 
 @dataclass
@@ -369,7 +415,7 @@ def unaccounted(root: Path) -> list[str]:
 def run(root: Path, worlds: Sequence[str] = WORLDS, write: bool = False, only: Collection[str] = (),
         out: Callable[[str], None] = print) -> Report:
     """Check (or with `write`, rewrite) the marked samples of the worlds named, or only the IDs in `only`."""
-    report = Report(problems=unaccounted(root))
+    report = Report(problems=unaccounted(root) + synopsis_problems(root))
     made: dict[str, list[str]] = {}
     for page in pages(root):
         bodies: dict[int, list[str]] = {}
