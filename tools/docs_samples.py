@@ -13,7 +13,7 @@ hand, and --check fails when it names an option its command does not have or lea
 
 What a command prints, as a sample shows it: `$ sendhost ARGS` (unless the sample shows output only), then its
 stdout, then its stderr (where an error line ends up on a terminal: after the report), trailing spaces dropped.
-Then SUBSTITUTIONS, each replacing one thing that differs from machine to machine with the fixed text the docs
+Then substitutions(), each replacing one thing that differs from machine to machine with the fixed text the docs
 show; nothing else is normalised, and the comparison is exact.
 
 Worlds: "plain" is a fresh temporary directory holding a copy of inventory.example.yml as `inventory.yml` (as a
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import re
 import shlex
 import shutil
@@ -116,7 +115,8 @@ def sendhost(*args: str, comment: str = "") -> Command:
 class Sample:
     world: str
     commands: tuple[Command, ...]
-    files: dict[str, str] = field(default_factory=dict)  # written into the world's directory first
+    # Written into the world's directory first: the text, or a function of the example inventory's text.
+    files: dict[str, str | Callable[[str], str]] = field(default_factory=dict)
     prompts: bool = True  # False: the block shows the output alone (the text around it names the command)
     excerpt: Callable[[list[str]], list[str]] | None = None  # what the page leaves out, said in the page too
     # Run the page's Python block just above this one (its output is what the page says it prints), before the
@@ -174,6 +174,11 @@ SAMPLES: dict[str, Sample] = {
         "plain", (sendhost("dns", "audit", "--zone-dir", "zones", "--selector", "s2026"),),
         files={"zones/example.com.zone": _ZONE_WITH_MISTAKES}, prompts=False),
     "pool-status-no-hosts": Sample("plain", (sendhost("pool", "status"),)),
+    "pool-plan-30000": Sample("plain", (sendhost("pool", "plan", "--sends-per-day", "30000", "--hosts", "4",
+                                                 "--slots", "5"),)),
+    "inventory-check": Sample(
+        "plain", (sendhost("inventory", "check"), sendhost("inventory", "check", "typo.yml")),
+        files={"typo.yml": lambda example: example.replace("            slots: 3\n", "            slot: 3\n", 1)}),
     "python-pool-lease": Sample("plain", (), python_above=True, prompts=False),
     "simulate-bad-input": Sample("plain", (
         sendhost("simulate", "--days", "0"),
@@ -277,7 +282,9 @@ def substitutions(world_dir: Path) -> list[tuple[str, str]]:
 
     installed = Path(simulation.__file__).resolve().parent.parent  # where the packages are: a venv, a checkout
     return [
-        (str(world_dir), "/tmp/sendhost-sample"),  # the world's temporary directory
+        # The world's directory, /tmp/sendhost-sample-<8 random characters>: its random part shown as XXXXXXXX, so
+        # the text keeps its length and a table's columns stay as printed.
+        (str(world_dir), re.sub(r"[^-/]+$", lambda m: "X" * len(m.group()), str(world_dir))),
         (str(installed), "…/site-packages"),  # `details: sendhost dns audit --zone-dir …` names the shipped zones
     ]
 
@@ -293,15 +300,27 @@ def _substitute(text: str, pairs: Sequence[tuple[str, str]]) -> str:
 def _prepare(world: str, directory: Path, sample: Sample) -> None:
     if world == "plain":
         shutil.copyfile(ROOT / "inventory.example.yml", directory / "inventory.yml")
+    example = (ROOT / "inventory.example.yml").read_text(encoding="utf-8")
     for name, text in sample.files.items():
         path = directory / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(text if isinstance(text, str) else text(example), encoding="utf-8")
+
+
+def world_env(directory: Path) -> dict[str, str]:
+    """The environment a world's commands add to the user's (less sendhost's, AWS's and Redis's own settings, as
+    tests/support/cli.py leaves them out): no AWS credentials from anywhere, so a command that would ask AWS says
+    it cannot, the same on every machine."""
+    return {"AWS_EC2_METADATA_DISABLED": "true",  # no instance role from the metadata service
+            "AWS_CONFIG_FILE": str(directory / "no-aws-config"),  # nor ~/.aws of whoever runs it
+            "AWS_SHARED_CREDENTIALS_FILE": str(directory / "no-aws-credentials")}
 
 
 def _python(code: str, directory: Path) -> str:
     """What a reader's `python` prints running `code` in `directory`, with this checkout's packages."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AWS_EC2_METADATA_DISABLED": "true"}
+    from tests.support.cli import cli_env
+
+    env = cli_env({**world_env(directory), "PYTHONPATH": str(ROOT)})
     result = subprocess.run([sys.executable, "-c", code], cwd=directory, env=env, capture_output=True, text=True,
                             timeout=300, check=False)
     return result.stdout + result.stderr
@@ -319,8 +338,8 @@ def printed(sample: Sample, python: str | None = None) -> list[str]:
     # interpreter with SENDHOST_TEST_CLI=process): one interpreter start for every sample, not two seconds each.
     from tests.support.cli import run_cli
 
-    env = {"AWS_EC2_METADATA_DISABLED": "true"}  # no credentials looked for on an instance's metadata service
-    directory = Path(tempfile.mkdtemp(prefix="sendhost-sample-")).resolve()
+    directory = Path(tempfile.mkdtemp(prefix="sendhost-sample-", dir="/tmp"))  # see substitutions()
+    env = world_env(directory)
     try:
         _prepare(sample.world, directory, sample)
         pairs = substitutions(directory)
