@@ -80,6 +80,11 @@ def test_check_fails_on_an_altered_copy_naming_the_sample_and_write_puts_it_back
     assert docs_samples.main(["--check", "--root", str(root), "--only", "simulate-bad-input"]) == 0
 
 
+def test_a_command_exiting_otherwise_than_its_sample_says_is_a_broken_run_not_a_sample() -> None:
+    with pytest.raises(docs_samples.BrokenRun, match=r"`sendhost simulate --days 0` exited 2, the sample expects 0"):
+        docs_samples.produce(docs_samples.Sample("plain", (docs_samples.sendhost("simulate", "--days", "0"),)))
+
+
 def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["--check", "--only", "nope"], ["--check", "--root", str(tmp_path)], []):
         with pytest.raises(SystemExit) as exit_:

@@ -100,6 +100,7 @@ def rewrite(page: Path, bodies: dict[int, list[str]]) -> None:
 class Command:
     args: tuple[str, ...]  # after `sendhost`
     comment: str = ""  # shown after the command line, as a reader's note (`# again: ...`)
+    exit: int = 0  # the status it must exit with: anything else is a broken run, never written into a page
 
     @property
     def prompt(self) -> str:
@@ -107,8 +108,12 @@ class Command:
         return f"{text}    # {self.comment}" if self.comment else text
 
 
-def sendhost(*args: str, comment: str = "") -> Command:
-    return Command(tuple(args), comment)
+def sendhost(*args: str, comment: str = "", exit: int = 0) -> Command:
+    return Command(tuple(args), comment, exit)
+
+
+class BrokenRun(Exception):
+    """A sample's command exited with another status than the sample says: its output is no sample."""
 
 
 @dataclass(frozen=True)
@@ -171,19 +176,19 @@ _dmarc   IN TXT  "v=DMARC1; p=none"
 
 SAMPLES: dict[str, Sample] = {
     "dns-audit-zone-with-mistakes": Sample(
-        "plain", (sendhost("dns", "audit", "--zone-dir", "zones", "--selector", "s2026"),),
+        "plain", (sendhost("dns", "audit", "--zone-dir", "zones", "--selector", "s2026", exit=1),),
         files={"zones/example.com.zone": _ZONE_WITH_MISTAKES}, prompts=False),
     "pool-status-no-hosts": Sample("plain", (sendhost("pool", "status"),)),
     "pool-plan-30000": Sample("plain", (sendhost("pool", "plan", "--sends-per-day", "30000", "--hosts", "4",
                                                  "--slots", "5"),)),
     "inventory-check": Sample(
-        "plain", (sendhost("inventory", "check"), sendhost("inventory", "check", "typo.yml")),
+        "plain", (sendhost("inventory", "check"), sendhost("inventory", "check", "typo.yml", exit=2)),
         files={"typo.yml": lambda example: example.replace("            slots: 3\n", "            slot: 3\n", 1)}),
     "python-pool-lease": Sample("plain", (), python_above=True, prompts=False),
     "simulate-bad-input": Sample("plain", (
-        sendhost("simulate", "--days", "0"),
-        sendhost("simulate", "--sends-per-day", "-5"),
-        sendhost("simulate", "--inventory", "nope.yml"),
+        sendhost("simulate", "--days", "0", exit=2),
+        sendhost("simulate", "--sends-per-day", "-5", exit=2),
+        sendhost("simulate", "--inventory", "nope.yml", exit=2),
     )),
     "simulate-default": Sample(
         "simulation", (sendhost("simulate"),),
@@ -323,6 +328,8 @@ def _python(code: str, directory: Path) -> str:
     env = cli_env({**world_env(directory), "PYTHONPATH": str(ROOT)})
     result = subprocess.run([sys.executable, "-c", code], cwd=directory, env=env, capture_output=True, text=True,
                             timeout=300, check=False)
+    if result.returncode != 0:
+        raise BrokenRun(f"the Python example exited {result.returncode}:\n{result.stderr}")
     return result.stdout + result.stderr
 
 
@@ -348,6 +355,9 @@ def printed(sample: Sample, python: str | None = None) -> list[str]:
             lines.extend(_substitute(_python(python, directory), pairs).rstrip("\n").splitlines())
         for command in sample.commands:
             result = run_cli(*command.args, cwd=directory, env=env, timeout=900)
+            if result.returncode != command.exit:
+                raise BrokenRun(f"`{command.prompt[2:]}` exited {result.returncode}, the sample expects "
+                                f"{command.exit}:\n{result.stdout}{result.stderr}")
             if sample.prompts:
                 lines.append(command.prompt)
             output = _substitute(result.stdout + result.stderr, pairs)
@@ -488,7 +498,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(args.only or ()) - set(SAMPLES))
     if unknown:
         parser.error(f"--only {unknown[0]}: no such sample; SAMPLES has {', '.join(sorted(SAMPLES))}")
-    report = run(root, tuple(args.world or WORLDS), write=args.write, only=args.only or ())
+    try:
+        report = run(root, tuple(args.world or WORLDS), write=args.write, only=args.only or ())
+    except BrokenRun as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if args.write:
         return 1 if report.problems else 0
     return 0 if report.ok else 1
