@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SENDHOST := $(VENV)/bin/sendhost
 
-.PHONY: demo test test-fast test-unit lint clean
+.PHONY: demo test test-fast test-unit lint clean docs-samples
 .PHONY: constraints check-constraints
 CONSTRAINTS := constraints.txt
 
@@ -52,6 +52,11 @@ test-fast: $(VENV)/.installed
 
 test-unit: $(VENV)/.installed
 	$(PY) -m pytest -m unit
+
+# Rewrite every `<!-- sample: ID -->` block of README.md and docs/ with what the tool prints now (tools/docs_samples.py;
+# the simulation's sample takes a few minutes). `--check` instead of `--write` shows what is stale, as the tests do.
+docs-samples: $(VENV)/.installed
+	$(PY) tools/docs_samples.py --write
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -25,7 +25,7 @@ import traceback
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -144,9 +144,9 @@ def _logging_restored() -> Iterator[None]:
             lg.setLevel(level)
             lg.handlers[:] = handlers
             lg.propagate, lg.disabled = propagate, disabled
-        for lg in list(logging.Logger.manager.loggerDict.values()):  # loggers first made by this call
-            if isinstance(lg, logging.Logger) and id(lg) not in known:
-                lg.handlers[:] = [h for h in lg.handlers if not isinstance(h, logging.StreamHandler)]
+        for made in list(logging.Logger.manager.loggerDict.values()):  # loggers first made by this call
+            if isinstance(made, logging.Logger) and id(made) not in known:
+                made.handlers[:] = [h for h in made.handlers if not isinstance(h, logging.StreamHandler)]
         logging.disable(disable)
 
 
@@ -171,11 +171,10 @@ def _default_warnings() -> Iterator[None]:
     must not turn into an exit status."""
     with warnings.catch_warnings():
         warnings.resetwarnings()
-        for action, category, module in (("default", DeprecationWarning, "__main__"),
-                                          ("ignore", DeprecationWarning, ""),
-                                          ("ignore", PendingDeprecationWarning, ""),
-                                          ("ignore", ImportWarning, ""),
-                                          ("ignore", ResourceWarning, "")):
+        filters: tuple[tuple[Literal["default", "ignore"], type[Warning], str], ...] = (
+            ("default", DeprecationWarning, "__main__"), ("ignore", DeprecationWarning, ""),
+            ("ignore", PendingDeprecationWarning, ""), ("ignore", ImportWarning, ""), ("ignore", ResourceWarning, ""))
+        for action, category, module in filters:
             warnings.filterwarnings(action, category=category, module=module)
 
         def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
