@@ -51,7 +51,8 @@ HOST = "bench-1"
 PRIMARY = "127.0.0.1"
 SLOTS = [f"127.0.0.{n}" for n in range(2, 10)]
 SLOT_BUDGET = 100_000
-GROUP_SIZE = 25  # 25 x 40 a day: room for every round
+GROUP_SIZE = 25  # mailboxes per group, each at the ramp's ceiling: `day_capacity` sends a day between them
+WARMED_DAYS = 120  # how long ago the bench's mailboxes started: long enough to reach the ceiling
 MAILBOXES = [f"box{n}@bench.example" for n in range(GROUP_SIZE)]
 # The mandatory phase reserves from a group of its own, as large (a pick's script reads every mailbox of its group),
 # so the two phases do not share the day's caps.
@@ -207,13 +208,22 @@ def agent_settings(port: int, ca_file: str, addresses: list[str], group: str) ->
     from sendhost.model import Credential, Mailbox, Submission
 
     secret_file = Path(ca_file).parent / "password"
-    start_day = datetime.now(UTC).date() - timedelta(days=120)
+    start_day = datetime.now(UTC).date() - timedelta(days=WARMED_DAYS)
     mailboxes = tuple(
         Mailbox(address=a, domain=a.rpartition("@")[2], group=group, start=start_day, min_gap_s=0, jitter_s=(0, 0),
                 smtp=Submission(PRIMARY, port, "starttls", "bench", Credential(a, password_file=str(secret_file)),
                                 ca_file=ca_file))
         for a in addresses)
     return AgentSettings(HOST, PRIMARY, mailboxes, "https://u.bench.example")
+
+
+def day_capacity() -> int:
+    """What one group of the bench's mailboxes may send today: each phase's rows must fit, or its workers would wait
+    for tomorrow's caps."""
+    from warmup.schedule import cap_on
+
+    today = datetime.now(UTC).date()
+    return GROUP_SIZE * cap_on(today - timedelta(days=WARMED_DAYS), today).cap
 
 
 def agent_worker(index: int, count: int, port: int, ca_file: str, database_url: str, redis_url: str, start: Any,
@@ -386,6 +396,11 @@ def main() -> None:
     parser.add_argument("--database-url", help="an admin URL of a PostgreSQL that may create a database")
     parser.add_argument("--redis-url")
     args = parser.parse_args()
+    if min(args.processes, args.messages, args.rounds) < 1:
+        raise SystemExit("bench: --processes, --messages and --rounds must each be at least 1")
+    if (wanted := args.processes * args.messages * args.rounds) > (capacity := day_capacity()):
+        raise SystemExit(f"bench: --processes x --messages x --rounds = {wanted:,} sends per phase, more than its "
+                         f"mailbox group may send in a day ({capacity:,}); pass fewer --messages or --rounds")
 
     workdir = tempfile.mkdtemp(prefix="sendhost-bench-")
     redis_proc = None
