@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from simulation.engine import SimResult
+from simulation.report_deliveries import deliveries_section
 from simulation.report_hours import hours_chart
 from simulation.report_pool import in_service_chart, parked_chart
 from simulation.report_svg import (
@@ -46,7 +47,7 @@ def render_report(result: SimResult, summary: Summary) -> str:
                 in_service_chart(result)),
         _figure("chart-parked", "Parked Elastic IPs over time", parked_chart(result)),
         _campaigns(summary),
-        _deliveries(summary),
+        deliveries_section(summary.deliveries),
         _audit(summary),
         "</body>", "</html>", ""])
 
@@ -60,6 +61,8 @@ figure { margin: 20px 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; } .axis { stroke: #888; } .grid { stroke: #eee; }
 svg text.zone { font-size: 9px; fill: #777; }
 table.campaign-steps td, table.campaign-steps th { padding: 3px 5px; }
+.count-bar { display: inline-block; height: 10px; background: #4c78a8; }
+details summary { cursor: pointer; margin: 8px 0; } h3 { font-size: 14px; margin-top: 18px; }
 .explain { color: #444; } .explain p, .explain ul { margin: 4px 0; }
 .legend span { display: inline-block; margin-right: 16px; } .swatch { display: inline-block; width: 12px;
 height: 12px; margin-right: 4px; vertical-align: -2px; }
@@ -176,26 +179,6 @@ def _days(shortest_s: float | None, median_s: float | None) -> str:
     if shortest_s is None or median_s is None:
         return "-"
     return f"{shortest_s / 86_400:.2f}, {median_s / 86_400:.2f}"
-
-
-def _deliveries(summary: Summary) -> str:
-    """What the submission server accepted: per mailbox (its AUTH login) and per source address (the peer)."""
-    if summary.deliveries is None:
-        return ""
-    found = summary.deliveries
-    mailboxes = "".join(f"<tr><td>{escape(mailbox)}</td><td>{count}</td></tr>"
-                        for mailbox, count in found.per_mailbox.items())
-    sources = "".join(
-        f"<tr><td>{escape(line.loopback)}</td><td>{escape(line.host)}</td>"
-        f"<td>{'primary' if line.slot is None else line.slot}</td><td>{escape(line.public_ip or '-')}</td>"
-        f"<td>{line.deliveries}</td><td>{'-' if line.budget is None else line.budget}</td></tr>"
-        for line in found.per_source)
-    return (f"<h2>Deliveries at the submission server</h2><p>{found.total} messages accepted, each from the loopback "
-            "address standing for the address the agent leased.</p>"
-            '<table id="deliveries-per-mailbox"><tr><th>mailbox</th><th>delivered</th></tr>'
-            f"{mailboxes}</table>"
-            '<table id="deliveries-per-source"><tr><th>source address</th><th>host</th><th>slot</th>'
-            f"<th>stands for</th><th>delivered</th><th>budget</th></tr>{sources}</table>")
 
 
 def _audit(summary: Summary) -> str:

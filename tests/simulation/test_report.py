@@ -249,3 +249,34 @@ def test_bins_keep_a_spike_and_the_value_carried_in() -> None:
 def test_the_top_tick_is_at_or_above_the_highest_value(highest: int, top: int) -> None:
     assert axis_top(highest) == top
 
+
+def _rows(found: list[Element], table_id: str) -> list[list[str]]:
+    """A table's body rows, each cell's text."""
+    cells = [e for e in found if e.tag == "td" and e.within(id=table_id)]
+    rows = [e for e in found if e.tag == "tr" and e.within(id=table_id)]
+    texts = {id(e): "".join(e.text) for e in cells}
+    return [[texts[id(c)] for c in cells if c.ancestors[-1] is row.attrs] for row in rows if
+            any(c.ancestors[-1] is row.attrs for c in cells)]
+
+
+def test_the_address_table_is_folded_under_a_summary(report: tuple[Path, SimResult]) -> None:
+    """The busiest ten addresses and how many addresses sent how much are on the page; the full table, a row per
+    address, waits in a closed <details>."""
+    path, result = report
+    found = elements(path.read_text())
+    per_peer = Counter(d.peer for d in result.delivered)
+    details = [e for e in found if e.tag == "details"]
+    assert [e.attrs.get("id") for e in details] == ["deliveries-all"] and "open" not in details[0].attrs
+    full = _rows(found, "deliveries-per-source")
+    assert {row[0]: int(row[4]) for row in full} == dict(per_peer)
+    assert all(e.within(id="deliveries-all") for e in found if e.attrs.get("id") == "deliveries-per-source")
+    busiest = _rows(found, "deliveries-busiest")
+    assert len(busiest) == min(10, len(per_peer)) < len(full)
+    assert [int(row[4]) for row in busiest] == sorted(per_peer.values(), reverse=True)[:10]
+    assert not any(e.within(id="deliveries-all") for e in found if e.attrs.get("id") == "deliveries-busiest")
+    spread = _rows(found, "deliveries-distribution")
+    assert sum(int(row[1]) for row in spread) == len(per_peer)
+    for bucket, addresses, _bar in spread:
+        low, _, high = bucket.partition("..")
+        inside = [n for n in per_peer.values() if int(low) <= n <= int(high or low)]
+        assert int(addresses) == len(inside), bucket
