@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from ippool.plan import PlanInput, inventory_hosts, make_plan
 from simulation.engine import SimResult
 from simulation.report_deliveries import deliveries_section
 from simulation.report_hours import hours_chart
@@ -38,7 +39,7 @@ def render_report(result: SimResult, summary: Summary) -> str:
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         f"<title>{escape(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
         f"<h1>{escape(title)}</h1>",
-        _key_numbers(summary),
+        _key_numbers(result, summary),
         _figure("chart-sends", "Sends per mailbox per day (its own local day) against the ramp cap",
                 _sends_chart(result)),
         _figure("chart-hours", "Sends per hour of the day, on each mailbox's own clock, over the run",
@@ -69,7 +70,7 @@ height: 12px; margin-right: 4px; vertical-align: -2px; }
 """
 
 
-def _key_numbers(summary: Summary) -> str:
+def _key_numbers(result: SimResult, summary: Summary) -> str:
     fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%}"
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
@@ -82,16 +83,30 @@ def _key_numbers(summary: Summary) -> str:
         ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"),
         ("max sends on one address", f"{summary.max_sends_on_address} (budget {summary.budget_range[0]}.."
                                      f"{summary.budget_range[1]})"),
-        ("parked EIP-hours", f"{summary.parked_eip_hours:.1f} h = ${summary.parked_cost_usd:.2f}"),
+        ("parked EIP-hours in the run", f"{summary.parked_eip_hours:.1f} h = ${summary.parked_cost_usd:.2f}"),
         ("audit findings", ", ".join(f"{count} {severity}" for severity, count in summary.findings.items())),
     ]
     body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    body += _monthly_cost(result, summary)
     mailboxes = "".join(
         f"<tr><td>{escape(m.address)}</td><td>{m.start}</td><td>{m.sends}</td><td>{m.capacity}</td>"
         f"<td>{m.days_at_cap}</td><td>{m.days_over_cap}</td></tr>" for m in summary.mailboxes)
     return (f'<table id="key-numbers">{body}</table>'
             '<table id="mailboxes"><tr><th>mailbox</th><th>start</th><th>sends</th><th>sum of caps</th>'
             f"<th>days at cap</th><th>days over cap</th></tr>{mailboxes}</table>")
+
+
+def _monthly_cost(result: SimResult, summary: Summary) -> str:
+    """What the run's hosts would cost a month at the volume the run really sent: `pool plan`'s own figure, by
+    its own code and defaults, so the two never disagree. Most of it is remaps, which the parked EIP-hours miss."""
+    sends_per_day = round(summary.sends / summary.days)
+    plan = make_plan(PlanInput(sends_per_day=sends_per_day, hosts=inventory_hosts(result.inventory.hosts)))
+    text = (f"${plan.monthly_cost_usd:,.2f}/month at {sends_per_day:,} sends/day on {plan.active_eips} slots: "
+            f"${plan.ipv4_cost_usd:,.2f} public IPv4 + ${plan.remap_cost_usd:,.2f} for "
+            f"{plan.remaps_per_month:,.0f} remaps (what `sendhost pool plan --sends-per-day {sends_per_day}` "
+            "prints for these hosts, at its default prices and redraw rate)")
+    return (f'<tr id="monthly-cost" data-sends-per-day="{sends_per_day}"><th>monthly cost, as pool plan</th>'
+            f"<td>{escape(text)}</td></tr>")
 
 
 # What became of a step's rows, in the order a bar shows them: (label, the StepLine field, colour). `sent` here is

@@ -280,3 +280,25 @@ def test_the_address_table_is_folded_under_a_summary(report: tuple[Path, SimResu
         low, _, high = bucket.partition("..")
         inside = [n for n in per_peer.values() if int(low) <= n <= int(high or low)]
         assert int(addresses) == len(inside), bucket
+
+
+def test_the_monthly_cost_is_what_pool_plan_prints(report: tuple[Path, SimResult]) -> None:
+    """The report's monthly cost is `pool plan`'s for the run's hosts (the example inventory's) at the sends per day
+    the run really made: both figures as printed, the total and its remaps."""
+    from tests.support.cli import run_cli
+    from toolkit.cli.simulate import example_inventory
+    from toolkit.inventory import load_inventory
+
+    path, result = report
+    inventory = example_inventory()
+    assert result.inventory.hosts == load_inventory(inventory).hosts
+    row = next(e for e in elements(path.read_text()) if e.attrs.get("id") == "monthly-cost")
+    sends_per_day = row.attrs["data-sends-per-day"]
+    assert int(sends_per_day) == round(summarize(result).sends / result.config.days) > 0
+    text = "".join(row.text)
+    stated = re.search(r"\$([\d,.]+)/month at ([\d,]+) sends/day .* \+ \$([\d,.]+) for ", text)
+    assert stated and stated[2] == sends_per_day, text
+    printed = run_cli("--inventory", str(inventory), "pool", "plan", "--sends-per-day", sends_per_day,
+                      env={"AWS_EC2_METADATA_DISABLED": "true"})  # no credentials: the quota line says unknown
+    assert printed.returncode == 0, printed.stderr
+    assert f"for {sends_per_day} sends/day, ${stated[1]}/month (remaps ${stated[3]})" in printed.stdout
