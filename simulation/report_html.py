@@ -1,7 +1,10 @@
 """`--report FILE.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched) with the run's key
-numbers and five charts: sends per mailbox per local day against its ramp cap, sends per hour of the day per
-mailbox with the sending window marked (simulation.report_hours), addresses in service over time, parked EIPs over
-time, and what became of each step of the campaign (with its table and the sequences' end reasons)."""
+numbers (ending with pool plan's monthly cost for its hosts and volume) and its charts: sends per mailbox per local
+day against its ramp cap, sends per hour of the day per mailbox with the sending window marked
+(simulation.report_hours), addresses in service and EIPs held, and parked EIPs, over time (binned:
+simulation.report_pool), and for each campaign what became of each step (with its table and the sequences' end
+reasons) and its sends per day by step (simulation.report_step_days); then the deliveries (simulation.report_deliveries)
+and the DNS audit."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from simulation.engine import SimResult
 from simulation.report_deliveries import deliveries_section
 from simulation.report_hours import hours_chart
 from simulation.report_pool import in_service_chart, parked_chart
+from simulation.report_step_days import step_days_chart
 from simulation.report_svg import (
     BOTTOM,
     COLORS,
@@ -47,7 +51,7 @@ def render_report(result: SimResult, summary: Summary) -> str:
         _figure("chart-in-service", "Addresses in service and Elastic IPs held over time",
                 in_service_chart(result)),
         _figure("chart-parked", "Parked Elastic IPs over time", parked_chart(result)),
-        _campaigns(summary),
+        _campaigns(result, summary),
         deliveries_section(summary.deliveries),
         _audit(summary),
         "</body>", "</html>", ""])
@@ -121,8 +125,9 @@ STEP_COLUMNS = ("step", "delay", "subject", "sent", "replied", "bounced", "unsub
                 "cancelled", "queued", "waiting", "gap, days (min, median)")
 
 
-def _campaigns(summary: Summary) -> str:
-    """Each campaign: a bar per step (what became of its rows), the step table, and how the sequences ended."""
+def _campaigns(result: SimResult, summary: Summary) -> str:
+    """Each campaign: a bar per step (what became of its rows), the step table, how the sequences ended, and its
+    sends per day by step."""
     if not summary.campaigns:
         return ""
     parts = ["<h2>Campaign</h2><p>Each lead gets step 1, then each later step its delay after the step before was "
@@ -133,6 +138,8 @@ def _campaigns(summary: Summary) -> str:
         parts.append(_figure(f"chart-steps-{line.name}", f"{line.name}: what became of each step ({line.leads} leads)",
                              _steps_chart(line)))
         parts.append(_step_table(line))
+        parts.append(_figure(f"chart-step-sends-{line.name}", f"{line.name}: sends per UTC day, by step",
+                             step_days_chart(result, line.name)))
     return "".join(parts)
 
 

@@ -48,7 +48,7 @@ def test_report_loads_without_console_errors_and_has_five_charts(report: tuple[P
     dom = run.stdout
     figures = re.findall(r'<figure class="chart" id="([\w-]+)">(.*?)</figure>', dom, flags=re.S)
     assert [name for name, _body in figures] == ["chart-sends", "chart-hours", "chart-in-service", "chart-parked",
-                                                 "chart-steps-sim-default"]
+                                                 "chart-steps-sim-default", "chart-step-sends-sim-default"]
     bodies = {name: body for name, body in figures}
     # Sends: one bar per mailbox per local day, each day's ramp cap drawn over it.
     mailboxes = len(result.inventory.mailboxes)
@@ -302,3 +302,15 @@ def test_the_monthly_cost_is_what_pool_plan_prints(report: tuple[Path, SimResult
                       env={"AWS_EC2_METADATA_DISABLED": "true"})  # no credentials: the quota line says unknown
     assert printed.returncode == 0, printed.stderr
     assert f"for {sends_per_day} sends/day, ${stated[1]}/month (remaps ${stated[3]})" in printed.stdout
+
+
+def test_each_campaign_has_its_sends_per_day_by_step(report: tuple[Path, SimResult]) -> None:
+    """The campaign's panel: a segment per UTC day and step, its sends that day as the ledger's rows have them."""
+    path, result = report
+    drawn = {(int(e.attrs["data-day"]), int(e.attrs["data-step"])): int(e.attrs["data-sends"])
+             for e in elements(path.read_text())
+             if e.attrs.get("class") == "step-sends" and e.within(id="chart-step-sends-sim-default")}
+    expected = Counter((int((row.accepted_at - result.start_s) // 86_400), row.step) for row in result.sequences
+                       if row.accepted_at is not None)
+    assert drawn == dict(expected)
+    assert {step for _day, step in drawn} == {1, 2, 3} and sum(drawn.values()) == len(result.delivered)
