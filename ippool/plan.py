@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sendhost.model import BUDGET, PARK_MINUTES
+from sendhost.model import BUDGET, PARK_MINUTES, SenderHost
 
 HOURS_PER_MONTH = 730  # AWS bills a month as 730 hours
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24
@@ -78,6 +78,12 @@ def uniform_hosts(count: int, slots: int, *, region: str = DEFAULT_REGION, budge
                   park_minutes: float = PARK_MINUTES, ptr: bool = False) -> tuple[HostLoad, ...]:
     """`count` alike hosts (`pool plan --hosts N --slots S`: a fleet that does not exist yet)."""
     return tuple(HostLoad(f"host-{n + 1}", slots, region, budget, park_minutes, ptr) for n in range(count))
+
+
+def inventory_hosts(hosts: Iterable[SenderHost]) -> tuple[HostLoad, ...]:
+    """The inventory's sender hosts as they are (`pool plan` without --hosts; the simulation's report)."""
+    return tuple(HostLoad(h.name, h.pool.slots, h.region, h.pool.budget, h.pool.park_minutes, h.pool.ptr)
+                 for h in hosts)
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,38 @@
 """`--report FILE.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched) with the run's key
-numbers and five charts: sends per mailbox per local day against its ramp cap, sends per hour of the day per
-mailbox with the sending window marked (simulation.report_hours), addresses in service over time, parked EIPs over
-time, and what became of each step of the campaign (with its table and the sequences' end reasons)."""
+numbers (ending with pool plan's monthly cost for its hosts and volume) and its charts: sends per mailbox per local
+day against its ramp cap, sends per hour of the day per mailbox with the sending window marked
+(simulation.report_hours), addresses in service and EIPs held, and parked EIPs, over time (binned:
+simulation.report_pool), and for each campaign what became of each step (with its table and the sequences' end
+reasons) and its sends per day by step (simulation.report_step_days); then the deliveries (simulation.report_deliveries)
+and the DNS audit."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from html import escape
 
+from ippool.plan import PlanInput, inventory_hosts, make_plan
 from simulation.engine import SimResult
+from simulation.report_deliveries import deliveries_section
 from simulation.report_hours import hours_chart
+from simulation.report_pool import in_service_chart, parked_chart
+from simulation.report_step_days import step_days_chart
+from simulation.report_svg import (
+    BOTTOM,
+    COLORS,
+    LEFT,
+    PLOT_W,
+    TOP,
+    WIDTH,
+    axes,
+    axis_top,
+    empty,
+    legend,
+    nice_step,
+    svg,
+    y_of,
+)
 from simulation.sequence_summary import CampaignLine, StepLine
 from simulation.summary import Summary, covered_day, sends_per_mailbox_day
-
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-WIDTH, HEIGHT = 900, 300
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 44
-# (stroke width, dash pattern) of the 1st, 2nd, 3rd... series of a time chart, drawn in that order.
-SERIES_STYLES = ((4.0, ""), (1.5, "6 3"), (1.5, "2 2"))
-
-
-@dataclass(frozen=True)
-class Line:
-    label: str
-    color: str
-    points: Sequence[tuple[float, float]]  # (x, y), drawn as steps (values hold until the next sample)
 
 
 def render_report(result: SimResult, summary: Summary) -> str:
@@ -37,15 +43,16 @@ def render_report(result: SimResult, summary: Summary) -> str:
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         f"<title>{escape(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
         f"<h1>{escape(title)}</h1>",
-        _key_numbers(summary),
+        _key_numbers(result, summary),
         _figure("chart-sends", "Sends per mailbox per day (its own local day) against the ramp cap",
                 _sends_chart(result)),
         _figure("chart-hours", "Sends per hour of the day, on each mailbox's own clock, over the run",
                 hours_chart(result)),
-        _figure("chart-in-service", "Addresses in service over time", _pool_chart(result)),
-        _figure("chart-parked", "Parked Elastic IPs over time", _parked_chart(result)),
-        _campaigns(summary),
-        _deliveries(summary),
+        _figure("chart-in-service", "Addresses in service and Elastic IPs held over time",
+                in_service_chart(result)),
+        _figure("chart-parked", "Parked Elastic IPs over time", parked_chart(result)),
+        _campaigns(result, summary),
+        deliveries_section(summary.deliveries),
         _audit(summary),
         "</body>", "</html>", ""])
 
@@ -59,12 +66,15 @@ figure { margin: 20px 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; } .axis { stroke: #888; } .grid { stroke: #eee; }
 svg text.zone { font-size: 9px; fill: #777; }
 table.campaign-steps td, table.campaign-steps th { padding: 3px 5px; }
+.count-bar { display: inline-block; height: 10px; background: #4c78a8; }
+details summary { cursor: pointer; margin: 8px 0; } h3 { font-size: 14px; margin-top: 18px; }
+.explain { color: #444; } .explain p, .explain ul { margin: 4px 0; }
 .legend span { display: inline-block; margin-right: 16px; } .swatch { display: inline-block; width: 12px;
 height: 12px; margin-right: 4px; vertical-align: -2px; }
 """
 
 
-def _key_numbers(summary: Summary) -> str:
+def _key_numbers(result: SimResult, summary: Summary) -> str:
     fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%}"
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
@@ -77,16 +87,30 @@ def _key_numbers(summary: Summary) -> str:
         ("redraws", f"{summary.redraws} (AWS handed back a recently released address {summary.aws_handed_back} times)"),
         ("max sends on one address", f"{summary.max_sends_on_address} (budget {summary.budget_range[0]}.."
                                      f"{summary.budget_range[1]})"),
-        ("parked EIP-hours", f"{summary.parked_eip_hours:.1f} h = ${summary.parked_cost_usd:.2f}"),
+        ("parked EIP-hours in the run", f"{summary.parked_eip_hours:.1f} h = ${summary.parked_cost_usd:.2f}"),
         ("audit findings", ", ".join(f"{count} {severity}" for severity, count in summary.findings.items())),
     ]
     body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    body += _monthly_cost(result, summary)
     mailboxes = "".join(
         f"<tr><td>{escape(m.address)}</td><td>{m.start}</td><td>{m.sends}</td><td>{m.capacity}</td>"
         f"<td>{m.days_at_cap}</td><td>{m.days_over_cap}</td></tr>" for m in summary.mailboxes)
     return (f'<table id="key-numbers">{body}</table>'
             '<table id="mailboxes"><tr><th>mailbox</th><th>start</th><th>sends</th><th>sum of caps</th>'
             f"<th>days at cap</th><th>days over cap</th></tr>{mailboxes}</table>")
+
+
+def _monthly_cost(result: SimResult, summary: Summary) -> str:
+    """What the run's hosts would cost a month at the volume the run really sent: `pool plan`'s own figure, by
+    its own code and defaults, so the two never disagree. Most of it is remaps, which the parked EIP-hours miss."""
+    sends_per_day = round(summary.sends / summary.days)
+    plan = make_plan(PlanInput(sends_per_day=sends_per_day, hosts=inventory_hosts(result.inventory.hosts)))
+    text = (f"${plan.monthly_cost_usd:,.2f}/month at {sends_per_day:,} sends/day on {plan.active_eips} slots: "
+            f"${plan.ipv4_cost_usd:,.2f} public IPv4 + ${plan.remap_cost_usd:,.2f} for "
+            f"{plan.remaps_per_month:,.0f} remaps (what `sendhost pool plan --sends-per-day {sends_per_day}` "
+            "prints for these hosts, at its default prices and redraw rate)")
+    return (f'<tr id="monthly-cost" data-sends-per-day="{sends_per_day}"><th>monthly cost, as pool plan</th>'
+            f"<td>{escape(text)}</td></tr>")
 
 
 # What became of a step's rows, in the order a bar shows them: (label, the StepLine field, colour). `sent` here is
@@ -101,8 +125,9 @@ STEP_COLUMNS = ("step", "delay", "subject", "sent", "replied", "bounced", "unsub
                 "cancelled", "queued", "waiting", "gap, days (min, median)")
 
 
-def _campaigns(summary: Summary) -> str:
-    """Each campaign: a bar per step (what became of its rows), the step table, and how the sequences ended."""
+def _campaigns(result: SimResult, summary: Summary) -> str:
+    """Each campaign: a bar per step (what became of its rows), the step table, how the sequences ended, and its
+    sends per day by step."""
     if not summary.campaigns:
         return ""
     parts = ["<h2>Campaign</h2><p>Each lead gets step 1, then each later step its delay after the step before was "
@@ -113,6 +138,8 @@ def _campaigns(summary: Summary) -> str:
         parts.append(_figure(f"chart-steps-{line.name}", f"{line.name}: what became of each step ({line.leads} leads)",
                              _steps_chart(line)))
         parts.append(_step_table(line))
+        parts.append(_figure(f"chart-step-sends-{line.name}", f"{line.name}: sends per UTC day, by step",
+                             step_days_chart(result, line.name)))
     return "".join(parts)
 
 
@@ -124,10 +151,10 @@ def _step_part(step: StepLine, field: str) -> int:
 
 def _steps_chart(line: CampaignLine) -> str:
     if not line.steps:
-        return _empty()
+        return empty()
     x_max = max([sum(_step_part(step, field) for _label, field, _color in STEP_PARTS) for step in line.steps]
                 + [1])
-    plot_w = WIDTH - LEFT - RIGHT
+    plot_w = PLOT_W
     height = TOP + len(line.steps) * (BAR_H + BAR_GAP) + BOTTOM
     parts = [f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{height - BOTTOM}"/>']
     for index, step in enumerate(line.steps):
@@ -142,7 +169,7 @@ def _steps_chart(line: CampaignLine) -> str:
             parts.append(f'<rect class="segment" x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{BAR_H}" '
                          f'fill="{color}"><title>step {step.step}: {count} {escape(label)}</title></rect>')
             x += width
-    tick = _nice_step(x_max)
+    tick = nice_step(x_max)
     value = 0.0
     while value <= x_max + 1e-9:
         x = LEFT + plot_w * value / x_max
@@ -151,7 +178,7 @@ def _steps_chart(line: CampaignLine) -> str:
     parts.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">rows of the step</text>')
     svg = (f'<svg class="plot" data-chart="steps" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
            f'xmlns="http://www.w3.org/2000/svg" role="img">{"".join(parts)}</svg>')
-    return svg + _legend([(label, color) for label, _field, color in STEP_PARTS])
+    return svg + legend([(label, color) for label, _field, color in STEP_PARTS])
 
 
 def _step_table(line: CampaignLine) -> str:
@@ -174,26 +201,6 @@ def _days(shortest_s: float | None, median_s: float | None) -> str:
     if shortest_s is None or median_s is None:
         return "-"
     return f"{shortest_s / 86_400:.2f}, {median_s / 86_400:.2f}"
-
-
-def _deliveries(summary: Summary) -> str:
-    """What the submission server accepted: per mailbox (its AUTH login) and per source address (the peer)."""
-    if summary.deliveries is None:
-        return ""
-    found = summary.deliveries
-    mailboxes = "".join(f"<tr><td>{escape(mailbox)}</td><td>{count}</td></tr>"
-                        for mailbox, count in found.per_mailbox.items())
-    sources = "".join(
-        f"<tr><td>{escape(line.loopback)}</td><td>{escape(line.host)}</td>"
-        f"<td>{'primary' if line.slot is None else line.slot}</td><td>{escape(line.public_ip or '-')}</td>"
-        f"<td>{line.deliveries}</td><td>{'-' if line.budget is None else line.budget}</td></tr>"
-        for line in found.per_source)
-    return (f"<h2>Deliveries at the submission server</h2><p>{found.total} messages accepted, each from the loopback "
-            "address standing for the address the agent leased.</p>"
-            '<table id="deliveries-per-mailbox"><tr><th>mailbox</th><th>delivered</th></tr>'
-            f"{mailboxes}</table>"
-            '<table id="deliveries-per-source"><tr><th>source address</th><th>host</th><th>slot</th>'
-            f"<th>stands for</th><th>delivered</th><th>budget</th></tr>{sources}</table>")
 
 
 def _audit(summary: Summary) -> str:
@@ -221,13 +228,13 @@ def _sends_chart(result: SimResult) -> str:
                for day in result.caps.get(m.address.lower(), {}) if covered_day(result, day, m.timezone)}
     days = sorted({day for _address, day in covered})
     if not days or not addresses:
-        return _empty()
+        return empty()
     y_max = max([counts.get((a, d), 0) for a in addresses for d in days]
                 + [result.caps.get(a, {}).get(d, 0) for a in addresses for d in days] + [1])
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    group_w = plot_w / len(days)
+    top = axis_top(y_max)
+    group_w = PLOT_W / len(days)
     bar_w = max(1.0, group_w * 0.8 / len(addresses))
-    parts = _axes(y_max, [(LEFT + (i + 0.5) * group_w, day[5:]) for i, day in enumerate(days)], "local day")
+    parts = axes(top, [(LEFT + (i + 0.5) * group_w, day[5:]) for i, day in enumerate(days)], "local day")
     for i, day in enumerate(days):
         for j, address in enumerate(addresses):
             if (address, day) not in covered:
@@ -236,99 +243,13 @@ def _sends_chart(result: SimResult) -> str:
             x = LEFT + i * group_w + group_w * 0.1 + j * bar_w
             sent = counts.get((address, day), 0)
             cap = result.caps.get(address, {}).get(day)
-            y = TOP + plot_h * (1 - sent / y_max)
+            y = y_of(sent, top)
             parts.append(f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" '
-                         f'height="{TOP + plot_h - y:.1f}" fill="{color}" fill-opacity="0.75">'
+                         f'height="{y_of(0, top) - y:.1f}" fill="{color}" fill-opacity="0.75">'
                          f"<title>{escape(address)} {day}: {sent} sent, cap {cap}</title></rect>")
             if cap is not None:
-                cap_y = TOP + plot_h * (1 - cap / y_max)
+                cap_y = y_of(cap, top)
                 parts.append(f'<line class="cap" x1="{x:.1f}" x2="{x + bar_w:.1f}" y1="{cap_y:.1f}" '
                              f'y2="{cap_y:.1f}" stroke="#000" stroke-width="2"/>')
-    legend = [(address, COLORS[j % len(COLORS)]) for j, address in enumerate(addresses)] + [("ramp cap", "#000")]
-    return _svg("sends", parts) + _legend(legend)
-
-
-def _pool_chart(result: SimResult) -> str:
-    samples = result.log.samples
-    lines = [Line("addresses in service (leasable slots)", COLORS[0], [(s.at, s.leasable) for s in samples]),
-             Line("Elastic IPs held (in slots or parked)", COLORS[4], [(s.at, s.held) for s in samples])]
-    return _time_chart(result, "in-service", lines)
-
-
-def _parked_chart(result: SimResult) -> str:
-    return _time_chart(result, "parked", [Line("parked Elastic IPs", COLORS[1],
-                                               [(s.at, s.parked) for s in result.log.samples])])
-
-
-def _time_chart(result: SimResult, name: str, lines: list[Line]) -> str:
-    if not any(line.points for line in lines):
-        return _empty()
-    span = max(result.end_s - result.start_s, 1.0)
-    y_max = max([y for line in lines for _x, y in line.points] + [1])
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    days = max(1, round(span / 86_400))
-    every = max(1, days // 14)
-    ticks = [(LEFT + plot_w * d * 86_400 / span, _day_label(result.start_s + d * 86_400))
-             for d in range(0, days + 1, every)]
-    parts = _axes(y_max, ticks, "UTC day")
-    # Series often coincide (every address held is in service): each later one is drawn thinner and dashed
-    # over the wider earlier ones, so a line on top never hides the one beneath it.
-    for index, line in enumerate(lines):
-        width, dashes = SERIES_STYLES[min(index, len(SERIES_STYLES) - 1)]
-        path = []
-        for point, (x, y) in enumerate(line.points):
-            px = LEFT + plot_w * (x - result.start_s) / span
-            py = TOP + plot_h * (1 - y / y_max)
-            # Steps: a value holds until the next sample, then jumps.
-            path.append(f"M{px:.1f},{py:.1f}" if point == 0 else f"H{px:.1f}V{py:.1f}")
-        dash = f' stroke-dasharray="{dashes}"' if dashes else ""
-        parts.append(f'<path class="series" d="{" ".join(path)}" fill="none" stroke="{line.color}" '
-                     f'stroke-width="{width}"{dash}><title>{escape(line.label)}</title></path>')
-    return _svg(name, parts) + _legend([(line.label, line.color) for line in lines])
-
-
-def _axes(y_max: float, x_ticks: list[tuple[float, str]], x_label: str) -> list[str]:
-    plot_h = HEIGHT - TOP - BOTTOM
-    parts = []
-    step = _nice_step(y_max)
-    value = 0.0
-    while value <= y_max + 1e-9:
-        y = TOP + plot_h * (1 - value / y_max)
-        parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
-                     f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{value:g}</text>')
-        value += step
-    parts.append(f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}"/>')
-    parts.append(f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}"/>')
-    label_every = max(1, len(x_ticks) // 16)
-    for index, (x, label) in enumerate(x_ticks):
-        if index % label_every == 0:
-            parts.append(f'<text x="{x:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{escape(label)}</text>')
-    parts.append(f'<text x="{LEFT + (WIDTH - LEFT - RIGHT) / 2:.0f}" y="{HEIGHT - 6}" '
-                 f'text-anchor="middle">{escape(x_label)}</text>')
-    return parts
-
-
-def _nice_step(y_max: float) -> float:
-    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000):
-        if y_max / step <= 8:
-            return float(step)
-    return float(round(y_max / 8))
-
-
-def _svg(name: str, parts: list[str]) -> str:
-    return (f'<svg class="plot" data-chart="{name}" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
-            f'height="{HEIGHT}" xmlns="http://www.w3.org/2000/svg" role="img">{"".join(parts)}</svg>')
-
-
-def _legend(entries: list[tuple[str, str]]) -> str:
-    spans = "".join(f'<span><i class="swatch" style="background:{color}"></i>{escape(label)}</span>'
-                    for label, color in entries)
-    return f'<div class="legend">{spans}</div>'
-
-
-def _empty() -> str:
-    return '<p class="empty">Nothing to draw: the run produced no data for this chart.</p>'
-
-
-def _day_label(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%m-%d")
+    entries = [(address, COLORS[j % len(COLORS)]) for j, address in enumerate(addresses)] + [("ramp cap", "#000")]
+    return svg("sends", parts) + legend(entries)

@@ -10,7 +10,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ippool.plan import HostLoad, PlanInput, Prices, explanations, make_plan, to_json, uniform_hosts
+from ippool.plan import (
+    HostLoad,
+    PlanInput,
+    Prices,
+    explanations,
+    inventory_hosts,
+    make_plan,
+    to_json,
+    uniform_hosts,
+)
 from tests.conftest import run_cli
 from tests.support.aws import AdapterFactory, StubbedAws
 from toolkit.cli import cli
@@ -155,6 +164,14 @@ def test_cli_plan_takes_the_remap_price_from_a_flag_or_the_environment(
         data = json.loads(result.output)
         assert data["assumptions"]["remap_usd"] == 0.2
         assert data["cost_usd_per_month"]["remaps"] == 15_849.57  # (79,347.83 - 100) x $0.20
+
+
+def test_inventory_hosts_are_planned_with_their_own_pool_policies(example_inventory: Path) -> None:
+    from toolkit.inventory import load_inventory
+
+    loads = inventory_hosts(load_inventory(example_inventory).hosts)
+    assert [(h.name, h.slots, h.region, h.budget, h.park_minutes, h.ptr) for h in loads] == [
+        ("sender-1", 2, "us-east-1", (8, 15), 15, False), ("sender-2", 3, "us-east-1", (8, 15), 15, True)]
 
 
 def test_cli_plan_sums_the_example_inventorys_hosts(

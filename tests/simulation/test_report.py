@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
+from html.parser import HTMLParser
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from simulation import SimResult
-from simulation.report_html import COLORS, STEP_PARTS, render_report
+from simulation.report_html import STEP_PARTS, render_report
+from simulation.report_pool import MIN_BIN_PX, Bin, bin_duration, bins
+from simulation.report_svg import COLORS, PLOT_H, PLOT_W, TOP, axis_top
 from simulation.summary import summarize
 from tests.support.chromium import chromium_or_skip, console_messages, run_chromium
 from tests.support.png import read_png
@@ -43,7 +48,7 @@ def test_report_loads_without_console_errors_and_has_five_charts(report: tuple[P
     dom = run.stdout
     figures = re.findall(r'<figure class="chart" id="([\w-]+)">(.*?)</figure>', dom, flags=re.S)
     assert [name for name, _body in figures] == ["chart-sends", "chart-hours", "chart-in-service", "chart-parked",
-                                                 "chart-steps-sim-default"]
+                                                 "chart-steps-sim-default", "chart-step-sends-sim-default"]
     bodies = {name: body for name, body in figures}
     # Sends: one bar per mailbox per local day, each day's ramp cap drawn over it.
     mailboxes = len(result.inventory.mailboxes)
@@ -59,11 +64,10 @@ def test_report_loads_without_console_errors_and_has_five_charts(report: tuple[P
     expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, zones[s.mailbox]).hour) for s in result.log.sends)
     assert {(mailbox, int(hour)): int(sent) for mailbox, hour, sent in cells if int(sent)} == dict(expected)
     assert 'class="window"' not in bodies["chart-hours"] and "no sending window" in bodies["chart-hours"]
-    # In service and parked: step lines with a point per sample.
+    # In service and parked: a step line per series, each with its band (test_pool_charts_are_binned has the rest).
     for name, series in (("chart-in-service", 2), ("chart-parked", 1)):
-        paths = re.findall(r'<path class="series" d="([^"]+)"', bodies[name])
-        assert len(paths) == series
-        assert all(d.count("H") == len(result.log.samples) - 1 for d in paths)
+        assert bodies[name].count('<path class="series"') == series
+        assert bodies[name].count('<path class="band"') == series
     # Steps: one bar per step, its segments adding up to the step's rows in the ledger at the end.
     steps = bodies["chart-steps-sim-default"]
     rows = Counter(row.step for row in result.sequences)
@@ -128,3 +132,185 @@ def test_coinciding_series_do_not_hide_each_other(report: tuple[Path, SimResult]
             assert all(width < earlier for earlier, _ in styles[:index]), f"{chart}: series {index} too wide"
     in_service = re.search(r'data-chart="in-service".*?</svg>', page, re.S)
     assert in_service and in_service[0].count('class="series"') == 2
+
+
+@dataclass
+class Element:
+    tag: str
+    attrs: dict[str, str]
+    ancestors: list[dict[str, str]]  # the attributes of each enclosing element, outermost first
+    text: list[str] = field(default_factory=list)  # all the text inside it
+
+    def within(self, **wanted: str) -> bool:
+        return any(all(a.get(k.replace("_", "-")) == v for k, v in wanted.items()) for a in self.ancestors)
+
+
+class _Elements(HTMLParser):
+    """Every element of a page, in document order, with its ancestors and its text."""
+
+    VOID = frozenset({"meta", "br", "hr", "img", "input", "link"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[Element] = []
+        self.open: list[Element] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {k: v or "" for k, v in attrs}, [e.attrs for e in self.open])
+        self.found.append(element)
+        if tag not in self.VOID:
+            self.open.append(element)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append(Element(tag, {k: v or "" for k, v in attrs}, [e.attrs for e in self.open]))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.open:
+            if self.open.pop().tag == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        for element in self.open:
+            element.text.append(data)
+
+
+def elements(page: str) -> list[Element]:
+    parser = _Elements()
+    parser.feed(page)
+    parser.close()
+    assert not parser.open, f"unclosed: {[e.tag for e in parser.open]}"
+    return parser.found
+
+
+def _steps(d: str) -> list[tuple[float, float, float]]:
+    """A step path's (x from, x to, y) for each horizontal run, from its M x,y / H x / V y commands."""
+    x = y = 0.0
+    runs = []
+    for command, first, second in re.findall(r"([MHV])(-?[\d.]+)(?:,(-?[\d.]+))?", d):
+        if command == "M":
+            x, y = float(first), float(second)
+        elif command == "V":
+            y = float(first)
+        else:
+            runs.append((x, float(first), y))
+            x = float(first)
+    return runs
+
+
+def test_pool_charts_are_binned(report: tuple[Path, SimResult]) -> None:
+    """The pool's charts are steps at least MIN_BIN_PX wide, each at the highest count within its bin (so a
+    spike of one sample still shows), under a y axis whose top tick is at or above everything drawn."""
+    path, result = report
+    found = elements(path.read_text())
+    span = result.end_s - result.start_s
+    samples = result.log.samples
+    for chart, series in (("in-service", [[(s.at, s.leasable) for s in samples], [(s.at, s.held) for s in samples]]),
+                          ("parked", [[(s.at, s.parked) for s in samples]])):
+        inside = [e for e in found if e.within(data_chart=chart)]
+        top = max(float("".join(e.text)) for e in inside if e.attrs.get("class") == "ytick")
+        assert top >= max(value for points in series for _at, value in points), f"{chart}: a spike passes the top"
+        paths = [e for e in inside if e.tag == "path" and e.attrs.get("class") == "series"]
+        assert len(paths) == len(series)
+        for drawn, points in zip(paths, series, strict=True):
+            duration = float(drawn.attrs["data-bin-s"])
+            runs = _steps(drawn.attrs["d"])
+            assert len(runs) == math.floor(span / duration)
+            assert min(end - start for start, end, _y in runs) >= MIN_BIN_PX - 0.15, f"{chart}: a sliver"
+            # Each run at the highest value its bin saw: the value carried in, or any sample within it.
+            for index, (_start, _end, y) in enumerate(runs):
+                begin = result.start_s + index * duration
+                end = begin + duration if index < len(runs) - 1 else math.inf
+                carried = [v for at, v in points if at <= begin][-1:]
+                within = [v for at, v in points if begin <= at < end]
+                assert round(top * (1 - (y - TOP) / PLOT_H)) == max(carried + within), f"{chart}: bin {index}"
+
+
+def test_pool_charts_say_what_the_words_mean(report: tuple[Path, SimResult]) -> None:
+    found = elements(report[0].read_text())
+    explained = {chart: {"".join(e.text).strip() for e in found if e.tag == "b" and e.within(id=f"chart-{chart}")}
+                 for chart in ("in-service", "parked")}
+    assert explained == {"in-service": {"in service", "held"}, "parked": {"parked"}}
+    parked = " ".join("".join(e.text) for e in found if e.attrs.get("class") == "explain" and
+                      e.within(id="chart-parked"))
+    assert "kept allocated for 15 minutes" in parked and "AWS cannot hand the same address straight back" in parked
+    assert "Each step is 2 hours: the line is the highest count within it" in parked
+
+
+def test_bins_keep_a_spike_and_the_value_carried_in() -> None:
+    points = [(0.0, 1), (100.0, 5), (130.0, 1), (1300.0, 0)]
+    assert bins(points, 0.0, 2000.0, 600.0) == [Bin(0.0, 600.0, 1, 5), Bin(600.0, 1200.0, 1, 1),
+                                                  Bin(1200.0, 2000.0, 0, 1)]
+    nine_days = 9 * 86_400
+    assert bin_duration(nine_days) == 7200 and PLOT_W * 7200 / nine_days >= MIN_BIN_PX
+    assert PLOT_W * bin_duration(3600) / 3600 >= MIN_BIN_PX
+
+
+@pytest.mark.parametrize(("highest", "top"), [(0, 1), (1, 1), (10, 10), (11, 12), (97, 100), (101, 120)])
+def test_the_top_tick_is_at_or_above_the_highest_value(highest: int, top: int) -> None:
+    assert axis_top(highest) == top
+
+
+def _rows(found: list[Element], table_id: str) -> list[list[str]]:
+    """A table's body rows, each cell's text."""
+    cells = [e for e in found if e.tag == "td" and e.within(id=table_id)]
+    rows = [e for e in found if e.tag == "tr" and e.within(id=table_id)]
+    texts = {id(e): "".join(e.text) for e in cells}
+    return [[texts[id(c)] for c in cells if c.ancestors[-1] is row.attrs] for row in rows if
+            any(c.ancestors[-1] is row.attrs for c in cells)]
+
+
+def test_the_address_table_is_folded_under_a_summary(report: tuple[Path, SimResult]) -> None:
+    """The busiest ten addresses and how many addresses sent how much are on the page; the full table, a row per
+    address, waits in a closed <details>."""
+    path, result = report
+    found = elements(path.read_text())
+    per_peer = Counter(d.peer for d in result.delivered)
+    details = [e for e in found if e.tag == "details"]
+    assert [e.attrs.get("id") for e in details] == ["deliveries-all"] and "open" not in details[0].attrs
+    full = _rows(found, "deliveries-per-source")
+    assert {row[0]: int(row[4]) for row in full} == dict(per_peer)
+    assert all(e.within(id="deliveries-all") for e in found if e.attrs.get("id") == "deliveries-per-source")
+    busiest = _rows(found, "deliveries-busiest")
+    assert len(busiest) == min(10, len(per_peer)) < len(full)
+    assert [int(row[4]) for row in busiest] == sorted(per_peer.values(), reverse=True)[:10]
+    assert not any(e.within(id="deliveries-all") for e in found if e.attrs.get("id") == "deliveries-busiest")
+    spread = _rows(found, "deliveries-distribution")
+    assert sum(int(row[1]) for row in spread) == len(per_peer)
+    for bucket, addresses, _bar in spread:
+        low, _, high = bucket.partition("..")
+        inside = [n for n in per_peer.values() if int(low) <= n <= int(high or low)]
+        assert int(addresses) == len(inside), bucket
+
+
+def test_the_monthly_cost_is_what_pool_plan_prints(report: tuple[Path, SimResult]) -> None:
+    """The report's monthly cost is `pool plan`'s for the run's hosts (the example inventory's) at the sends per day
+    the run really made: both figures as printed, the total and its remaps."""
+    from tests.support.cli import run_cli
+    from toolkit.cli.simulate import example_inventory
+    from toolkit.inventory import load_inventory
+
+    path, result = report
+    inventory = example_inventory()
+    assert result.inventory.hosts == load_inventory(inventory).hosts
+    row = next(e for e in elements(path.read_text()) if e.attrs.get("id") == "monthly-cost")
+    sends_per_day = row.attrs["data-sends-per-day"]
+    assert int(sends_per_day) == round(summarize(result).sends / result.config.days) > 0
+    text = "".join(row.text)
+    stated = re.search(r"\$([\d,.]+)/month at ([\d,]+) sends/day .* \+ \$([\d,.]+) for ", text)
+    assert stated and stated[2] == sends_per_day, text
+    printed = run_cli("--inventory", str(inventory), "pool", "plan", "--sends-per-day", sends_per_day,
+                      env={"AWS_EC2_METADATA_DISABLED": "true"})  # no credentials: the quota line says unknown
+    assert printed.returncode == 0, printed.stderr
+    assert f"for {sends_per_day} sends/day, ${stated[1]}/month (remaps ${stated[3]})" in printed.stdout
+
+
+def test_each_campaign_has_its_sends_per_day_by_step(report: tuple[Path, SimResult]) -> None:
+    """The campaign's panel: a segment per UTC day and step, its sends that day as the ledger's rows have them."""
+    path, result = report
+    drawn = {(int(e.attrs["data-day"]), int(e.attrs["data-step"])): int(e.attrs["data-sends"])
+             for e in elements(path.read_text())
+             if e.attrs.get("class") == "step-sends" and e.within(id="chart-step-sends-sim-default")}
+    expected = Counter((int((row.accepted_at - result.start_s) // 86_400), row.step) for row in result.sequences
+                       if row.accepted_at is not None)
+    assert drawn == dict(expected)
+    assert {step for _day, step in drawn} == {1, 2, 3} and sum(drawn.values()) == len(result.delivered)

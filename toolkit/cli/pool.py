@@ -297,7 +297,7 @@ def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, red
     """EIPs needed, EIP API calls per day against the throttle, monthly IPv4 and remap cost, and each region's
     EIP quota, summed over the inventory's hosts as they are (or N alike hosts with --hosts and --slots)."""
     from ippool.errors import IppoolError
-    from ippool.plan import HostLoad, PlanInput, Prices, explanations, make_plan, to_json, uniform_hosts
+    from ippool.plan import PlanInput, Prices, explanations, inventory_hosts, make_plan, to_json, uniform_hosts
 
     inventory = app.inventory
     first = inventory.hosts[0] if inventory is not None and inventory.hosts else None
@@ -309,8 +309,7 @@ def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, red
                               park_minutes=first.pool.park_minutes if first else PARK_MINUTES,
                               ptr=bool(first and first.pool.ptr))
     elif inventory is not None and inventory.hosts:
-        loads = tuple(HostLoad(h.name, h.pool.slots, h.region, h.pool.budget, h.pool.park_minutes, h.pool.ptr)
-                      for h in inventory.hosts)
+        loads = inventory_hosts(inventory.hosts)
     else:
         app.fail("pool plan: pass --hosts and --slots, or an inventory with sender hosts", code=2)
     result = make_plan(PlanInput(sends_per_day=sends_per_day, hosts=loads, redraw_rate=redraw_rate,
