@@ -1,5 +1,6 @@
 """Start, describe and stop the sandbox's parts. Everything it makes lives under one directory (the sandbox
-directory; as root, the embedded PostgreSQL's data lives in its system user's home and is removed with it).
+directory; as root, the embedded PostgreSQL's data lives in its system user's home and is removed with it; the
+IMAP server's sockets and Maildirs live in a directory under /tmp, removed with it: rehearsal.imap_part).
 
 Each detached process is recorded in parts.json the moment it starts (rehearsal.parts), so `down` (or `up`'s own
 clean-up after Ctrl-C) stops what was started however far `up` got.
@@ -17,6 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from rehearsal import imap_part, mailstore
 from rehearsal.errors import SandboxConfigError
 from rehearsal.parts import (
     PARTS_FILE,
@@ -110,8 +112,11 @@ def _start(root: Path) -> dict[str, str]:
         process = spawn(root, "aws", [sys.executable, "-m", "rehearsal.aws_server", port], aws_url)
         wait_until(lambda: _http_answers(aws_url), "AWS stand-in (moto)", process, root / "aws.log")
         record(root, "aws", instance_id=_build_account(aws_url))
+    users = _passwords(root)
     if running_pid(root, "smtp") is None:
         _submission(root)
+    if running_pid(root, imap_part.NAME) is None:
+        imap_part.start(root, users)
     from sendhost.embedded import ensure_embedded_redis
 
     redis_url = ensure_embedded_redis(root / "redis")
@@ -119,7 +124,8 @@ def _start(root: Path) -> dict[str, str]:
 
     database_url = embedded_url(root / "postgres")
     parts = read_parts(root)
-    inventory = _write_inventory(root, str(parts["aws"]["instance_id"]), int(str(parts["smtp"]["port"])))
+    inventory = _write_inventory(root, str(parts["aws"]["instance_id"]), int(str(parts["smtp"]["port"])),
+                                 mailstore.read_address(root))
     env = {"AWS_ENDPOINT_URL": str(parts["aws"]["address"]), **FAKE_KEYS, "AWS_DEFAULT_REGION": REGION,
            "SENDHOST_REDIS_URL": redis_url, "SENDHOST_DATABASE_URL": database_url,
            "SENDHOST_INVENTORY": str(inventory)}
@@ -135,19 +141,28 @@ def shell_quote(value: str) -> str:
     return shlex.quote(value)
 
 
-def _submission(root: Path) -> None:
-    password = secrets.token_urlsafe(12)
-    with private_file(root / "smtp-users.json") as fd:
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({MAILBOX: password}).encode())
+def _passwords(root: Path) -> dict[str, str]:
+    """The sandbox mailboxes' passwords, made once per world: submission and IMAP both log in with them, and a
+    part restarted alone must not change them under the other."""
+    users = mailstore.read_users(root)
+    if users:
+        return users
+    users = {MAILBOX: secrets.token_urlsafe(12)}
     with private_file(root / "alice.pw") as fd:
         os.ftruncate(fd, 0)
-        os.write(fd, password.encode())
+        os.write(fd, users[MAILBOX].encode())
+    with private_file(root / mailstore.USERS_FILE) as fd:
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(users).encode())
+    return users
+
+
+def _submission(root: Path) -> None:
     with private_file(root / "messages.jsonl"):
         pass
     port = free_port()
-    process = spawn(root, "smtp", [sys.executable, "-m", "rehearsal.submission", str(port),
-                                    str(root / "smtp-users.json"), str(root / "messages.jsonl")], f"127.0.0.1:{port}")
+    process = spawn(root, "smtp", [sys.executable, "-m", "rehearsal.submission", str(port), str(root)],
+                    f"127.0.0.1:{port}")
     record(root, "smtp", port=port)
     wait_until(lambda: port_answers(port), "submission server", process, root / "smtp.log")
 
@@ -183,7 +198,12 @@ def _build_account(aws_url: str) -> str:
     return str(instance["InstanceId"])
 
 
-def _write_inventory(root: Path, instance_id: str, smtp_port: int) -> Path:
+def _write_inventory(root: Path, instance_id: str, smtp_port: int, imap: mailstore.ImapAddress | None) -> Path:
+    # The inbox reader's settings: the sandbox's dovecot, trusted through its own CA; username and password are
+    # the smtp ones (the inventory's default). No authserv_id: nothing in the sandbox checks DMARC on arrival.
+    imap_line = "" if imap is None else (
+        f"        imap: {{host: {imap.host}, port: {imap.port}, security: tls, ca_file: {imap.ca_file},\n"
+        f"               sent_folder: {next(iter(imap_part.SENT))}}}\n")
     text = f"""\
 # The sandbox's inventory (written by `sendhost sandbox up`; removed by `sendhost sandbox down`).
 all:
@@ -201,7 +221,7 @@ all:
         group: default
         smtp: {{host: 127.0.0.1, port: {smtp_port}, security: none, username: {MAILBOX},
                 password_file: {root.resolve() / "alice.pw"}}}
-  children:
+{imap_line}  children:
     senders:
       hosts:
         sandbox-1:
@@ -233,10 +253,12 @@ def status(state_dir: Path) -> list[Part]:
     root = sandbox_dir(state_dir)
     parts = read_parts(root)
     shown = []
-    for name in ("aws", "smtp"):
+    for name in ("aws", "smtp", imap_part.NAME):
         pid = running_pid(root, name)
         shown.append(Part(name, PartState.DOWN if pid is None else PartState.UP, pid,
                           str(parts.get(name, {}).get("address", "-"))))
+    if not imap_part.available():
+        shown[-1] = Part(imap_part.NAME, PartState.DOWN, None, imap_part.NOT_AVAILABLE)
     if not root.is_dir():
         return [*shown, Part("redis", PartState.DOWN, None, "-"), Part("postgres", PartState.DOWN, None, "-")]
     redis = embedded_status(root / "redis")
@@ -262,6 +284,7 @@ def down(state_dir: Path) -> list[str]:
         pid = entry.get("pid")
         if isinstance(pid, int) and stop_process(pid, workdir(root, entry)):
             stopped.append(name)
+    imap_part.remove_shared(root)
     if (root / "redis").is_dir() and stop_embedded(root / "redis") is not None:
         stopped.append("redis")
     if (root / "postgres").is_dir():
@@ -272,3 +295,25 @@ def down(state_dir: Path) -> list[str]:
             discard(place)
     shutil.rmtree(root)
     return stopped
+
+
+
+def deliver(state_dir: Path, raw: bytes, source: str) -> list[str]:
+    """Put the message `raw` (from `source`, for messages) in the INBOX of each sandbox mailbox it is addressed to,
+    as the mailbox's provider would on its arrival; those mailboxes."""
+    import email
+
+    root = sandbox_dir(state_dir)
+    if running_pid(root, imap_part.NAME) is None:
+        why = "is not running; start it with `sendhost sandbox up`" if imap_part.available() \
+            else f"is {imap_part.NOT_AVAILABLE}"
+        raise SandboxConfigError(f"cannot deliver {source}: the sandbox's IMAP server {why}")
+    address = mailstore.read_address(root)
+    users = mailstore.read_users(root)
+    recipients = mailstore.sandbox_recipients(email.message_from_bytes(raw), users)
+    if address is None or not recipients:
+        raise SandboxConfigError(f"{source}: no recipient is a sandbox mailbox ({', '.join(sorted(users))}); "
+                                 "address it To: one of them")
+    for user in recipients:
+        mailstore.append(address, users, user, "INBOX", raw)
+    return recipients
