@@ -10,7 +10,8 @@ import click
 from toolkit.app import App
 from toolkit.output import emit_json, emit_table, format_option
 
-EXIT_HELP = "Exit 0 ok; 2 the sandbox extra is missing or a part failed to start (the message names it); 130 Ctrl-C."
+EXIT_HELP = ("Exit 0 ok; 2 the sandbox extra is missing or a part failed to start, or deliver's file cannot be read or "
+             "names no sandbox mailbox (the message names it); 130 Ctrl-C.")
 
 
 @click.group("sandbox", epilog=EXIT_HELP)
