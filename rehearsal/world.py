@@ -1,37 +1,40 @@
 """Start, describe and stop the sandbox's parts. Everything it makes lives under one directory (the sandbox
-directory; as root, the embedded PostgreSQL's data lives in its system user's home and is removed with it).
+directory; as root, the embedded PostgreSQL's data lives in its system user's home and is removed with it; the
+IMAP server's sockets and Maildirs live in a directory under /tmp, removed with it: rehearsal.imap_part).
 
-`up` records each detached process in parts.json the moment it starts, so `down` (or `up`'s own clean-up after
-Ctrl-C) stops what was started however far `up` got. A pid is trusted only while its process still works in the
-sandbox directory: a later process given the same pid is never signalled.
+Each detached process is recorded in parts.json the moment it starts (rehearsal.parts), so `down` (or `up`'s own
+clean-up after Ctrl-C) stops what was started however far `up` got.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import os
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from rehearsal import imap_part, mailstore
 from rehearsal.errors import SandboxConfigError
+from rehearsal.parts import (
+    PARTS_FILE,
+    free_port,
+    port_answers,
+    read_parts,
+    record,
+    running_pid,
+    spawn,
+    stop_process,
+    wait_until,
+    workdir,
+)
 from sendhost.private_paths import private_dir, private_file
 
 REGION = "us-east-1"
-START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 10.0
-PARTS_FILE = "parts.json"
 MAILBOX = "alice@sandbox.test"
 DOMAIN = "sandbox.test"
 PRIMARY_IP = "127.0.1.10"
@@ -72,90 +75,12 @@ def require_server_extra() -> None:
                           f"leaves out; run: {INSTALL_FIX}") from None
 
 
-def _read_parts(root: Path) -> dict[str, dict[str, Any]]:
-    try:
-        parsed = json.loads((root / PARTS_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _write_parts(root: Path, parts: dict[str, dict[str, Any]]) -> None:
-    with private_file(root / (PARTS_FILE + ".new")) as fd:
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps(parts, indent=2).encode())
-    os.replace(root / (PARTS_FILE + ".new"), root / PARTS_FILE)
-
-
-def _ours(pid: int, root: Path) -> bool:
-    """The process runs and works in the sandbox directory (it is the part we started, not a reused pid)."""
-    try:
-        cwd = os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return False
-    return cwd == str(root.resolve())
-
-
-def _running_pid(root: Path, name: str) -> int | None:
-    """The pid of the part `name` when it runs (recorded in parts.json and still ours), else None."""
-    pid = _read_parts(root).get(name, {}).get("pid")
-    return pid if isinstance(pid, int) and _ours(pid, root) else None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _spawn(root: Path, name: str, args: list[str], address: str) -> subprocess.Popen[bytes]:
-    """A detached process working in the sandbox directory (its own session: the terminal's Ctrl-C is `up`'s to
-    handle), recorded in parts.json before anything else happens."""
-    log = root / f"{name}.log"
-    with private_file(log):
-        pass
-    # Ctrl-C is held back from the start until the pid is on disk, so the clean-up after it always finds the
-    # process; the child starts with it unblocked again.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        with log.open("ab") as out:
-            process = subprocess.Popen(args, cwd=root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                       start_new_session=True, umask=0o077, preexec_fn=_unblock_sigint)
-        parts = _read_parts(root)
-        parts[name] = {"pid": process.pid, "address": address}
-        _write_parts(root, parts)
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    return process
-
-
-def _unblock_sigint() -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-def _wait_until(check: Callable[[], bool], what: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SandboxConfigError(f"the sandbox's {what} exited ({process.returncode}) while starting; see {log}")
-        if check():
-            return
-        time.sleep(0.1)
-    raise SandboxConfigError(f"the sandbox's {what} did not answer within {START_TIMEOUT_S:.0f} s; see {log}")
-
-
 def _http_answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url + "/moto-api/", timeout=1):
             return True
     except OSError:
         return False
-
-
-def _port_answers(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-        return True
-    return False
 
 
 def is_up(state_dir: Path) -> bool:
@@ -168,7 +93,7 @@ def up(state_dir: Path) -> dict[str, str]:
     root = sandbox_dir(state_dir)
     private_dir(state_dir, "state directory")
     private_dir(root, "sandbox directory")
-    if _running_pid(root, "aws") is None and (root / PARTS_FILE).exists():
+    if running_pid(root, "aws") is None and (root / PARTS_FILE).exists():
         # moto keeps its account in memory: once it has stopped, the pools Redis and the ledger remember name
         # addresses that no longer exist anywhere. Start the whole world afresh rather than half of it.
         down(state_dir)
@@ -181,25 +106,26 @@ def up(state_dir: Path) -> dict[str, str]:
 
 
 def _start(root: Path) -> dict[str, str]:
-    if _running_pid(root, "aws") is None:
-        aws_url = f"http://127.0.0.1:{_free_port()}"
+    if running_pid(root, "aws") is None:
+        aws_url = f"http://127.0.0.1:{free_port()}"
         port = aws_url.rsplit(":", 1)[1]
-        process = _spawn(root, "aws", [sys.executable, "-m", "rehearsal.aws_server", port], aws_url)
-        _wait_until(lambda: _http_answers(aws_url), "AWS stand-in (moto)", process, root / "aws.log")
-        instance_id = _build_account(aws_url)
-        parts = _read_parts(root)
-        parts["aws"]["instance_id"] = instance_id
-        _write_parts(root, parts)
-    if _running_pid(root, "smtp") is None:
+        process = spawn(root, "aws", [sys.executable, "-m", "rehearsal.aws_server", port], aws_url)
+        wait_until(lambda: _http_answers(aws_url), "AWS stand-in (moto)", process, root / "aws.log")
+        record(root, "aws", instance_id=_build_account(aws_url))
+    users = _passwords(root)
+    if running_pid(root, "smtp") is None:
         _submission(root)
+    if running_pid(root, imap_part.NAME) is None:
+        imap_part.start(root, users)
     from sendhost.embedded import ensure_embedded_redis
 
     redis_url = ensure_embedded_redis(root / "redis")
     from sender.embedded import embedded_url
 
     database_url = embedded_url(root / "postgres")
-    parts = _read_parts(root)
-    inventory = _write_inventory(root, str(parts["aws"]["instance_id"]), int(str(parts["smtp"]["port"])))
+    parts = read_parts(root)
+    inventory = _write_inventory(root, str(parts["aws"]["instance_id"]), int(str(parts["smtp"]["port"])),
+                                 mailstore.read_address(root))
     env = {"AWS_ENDPOINT_URL": str(parts["aws"]["address"]), **FAKE_KEYS, "AWS_DEFAULT_REGION": REGION,
            "SENDHOST_REDIS_URL": redis_url, "SENDHOST_DATABASE_URL": database_url,
            "SENDHOST_INVENTORY": str(inventory)}
@@ -215,23 +141,30 @@ def shell_quote(value: str) -> str:
     return shlex.quote(value)
 
 
-def _submission(root: Path) -> None:
-    password = secrets.token_urlsafe(12)
-    with private_file(root / "smtp-users.json") as fd:
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({MAILBOX: password}).encode())
+def _passwords(root: Path) -> dict[str, str]:
+    """The sandbox mailboxes' passwords, made once per world: submission and IMAP both log in with them, and a
+    part restarted alone must not change them under the other."""
+    users = mailstore.read_users(root)
+    if users:
+        return users
+    users = {MAILBOX: secrets.token_urlsafe(12)}
     with private_file(root / "alice.pw") as fd:
         os.ftruncate(fd, 0)
-        os.write(fd, password.encode())
+        os.write(fd, users[MAILBOX].encode())
+    with private_file(root / mailstore.USERS_FILE) as fd:
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(users).encode())
+    return users
+
+
+def _submission(root: Path) -> None:
     with private_file(root / "messages.jsonl"):
         pass
-    port = _free_port()
-    process = _spawn(root, "smtp", [sys.executable, "-m", "rehearsal.submission", str(port),
-                                    str(root / "smtp-users.json"), str(root / "messages.jsonl")], f"127.0.0.1:{port}")
-    parts = _read_parts(root)
-    parts["smtp"]["port"] = port
-    _write_parts(root, parts)
-    _wait_until(lambda: _port_answers(port), "submission server", process, root / "smtp.log")
+    port = free_port()
+    process = spawn(root, "smtp", [sys.executable, "-m", "rehearsal.submission", str(port), str(root)],
+                    f"127.0.0.1:{port}")
+    record(root, "smtp", port=port)
+    wait_until(lambda: port_answers(port), "submission server", process, root / "smtp.log")
 
 
 def _build_account(aws_url: str) -> str:
@@ -265,7 +198,12 @@ def _build_account(aws_url: str) -> str:
     return str(instance["InstanceId"])
 
 
-def _write_inventory(root: Path, instance_id: str, smtp_port: int) -> Path:
+def _write_inventory(root: Path, instance_id: str, smtp_port: int, imap: mailstore.ImapAddress | None) -> Path:
+    # The inbox reader's settings: the sandbox's dovecot, trusted through its own CA; username and password are
+    # the smtp ones (the inventory's default). No authserv_id: nothing in the sandbox checks DMARC on arrival.
+    imap_line = "" if imap is None else (
+        f"        imap: {{host: {imap.host}, port: {imap.port}, security: tls, ca_file: {imap.ca_file},\n"
+        f"               sent_folder: {next(iter(imap_part.SENT))}}}\n")
     text = f"""\
 # The sandbox's inventory (written by `sendhost sandbox up`; removed by `sendhost sandbox down`).
 all:
@@ -283,7 +221,7 @@ all:
         group: default
         smtp: {{host: 127.0.0.1, port: {smtp_port}, security: none, username: {MAILBOX},
                 password_file: {root.resolve() / "alice.pw"}}}
-  children:
+{imap_line}  children:
     senders:
       hosts:
         sandbox-1:
@@ -313,12 +251,14 @@ def status(state_dir: Path) -> list[Part]:
     from sendhost.embedded import embedded_status
 
     root = sandbox_dir(state_dir)
-    parts = _read_parts(root)
+    parts = read_parts(root)
     shown = []
-    for name in ("aws", "smtp"):
-        pid = _running_pid(root, name)
+    for name in ("aws", "smtp", imap_part.NAME):
+        pid = running_pid(root, name)
         shown.append(Part(name, PartState.DOWN if pid is None else PartState.UP, pid,
                           str(parts.get(name, {}).get("address", "-"))))
+    if not imap_part.available():
+        shown[-1] = Part(imap_part.NAME, PartState.DOWN, None, imap_part.NOT_AVAILABLE)
     if not root.is_dir():
         return [*shown, Part("redis", PartState.DOWN, None, "-"), Part("postgres", PartState.DOWN, None, "-")]
     redis = embedded_status(root / "redis")
@@ -340,10 +280,11 @@ def down(state_dir: Path) -> list[str]:
     if not root.is_dir():
         return []
     stopped = []
-    for name, entry in _read_parts(root).items():
+    for name, entry in read_parts(root).items():
         pid = entry.get("pid")
-        if isinstance(pid, int) and _stop_process(pid, root):
+        if isinstance(pid, int) and stop_process(pid, workdir(root, entry)):
             stopped.append(name)
+    imap_part.remove_shared(root)
     if (root / "redis").is_dir() and stop_embedded(root / "redis") is not None:
         stopped.append("redis")
     if (root / "postgres").is_dir():
@@ -356,20 +297,23 @@ def down(state_dir: Path) -> list[str]:
     return stopped
 
 
-def _stop_process(pid: int, root: Path) -> bool:
-    if not _ours(pid, root):
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):  # our child when `up` cleans up after itself
-            os.waitpid(pid, os.WNOHANG)
-        if not _ours(pid, root):
-            return True
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-    return True
+
+def deliver(state_dir: Path, raw: bytes, source: str) -> list[str]:
+    """Put the message `raw` (from `source`, for messages) in the INBOX of each sandbox mailbox it is addressed to,
+    as the mailbox's provider would on its arrival; those mailboxes."""
+    import email
+
+    root = sandbox_dir(state_dir)
+    if running_pid(root, imap_part.NAME) is None:
+        why = "is not running; start it with `sendhost sandbox up`" if imap_part.available() \
+            else f"is {imap_part.NOT_AVAILABLE}"
+        raise SandboxConfigError(f"cannot deliver {source}: the sandbox's IMAP server {why}")
+    address = mailstore.read_address(root)
+    users = mailstore.read_users(root)
+    recipients = mailstore.sandbox_recipients(email.message_from_bytes(raw), users)
+    if address is None or not recipients:
+        raise SandboxConfigError(f"{source}: no recipient is a sandbox mailbox ({', '.join(sorted(users))}); "
+                                 "address it To: one of them")
+    for user in recipients:
+        mailstore.append(address, users, user, "INBOX", raw)
+    return recipients

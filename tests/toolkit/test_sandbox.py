@@ -1,26 +1,36 @@
-"""`sendhost sandbox up|status|down`: a rehearsal world that stays up between commands, and leaves nothing running
-after `down` or after Ctrl-C during `up`. Each command runs in a fresh interpreter, as a user's shell would."""
+"""`sendhost sandbox up|status|deliver|down`: a rehearsal world that stays up between commands, and leaves nothing
+running after `down` or after Ctrl-C during `up`. Each command runs in a fresh interpreter, as a user's shell would."""
 
 from __future__ import annotations
 
+import email
+import imaplib
 import json
 import os
 import re
 import shlex
 import signal
+import smtplib
+import ssl
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from rehearsal.dovecot import find_dovecot
 from sender.embedded_place import ID_FILE, ROOT_HOME
 from tests.support.cli import cli_env, run_cli_process
+from tests.support.dovecot import dovecot_or_skip
 
 pytestmark = pytest.mark.slow  # moto's server, initdb and a submission server start: ~10-20 s per world
 
 SLOT_IPS = {"127.0.1.11", "127.0.1.12"}
+# The parts `up` starts here, in the order `down` names them: an IMAP server only where dovecot-imapd is installed.
+HAS_IMAP = find_dovecot() is not None
+PARTS = ["aws", "smtp", *(["imap"] if HAS_IMAP else []), "redis", "postgres"]
 
 
 def exported(stdout: str) -> dict[str, str]:
@@ -80,8 +90,11 @@ def rehearse_and_stop(tmp_path: Path, state: dict[str, str]) -> None:
     shown = run_cli_process("sandbox", "status", "--format", "json", env=state, cwd=tmp_path)
     parts = {part["part"]: part for part in json.loads(shown.stdout)}
     assert {name: part["state"] for name, part in parts.items()} == {
-        "aws": "up", "smtp": "up", "redis": "up", "postgres": "up"}
+        "aws": "up", "smtp": "up", "imap": "up" if HAS_IMAP else "down", "redis": "up", "postgres": "up"}
     assert parts["aws"]["address"] == env["AWS_ENDPOINT_URL"]
+    if not HAS_IMAP:  # said, and the rest goes on
+        assert "imap: not available (install dovecot-imapd)" in up.stderr.splitlines(), up.stderr
+        assert parts["imap"]["address"] == "not available (install dovecot-imapd)"
     data = postgres_data(sandbox)
 
     def ok(*args: str) -> str:
@@ -114,7 +127,7 @@ def rehearse_and_stop(tmp_path: Path, state: dict[str, str]) -> None:
     assert "│ sent         │ 1    │" in ok("sender", "status")
 
     down = run_cli_process("sandbox", "down", env=state, cwd=tmp_path, timeout=60)
-    assert down.returncode == 0 and down.stdout == "sandbox down: stopped aws, smtp, redis, postgres\n", down.stdout
+    assert down.returncode == 0 and down.stdout == f"sandbox down: stopped {', '.join(PARTS)}\n", down.stdout
     assert processes_working_in(sandbox, data) == []
     assert not sandbox.exists() and not data.exists()
     shown = run_cli_process("sandbox", "status", "--format", "json", env=state, cwd=tmp_path)
@@ -123,12 +136,102 @@ def rehearse_and_stop(tmp_path: Path, state: dict[str, str]) -> None:
     assert twice.returncode == 0 and twice.stdout == "sandbox down: nothing was running\n"
 
 
+def folder_messages(imap_settings: dict[str, object], password: str, folder: str) -> list[email.message.Message]:
+    """Every message in the sandbox mailbox's `folder`, read over IMAPS the way the inventory says to reach it."""
+    context = ssl.create_default_context(cafile=str(imap_settings["ca_file"]))
+    with imaplib.IMAP4_SSL(str(imap_settings["host"]), int(str(imap_settings["port"])), ssl_context=context,
+                           timeout=10) as imap:
+        imap.login("alice@sandbox.test", password)
+        status, detail = imap.select(f'"{folder}"', readonly=True)
+        assert status == "OK", detail
+        if int(detail[0] or 0) == 0:
+            return []
+        status, fetched = imap.fetch("1:*", "(BODY.PEEK[])")
+        assert status == "OK", fetched
+        return [email.message_from_bytes(item[1]) for item in fetched if isinstance(item, tuple)]
+
+
+def test_a_reply_delivered_in_the_sandbox_stops_the_sequence_and_down_leaves_no_dovecot(tmp_path: Path) -> None:
+    dovecot_or_skip()
+    state = {"SENDHOST_STATE_DIR": str(tmp_path / "state")}
+    sandbox = (tmp_path / "state" / "sandbox").resolve()
+    try:
+        up = run_cli_process("sandbox", "up", env=state, cwd=tmp_path, timeout=120)
+        assert up.returncode == 0, up.stderr
+        env = {**state, **exported(up.stdout)}
+        part = json.loads((sandbox / "parts.json").read_text())["imap"]
+        dovecot_pid, shared = part["pid"], Path(part["shared"])
+        assert f"imap: {part['address']} (IMAPS; the inventory's mailboxes read their inboxes there)" \
+            in up.stderr.splitlines(), up.stderr
+        shown = run_cli_process("sandbox", "status", "--format", "json", env=state, cwd=tmp_path)
+        [imap_part] = [p for p in json.loads(shown.stdout) if p["part"] == "imap"]
+        assert imap_part == {"part": "imap", "state": "up", "pid": dovecot_pid, "address": part["address"]}
+        [mailbox] = yaml.safe_load(Path(env["SENDHOST_INVENTORY"]).read_text())["all"]["vars"]["sendhost_mailboxes"]
+        assert f"{mailbox['imap']['host']}:{mailbox['imap']['port']}" == part["address"]
+        password = (sandbox / "alice.pw").read_text()
+
+        def ran(*args: str) -> subprocess.CompletedProcess[str]:
+            return run_cli_process(*args, env=env, cwd=tmp_path, timeout=120)
+
+        def ok(*args: str) -> str:
+            done = ran(*args)
+            assert done.returncode == 0, f"{args}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+            return done.stdout
+
+        ok("pool", "create", "sandbox-1")
+        ok("sender", "migrate")
+        (tmp_path / "q.csv").write_text("lead,step,to,group,subject,text\n"
+                                        "L-1,1,eve@rcpt.example,default,Hi,Hello\n"
+                                        "L-1,2,eve@rcpt.example,default,Again,Hello again\n")
+        ok("sender", "enqueue", str(tmp_path / "q.csv"))
+        assert "1 sent" in ok("sender", "run", "--once", "--host", "sandbox-1")
+        [sent] = [json.loads(line) for line in (sandbox / "messages.jsonl").read_text().splitlines()]
+        # The provider's copy of what it accepted, where the sender's Sent-folder look-up searches.
+        assert [m["Message-ID"] for m in folder_messages(mailbox["imap"], password, "Sent")] == [sent["message_id"]]
+
+        reply = tmp_path / "reply.eml"
+        reply.write_text(f"From: Eve <eve@rcpt.example>\nTo: Alice <alice@sandbox.test>\nSubject: Re: Hi\n"
+                         f"Message-ID: <reply-1@rcpt.example>\nIn-Reply-To: {sent['message_id']}\n\nNo thanks.\n")
+        assert ok("sandbox", "deliver", str(reply)) == f"delivered {reply} to the INBOX of alice@sandbox.test\n"
+        assert ok("sender", "inbox", "--once") == "alice@sandbox.test: 1 applied, 1 replied\n"
+        [lead] = json.loads(ok("lead", "show", "L-1", "--format", "json"))["leads"]
+        assert lead["ended"] == "replied"
+        assert [(s["step"], s["status"]) for s in lead["steps"]] == [(1, "replied"), (2, "cancelled")]
+
+        # Bad input: one line naming it, exit 2, nothing delivered.
+        missing = ran("sandbox", "deliver", str(tmp_path / "nope.eml"))
+        assert missing.returncode == 2 and missing.stderr == \
+            f"error: {tmp_path / 'nope.eml'}: cannot read it (No such file or directory)\n", missing.stderr
+        (tmp_path / "stray.eml").write_text("From: x@y.example\nTo: bob@elsewhere.example\n\nhi\n")
+        stray = ran("sandbox", "deliver", str(tmp_path / "stray.eml"))
+        assert stray.returncode == 2 and stray.stderr.count("\n") == 1, stray.stderr
+        assert "no recipient is a sandbox mailbox (alice@sandbox.test)" in stray.stderr
+        # Mail submitted to a sandbox mailbox arrives in its INBOX, as a colleague's mail to it would.
+        smtp_port = mailbox["smtp"]["port"]
+        with smtplib.SMTP("127.0.0.1", smtp_port, timeout=10) as client:
+            client.login("alice@sandbox.test", password)
+            client.sendmail("alice@sandbox.test", ["alice@sandbox.test"],
+                            b"From: alice@sandbox.test\r\nTo: alice@sandbox.test\r\nSubject: note\r\n"
+                            b"Message-ID: <note-1@sandbox.test>\r\n\r\nto self\r\n")
+        assert [m["Message-ID"] for m in folder_messages(mailbox["imap"], password, "INBOX")] == [
+            "<reply-1@rcpt.example>", "<note-1@sandbox.test>"]
+    finally:
+        down = run_cli_process("sandbox", "down", env=state, cwd=tmp_path, timeout=60)
+    assert down.returncode == 0 and "imap" in down.stdout, down.stdout
+    assert not Path(f"/proc/{dovecot_pid}").exists()  # dovecot's master, and with it every process it ran:
+    assert processes_working_in(shared) == []
+    assert not shared.exists() and not sandbox.exists()
+
+
 # PostgreSQL's first file: as root the id of its data directory (kept by its system user), else that directory.
 POSTGRES_BEGINS = f"postgres/{ID_FILE}" if os.geteuid() == 0 else "postgres/postgres"
 
 
-@pytest.mark.parametrize("after", ["aws.log", POSTGRES_BEGINS], ids=["while-moto-starts", "while-postgres-starts"])
+@pytest.mark.parametrize("after", ["aws.log", "imap.log", POSTGRES_BEGINS],
+                         ids=["while-moto-starts", "while-dovecot-starts", "while-postgres-starts"])
 def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> None:
+    if after == "imap.log":
+        dovecot_or_skip()
     sandbox = (tmp_path / "state" / "sandbox").resolve()
     # SIGINT as a terminal's Ctrl-C delivers it (a test runner may have it ignored; the child must not inherit that)
     up = subprocess.Popen([sys.executable, "-m", "toolkit", "sandbox", "up"], cwd=tmp_path, text=True,
@@ -141,6 +244,8 @@ def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> 
         assert up.poll() is None and time.monotonic() < deadline, "up ended before the part started"
         time.sleep(0.01)
     roots = [sandbox]
+    if after == "imap.log":  # its sockets and Maildirs, outside the sandbox directory (recorded before its log)
+        roots.append(Path(json.loads((sandbox / "parts.json").read_text())["imap"]["shared"]))
     if after == POSTGRES_BEGINS and os.geteuid() == 0:
         while not marker.read_text().strip():  # written under a lock, then read: wait for the id itself
             time.sleep(0.01)
@@ -155,12 +260,14 @@ def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> 
 
 FIRST_HOST = Path(__file__).resolve().parents[2] / "docs" / "first-host.md"
 TABLE_CHARS = tuple("┏┃┡│└")
-# What differs between runs: where it ran, ports, AWS ids, the PostgreSQL id, the public addresses moto draws.
+# What differs between runs: where it ran, ports, AWS ids, the PostgreSQL id, the public addresses moto draws,
+# the times a lead's steps were due, sent and ended.
 VARYING = [(re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:PORT"),
            (re.compile(r"\b(eipalloc|rtb|vpc|igw|eni|subnet|i)-[0-9a-f]{8,}\b"), r"\1-ID"),
            (re.compile(r"\b[0-9a-f]{32}\b"), "ID"),
            (re.compile(r"<[0-9a-f-]{36}@"), "<UUID@"),
-           (re.compile(r"\b127\.(?!0\.)\d+\.\d+\.\d+\b"), "PUBLIC-IP")]
+           (re.compile(r"\b127\.(?!0\.)\d+\.\d+\.\d+\b"), "PUBLIC-IP"),
+           (re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+00:00"), "TIME")]
 
 
 def normalised(line: str, where: str) -> str:
@@ -186,6 +293,7 @@ def rehearsal_steps() -> list[tuple[str, list[str]]]:
 
 
 def test_first_host_rehearsal_prints_what_the_page_shows(tmp_path: Path) -> None:
+    dovecot_or_skip()  # the page's reply step reads the sandbox's IMAP server
     steps = rehearsal_steps()
     assert [command for command, _ in steps][:2] == ["sendhost sandbox up", ". .sendhost/sandbox/env"]
     where = str(tmp_path.resolve())

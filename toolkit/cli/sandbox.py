@@ -1,5 +1,5 @@
-"""`sendhost sandbox up|status|down`: a rehearsal world (AWS as moto, Redis, PostgreSQL, a submission server)
-that stays up between commands."""
+"""`sendhost sandbox up|status|deliver|down`: a rehearsal world (AWS as moto, Redis, PostgreSQL, a submission
+server, an IMAP server) that stays up between commands."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import click
 from toolkit.app import App
 from toolkit.output import emit_json, emit_table, format_option
 
-EXIT_HELP = "Exit 0 ok; 2 the sandbox extra is missing or a part failed to start (the message names it); 130 Ctrl-C."
+EXIT_HELP = ("Exit 0 ok; 2 the sandbox extra is missing or a part failed to start, or deliver's file cannot be read or "
+             "names no sandbox mailbox (the message names it); 130 Ctrl-C.")
 
 
 @click.group("sandbox", epilog=EXIT_HELP)
 def group() -> None:
-    """A rehearsal world under <state dir>/sandbox/: moto's AWS server, the embedded Redis and PostgreSQL, and a
-    submission server with AUTH that records each message's peer.
+    """A rehearsal world under <state dir>/sandbox/: moto's AWS server, the embedded Redis and PostgreSQL, a
+    submission server with AUTH that records each message's peer, and where dovecot-imapd is installed an IMAP
+    server holding each sandbox mailbox's INBOX and Sent (`sandbox deliver FILE` drops a reply or bounce there).
 
     `eval "$(sendhost sandbox up)"` points this shell at it (AWS_ENDPOINT_URL, fake AWS keys, SENDHOST_REDIS_URL,
     SENDHOST_DATABASE_URL, SENDHOST_INVENTORY); then `pool create`, `pool status`, `sender migrate` ... run against
@@ -49,6 +51,9 @@ def up(app: App) -> None:
         else "up"
     click.echo(f"sandbox {how} in {root}; inventory {env['SENDHOST_INVENTORY']}; `sendhost sandbox down` stops it",
                err=True)
+    [imap] = [part for part in world.status(state_dir) if part.name == "imap"]
+    click.echo(f"imap: {imap.address}" + (" (IMAPS; the inventory's mailboxes read their inboxes there)"
+                                          if imap.state is world.PartState.UP else ""), err=True)
     for key, value in env.items():
         click.echo(f"export {key}={world.shell_quote(value)}")
 
@@ -67,6 +72,23 @@ def status(app: App, fmt: str | None) -> None:
         return
     emit_table(f"sandbox ({world.sandbox_dir(state_dir)})", ["part", "state", "pid", "address"],
                [(p.name, p.state.value, p.pid or "-", p.address) for p in parts])
+
+
+@group.command("deliver")
+@click.argument("message_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_obj
+def deliver(app: App, message_file: Path) -> None:
+    """Put a message file (a reply, a bounce, an auto-reply: RFC 5322, as received) in the INBOX of each sandbox
+    mailbox its Delivered-To, To or Cc names, for `sendhost sender inbox --once` to read. Exit 2 when the file
+    cannot be read, names no sandbox mailbox, or the sandbox has no IMAP server running."""
+    from rehearsal import world
+
+    try:
+        raw = message_file.read_bytes()
+    except OSError as exc:
+        app.fail(f"{message_file}: cannot read it ({exc.strerror or exc})", 2)
+    delivered = world.deliver(sandbox_state_dir(app), raw, str(message_file))
+    click.echo(f"delivered {message_file} to the INBOX of {', '.join(delivered)}")
 
 
 @group.command("down")
