@@ -236,6 +236,8 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
         "pids and ports of a running sandbox",
     ("docs/first-host.md", "$ sendhost inventory check"):
         "the rehearsal against a running sandbox (its moto AWS, addresses and send times)",
+    ("docs/first-host.md", "$ printf 'lead,step"):
+        "the reply rehearsed against a running sandbox (its IMAP server, row times and Message-IDs)",
     ("docs/first-host.md", "$ sendhost sandbox down"):
         "stops a running sandbox",
     ("docs/infra.md", "$ sendhost provision --inventory inventory.yml"):
