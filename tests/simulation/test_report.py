@@ -19,6 +19,7 @@ from simulation.report_html import STEP_PARTS, render_report
 from simulation.report_pool import MIN_BIN_PX, Bin, bin_duration, bins
 from simulation.report_svg import COLORS, PLOT_H, PLOT_W, TOP, axis_top
 from simulation.summary import summarize
+from tests.support.artifacts import keep
 from tests.support.chromium import chromium_or_skip, console_messages, run_chromium
 from tests.support.png import read_png
 
@@ -83,6 +84,8 @@ def test_report_screenshot_shows_the_charts(report: tuple[Path, SimResult], tmp_
     run = run_chromium(chromium_or_skip(), path, tmp_path / "profile", f"--screenshot={shot}",
                        "--window-size=1000,2800")
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
+    keep(shot, "simulation-report.png")  # before the checks: a screenshot that fails them is the one to look at
+    keep(path, "simulation-report.html")
     assert console_messages(run.stderr) == []
     image = read_png(shot.read_bytes())
     assert (image.width, image.height) == (1000, 2800)
