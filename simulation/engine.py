@@ -130,6 +130,8 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                 try:
                     _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
                           progress, _Campaign(feed, recipients, paths), meter).run(start_s)
+                    if meter is not None:
+                        meter.finish()
                 finally:
                     if meter is not None:
                         meter.close()
@@ -276,7 +278,11 @@ class _Loop:
 
     def _finish(self, index: int) -> None:
         self.senders[index].finish()
-        self._free.append(index)
+        # First in line, as a real worker loops at once: its send's record claimed the next row ahead (Agent's
+        # record-and-claim), which waits `sending` until this worker looks again. At the back of the line, that
+        # row sat for hours behind the other workers' looks in a fleet of 12 (the feed then counted its lead as
+        # due and unsent, and turned new leads away).
+        self._free.appendleft(index)
         self._look(self.clock())
 
     def _pool_cycle(self) -> None:

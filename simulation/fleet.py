@@ -131,8 +131,11 @@ class ConnectionUse:
     redis_peak: int = 0  # INFO clients: connected_clients
     redis_max: int = 0  # CONFIG GET maxclients
     samples: int = 0
+    # Read once at the end: the longest a sent row waited between its claim and its attempt's start. A row claimed
+    # ahead (the agent's record-and-claim) waits for its worker's next look: seconds, not the hours it once did.
+    claim_wait_max_s: float = 0.0
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, float]:
         return dict(vars(self))
 
 
@@ -156,6 +159,12 @@ class ConnectionMeter:
         self.use.postgres_peak = max(self.use.postgres_peak, int(row[0]) if row else 0)
         self.use.redis_peak = max(self.use.redis_peak, int(self._redis.info("clients")["connected_clients"]))
         self.use.samples += 1
+
+    def finish(self) -> None:
+        """The run's last reading (see ConnectionUse.claim_wait_max_s)."""
+        row = self._conn.execute("SELECT extract(epoch FROM max(attempt_started_at - claimed_at)) FROM sender_emails "
+                                 "WHERE attempt_started_at IS NOT NULL").fetchone()
+        self.use.claim_wait_max_s = float(row[0]) if row and row[0] is not None else 0.0
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing a connection the server already dropped changes nothing

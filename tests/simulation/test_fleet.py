@@ -110,3 +110,6 @@ def test_a_fleet_run_shows_sends_per_host_and_the_connections_it_used(tmp_path: 
     # Read from pg_stat_activity and INFO clients during the run: the run's own connections, within the servers'.
     assert 0 < use["postgres_peak"] <= use["postgres_max"]
     assert 0 < use["redis_peak"] <= use["redis_max"]
+    # A row claimed ahead by a send's record is sent by that worker's next look, a send's time later (2 to 12 s
+    # here): not after the other workers' looks, which left it `sending` for hours and its lead counted as behind.
+    assert 0 < use["claim_wait_max_s"] <= 60

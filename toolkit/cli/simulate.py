@@ -7,18 +7,20 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from sendhost.errors import ConfigError
 from toolkit.app import App
 from toolkit.output import emit_json, emit_table, format_option
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from simulation import SimInventory
@@ -231,11 +233,14 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     meanings = summary.outcomes()
     if meanings:
         emit_table("what the counts mean", ["outcome", "count", "meaning"], meanings)
+    lines, more = _busiest(summary.mailboxes, lambda m: m.sends)
+    mailbox_rows: list[Sequence[object]] = [
+        (m.address, m.start, m.sends, m.capacity,
+         f"{m.busiest_day[5:]} {m.busiest_sends}/{m.busiest_cap}" if m.busiest_day else "-", m.days_at_cap,
+         m.days_over_cap) for m in lines]
     emit_table("mailboxes, by their own local days (the first and last may be partial)",
                ["mailbox", "start", "sends", "sum of caps", "busiest day", "days at cap", "over cap"],
-               [(m.address, m.start, m.sends, m.capacity,
-                 f"{m.busiest_day[5:]} {m.busiest_sends}/{m.busiest_cap}" if m.busiest_day else "-", m.days_at_cap,
-                 m.days_over_cap) for m in summary.mailboxes])
+               mailbox_rows + more.rows(7, 2, [m.sends for m in summary.mailboxes]), summary=more.hint("mailboxes"))
     _render_campaigns(summary)
     _render_deliveries(summary)
     found = [(d["domain"], f["severity"], f["code"], f["location"] or "-")
@@ -259,6 +264,8 @@ def _render_fleet(fleet: FleetSection) -> None:
                                               f"(max_connections {use.postgres_max}), over {use.samples} samples"),
                    ("Redis connections", f"peak {use.redis_peak} connected clients in INFO clients (maxclients "
                                          f"{use.redis_max}), over {use.samples} samples"),
+                   ("longest claim to send", f"{use.claim_wait_max_s:.0f} s (a row claimed ahead waits for its "
+                                             f"worker)"),
                ], summary="every host's sends: --format json (fleet.sends_per_host.per_host)")
 
 
@@ -296,9 +303,49 @@ def _render_deliveries(summary: Summary) -> None:
     found = summary.deliveries
     if found is None:
         return
-    emit_table(f"delivered per mailbox ({found.total})", ["mailbox", "delivered"],
-               list(found.per_mailbox.items()))
+    mailboxes, more = _busiest(list(found.per_mailbox.items()), lambda item: item[1])
+    rows: list[Sequence[object]] = [*mailboxes, *more.rows(2, 1, list(found.per_mailbox.values()))]
+    emit_table(f"delivered per mailbox ({found.total})", ["mailbox", "delivered"], rows,
+               summary=more.hint("deliveries.per_mailbox"))
+    sources, more = _busiest(found.per_source, lambda line: line.deliveries)
+    rows = [(line.loopback, line.host, "primary" if line.slot is None else line.slot, line.public_ip or "-",
+             line.deliveries, "-" if line.budget is None else line.budget) for line in sources]
     emit_table("delivered per source address (the peer the server saw)",
                ["source", "host", "slot", "stands for", "delivered", "budget"],
-               [(line.loopback, line.host, "primary" if line.slot is None else line.slot, line.public_ip or "-",
-                 line.deliveries, "-" if line.budget is None else line.budget) for line in found.per_source])
+               rows + more.rows(6, 4, [line.deliveries for line in found.per_source]),
+               summary=more.hint("deliveries.per_source"))
+
+# A table of more rows than this (a fleet's mailboxes, a run's source addresses) shows its busiest FOLDED_TO and
+# one row for the rest; --format json has every row.
+FOLD_OVER, FOLDED_TO = 20, 10
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """What a table left out of its rows (none: nothing)."""
+
+    shown: int
+    total: int
+
+    def rows(self, width: int, column: int, counts: list[int]) -> list[Sequence[object]]:
+        """The row standing for the rest (a table `width` columns wide): how many, and the sum of their counts in
+        `column`."""
+        if self.shown == self.total:
+            return []
+        rest = sorted(counts, reverse=True)[self.shown:]
+        cells = [""] * width
+        cells[0], cells[column] = f"… {len(rest)} more", str(sum(rest))
+        return [tuple(cells)]
+
+    def hint(self, key: str) -> str | None:
+        if self.shown == self.total:
+            return None
+        return f"the {self.shown} busiest of {self.total} shown; every row: --format json ({key})"
+
+
+def _busiest(lines: list[T], count: Callable[[T], int]) -> tuple[list[T], _Folded]:
+    """`lines` as they are when few, else the FOLDED_TO with the highest `count`, busiest first (ties in their
+    order)."""
+    if len(lines) <= FOLD_OVER:
+        return lines, _Folded(len(lines), len(lines))
+    return sorted(lines, key=lambda line: -count(line))[:FOLDED_TO], _Folded(FOLDED_TO, len(lines))
