@@ -311,7 +311,9 @@ ISSUE_24 = (
        [f"{SEQUENCE_TESTS}::test_a_follow_up_a_person_marks_sending_is_not_handed_over_before_its_step"],
        "the attempt's start hands over a follow-up whose previous step is not sent"),
     _m("claim-ignores-the-pin", LEDGER_SQL,
-       "          AND (p_mailboxes IS NULL OR pinned_mailbox IS NULL OR pinned_mailbox = ANY (p_mailboxes))\n", "",
+       "(pinned_mailbox IS NOT NULL, coalesce(pinned_mailbox, mailbox_group))\n"
+       "                          = (route.pinned, route.name)",
+       "(CASE WHEN route.pinned THEN pinned_mailbox ELSE mailbox_group END) = route.name",
        [PROPERTY],
        "an agent claims a lead's follow-up pinned to a mailbox it does not have"),
     _m("begin-attempt-ignores-the-pin", LEDGER_SQL,

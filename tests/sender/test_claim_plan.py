@@ -1,10 +1,10 @@
 """The claim query reads the claimed row's lead by its key, whatever the size of the ledger: planned for a
 set-returning function's default 1,000 rows, sender_claim's one row was joined by hashing every lead of the
 ledger, at each claim (bench/claim.py: 13 ms a claim beside 50,000 leads). And inside sender_claim, each pass (a
-follow-up, a first step: ledger v8) reads the oldest due row of its kind from its route's part of the due index
-(ledger v12: a group's, sender_emails_due_group, or a pinned mailbox's, sender_emails_due_pinned), without a sort,
-its time bounds checked in the index (auto_explain shows the plans of the function's own statements); so what other
-groups and other hosts' mailboxes hold is never read, however much of it is due."""
+follow-up, a first step: ledger v8) reads the oldest due row of its kind on each of its routes from the due index
+(ledger v12: sender_emails_due_route, by route, the mailbox a row is pinned to or else its group), without a sort,
+its route and time bounds checked in the index (auto_explain shows the plans of the function's own statements);
+so what other groups and other hosts' mailboxes hold is never read, however much of it is due."""
 
 from __future__ import annotations
 
@@ -64,10 +64,10 @@ def test_each_pass_of_the_claim_reads_the_oldest_of_its_kind_from_its_routes_ind
         reads = [node for node in _nodes(plan) if node.get("Relation Name") == "sender_emails"
                  and node["Node Type"] != "ModifyTable"]
         assert [(node["Node Type"], node.get("Index Name")) for node in reads] == [
-            ("Index Scan", "sender_emails_due_group"), ("Index Scan", "sender_emails_pkey")]
+            ("Index Scan", "sender_emails_due_route"), ("Index Scan", "sender_emails_pkey")]
         bounds = reads[0]["Index Cond"]
-        assert "mailbox_group = " in bounds and "LEAST(step, 2) = " in bounds and "due_at <= " in bounds
-        assert "not_before <= " in bounds
+        assert "(pinned_mailbox IS NOT NULL) = " in bounds and "COALESCE(pinned_mailbox, mailbox_group) = " in bounds
+        assert "LEAST(step, 2) = " in bounds and "due_at <= " in bounds and "not_before <= " in bounds
         assert not [node for node in _nodes(plan) if node["Node Type"] in ("Sort", "Incremental Sort")]
 
 
