@@ -19,6 +19,7 @@ LANGUAGE plpgsql
 ROWS 1
 SET enable_sort = off
 SET enable_bitmapscan = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
