@@ -5,6 +5,7 @@ refuses while a month holds the history of a row still sending or unconfirmed.""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from sender import Ledger
 from sender.ledger.history import make_partitions
+from tests.sender.world import World
 
 Cli = Callable[..., CompletedProcess[str]]
 # Months long past whenever the tests run: no partition of them is made ahead.
@@ -174,3 +176,23 @@ def test_retire_history_refuses_bad_input_in_one_line(retire: Cli, before: str) 
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "--before" in result.stderr
+
+
+def test_the_agent_makes_the_months_at_its_start(world: World) -> None:
+    """An entry that landed in DEFAULT (its month was not made) is in its month once the agent has started, and what
+    the agent sends lands in this month's partitions, never in DEFAULT."""
+    world.enqueue(1)
+    with psycopg.connect(world.database_url, autocommit=True) as conn:
+        (row,) = conn.execute("SELECT id FROM sender_emails").fetchone() or (None,)
+        conn.execute("SELECT sender_event(%s, 'note', 'from a month not made', %s)", (row, JUNE))
+        assert conn.execute("SELECT count(*) FROM sender_events_default").fetchone() == (1,)
+    agent, factory = world.agent()
+    (report,) = agent.run(factory, 1, once=True, stop=threading.Event())
+    assert report.kind == "sent"
+    with psycopg.connect(world.database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM sender_events_default").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM sender_send_log_default").fetchone() == (0,)
+        assert conn.execute("SELECT tableoid::regclass::text FROM sender_events WHERE kind = 'note'").fetchone() == (
+            _month_name("sender_events", JUNE),)
+        assert conn.execute("SELECT tableoid::regclass::text FROM sender_send_log").fetchone() == (
+            _month_name("sender_send_log", datetime.now(UTC)),)
