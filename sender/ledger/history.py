@@ -21,6 +21,8 @@ from sendhost.errors import OperationFailed
 if TYPE_CHECKING:
     from sender.ledger.store import Ledger
 
+RETIRE_TIMEOUT_MS = 30 * 60 * 1000  # a person's command, once in a while, reading whole months
+
 
 class HistoryInUse(SenderError, OperationFailed):
     """A month to retire holds the history of a row still `sending` or `unconfirmed`: nothing was dropped. Exit 1."""
@@ -52,9 +54,11 @@ def retire_history(ledger: Ledger, before: date) -> list[Retired]:
     if before != month_start(before):
         raise ValueError(f"{before} is not the first day of a month")
     start = datetime(before.year, before.month, 1, tzinfo=UTC)
-    with ledger.calling("retire history") as conn:
+    with ledger.calling("retire history") as conn, conn.transaction():
+        # counting what a month held reads all of it: longer than the ledger's statements may take
+        db.set_local_timeout(conn, RETIRE_TIMEOUT_MS)
         try:
-            rows = db.execute(conn, query("retire_history"), {"before": start}).fetchall()
+            rows = conn.execute(query("retire_history"), {"before": start}).fetchall()
         except psycopg.errors.ObjectInUse as exc:  # an OperationalError, which `calling` would call unavailable
             raise HistoryInUse(f"{exc.diag.message_primary}: nothing dropped; settle them first (`sendhost sender "
                                "unconfirmed`, `sendhost sender sweep`)") from None

@@ -16,7 +16,9 @@ import pytest
 
 from sender import Ledger
 from sender.ledger.history import make_partitions
+from sender.ledger.queries import migrations, query
 from tests.sender.world import World
+from tests.support.postgres_server import fresh_database
 
 Cli = Callable[..., CompletedProcess[str]]
 # Months long past whenever the tests run: no partition of them is made ahead.
@@ -196,3 +198,33 @@ def test_the_agent_makes_the_months_at_its_start(world: World) -> None:
             _month_name("sender_events", JUNE),)
         assert conn.execute("SELECT tableoid::regclass::text FROM sender_send_log").fetchone() == (
             _month_name("sender_send_log", datetime.now(UTC)),)
+
+
+def test_a_version_12_ledger_keeps_its_history_in_its_months(postgres_admin: str) -> None:
+    """Migration 13 copies every entry into a month made for it (none in DEFAULT), keeps the events' ids going
+    on, fills sender_sent from the send log, and leaves the counters as they were."""
+    with fresh_database(postgres_admin) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(query("versions_table"))
+            for number, name, text in migrations():
+                if number <= 12:
+                    with conn.transaction():
+                        conn.execute(text)
+                        conn.execute(query("record_version"), {"version": number, "name": name})
+            row = _sent(conn, "L1", JUNE)
+            _sent(conn, "L2", JULY)
+            counts = _event_counts(conn)
+            (last_id,) = conn.execute("SELECT max(id) FROM sender_events").fetchone() or (0,)
+        with Ledger.from_url(url) as ledger:
+            assert ledger.migrate().applied == ("13_1_history_partitions.sql",)
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM sender_events_default").fetchone() == (0,)
+            assert conn.execute("SELECT count(*) FROM sender_send_log_default").fetchone() == (0,)
+            assert {name for (name,) in conn.execute(
+                "SELECT DISTINCT tableoid::regclass::text FROM sender_events")} == {
+                _month_name("sender_events", JUNE), _month_name("sender_events", JULY)}
+            assert conn.execute("SELECT email_id, mailbox FROM sender_sent WHERE email_id = %s", (row,)
+                                ).fetchone() == (row, MAILBOX)
+            assert _event_counts(conn) == counts
+            conn.execute("SELECT sender_event(%s, 'note', '', NULL)", (row,))
+            assert conn.execute("SELECT max(id) FROM sender_events").fetchone() == (last_id + 1,)

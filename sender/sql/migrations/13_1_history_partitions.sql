@@ -7,6 +7,10 @@
 -- The old tables' rows are copied into month partitions made for them (from the oldest month held through two
 -- months ahead), the old tables dropped; the counters are left as they were, since no entry changed.
 
+-- Copying the whole history takes as long as the history is long: no statement timeout for this transaction only
+-- (set_config's is_local, as the runner's own timeout is set: nothing outlives the transaction through PgBouncer).
+SELECT set_config('statement_timeout', '0', true);
+
 -- What the sequence rules read of a send, from the send log as it is.
 CREATE TABLE sender_sent (
     email_id bigint PRIMARY KEY REFERENCES sender_emails (id),
