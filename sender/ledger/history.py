@@ -54,6 +54,7 @@ def retire_history(ledger: Ledger, before: date) -> list[Retired]:
     if before != month_start(before):
         raise ValueError(f"{before} is not the first day of a month")
     start = datetime(before.year, before.month, 1, tzinfo=UTC)
+    make_partitions(ledger)  # entries that landed in DEFAULT go to their months first, to be retired with them
     with ledger.calling("retire history") as conn, conn.transaction():
         # counting what a month held reads all of it: longer than the ledger's statements may take
         db.set_local_timeout(conn, RETIRE_TIMEOUT_MS)
