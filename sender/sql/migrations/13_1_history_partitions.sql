@@ -145,8 +145,8 @@ BEGIN
 END
 $$;
 
--- The month partitions of a history table, oldest first: each one's name, start and entries are read by the
--- caller (sender_retire_history).
+-- The month partitions of a history table, oldest first: each one's name and the start of its month (from the name
+-- sender_make_partition gives it), for sender_retire_history.
 CREATE FUNCTION sender_history_months(p_table text) RETURNS TABLE (part text, month_start timestamptz)
 LANGUAGE sql STABLE AS $$
     SELECT c.relname::text, (substr(c.relname, length(p_table) + 3, 4) || '-'
