@@ -218,8 +218,13 @@ class Ledger:
     # --- schema ------------------------------------------------------------------------------------------------
 
     def migrate(self) -> MigrateResult:
+        """Bring the schema to the latest version, then make the history's months ahead (sender.ledger.history)."""
+        from sender.ledger.history import make_partitions
+
         with self.calling("migrate") as conn:
-            return migrate(conn)
+            result = migrate(conn)
+        make_partitions(self)
+        return result
 
     def check_schema(self) -> None:
         """SenderConfigError unless the schema is at the version this code expects."""

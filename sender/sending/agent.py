@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from ippool import Lease, Pool
 from sender.campaigns.template import TemplateError
 from sender.errors import LedgerUnavailable
+from sender.ledger.history import make_partitions
 from sender.ledger.store import Claimed, Ledger, Settle
 from sender.oauth import TokenKeeper, TokenUnavailable
 from sender.oauth.opening import open_refreshing
@@ -51,8 +52,24 @@ ONCE_HORIZON_S = 60.0  # --once waits out blocks up to this long, then leaves th
 UNAVAILABLE_DELAY_S = 5.0
 PAUSED_DELAY_S = 300.0
 SWEEP_EVERY_S = 60.0
+# the history's months are made two months ahead (sender.ledger.history): at the start, then once a day
+PARTITIONS_EVERY_S = 86400.0
 PERSIST_FOR_S = 600.0  # how long a worker keeps trying to write a send it made before leaving it to sweep
 IDLE_POLL_S = 1.0
+
+
+def _make_partitions(ledger: Ledger) -> None:
+    """The history's months ahead. A failure other than the ledger's being down stops no send (a send without its
+    month lands in DEFAULT, moved out when the month is made): it is logged, and tried again the next day."""
+    try:
+        made = make_partitions(ledger)
+    except LedgerUnavailable:
+        raise
+    except Exception:
+        log.exception("sender: making the history's months ahead failed; sending goes on")
+        return
+    if made:
+        log.info("sender: made %d month partition(s) of the history", made)
 
 
 @dataclass(frozen=True)
@@ -349,11 +366,16 @@ class Agent:
         worker = f"{self.worker_prefix}:{index}"
         ledger: Ledger | None = None
         last_sweep = 0.0
+        last_partitions: float | None = None
         backoff = 0.2
         while not stop.is_set():
             try:
                 if ledger is None:
                     ledger = ledger_factory()
+                if index == 0 and (last_partitions is None
+                                   or time.monotonic() - last_partitions >= PARTITIONS_EVERY_S):
+                    _make_partitions(ledger)
+                    last_partitions = time.monotonic()
                 if index == 0 and time.monotonic() - last_sweep >= SWEEP_EVERY_S:
                     requeued, unconfirmed = ledger.sweep(self.settings.sweep_after_s)
                     if requeued or unconfirmed:

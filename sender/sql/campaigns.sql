@@ -53,10 +53,11 @@ FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
 WHERE c.name = %(name)s GROUP BY 1, 2 ORDER BY 1, 2;
 
 -- name: campaign_mailboxes
--- Per mailbox: the campaign's sends, and the leads' later steps waiting to go from it.
+-- Per mailbox: the campaign's sends, and the leads' later steps waiting to go from it. Sends from sender_sent,
+-- kept when the send log's month is retired (version 13).
 SELECT mailbox, sum(sent), sum(waiting) FROM (
     SELECT lower(g.mailbox) AS mailbox, 1 AS sent, 0 AS waiting
-    FROM sender_send_log g JOIN sender_emails e ON e.id = g.email_id JOIN sender_campaigns c ON c.id = e.campaign_id
+    FROM sender_sent g JOIN sender_emails e ON e.id = g.email_id JOIN sender_campaigns c ON c.id = e.campaign_id
     WHERE c.name = %(name)s
     UNION ALL
     SELECT e.pinned_mailbox, 0, 1 FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
@@ -85,6 +86,6 @@ SELECT c.name, l.lead, l.address, l.ref, l.ended, l.ended_at, e.id, e.step, e.st
        e.mailbox, e.pinned_mailbox, e.message_id, e.sent_subject, g.accepted_at
 FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
 LEFT JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead
-LEFT JOIN sender_send_log g ON g.email_id = e.id
+LEFT JOIN sender_sent g ON g.email_id = e.id
 WHERE l.address = lower(%(who)s) OR l.ref = %(who)s OR (c.kind = 'enqueue' AND l.lead = %(who)s)
 ORDER BY c.name, l.lead, e.step;

@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 12: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 13: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -125,18 +125,42 @@ WHERE status IN ('queued', 'retry');
 CREATE INDEX sender_emails_sending ON sender_emails (claimed_at) WHERE status = 'sending';
 CREATE INDEX sender_emails_recipient ON sender_emails (recipient);
 
--- Written only after the submission server accepted the message; one per row.
+-- Written only after the submission server accepted the message; one per row. Partitioned by month of
+-- accepted_at (version 13), so `sendhost sender retire-history` drops whole months and no cost grows with the
+-- years: a key of a partitioned table must hold the partition key, so the one-entry-per-row rule is sender_sent's
+-- (below), written by the same insert. The Message-ID is unique as sender_emails.message_id, which it copies.
 CREATE TABLE sender_send_log (
-    email_id bigint PRIMARY KEY REFERENCES sender_emails (id),
-    message_id text NOT NULL UNIQUE,
+    email_id bigint NOT NULL REFERENCES sender_emails (id),
+    message_id text NOT NULL,
     mailbox text NOT NULL,
     source_ip text,
     accepted_at timestamptz NOT NULL DEFAULT now(),
-    reply text NOT NULL DEFAULT ''
-);
+    reply text NOT NULL DEFAULT '',
+    PRIMARY KEY (email_id, accepted_at)
+) PARTITION BY RANGE (accepted_at);
+-- What no month's partition holds yet (sender_make_partitions makes them ahead): no insert ever fails for a month.
+CREATE TABLE sender_send_log_default PARTITION OF sender_send_log DEFAULT;
 CREATE INDEX sender_send_log_mailbox ON sender_send_log (mailbox, accepted_at);
 -- The health window's (version 10): the last 7 days of every mailbox, read without the rest of the history.
 CREATE INDEX sender_send_log_accepted ON sender_send_log (accepted_at);
+
+-- What the sequence rules read of a send, kept forever (version 13): one per row (the send log's rule), when it
+-- was accepted and from which mailbox. Written by every insert into sender_send_log, in its transaction.
+CREATE TABLE sender_sent (
+    email_id bigint PRIMARY KEY REFERENCES sender_emails (id),
+    accepted_at timestamptz NOT NULL,
+    mailbox text NOT NULL
+);
+
+CREATE FUNCTION sender_log_sent() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- a second entry for the row fails here, on sender_sent's key
+    INSERT INTO sender_sent (email_id, accepted_at, mailbox) VALUES (NEW.email_id, NEW.accepted_at, NEW.mailbox);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER sender_log_sent AFTER INSERT ON sender_send_log FOR EACH ROW EXECUTE FUNCTION sender_log_sent();
 
 CREATE TABLE sender_suppressions (
     address text PRIMARY KEY CHECK (address = lower(address)),
@@ -144,14 +168,17 @@ CREATE TABLE sender_suppressions (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
--- The row's history: the answer to "what happened to this lead's step 2?".
+-- The row's history: the answer to "what happened to this lead's step 2?". Partitioned by month of `at`
+-- (version 13), as the send log, so old months are dropped whole; the key holds the partition key.
 CREATE TABLE sender_events (
-    id bigserial PRIMARY KEY,
+    id bigserial,
     email_id bigint NOT NULL REFERENCES sender_emails (id),
     at timestamptz NOT NULL DEFAULT clock_timestamp(),
     kind text NOT NULL,
-    detail text NOT NULL DEFAULT ''
-);
+    detail text NOT NULL DEFAULT '',
+    PRIMARY KEY (id, at)
+) PARTITION BY RANGE (at);
+CREATE TABLE sender_events_default PARTITION OF sender_events DEFAULT;
 CREATE INDEX sender_events_email ON sender_events (email_id, id);
 
 CREATE TABLE sender_settings (
@@ -215,7 +242,7 @@ $$;
 CREATE FUNCTION sender_rank_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF OLD.status = 'sent' AND NEW.status IN ('failed', 'suppressed')
-       AND NOT EXISTS (SELECT 1 FROM sender_send_log WHERE email_id = NEW.id) THEN
+       AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = NEW.id) THEN
         RETURN NEW;
     END IF;
     NEW.status := sender_guarded_status(OLD.status, NEW.status);
@@ -275,7 +302,7 @@ BEGIN
            lower(sent.mailbox), now_at, now_at
     FROM (SELECT NULL) AS one
     LEFT JOIN LATERAL (SELECT e.mailbox, g.accepted_at FROM sender_emails e
-                       JOIN sender_send_log g ON g.email_id = e.id
+                       JOIN sender_sent g ON g.email_id = e.id
                        WHERE e.campaign_id = campaign AND e.lead = p_lead AND e.step = p_step - 1
                          AND e.status IN ('sent', 'delivered')) AS sent ON true
     CROSS JOIN LATERAL (SELECT greatest(coalesce(p_not_before, now_at), coalesce(sent.accepted_at, now_at)) AS at)
@@ -395,7 +422,7 @@ BEGIN
     ELSIF l.ended IS NOT NULL THEN
         RETURN;
     END IF;
-    SELECT coalesce((SELECT accepted_at FROM sender_send_log WHERE email_id = p_email), p_at) INTO sent_at;
+    SELECT coalesce((SELECT accepted_at FROM sender_sent WHERE email_id = p_email), p_at) INTO sent_at;
     SELECT * INTO next_step FROM sender_campaign_steps WHERE campaign_id = r.campaign_id AND step = r.step + 1;
     UPDATE sender_emails
     SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
@@ -468,10 +495,12 @@ BEGIN
     PERFORM sender_event(p_email, 'resolved', format('%s by a person: %s', CASE WHEN p_sent THEN 'sent'
                                                      ELSE 'not sent' END, coalesce(p_note, '')), p_now);
     IF p_sent THEN
-        INSERT INTO sender_send_log (email_id, message_id, mailbox, source_ip, accepted_at, reply)
-        VALUES (p_email, r.message_id, r.mailbox, r.source_ip, coalesce(r.attempt_started_at, now_at),
-                'resolved as sent: ' || coalesce(p_note, ''))
-        ON CONFLICT (email_id) DO NOTHING;
+        -- once per row (sender_sent's key); the row's lock keeps a second call of it waiting for this one
+        IF NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = p_email) THEN
+            INSERT INTO sender_send_log (email_id, message_id, mailbox, source_ip, accepted_at, reply)
+            VALUES (p_email, r.message_id, r.mailbox, r.source_ip, coalesce(r.attempt_started_at, now_at),
+                    'resolved as sent: ' || coalesce(p_note, ''));
+        END IF;
         UPDATE sender_emails SET status = 'sent', last_error = NULL, updated_at = now_at WHERE id = p_email;
     ELSE
         UPDATE sender_emails SET status = 'failed', last_error = 'resolved as not sent: ' || coalesce(p_note, ''),
@@ -919,10 +948,12 @@ BEGIN
     IF r.attempt_id IS NULL OR r.message_id IS NULL THEN
         RAISE EXCEPTION 'sender_record_sent: row % has no attempt', p_email;
     END IF;
-    INSERT INTO sender_send_log (email_id, message_id, mailbox, source_ip, accepted_at, reply)
-    VALUES (p_email, r.message_id, r.mailbox, r.source_ip, now_at, coalesce(p_reply, ''))
-    ON CONFLICT (email_id) DO NOTHING
-    RETURNING email_id INTO logged;
+    -- once per row (sender_sent's key, written with the entry); the row's lock above keeps a second call waiting
+    IF NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = p_email) THEN
+        INSERT INTO sender_send_log (email_id, message_id, mailbox, source_ip, accepted_at, reply)
+        VALUES (p_email, r.message_id, r.mailbox, r.source_ip, now_at, coalesce(p_reply, ''))
+        RETURNING email_id INTO logged;
+    END IF;
     UPDATE sender_emails SET status = 'sent', last_error = NULL, updated_at = now_at
     WHERE id = p_email AND status <> 'sent';
     IF logged IS NOT NULL THEN
@@ -957,7 +988,7 @@ BEGIN
     END IF;
     IF r.status <> 'sending' AND sender_rank(r.status) > sender_rank('sending')
        AND NOT (r.status = 'sent' AND p_outcome IN ('failed', 'suppress', 'bounce')
-                AND NOT EXISTS (SELECT 1 FROM sender_send_log WHERE email_id = p_email)) THEN
+                AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = p_email)) THEN
         RETURN r.status;
     END IF;
     IF p_outcome IN ('suppress', 'bounce') THEN
@@ -1023,7 +1054,7 @@ BEGIN
         UPDATE sender_emails SET status = 'unconfirmed', updated_at = now_at
         WHERE status = 'sending' AND attempt_id IS NOT NULL
           AND coalesce(attempt_started_at, claimed_at) < now_at - make_interval(secs => p_older_than_s)
-          AND NOT EXISTS (SELECT 1 FROM sender_send_log WHERE email_id = sender_emails.id)
+          AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = sender_emails.id)
         RETURNING id
     )
     SELECT count(*) INTO unconfirmed
@@ -1176,11 +1207,22 @@ BEGIN
 END
 $$;
 
--- TRUNCATE fires no row trigger: the table's counter starts again from nothing.
+-- The history entries that `sendhost sender retire-history` dropped with their month (version 13), per kind: still
+-- counted, by sender_counts as before and by a recount from here.
+CREATE TABLE sender_events_retired (
+    kind text PRIMARY KEY,
+    n bigint NOT NULL
+);
+
+-- TRUNCATE fires no row trigger: the table's counter starts again from nothing (a truncated history has no
+-- retired months either).
 CREATE FUNCTION sender_count_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM sender_count_changes WHERE counter = TG_ARGV[0];
     DELETE FROM sender_counts WHERE counter = TG_ARGV[0];
+    IF TG_ARGV[0] = 'events' THEN
+        DELETE FROM sender_events_retired;
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -1232,15 +1274,157 @@ $$;
 
 -- Count again from the tables themselves: what the upgrade to version 10 does, and the repair should a person
 -- ever doubt the counters. Writers wait meanwhile, so no change falls between the count and the lines dropped.
+-- The history entries of retired months are counted from their tally (version 13).
 CREATE FUNCTION sender_recount() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('sender_fold_counts'));  -- and no fold meanwhile
-    LOCK TABLE sender_emails, sender_events IN SHARE MODE;
+    LOCK TABLE sender_emails, sender_events, sender_events_retired IN SHARE MODE;
     DELETE FROM sender_count_changes;
     DELETE FROM sender_counts;
     INSERT INTO sender_counts (counter, key, n)
     SELECT 'rows', status::text, count(*) FROM sender_emails GROUP BY status;
     INSERT INTO sender_counts (counter, key, n)
-    SELECT 'events', kind, count(*) FROM sender_events GROUP BY kind;
+    SELECT 'events', kind, sum(n) FROM (SELECT kind, count(*) AS n FROM sender_events GROUP BY kind
+                                        UNION ALL
+                                        SELECT kind, n FROM sender_events_retired) AS counted
+    GROUP BY kind;
 END
 $$;
+
+
+-- History by month (version 13): sender_events and sender_send_log are partitioned by the UTC month of their time,
+-- <table>_yYYYYmMM, so that what a send costs does not grow with the years and old months are dropped whole
+-- (`sendhost sender retire-history`). What is kept forever: the rows, their leads, sender_sent (what the sequence
+-- rules read of a send), the suppressions, the feedback and the counters.
+
+-- The column a history table is partitioned by.
+CREATE FUNCTION sender_history_column(p_table text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE p_table WHEN 'sender_events' THEN 'at' WHEN 'sender_send_log' THEN 'accepted_at' END
+$$;
+
+-- One month of a history table, the UTC month holding p_month, made unless it is there: true when made. Rows
+-- that landed in the DEFAULT partition for that month move into it (PostgreSQL refuses a partition whose range
+-- has rows in DEFAULT); moved, the history entries are no new entries, so their counter lines cancel out.
+-- Inserts into the table wait meanwhile (a month is made once), reads do not.
+CREATE FUNCTION sender_make_partition(p_table text, p_month timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    col text := sender_history_column(p_table);
+    month_start timestamp := date_trunc('month', p_month AT TIME ZONE 'UTC');
+    lo timestamptz := month_start AT TIME ZONE 'UTC';
+    hi timestamptz := (month_start + interval '1 month') AT TIME ZONE 'UTC';
+    part text := format('%s_y%sm%s', p_table, to_char(month_start, 'YYYY'), to_char(month_start, 'MM'));
+    stray boolean;
+BEGIN
+    IF col IS NULL THEN
+        RAISE EXCEPTION 'sender_make_partition: % is not a history table', p_table;
+    END IF;
+    IF to_regclass(part) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('LOCK TABLE %I IN SHARE ROW EXCLUSIVE MODE', p_table);
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE %I >= $1 AND %I < $2)', p_table || '_default', col, col)
+    INTO stray USING lo, hi;
+    IF NOT stray THEN
+        EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', part, p_table, lo, hi);
+        RETURN true;
+    END IF;
+    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS)', part, p_table);
+    EXECUTE format('WITH moved AS (DELETE FROM %I WHERE %I >= $1 AND %I < $2 RETURNING *) '
+                   'INSERT INTO %I SELECT * FROM moved', p_table || '_default', col, col, part) USING lo, hi;
+    IF p_table = 'sender_events' THEN
+        -- the delete above counted each entry out (sender_count_event); the insert, into no partition yet, did
+        -- not count it in
+        EXECUTE format('INSERT INTO sender_count_changes (counter, old_key, new_key) '
+                       'SELECT ''events'', NULL, kind FROM %I', part);
+    END IF;
+    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_table, part, lo, hi);
+    RETURN true;
+END
+$$;
+
+-- Every month of both history tables from p_now's (NULL: now()) through p_through's, and each month that rows in
+-- DEFAULT belong to, made unless there: how many were made. Called by `sendhost sender migrate` and by the agent
+-- at its start and once a day, two months ahead, so no send lands in DEFAULT. Two callers at once: the second
+-- waits for the first (a transaction lock), then finds them made. Cheap when nothing is missing: one catalogue
+-- look-up a month, and a read of DEFAULT, which is empty.
+CREATE FUNCTION sender_make_partitions(p_through timestamptz, p_now timestamptz DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    history text;
+    month_start timestamp;
+    made integer := 0;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('sender_make_partitions'));
+    FOREACH history IN ARRAY ARRAY['sender_events', 'sender_send_log'] LOOP
+        FOR month_start IN EXECUTE format(
+            'SELECT DISTINCT date_trunc(''month'', %I AT TIME ZONE ''UTC'') FROM %I '
+            'UNION SELECT generate_series(date_trunc(''month'', $1 AT TIME ZONE ''UTC''), '
+            '                             date_trunc(''month'', $2 AT TIME ZONE ''UTC''), interval ''1 month'') '
+            'ORDER BY 1', sender_history_column(history), history || '_default')
+            USING coalesce(p_now, now()), p_through
+        LOOP
+            IF sender_make_partition(history, month_start AT TIME ZONE 'UTC') THEN
+                made := made + 1;
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN made;
+END
+$$;
+
+-- The month partitions of a history table, oldest first: each one's name and the start of its month (from the name
+-- sender_make_partition gives it), for sender_retire_history.
+CREATE FUNCTION sender_history_months(p_table text) RETURNS TABLE (part text, month_start timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT c.relname::text, (substr(c.relname, length(p_table) + 3, 4) || '-'
+                             || substr(c.relname, length(p_table) + 8, 2) || '-01')::timestamp AT TIME ZONE 'UTC'
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = p_table::regclass AND c.relname ~ ('^' || p_table || '_y[0-9]{4}m[0-9]{2}$')
+    ORDER BY 2
+$$;
+
+-- Drop every month of the history (sender_events, sender_send_log) that ends on or before p_before (a UTC month
+-- boundary), whole: one row per month dropped, with its entries. All or nothing: a month holding the history of a
+-- row still `sending` or `unconfirmed` (its verdict may yet need it) refuses the whole call, naming the month and
+-- how many such rows (object_in_use). The entries dropped stay counted (sender_events_retired). Kept forever:
+-- sender_sent, the rows, the leads, the suppressions, the feedback.
+CREATE FUNCTION sender_retire_history(p_before timestamptz)
+RETURNS TABLE (history text, month_start timestamptz, entries bigint) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    m record;
+    held bigint;
+    n bigint;
+BEGIN
+    IF p_before <> date_trunc('month', p_before AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' THEN
+        RAISE EXCEPTION 'sender_retire_history: % is not the start of a UTC month', p_before
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext('sender_make_partitions'));
+    FOR m IN SELECT t.history, h.part, h.month_start
+             FROM unnest(ARRAY['sender_events', 'sender_send_log']) AS t(history)
+             CROSS JOIN LATERAL sender_history_months(t.history) AS h
+             WHERE h.month_start + interval '1 month' <= p_before
+             ORDER BY h.month_start, t.history LOOP
+        EXECUTE format('SELECT count(DISTINCT e.id) FROM %I v JOIN sender_emails e ON e.id = v.email_id '
+                       'WHERE e.status IN (''sending'', ''unconfirmed'')', m.part) INTO held;
+        IF held > 0 THEN
+            RAISE EXCEPTION 'month % holds the history of % row(s) still sending or unconfirmed',
+                            to_char(m.month_start AT TIME ZONE 'UTC', 'YYYY-MM'), held
+                USING ERRCODE = 'object_in_use';
+        END IF;
+        IF m.history = 'sender_events' THEN
+            EXECUTE format('INSERT INTO sender_events_retired AS r (kind, n) SELECT kind, count(*) FROM %I '
+                           'GROUP BY kind ON CONFLICT (kind) DO UPDATE SET n = r.n + excluded.n', m.part);
+        END IF;
+        EXECUTE format('SELECT count(*) FROM %I', m.part) INTO n;
+        EXECUTE format('DROP TABLE %I', m.part);
+        history := m.history;
+        month_start := m.month_start;
+        entries := n;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+SELECT sender_make_partitions(now() + interval '2 months');  -- this month and the next two, as migrate makes them

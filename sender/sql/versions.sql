@@ -25,3 +25,11 @@ SELECT coalesce(max(version), 0) FROM sender_schema_versions;
 
 -- name: record_version
 INSERT INTO sender_schema_versions (version, name) VALUES (%(version)s, %(name)s) ON CONFLICT (version) DO NOTHING;
+
+-- name: make_partitions
+-- The history's months through two months ahead of now (schema.sql, sender_make_partitions): how many were made.
+SELECT sender_make_partitions(coalesce(%(now)s, now()) + interval '2 months', %(now)s);
+
+-- name: retire_history
+-- Drop whole months of history before %(before)s (sender_retire_history): one row per month dropped.
+SELECT history, month_start, entries FROM sender_retire_history(%(before)s);

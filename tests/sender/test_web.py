@@ -475,7 +475,7 @@ def _forget_rows_after(database_url: str, row: int) -> None:
     """What a restore from a dump taken before `row` was made does: the row and all after it gone, and the id
     sequence back where the dump left it, so the next row made takes `row`'s id again."""
     with psycopg.connect(database_url) as conn:
-        for table in ("sender_feedback", "sender_events", "sender_send_log"):
+        for table in ("sender_feedback", "sender_events", "sender_send_log", "sender_sent"):
             conn.execute(f"DELETE FROM {table} WHERE email_id >= %s", (row,))
         conn.execute("DELETE FROM sender_emails WHERE id >= %s", (row,))
         conn.execute("SELECT setval(pg_get_serial_sequence('sender_emails', 'id'), %s, false)", (row,))
