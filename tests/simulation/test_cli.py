@@ -60,7 +60,8 @@ def test_table_summary_and_report(tmp_path: Path) -> None:
         assert line in result.stdout
     assert result.stderr.strip() == f"report: {report}"
     page = report.read_text()
-    assert page.count('<figure class="chart"') == 5
+    # the mailboxes' days and hours, the pool's two, and the campaign's steps and its sends per day
+    assert page.count('<figure class="chart"') == 6
     assert 'id="chart-steps-sim-default"' in page and 'id="steps-sim-default"' in page
     assert oct(report.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's private mode
 
