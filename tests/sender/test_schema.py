@@ -35,7 +35,8 @@ CATALOGUE: dict[str, str] = {
           AND a.attnum > 0 AND NOT a.attisdropped""",
     "constraints": """
         SELECT conrelid::regclass::text || '.' || conname, contype::text || ' ' || pg_get_constraintdef(oid)
-        FROM pg_constraint WHERE connamespace = 'public'::regnamespace""",
+        FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+          AND contype <> 'n'  -- NOT NULL is in the columns' entries; its name (PG 18) follows a rename's order""",
     "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
     "functions": """
         SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid) FROM pg_proc p
