@@ -240,7 +240,7 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
          m.days_over_cap) for m in lines]
     emit_table("mailboxes, by their own local days (the first and last may be partial)",
                ["mailbox", "start", "sends", "sum of caps", "busiest day", "days at cap", "over cap"],
-               mailbox_rows + more.rows(7, 2, [m.sends for m in summary.mailboxes]), summary=more.hint("mailboxes"))
+               mailbox_rows + more.rows(7, 2), summary=more.hint("mailboxes"))
     _render_campaigns(summary)
     _render_deliveries(summary)
     found = [(d["domain"], f["severity"], f["code"], f["location"] or "-")
@@ -304,7 +304,7 @@ def _render_deliveries(summary: Summary) -> None:
     if found is None:
         return
     mailboxes, more = _busiest(list(found.per_mailbox.items()), lambda item: item[1])
-    rows: list[Sequence[object]] = [*mailboxes, *more.rows(2, 1, list(found.per_mailbox.values()))]
+    rows: list[Sequence[object]] = [*mailboxes, *more.rows(2, 1)]
     emit_table(f"delivered per mailbox ({found.total})", ["mailbox", "delivered"], rows,
                summary=more.hint("deliveries.per_mailbox"))
     sources, more = _busiest(found.per_source, lambda line: line.deliveries)
@@ -312,7 +312,7 @@ def _render_deliveries(summary: Summary) -> None:
              line.deliveries, "-" if line.budget is None else line.budget) for line in sources]
     emit_table("delivered per source address (the peer the server saw)",
                ["source", "host", "slot", "stands for", "delivered", "budget"],
-               rows + more.rows(6, 4, [line.deliveries for line in found.per_source]),
+               rows + more.rows(6, 4),
                summary=more.hint("deliveries.per_source"))
 
 # A table of more rows than this (a fleet's mailboxes, a run's source addresses) shows its busiest FOLDED_TO and
@@ -326,15 +326,15 @@ class _Folded:
 
     shown: int
     total: int
+    rest_sum: int = 0  # the counts of the rows left out
 
-    def rows(self, width: int, column: int, counts: list[int]) -> list[Sequence[object]]:
-        """The row standing for the rest (a table `width` columns wide): how many, and the sum of their counts in
+    def rows(self, width: int, column: int) -> list[Sequence[object]]:
+        """The row standing for the rest (a table `width` columns wide): how many, and their counts' sum in
         `column`."""
         if self.shown == self.total:
             return []
-        rest = sorted(counts, reverse=True)[self.shown:]
         cells = [""] * width
-        cells[0], cells[column] = f"… {len(rest)} more", str(sum(rest))
+        cells[0], cells[column] = f"… {self.total - self.shown} more", str(self.rest_sum)
         return [tuple(cells)]
 
     def hint(self, key: str) -> str | None:
@@ -348,4 +348,5 @@ def _busiest(lines: list[T], count: Callable[[T], int]) -> tuple[list[T], _Folde
     order)."""
     if len(lines) <= FOLD_OVER:
         return lines, _Folded(len(lines), len(lines))
-    return sorted(lines, key=lambda line: -count(line))[:FOLDED_TO], _Folded(FOLDED_TO, len(lines))
+    ranked = sorted(lines, key=lambda line: -count(line))
+    return ranked[:FOLDED_TO], _Folded(FOLDED_TO, len(lines), sum(count(line) for line in ranked[FOLDED_TO:]))
