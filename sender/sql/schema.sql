@@ -1033,6 +1033,8 @@ END
 $$;
 
 -- Rows whose agent died: back to the queue if the attempt never started, else unconfirmed (never resent).
+-- A row someone holds is left for the next sweep: its owner is settling it, or another sweep is, and a sweep that
+-- waited would deadlock with the next one, each holding rows the other reached first.
 CREATE FUNCTION sender_sweep(p_older_than_s double precision, p_now timestamptz DEFAULT NULL,
                              OUT requeued integer, OUT unconfirmed integer)
 LANGUAGE plpgsql AS $$
@@ -1044,17 +1046,21 @@ BEGIN
         SET status = CASE WHEN sender_is_suppressed(recipient) THEN 'suppressed'::sender_status
                           WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
             claimed_by = NULL, updated_at = now_at
-        WHERE status = 'sending' AND attempt_id IS NULL
-          AND claimed_at < now_at - make_interval(secs => p_older_than_s)
+        WHERE id IN (SELECT id FROM sender_emails
+                     WHERE status = 'sending' AND attempt_id IS NULL
+                       AND claimed_at < now_at - make_interval(secs => p_older_than_s)
+                     FOR NO KEY UPDATE SKIP LOCKED)
         RETURNING id
     )
     SELECT count(*) INTO requeued
     FROM (SELECT sender_event(id, 'swept', 'requeued: no attempt started', p_now) FROM stale) s;
     WITH stale AS (
         UPDATE sender_emails SET status = 'unconfirmed', updated_at = now_at
-        WHERE status = 'sending' AND attempt_id IS NOT NULL
-          AND coalesce(attempt_started_at, claimed_at) < now_at - make_interval(secs => p_older_than_s)
-          AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = sender_emails.id)
+        WHERE id IN (SELECT id FROM sender_emails e
+                     WHERE status = 'sending' AND attempt_id IS NOT NULL
+                       AND coalesce(attempt_started_at, claimed_at) < now_at - make_interval(secs => p_older_than_s)
+                       AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = e.id)
+                     FOR NO KEY UPDATE SKIP LOCKED)
         RETURNING id
     )
     SELECT count(*) INTO unconfirmed

@@ -197,6 +197,24 @@ def test_sweep_requeues_unstarted_and_never_resends_started(ledger: Ledger) -> N
     assert shown is not None and shown.row["status"] == "unconfirmed"
 
 
+def test_a_sweep_never_waits_for_a_row_someone_holds(ledger: Ledger, database_url: str) -> None:
+    """Sweeps run in every agent: one that waited for a row another held would deadlock with the next, each
+    holding rows the other reached first (stop 36's CI). A held row is left to the next sweep."""
+    _queue(ledger, "L1")
+    _queue(ledger, "L2")
+    unstarted, started = ledger.claim("dead-agent", 2)
+    _attempt(ledger, started.id)
+    with psycopg.connect(database_url) as holder:
+        holder.execute("ALTER DATABASE " + holder.info.dbname + " SET lock_timeout = '2s'")
+        holder.commit()
+        holder.execute("SELECT 1 FROM sender_emails WHERE id = ANY(%s) FOR NO KEY UPDATE",
+                       ([unstarted.id, started.id],))
+        with Ledger.from_url(database_url) as impatient:  # a wait would end in a lock timeout, not hang
+            assert impatient.sweep(0) == (0, 0)
+        holder.rollback()
+    assert ledger.sweep(0) == (1, 1)
+
+
 def test_suppression_withdraws_a_row_waiting_to_retry(ledger: Ledger) -> None:
     """A row waiting in `retry` is as much a future send as a queued one: suppressing its address withdraws it at
     once (not when it comes due), and the count says so."""

@@ -455,6 +455,7 @@ BEGIN
 END
 $$;
 
+-- The sweep leaves a row someone holds for the next sweep: two sweeps that waited deadlocked (stop 36's CI).
 CREATE OR REPLACE FUNCTION sender_sweep(p_older_than_s double precision, p_now timestamptz DEFAULT NULL,
                              OUT requeued integer, OUT unconfirmed integer)
 LANGUAGE plpgsql AS $$
@@ -466,17 +467,21 @@ BEGIN
         SET status = CASE WHEN sender_is_suppressed(recipient) THEN 'suppressed'::sender_status
                           WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
             claimed_by = NULL, updated_at = now_at
-        WHERE status = 'sending' AND attempt_id IS NULL
-          AND claimed_at < now_at - make_interval(secs => p_older_than_s)
+        WHERE id IN (SELECT id FROM sender_emails
+                     WHERE status = 'sending' AND attempt_id IS NULL
+                       AND claimed_at < now_at - make_interval(secs => p_older_than_s)
+                     FOR NO KEY UPDATE SKIP LOCKED)
         RETURNING id
     )
     SELECT count(*) INTO requeued
     FROM (SELECT sender_event(id, 'swept', 'requeued: no attempt started', p_now) FROM stale) s;
     WITH stale AS (
         UPDATE sender_emails SET status = 'unconfirmed', updated_at = now_at
-        WHERE status = 'sending' AND attempt_id IS NOT NULL
-          AND coalesce(attempt_started_at, claimed_at) < now_at - make_interval(secs => p_older_than_s)
-          AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = sender_emails.id)
+        WHERE id IN (SELECT id FROM sender_emails e
+                     WHERE status = 'sending' AND attempt_id IS NOT NULL
+                       AND coalesce(attempt_started_at, claimed_at) < now_at - make_interval(secs => p_older_than_s)
+                       AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = e.id)
+                     FOR NO KEY UPDATE SKIP LOCKED)
         RETURNING id
     )
     SELECT count(*) INTO unconfirmed
