@@ -12,7 +12,9 @@ The model, per stand-in (one stand-in = one AWS account and region):
 - an allocation, with probability `reuse_probability` (default 0.99), gets one of those that nobody holds now,
   chosen uniformly; otherwise, or when all of them are held again, it gets a never-seen address from
   `fresh_network` (default 198.18.0.0/15, the benchmarking range, so a stand-in address can never be real);
-- an address still allocated (active, incoming or parked) is never handed to anyone else.
+- an address still allocated (active, incoming or parked) is never handed to anyone else;
+- a released address's tags go with it, as in AWS. moto keeps them, and reads every tag it ever held for each
+  address it describes, so without this its DescribeAddresses slowed as a run went on (a third of `make demo`).
 
 So a rotator that releases the old address at once mostly gets it back; one that keeps recently retired
 addresses parked (still allocated) leaves AWS nothing recent to hand back, and draws fresh ones.
@@ -46,6 +48,7 @@ class ReusingEc2StandIn(Ec2Adapter):
         self._recently_released: deque[str] = deque(maxlen=recent)
         self._held: set[str] = set()
         self._ip_by_allocation: dict[str, str] = {}
+        self._tag_keys: dict[str, set[str]] = {}  # allocation id -> the keys it was tagged with
         self.ever_allocated: set[str] = set()
         self.handed_back = 0  # allocations that got a recently released address
         self.fresh = 0  # allocations that got a never-seen address
@@ -75,12 +78,21 @@ class ReusingEc2StandIn(Ec2Adapter):
         allocated = super().allocate_address(tags, address=wanted)
         self._held.add(allocated.public_ip)
         self._ip_by_allocation[allocated.allocation_id] = allocated.public_ip
+        self._tag_keys[allocated.allocation_id] = set(tags)
         self.ever_allocated.add(allocated.public_ip)
         return allocated
 
+    def create_tags(self, resource_id: str, tags: Mapping[str, str]) -> None:
+        super().create_tags(resource_id, tags)
+        self._tag_keys.setdefault(resource_id, set()).update(tags)
+
     def release_address(self, allocation_id: str) -> bool:
-        """Release through the real adapter; the address joins AWS's recently released list."""
+        """Release through the real adapter; the address joins AWS's recently released list, and its tags go."""
         released = super().release_address(allocation_id)
+        keys = self._tag_keys.pop(allocation_id, set())
+        if released and keys:
+            self._call("ec2", "DeleteTags", f"EIP {allocation_id}", Resources=[allocation_id],
+                       Tags=[{"Key": key} for key in sorted(keys)])
         public_ip = self._ip_by_allocation.pop(allocation_id, None)
         if released and public_ip is not None:
             self._held.discard(public_ip)
