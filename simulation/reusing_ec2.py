@@ -91,8 +91,8 @@ class ReusingEc2StandIn(Ec2Adapter):
         released = super().release_address(allocation_id)
         keys = self._tag_keys.pop(allocation_id, set())
         if released and keys:
-            self._call("ec2", "DeleteTags", f"EIP {allocation_id}", Resources=[allocation_id],
-                       Tags=[{"Key": key} for key in sorted(keys)])
+            # AWS's own doing, not a call of the tool's: past the adapter's pacing and its on_call hook
+            self._client("ec2").delete_tags(Resources=[allocation_id], Tags=[{"Key": key} for key in sorted(keys)])
         public_ip = self._ip_by_allocation.pop(allocation_id, None)
         if released and public_ip is not None:
             self._held.discard(public_ip)

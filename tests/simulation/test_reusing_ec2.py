@@ -126,3 +126,15 @@ def test_releasing_an_already_released_address_changes_nothing(make_standin: Sta
 def test_model_parameters_are_checked() -> None:
     with pytest.raises(ValueError):
         ReusingEc2StandIn(lambda: boto3.Session(region_name=REGION), REGION, seed=1, reuse_probability=1.5)
+
+
+def test_a_released_address_takes_its_tags_with_it(make_standin: StandInFactory) -> None:
+    """As in AWS; moto keeps them, and its DescribeAddresses reads every tag it ever held for each address."""
+    standin = make_standin()
+    kept = standin.allocate_address(TAGS)
+    gone = standin.allocate_address(TAGS)
+    standin.create_tags(gone.allocation_id, {"sendhost:ptr": "mail1.example.com"})
+    standin.release_address(gone.allocation_id)
+    ec2 = boto3.client("ec2", region_name=REGION)
+    tagged = {t["ResourceId"] for t in ec2.describe_tags()["Tags"] if t["ResourceId"].startswith("eipalloc-")}
+    assert tagged == {kept.allocation_id}
