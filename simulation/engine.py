@@ -254,6 +254,7 @@ class _Loop:
         index = self._free.popleft()
         sender = self.senders[index]
         retry_at = sender.attempt()
+        self.pool_worker.leased()
         if sender.in_flight is not None:
             self._sent(sender.in_flight.send, sender.in_flight.delivery)
             self.at(sender.in_flight.done_at, lambda: self._finish(index))

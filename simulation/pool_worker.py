@@ -48,6 +48,7 @@ class PoolWorker:
         self._parked: dict[str, events.Parked] = {}  # allocation id -> its parking, as AWS tags say
         self.held = 0
         self._by_command: set[tuple[str, int, int]] = set()  # (host, slot, generation) retired by on-call
+        self._leasable: int | None = None  # read from Redis at the last sample, until the pool changes
 
     def provision(self) -> None:
         """`pool create` for every host: slot IPs, one tagged and associated EIP per slot, slots in Redis."""
@@ -70,13 +71,15 @@ class PoolWorker:
             return
         before = {name: self._slots(name) for name in names}
         report = self.worker.run_cycle()
+        self.leased()
         for result in report.rotations:
             self.outcomes[result.outcome] += 1
             self.redraw_reasons.update(reason.split(":")[0] for reason in result.redraws)
         self.errors += report.errors
         for name in names:
             self._diff(name, before[name])
-        self._read_aws()
+        if report.rotations or report.reaped or report.errors:
+            self._read_aws()  # else the cycle allocated, parked and released nothing: AWS is as last read
 
     def retire(self, host: str, slot: int, reason: str = "on-call: burned address") -> str:
         """On-call's `pool retire --ip`: the slot's address takes no new lease and is denied; the worker rotates it."""
@@ -84,12 +87,20 @@ class PoolWorker:
         if current.public_ip is None or current.state != SlotState.ACTIVE:
             return current.state  # already on its way out (or empty): the command changes nothing
         self._by_command.add((host, slot, current.generation))
+        self.leased()
         return retire_address(self.pool.slots, self.denylist, self.records, current.public_ip, reason).state
 
     def leasable(self) -> int:
-        """Slots active and under budget, across hosts: the addresses in service now."""
-        return sum(1 for world in self.hosts for slot in self._slots(world.host.name).values()
-                   if slot.state == SlotState.ACTIVE and slot.used < slot.budget)
+        """Slots active and under budget, across hosts: the addresses in service now. Read again only after the
+        pool changed: most samples of a night fall where nothing leased, rotated or retired."""
+        if self._leasable is None:
+            self._leasable = sum(1 for world in self.hosts for slot in self._slots(world.host.name).values()
+                                 if slot.state == SlotState.ACTIVE and slot.used < slot.budget)
+        return self._leasable
+
+    def leased(self) -> None:
+        """The pool may have changed (a sender's attempt leased, a cycle rotated, on-call retired): read it again."""
+        self._leasable = None
 
     @property
     def parked_count(self) -> int:
