@@ -65,27 +65,52 @@ def embedded_redis(state_dir: Path) -> Iterator[redis.Redis]:
     without cleaning up (PR_SET_PDEATHSIG), so no run leaves a server behind, however it ends.
     """
     sock = state_dir / "redis.sock"
-    process = subprocess.Popen(
-        [redis_server_executable(), "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-         "--dir", str(state_dir), "--save", "", "--appendonly", "no", "--logfile", str(state_dir / "redis.log")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=_die_with_parent_hook(),
-    )
-    client = redis.Redis(unix_socket_path=str(sock), decode_responses=True, socket_timeout=5.0)
+    process: subprocess.Popen[bytes] | None = None
     try:
-        _wait_until_it_answers(client, process, state_dir)
-        yield client
+        # A Ctrl-C between the fork and `process` being set would leave the server running while the caller
+        # removes its directory, and it would write its socket and log there again (test_stopping saw it): the
+        # signal waits until the server can be stopped.
+        with _signals_deferred() as unmasked:
+            process = subprocess.Popen(
+                [redis_server_executable(), "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
+                 "--dir", str(state_dir), "--save", "", "--appendonly", "no", "--logfile",
+                 str(state_dir / "redis.log")],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=_child_hook(unmasked),
+            )
+        client = redis.Redis(unix_socket_path=str(sock), decode_responses=True, socket_timeout=5.0)
+        try:
+            _wait_until_it_answers(client, process, state_dir)
+            yield client
+        finally:
+            client.close()
     finally:
-        client.close()
-        process.kill()
-        process.wait()
+        if process is not None:
+            process.kill()
+            process.wait()
 
 
-def _die_with_parent_hook() -> Callable[[], None]:
-    """What the child runs before exec: ask the kernel for SIGKILL when the process that started it dies.
-    libc is loaded here, in the parent, so the child only makes one system call between fork and exec."""
+@contextmanager
+def _signals_deferred() -> Iterator[set[int | signal.Signals]]:
+    """Hold SIGINT and SIGTERM for the block (they are delivered when it ends); yields the mask to restore."""
+    unmasked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield unmasked
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
+
+
+def _child_hook(unmasked: set[int | signal.Signals]) -> Callable[[], None]:
+    """What the child runs before exec: ask the kernel for SIGKILL when the process that started it dies, and
+    take the signals the parent holds as a server should (the mask survives exec). libc is loaded here, in the
+    parent, so the child makes only system calls between fork and exec."""
     prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
-    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
+
+    return hook
 
 
 def _wait_until_it_answers(client: redis.Redis, process: subprocess.Popen[bytes], state_dir: Path) -> None:
