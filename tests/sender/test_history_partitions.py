@@ -96,6 +96,31 @@ def test_an_entry_without_its_month_lands_in_default_and_moves_when_the_month_is
         assert conn.execute("SELECT count(*) FROM sender_events_default").fetchone() == (0,)
 
 
+def test_a_month_made_while_a_send_is_recorded_waits_for_it_and_never_deadlocks(
+        ledger: Ledger, database_url: str) -> None:
+    """sender_record_sent writes the send log, then the history; the month's maker locks the two in that order,
+    so it waits for the send to commit. In the other order each waited for the other, and PostgreSQL cancelled one:
+    perhaps the record of a message already handed over."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = _sent(conn, "L1", JUNE)  # in DEFAULT: June is the month to make
+    made: list[int] = []
+    with psycopg.connect(database_url) as writer, psycopg.connect(database_url, autocommit=True) as watcher:
+        writer.execute("SET lock_timeout = '5s'")
+        writer.execute("LOCK TABLE sender_send_log IN ROW EXCLUSIVE MODE")  # a send between its two writes
+        maker = threading.Thread(target=lambda: made.append(make_partitions(ledger)))
+        maker.start()
+        for _ in range(500):  # until the maker waits for the writer's lock
+            if watcher.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone() != (0,):
+                break
+            threading.Event().wait(0.01)
+        else:
+            pytest.fail("the maker never waited for the send log")
+        writer.execute("SELECT sender_event(%s, 'note', 'the second write of the send')", (row,))
+        writer.commit()
+        maker.join(timeout=30)
+    assert made == [2]  # June of each table
+
+
 def test_the_send_log_keeps_one_entry_per_row(ledger: Ledger, database_url: str) -> None:
     with psycopg.connect(database_url, autocommit=True) as conn:
         row = _sent(conn, "L1", datetime.now(UTC))

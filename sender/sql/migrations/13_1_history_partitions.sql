@@ -128,7 +128,9 @@ DECLARE
     made integer := 0;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('sender_make_partitions'));
-    FOREACH history IN ARRAY ARRAY['sender_events', 'sender_send_log'] LOOP
+    -- the send log first, as its writers (sender_record_sent, sender_resolve) take the two: in the other order a
+    -- month made while a send is recorded deadlocked with it
+    FOREACH history IN ARRAY ARRAY['sender_send_log', 'sender_events'] LOOP
         FOR month_start IN EXECUTE format(
             'SELECT DISTINCT date_trunc(''month'', %I AT TIME ZONE ''UTC'') FROM %I '
             'UNION SELECT generate_series(date_trunc(''month'', $1 AT TIME ZONE ''UTC''), '
@@ -175,10 +177,10 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(hashtext('sender_make_partitions'));
     FOR m IN SELECT t.history, h.part, h.month_start
-             FROM unnest(ARRAY['sender_events', 'sender_send_log']) AS t(history)
+             FROM unnest(ARRAY['sender_send_log', 'sender_events']) WITH ORDINALITY AS t(history, taken)
              CROSS JOIN LATERAL sender_history_months(t.history) AS h
              WHERE h.month_start + interval '1 month' <= p_before
-             ORDER BY h.month_start, t.history LOOP
+             ORDER BY h.month_start, t.taken LOOP  -- the send log first, as sender_make_partitions
         EXECUTE format('SELECT count(DISTINCT e.id) FROM %I v JOIN sender_emails e ON e.id = v.email_id '
                        'WHERE e.status IN (''sending'', ''unconfirmed'')', m.part) INTO held;
         IF held > 0 THEN
@@ -349,15 +351,16 @@ BEGIN
     IF r.status <> 'unconfirmed' THEN
         RETURN 'not_unconfirmed';
     END IF;
+    -- once per row (sender_sent's key); the row's lock keeps a second call of it waiting for this one. The send
+    -- log before the history, as sender_record_sent writes them: a month being made locks them in that order.
+    IF p_sent AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = p_email) THEN
+        INSERT INTO sender_send_log (email_id, message_id, mailbox, source_ip, accepted_at, reply)
+        VALUES (p_email, r.message_id, r.mailbox, r.source_ip, coalesce(r.attempt_started_at, now_at),
+                'resolved as sent: ' || coalesce(p_note, ''));
+    END IF;
     PERFORM sender_event(p_email, 'resolved', format('%s by a person: %s', CASE WHEN p_sent THEN 'sent'
                                                      ELSE 'not sent' END, coalesce(p_note, '')), p_now);
     IF p_sent THEN
-        -- once per row (sender_sent's key); the row's lock keeps a second call of it waiting for this one
-        IF NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = p_email) THEN
-            INSERT INTO sender_send_log (email_id, message_id, mailbox, source_ip, accepted_at, reply)
-            VALUES (p_email, r.message_id, r.mailbox, r.source_ip, coalesce(r.attempt_started_at, now_at),
-                    'resolved as sent: ' || coalesce(p_note, ''));
-        END IF;
         UPDATE sender_emails SET status = 'sent', last_error = NULL, updated_at = now_at WHERE id = p_email;
     ELSE
         UPDATE sender_emails SET status = 'failed', last_error = 'resolved as not sent: ' || coalesce(p_note, ''),
