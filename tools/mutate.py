@@ -319,7 +319,8 @@ ISSUE_24 = (
        "(pinned_mailbox IS NOT NULL, coalesce(pinned_mailbox, mailbox_group))\n"
        "                          = (route.pinned, route.name)",
        "(CASE WHEN route.pinned THEN pinned_mailbox ELSE mailbox_group END) = route.name",
-       [PROPERTY],
+       [f"{SEQUENCE_TESTS}::test_an_enqueued_follow_up_is_released_by_its_steps_send_and_pinned_to_its_mailbox",
+        PROPERTY],
        "an agent claims a lead's follow-up pinned to a mailbox it does not have"),
     _m("begin-attempt-ignores-the-pin", LEDGER_SQL,
        "    IF r.pinned_mailbox IS NOT NULL AND lower(p_mailbox) <> r.pinned_mailbox THEN", "    IF false THEN",
