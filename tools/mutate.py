@@ -42,6 +42,7 @@ INBOX = "sender/feedback/inbox.py"
 OUTCOMES = "sender/sending/outcomes.py"
 RESERVE_LUA = "warmup/lua/reserve.lua"
 CANCEL_LUA = "warmup/lua/cancel.lua"
+RESTORE_CAMPAIGN_LUA = "warmup/lua/restore_campaign.lua"
 LEASE_LUA = "ippool/lua/lease.lua"
 REAP_LUA = "ippool/lua/reap.lua"
 LIVE_LUA = "ippool/lua/_live.lua"
@@ -66,6 +67,7 @@ SEQUENCE_PROPERTY_TESTS = "tests/sender/test_sequence_property.py"
 FOLLOWUPS_FIRST_TESTS = "tests/sender/test_followups_first.py"
 GUARD_TESTS = "tests/warmup/test_guard.py"
 GUARD_FAILURE_TESTS = "tests/warmup/test_failures_guard.py"
+CAMPAIGN_CAP_AGENT_TESTS = "tests/sender/test_campaign_cap_agent.py"
 CAMPAIGN_CAP_TESTS = "tests/warmup/test_campaign_cap.py"
 POOL_TESTS = "tests/ippool/test_pool.py"
 SLOT_STORE_TESTS = "tests/ippool/test_slot_store.py"
@@ -242,6 +244,14 @@ CAUGHT = (
        "if freed == 1 and KEYS[5] then", "if false then",
        [f"{CAMPAIGN_CAP_TESTS}::test_a_definite_refusal_frees_both_slots_once"],
        "a definite refusal frees the mailbox's slot but not the campaign's"),
+    _m("campaign-counters-not-rebuilt", "sender/sending/counters.py",
+       "        _restore_campaigns(guard, ledger, group, clock)\n", "",
+       [f"{CAMPAIGN_CAP_AGENT_TESTS}::test_a_redis_that_lost_the_campaigns_count_gets_it_back_from_the_ledger"],
+       "a Redis that lost a campaign's counters lets it send its whole daily cap again the same day"),
+    _m("campaign-restore-lowers", RESTORE_CAMPAIGN_LUA,
+       "  count = math.max(count, tonumber(f[2] or \"0\"))", "  count = count",
+       [f"{CAMPAIGN_CAP_TESTS}::test_a_rebuild_from_the_senders_log_raises_the_campaigns_day_and_shares_never_lowers"],
+       "a campaign's counters rebuilt from a shorter log go down: its cap is spent twice"),
     _m("pace-ignored", RESERVE_LUA,
        "if window_left and window_left > 0 and best_cap > count then",
        "if false then",

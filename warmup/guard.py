@@ -29,6 +29,7 @@ from sendhost.masking import mask_text
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.campaign_counts import campaign_counts
+from warmup.campaign_restore import restore_campaign
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 from warmup.failures import FailureClass
 from warmup.mailboxes import (
@@ -260,6 +261,14 @@ class Guard:
                      now: float | None = None) -> dict[str, tuple[int, int]]:
         """Rebuild today's counters from the sender's own log: raise, never lower, each mailbox's count."""
         return self._admin(lambda: self.mailboxes.import_sends(sends, self.mailboxes.now_ms(self._now(now))))
+
+    def import_campaign_sends(self, group: str, name: str, timezone: str, sends: Iterable[tuple[str, datetime]],
+                              now: float | None = None) -> int:
+        """Rebuild campaign `name`'s counters on its day (in `timezone`) from the sender's own log of its
+        (mailbox, when) sends: raise, never lower, the day's count and each mailbox's share; the day's count."""
+        group = validate_group(group)
+        return self._admin(lambda: restore_campaign(self._scripts, group, name, timezone, sends,
+                                                    self.mailboxes.now_ms(self._now(now))))
 
     def _now(self, now: float | None) -> float | None:
         """`now`, else the clock's time; None (Redis TIME) when the guard has no clock."""

@@ -11,7 +11,7 @@ from sendhost import lua_calls, lua_prelude
 from sendhost.lua_calls import LuaFunction
 from sendhost.lua_prelude import CLOCK
 
-SCRIPT_NAMES = ("reserve", "confirm", "cancel", "successes", "restore")
+SCRIPT_NAMES = ("reserve", "confirm", "cancel", "successes", "restore", "restore_campaign")
 # Those that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once.
 WITH_CLOCK = frozenset({"reserve", "confirm", "cancel", "successes"})
 
@@ -28,6 +28,7 @@ class GuardScripts:
     cancel: LuaFunction
     successes: LuaFunction
     restore: LuaFunction
+    restore_campaign: LuaFunction
 
     @classmethod
     def register(cls, client: Any) -> GuardScripts:

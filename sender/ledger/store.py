@@ -410,6 +410,15 @@ class Ledger:
         rows = self.fetch_all("sends_since", {"since": since, "mailboxes": list(mailboxes)}, "read sends")
         return [(str(mailbox), when) for mailbox, when in rows]
 
+    def campaign_sends_since(self, since: datetime, group: str) -> dict[tuple[str, str], list[tuple[str, datetime]]]:
+        """{(campaign, its file as applied): [(mailbox, when)]} of every accepted or possibly-accepted send of a
+        campaign file from mailbox group `group` since `since`: what the guard's campaign counters count."""
+        sends: dict[tuple[str, str], list[tuple[str, datetime]]] = {}
+        for name, source, mailbox, when in self.fetch_all("campaign_sends_since", {"since": since, "group": group},
+                                                          "read campaign sends"):
+            sends.setdefault((str(name), str(source)), []).append((str(mailbox), when))
+        return sends
+
     def unsubscribe_key(self) -> bytes:
         """The HMAC key of unsubscribe tokens, created in the ledger on first use."""
         key = self.fetch_value("unsubscribe_key", {"new": secrets.token_hex(32)}, "unsubscribe key")

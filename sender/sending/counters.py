@@ -1,8 +1,9 @@
 """Warm-up counters rebuilt from the ledger: Postgres is the record, Redis the fast guard.
 
 At the agent's start, and whenever Redis has lost a mailbox (flushed, restarted empty), each mailbox of the group
-is put back under the guard *paused*, its day's sends and last send restored from the ledger, then resumed: until
-the rebuild ran, the mailbox reserves nothing. The guard's rebuild lock per group keeps agents from rebuilding at
+is put back under the guard *paused*, its day's sends and last send restored from the ledger, and the group's
+campaigns' day counts with them (docs/campaigns.md#campaign-caps), then resumed: until the rebuild ran, the mailbox
+reserves nothing. The guard's rebuild lock per group keeps agents from rebuilding at
 once.
 """
 
@@ -12,8 +13,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from sender.campaigns.spec import load_campaign
 from sender.ledger.store import Ledger
+from sendhost.errors import ConfigError
 from sendhost.model import Mailbox
 from warmup import Guard
 
@@ -38,6 +42,7 @@ def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[Mailbo
         sends = ledger.sends_since(datetime.fromtimestamp(clock(), UTC) - LOOKBACK, addresses)
         if sends:
             guard.import_sends(sends)
+        _restore_campaigns(guard, ledger, group, clock)
         for mailbox in mailboxes:
             status = guard.status([mailbox.address])[0]
             if status.state == "paused" and status.reason == REBUILD_PAUSE_REASON:
@@ -46,3 +51,16 @@ def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[Mailbo
             log.info("sender: rebuilt warm-up counters of %d mailbox(es) in group %s from the ledger",
                      readded, group)
         return readded
+
+
+def _restore_campaigns(guard: Guard, ledger: Ledger, group: str, clock: Callable[[], float]) -> None:
+    """Raise the counters of every campaign that sent from `group` lately to its sends today, on the campaign's own
+    day: else a Redis that lost them lets each campaign send its whole daily cap again."""
+    since = datetime.fromtimestamp(clock(), UTC) - LOOKBACK
+    for (name, source), sends in ledger.campaign_sends_since(since, group).items():
+        try:
+            timezone = load_campaign(Path(f"campaign {name} (as applied)"), text=source).pacing.timezone
+        except ConfigError as exc:  # its rows wait until it is applied again (sender.sending.windows): none sends
+            log.warning("sender: campaign %s's counters not rebuilt: %s", name, exc)
+            continue
+        guard.import_campaign_sends(group, name, timezone, sends)

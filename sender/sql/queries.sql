@@ -118,6 +118,21 @@ UNION ALL
 SELECT mailbox, attempt_started_at FROM sender_emails
 WHERE status IN ('unconfirmed', 'sending') AND attempt_started_at >= %(since)s AND mailbox = ANY (%(mailboxes)s);
 
+-- name: campaign_sends_since
+-- What a group's campaign counters are rebuilt from: the campaign file's sends from this group (a change of the
+-- campaign's group starts its counters afresh, as the guard does), accepted or possibly accepted, per mailbox.
+SELECT c.name, c.source, sends.mailbox, sends.at
+FROM (SELECT e.campaign_id, g.mailbox, g.accepted_at AS at
+      FROM sender_send_log g JOIN sender_emails e ON e.id = g.email_id
+      WHERE g.accepted_at >= %(since)s AND e.mailbox_group = %(group)s
+      UNION ALL
+      SELECT campaign_id, mailbox, attempt_started_at FROM sender_emails
+      WHERE status IN ('unconfirmed', 'sending') AND attempt_started_at >= %(since)s
+        AND mailbox_group = %(group)s) sends
+JOIN sender_campaigns c ON c.id = sends.campaign_id
+WHERE c.kind = 'file'
+ORDER BY c.name;
+
 -- name: unsubscribe_key
 SELECT sender_unsubscribe_key(%(new)s);
 

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
+import redis
 
 from sender import Ledger
 from sender.campaigns.leads import read_leads
@@ -128,6 +129,32 @@ def test_a_raised_cap_applied_mid_day_reaches_the_running_agent(
     assert [when.astimezone(BERLIN).date() for when in arrived] == [date(2026, 12, 7)] * 4
     assert world.server.recorder.received[-1].rcpt == "late@rcpt.example"
     assert sender.guard.campaign_counts("sales", "capped", "2026-12-07")[0] == 4
+
+
+def test_a_redis_that_lost_the_campaigns_count_gets_it_back_from_the_ledger(
+        tmp_path: Path, world: World, agent: tuple[Agent, Ledger], clock: FakeClock, redis_url: str) -> None:
+    """Redis emptied mid-day, after the campaign reached its cap: the agent rebuilds the campaign's count (and each
+    mailbox's share) from the ledger with the mailboxes' counters, so a lead added then waits for the next day
+    instead of the campaign sending its cap twice."""
+    sender, ledger = agent
+    campaigns = _start(tmp_path, ledger, CAMPAIGN)
+    arrived: list[datetime] = []
+    blocked: list[str] = []
+    _run_until(datetime(2026, 12, 7, 18, 0, tzinfo=BERLIN), sender, ledger, clock, world, arrived, blocked)
+    assert len(arrived) == 3
+    shares = Counter(r.mail_from.lower() for r in world.server.recorder.received)
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    client.close()
+    csv = tmp_path / "late.csv"
+    csv.write_text("email\nlate@rcpt.example\n")
+    campaigns.add_leads("capped", read_leads(csv, load_campaign(tmp_path / "capped.yml", {"sales"})).leads)
+    _run_until(datetime(2026, 12, 7, 23, 0, tzinfo=BERLIN), sender, ledger, clock, world, arrived, blocked)
+    assert len(arrived) == 3
+    assert sender.guard.campaign_counts("sales", "capped", "2026-12-07") == (3, dict(shares))
+    _run_until(datetime(2026, 12, 8, 0, 30, tzinfo=BERLIN), sender, ledger, clock, world, arrived, blocked)
+    days = Counter(when.astimezone(BERLIN).date().isoformat() for when in arrived)
+    assert days == {"2026-12-07": 3, "2026-12-08": 2}  # Tuesday: the follow-up held back, the late lead's first
 
 
 def test_the_date_header_is_the_agents_clock(tmp_path: Path, world: World, agent: tuple[Agent, Ledger],

@@ -112,6 +112,29 @@ def test_an_unknown_outcome_keeps_both_slots(guard: Guard) -> None:
     assert guard.campaign_counts("default", "launch", "2026-11-30") == (1, {"a@x.com": 1})
 
 
+def test_a_rebuild_from_the_senders_log_raises_the_campaigns_day_and_shares_never_lowers(guard: Guard) -> None:
+    """After Redis lost the campaign's counters: the log's sends on the campaign's day (in its time zone, not
+    after now) come back, the day's and each mailbox's, and the cap holds on them; a shorter log lowers nothing."""
+    add(guard, "a@x.com", "b@x.com")
+    at = datetime.fromtimestamp(NOW, UTC)
+    log = [("a@x.com", at - timedelta(hours=1)), ("A@x.com", at - timedelta(hours=2)), ("b@x.com", at),
+           ("b@x.com", at - timedelta(hours=13)),  # 23:00 yesterday in UTC
+           ("a@x.com", at + timedelta(minutes=5))]  # after now: not yet
+    assert guard.import_campaign_sends("default", "launch", "UTC", log, now=NOW) == 3
+    assert guard.campaign_counts("default", "launch", "2026-11-30") == (3, {"a@x.com": 2, "b@x.com": 1})
+    # At NOW it is 02:00 on 2026-12-01 on Kiritimati (UTC+14): that day began at 10:00 UTC, so the same log
+    # counts on the campaign's 2026-12-01 there.
+    assert guard.import_campaign_sends("default", "line", "Pacific/Kiritimati", log, now=NOW) == 3
+    assert guard.campaign_counts("default", "line", "2026-12-01") == (3, {"a@x.com": 2, "b@x.com": 1})
+    assert guard.campaign_counts("default", "line", "2026-11-30") == (0, {})
+    # The restored shares hold (a has its 2, b takes one more), and so does the restored day's count.
+    decisions = [guard.pick(["a@x.com", "b@x.com"], now=NOW + i, campaign=slot(5, per_mailbox=2)) for i in range(2)]
+    assert [d.status for d in decisions] == ["reserved", "skipped-daily-limit"] and decisions[0].mailbox == "b@x.com"
+    assert guard.pick(["a@x.com", "b@x.com"], now=NOW + 3, campaign=slot(4)).status == "skipped-campaign-cap"
+    assert guard.import_campaign_sends("default", "launch", "UTC", log[:1], now=NOW + 10) == 4
+    assert guard.campaign_counts("default", "launch", "2026-11-30") == (4, {"a@x.com": 2, "b@x.com": 2})
+
+
 def test_a_caller_whose_day_lags_both_counted_days_is_refused(guard: Guard) -> None:
     add(guard, "a@x.com")
     for day in ("2026-11-30", "2026-12-01"):
