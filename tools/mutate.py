@@ -42,7 +42,7 @@ INBOX = "sender/feedback/inbox.py"
 OUTCOMES = "sender/sending/outcomes.py"
 RESERVE_LUA = "warmup/lua/reserve.lua"
 CANCEL_LUA = "warmup/lua/cancel.lua"
-RESTORE_CAMPAIGN_LUA = "warmup/lua/restore_campaign.lua"
+DAY_COUNT_LUA = "warmup/lua/_day_count.lua"
 LEASE_LUA = "ippool/lua/lease.lua"
 REAP_LUA = "ippool/lua/reap.lua"
 LIVE_LUA = "ippool/lua/_live.lua"
@@ -248,10 +248,11 @@ CAUGHT = (
        "        _restore_campaigns(guard, ledger, group, clock)\n", "",
        [f"{CAMPAIGN_CAP_AGENT_TESTS}::test_a_redis_that_lost_the_campaigns_count_gets_it_back_from_the_ledger"],
        "a Redis that lost a campaign's counters lets it send its whole daily cap again the same day"),
-    _m("campaign-restore-lowers", RESTORE_CAMPAIGN_LUA,
-       "  count = math.max(count, tonumber(f[2] or \"0\"))", "  count = count",
-       [f"{CAMPAIGN_CAP_TESTS}::test_a_rebuild_from_the_senders_log_raises_the_campaigns_day_and_shares_never_lowers"],
-       "a campaign's counters rebuilt from a shorter log go down: its cap is spent twice"),
+    _m("restore-lowers", DAY_COUNT_LUA,
+       "    count = math.max(count, tonumber(f[2] or \"0\"))", "    count = count",
+       [f"{CAMPAIGN_CAP_TESTS}::test_a_rebuild_from_the_senders_log_raises_the_campaigns_day_and_shares_never_lowers",
+        f"{GUARD_TESTS}::test_import_sends_raises_todays_counters_never_lowers"],
+       "counters rebuilt from a shorter log go down: a campaign's or a mailbox's day is spent twice"),
     _m("pace-ignored", RESERVE_LUA,
        "if window_left and window_left > 0 and best_cap > count then",
        "if false then",

@@ -12,13 +12,16 @@ from sendhost.lua_calls import LuaFunction
 from sendhost.lua_prelude import CLOCK
 
 SCRIPT_NAMES = ("reserve", "confirm", "cancel", "successes", "restore", "restore_campaign")
-# Those that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once.
-WITH_CLOCK = frozenset({"reserve", "confirm", "cancel", "successes"})
+DAY_COUNT = ("warmup", "_day_count")
+# Those that read the clock get the shared clock prelude, so "ARGV[1] or Redis TIME" is written once; the restores
+# share how a two-day counter is raised.
+PRELUDES = {**{name: (CLOCK,) for name in ("reserve", "confirm", "cancel", "successes")},
+            "restore": (DAY_COUNT,), "restore_campaign": (DAY_COUNT,)}
 
 
 def script_source(name: str) -> str:
-    """The source of script `name` as it runs without Functions: with the clock prelude where it reads the time."""
-    return lua_prelude.script_source("warmup", name, (CLOCK,) if name in WITH_CLOCK else ())
+    """The source of script `name` as it runs without Functions: after the preludes it needs."""
+    return lua_prelude.script_source("warmup", name, PRELUDES.get(name, ()))
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,7 @@ class GuardScripts:
     @classmethod
     def register(cls, client: Any) -> GuardScripts:
         """Every function on `client` (no round trip: the first call checks the library's version)."""
-        return cls(**lua_calls.make_functions(client, "warmup", SCRIPT_NAMES,
-                                              {name: (CLOCK,) for name in WITH_CLOCK}))
+        return cls(**lua_calls.make_functions(client, "warmup", SCRIPT_NAMES, PRELUDES))
 
     def call_all(self, calls: list[tuple[LuaFunction, list[Any], list[Any]]]) -> list[Any]:
         """Several calls in one round trip where the client can pipeline them."""

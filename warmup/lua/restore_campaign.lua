@@ -1,22 +1,15 @@
 -- restore_campaign.lua: raise a campaign's counters on its day to what the sender's ledger shows (after Redis lost
--- its data), as restore.lua does a mailbox's. Never lowers them: when in doubt, under-send.
+-- its data), as restore.lua does a mailbox's. Never lowers them: when in doubt, under-send. After the day-count
+-- prelude (_day_count.lua).
 -- KEYS[1] = the campaign's counters (hash, see reserve.lua: day, day_count, prev_day, prev_count and
 --           mbx:<address> = "<campaign day>|<count>")
 -- ARGV[1] = the campaign's current day (ISO date in its time zone)
 -- ARGV[2] = the campaign's sends the ledger shows on that day
 -- ARGV[3..] = pairs of a mailbox's address and its sends of the campaign that day
 -- Returns the campaign's count of the day after the restore.
-local f = redis.call("HMGET", KEYS[1], "day", "day_count", "prev_day", "prev_count")
-local day, count = ARGV[1], tonumber(ARGV[2])
-if f[1] == day then
-  count = math.max(count, tonumber(f[2] or "0"))
-  redis.call("HSET", KEYS[1], "day_count", count)
-elseif f[3] == day then
-  count = math.max(count, tonumber(f[4] or "0"))
-  redis.call("HSET", KEYS[1], "prev_count", count)
-elseif not f[1] or day > f[1] then
-  redis.call("HSET", KEYS[1], "prev_day", f[1] or "", "prev_count", f[2] or "0", "day", day, "day_count", count)
-else
+local day = ARGV[1]
+local count = raise_day_count(KEYS[1], day, tonumber(ARGV[2]))
+if not count then
   return tonumber(ARGV[2])  -- a day older than both the hash keeps: reserve refuses it anyway
 end
 for i = 3, #ARGV - 1, 2 do
