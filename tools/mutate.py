@@ -245,7 +245,7 @@ CAUGHT = (
        [f"{CAMPAIGN_CAP_TESTS}::test_a_definite_refusal_frees_both_slots_once"],
        "a definite refusal frees the mailbox's slot but not the campaign's"),
     _m("campaign-counters-not-rebuilt", "sender/sending/counters.py",
-       "        _restore_campaigns(guard, ledger, group, clock)\n", "",
+       "        _restore_campaigns(guard, ledger, group, since)\n", "",
        [f"{CAMPAIGN_CAP_AGENT_TESTS}::test_a_redis_that_lost_the_campaigns_count_gets_it_back_from_the_ledger"],
        "a Redis that lost a campaign's counters lets it send its whole daily cap again the same day"),
     _m("restore-lowers", DAY_COUNT_LUA,

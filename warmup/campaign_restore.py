@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from warmup import keys
-from warmup.days import local_day
+from warmup.days import counts_on, local_day
 from warmup.mailboxes import validate_address
 from warmup.scripts import GuardScripts
 
@@ -18,9 +18,8 @@ def restore_campaign(scripts: GuardScripts, group: str, name: str, timezone: str
     """Raise campaign `name`'s counters (mailbox group `group`, days in `timezone`) to the (mailbox, when) sends
     of it that fall on its current day up to `now_ms`; the campaign's count of the day after."""
     today = local_day(now_ms, timezone)
-    per_mailbox: Counter[str] = Counter(
-        validate_address(mailbox) for mailbox, when in sends
-        if when.timestamp() * 1000 <= now_ms and local_day(int(when.timestamp() * 1000), timezone) == today)
+    per_mailbox: Counter[str] = Counter(validate_address(mailbox) for mailbox, when in sends
+                                        if counts_on(when, today, timezone, now_ms))
     pairs = [str(part) for address, count in sorted(per_mailbox.items()) for part in (address, count)]
     return int(scripts.restore_campaign(keys=[keys.GroupKeys(group).campaign(name)],
                                         args=[today.isoformat(), sum(per_mailbox.values()), *pairs]))

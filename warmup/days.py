@@ -19,6 +19,12 @@ def local_day(now_ms: int, timezone: str) -> date:
     return datetime.fromtimestamp(now_ms / 1000, ZoneInfo(timezone)).date()
 
 
+def counts_on(when: datetime, day: date, timezone: str, now_ms: int) -> bool:
+    """Does a logged send at `when` count on `day` (a calendar day in `timezone`) as of `now_ms`: on that day, and
+    not after now (a log a clock ahead wrote)."""
+    return when.timestamp() * 1000 <= now_ms and when.astimezone(ZoneInfo(timezone)).date() == day
+
+
 def midnight_ms(day: date, timezone: str) -> int:
     """The instant (ms) a calendar day starts in `timezone` (DST-aware)."""
     return int(datetime.combine(day, time(0), ZoneInfo(timezone)).timestamp() * 1000)

@@ -20,7 +20,7 @@ import redis
 from sendhost.embedded import LOST_KEY
 from sendhost.model import JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
-from warmup.days import format_duration, local_day, midnight_ms, parse_member, schedule_rows
+from warmup.days import counts_on, format_duration, local_day, midnight_ms, parse_member, schedule_rows
 from warmup.errors import UnknownMailbox, WarmupConfigError
 from warmup.health import Verdict, format_rate, verdict
 from warmup.schedule import DayCap, Ramp, cap_on, plan
@@ -412,8 +412,7 @@ class Mailboxes:
         for address, times in per_mailbox.items():
             config = configs[address]
             today = local_day(now_ms, config.timezone)
-            today_count = sum(1 for t in times if t.astimezone(ZoneInfo(config.timezone)).date() == today
-                              and t.timestamp() * 1000 <= now_ms)
+            today_count = sum(1 for t in times if counts_on(t, today, config.timezone, now_ms))
             last_ms = max((int(t.timestamp() * 1000) for t in times if t.timestamp() * 1000 <= now_ms), default=-1)
             mailbox = self.keys_of(address)
             count, last = self._scripts.restore(keys=[mailbox.state],

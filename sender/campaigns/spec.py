@@ -72,6 +72,12 @@ def _templates_required(step: Step) -> frozenset[str]:
     return step.body.required | (step.subject.required if step.subject else frozenset())
 
 
+def load_applied(name: str, source: str) -> CampaignSpec:
+    """Campaign `name` from its file as last applied (`sender_campaigns.source`), checked again; named after the
+    campaign, not a path: the file it came from may have moved or changed since."""
+    return load_campaign(Path(f"campaign {name} (as applied)"), text=source)
+
+
 def load_campaign(path: Path, known_groups: Collection[str] | None = None, *, text: str | None = None) -> CampaignSpec:
     """The campaign in `path` (or `text`, as applied earlier), checked whole; `known_groups` (the inventory's
     mailbox groups) checks `group`."""

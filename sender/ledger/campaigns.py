@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 
 from sender.campaigns.changes import SpecChanges, changes
 from sender.campaigns.leads import Lead
-from sender.campaigns.spec import CampaignError, CampaignSpec, load_campaign
+from sender.campaigns.spec import CampaignError, CampaignSpec, load_applied, load_campaign
 from sender.errors import SenderConfigError
 from sender.ledger.connection import STATEMENT_TIMEOUT_MS
 from sender.ledger.queries import query
@@ -161,8 +161,7 @@ class Campaigns:
         row = self.ledger.fetch_one("campaign_source", {"name": name}, f"campaign {name}")
         if row is None:
             return None
-        # named after the campaign, not a path: the file it came from may have moved or changed since
-        return load_campaign(Path(f"campaign {name} (as applied)"), text=row[0])
+        return load_applied(name, row[0])
 
     def status(self, name: str) -> CampaignStatus | None:
         head = self.ledger.fetch_one("campaign_head", {"name": name}, f"status of {name}")

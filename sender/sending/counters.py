@@ -13,9 +13,8 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-from sender.campaigns.spec import load_campaign
+from sender.campaigns.spec import load_applied
 from sender.ledger.store import Ledger
 from sendhost.errors import ConfigError
 from sendhost.model import Mailbox
@@ -39,10 +38,11 @@ def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[Mailbo
                                   domain=mailbox.domain, paused=REBUILD_PAUSE_REASON)
                 readded += 1
         addresses = [m.address.lower() for m in mailboxes]
-        sends = ledger.sends_since(datetime.fromtimestamp(clock(), UTC) - LOOKBACK, addresses)
+        since = datetime.fromtimestamp(clock(), UTC) - LOOKBACK
+        sends = ledger.sends_since(since, addresses)
         if sends:
             guard.import_sends(sends)
-        _restore_campaigns(guard, ledger, group, clock)
+        _restore_campaigns(guard, ledger, group, since)
         for mailbox in mailboxes:
             status = guard.status([mailbox.address])[0]
             if status.state == "paused" and status.reason == REBUILD_PAUSE_REASON:
@@ -53,13 +53,12 @@ def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[Mailbo
         return readded
 
 
-def _restore_campaigns(guard: Guard, ledger: Ledger, group: str, clock: Callable[[], float]) -> None:
-    """Raise the counters of every campaign that sent from `group` lately to its sends today, on the campaign's own
-    day: else a Redis that lost them lets each campaign send its whole daily cap again."""
-    since = datetime.fromtimestamp(clock(), UTC) - LOOKBACK
+def _restore_campaigns(guard: Guard, ledger: Ledger, group: str, since: datetime) -> None:
+    """Raise the counters of every campaign that sent from `group` since `since` to its sends today, on the
+    campaign's own day: else a Redis that lost them lets each campaign send its whole daily cap again."""
     for (name, source), sends in ledger.campaign_sends_since(since, group).items():
         try:
-            timezone = load_campaign(Path(f"campaign {name} (as applied)"), text=source).pacing.timezone
+            timezone = load_applied(name, source).pacing.timezone
         except ConfigError as exc:  # its rows wait until it is applied again (sender.sending.windows): none sends
             log.warning("sender: campaign %s's counters not rebuilt: %s", name, exc)
             continue

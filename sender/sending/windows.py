@@ -13,10 +13,9 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from pathlib import Path
 
 from sender.campaigns.pacing import Pacing
-from sender.campaigns.spec import load_campaign
+from sender.campaigns.spec import load_applied
 from sender.campaigns.window import Schedule, zone
 from sender.ledger.store import Claimed, Ledger
 from sendhost.errors import ConfigError
@@ -114,7 +113,7 @@ class Windows:
             return _Applied(str(campaign_id), None, "UTC", f"campaign {campaign_id} is gone")
         name, source, stored_hash = found
         try:
-            pacing = load_campaign(Path(f"campaign {name} (as applied)"), text=source).pacing
+            pacing = load_applied(name, source).pacing
             applied = _Applied(name, Schedule.of(pacing), pacing.timezone, pacing=pacing)
         except ConfigError as exc:
             log.error("sender: %s; its rows wait until it is applied again", exc)
