@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from provisioning.errors import ProvisionConfigError, ProvisionFailed
+from sendhost.yaml_lines import Vaulted, load_yaml_with_lines
 
 DISTRIBUTION = "sendhost"
 # Zip entries take this time instead of each file's mtime, so two builds of the same tree are the same bytes and
@@ -30,14 +29,6 @@ REPRODUCIBLE_EPOCH = "315532800"
 # Never copied into the build tree: VCS data, environments, caches, earlier build outputs, tests and benchmarks.
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _NOT_SOURCE = (".git", ".venv", ".sendhost", "*cache*", "build", "dist", "*.egg-info", "__pycache__", "tests", "bench")
-
-
-class _InventoryLoader(yaml.SafeLoader):
-    """YAML as Ansible writes it: values encrypted with ansible-vault (`!vault`) load as an opaque marker."""
-
-
-_VAULTED = object()
-_InventoryLoader.add_constructor("!vault", lambda loader, node: _VAULTED)
 
 
 @dataclass(frozen=True)
@@ -66,13 +57,13 @@ def checkout_root(package_dir: Path = _PACKAGE_DIR) -> Path | None:
 
 def index_url_in_inventory(inventory: Path) -> str | None:
     """`sendhost_package_index_url` from the inventory's `all.vars`, checked to be an http(s) URL; None if unset."""
-    data = yaml.load(inventory.read_text(encoding="utf-8"), Loader=_InventoryLoader)  # a SafeLoader subclass
+    data = load_yaml_with_lines(inventory)  # the inventory's own loader: bounded, vault values opaque
     group = data.get("all") if isinstance(data, dict) else None
     all_vars = group.get("vars") if isinstance(group, dict) else None
     value = all_vars.get("sendhost_package_index_url") if isinstance(all_vars, dict) else None
     if value in (None, ""):
         return None
-    if value is _VAULTED:
+    if isinstance(value, Vaulted):
         raise ProvisionConfigError(f"{inventory}: sendhost_package_index_url is vault-encrypted; write it in clear "
                                    "(an index URL is no secret; put credentials in pip's own configuration)")
     parts = urlsplit(str(value))

@@ -39,7 +39,60 @@ class Vaulted:
         return "<ansible-vault encrypted value>"
 
 
-class _LineLoader(yaml.SafeLoader):
+# What any file of ours may cost to read, whoever wrote it. The largest real inventory or campaign file is well
+# under a megabyte; nesting deeper than a few levels is no format of ours; and anchors with aliases, which Ansible
+# inventories use for shared settings, may repeat values but not multiply them ("billion laughs": a 412-byte file
+# of nested aliases stands for billions of values, and whatever walks the result pays for each).
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_NESTING = 64
+MAX_ALIASED_VALUES = 100_000
+
+
+class _BoundedComposer(yaml.SafeLoader):
+    """Composes the node graph while counting what the aliases stand for, and refuses a file past the bounds."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._values: dict[yaml.Node, int] = {}  # each node's size with its aliases written out
+        self._aliased = 0
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        line = self.peek_event().start_mark.line + 1
+        if self.check_event(yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            if node is None or node not in self._values:
+                raise ConfigError(f"{self.name}:{line}: an alias refers to a value that contains it; write the "
+                                  "value out instead")
+            self._aliased += self._values[node]
+            if self._aliased > MAX_ALIASED_VALUES:
+                raise ConfigError(
+                    f"{self.name}:{line}: the aliases in this file stand for more than {MAX_ALIASED_VALUES:,} "
+                    "values; write the repeated settings out, or alias whole blocks fewer times"
+                )
+            return node
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise ConfigError(f"{self.name}:{line}: values nested more than {MAX_NESTING} levels deep; no file "
+                              "of sendhost's needs that, so flatten it")
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if node is not None:
+            self._values[node] = 1 + sum(self._values[child] for child in _children(node))
+        return node
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+class _LineLoader(_BoundedComposer):
     # C0 controls, DEL, C1 controls and the Unicode line and paragraph separators. Inventory values are rendered
     # into files on the sender hosts (the agent's env file, systemd units, netplan), where a newline starts a new
     # setting.
@@ -120,11 +173,18 @@ def load_yaml_with_lines(path: Path, *, multiline_text: bool = False,
     Text values may hold no control character at all, or, with `multiline_text`, newlines and tabs only.
     """
     try:
-        text = path.read_text(encoding="utf-8") if text is None else text
+        if text is None:
+            with path.open("rb") as file:  # no more than the bound is read, whatever the file's size
+                raw = file.read(MAX_FILE_BYTES + 1)
+            if len(raw) <= MAX_FILE_BYTES:
+                text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file; {missing_hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
+    if text is None or len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes, the most sendhost reads of a YAML file; "
+                          "split it, or keep bulk data (leads) in a CSV file")
     try:
         # The reader checks the whole text for characters YAML forbids (control characters) as it is built.
         loader = (_TextLoader if multiline_text else _LineLoader)(text)

@@ -116,6 +116,20 @@ def test_check_command_exits_2_with_one_line_and_no_traceback(tmp_path: Path) ->
 
 
 @pytest.mark.service
+def test_an_alias_bomb_in_the_inventory_exits_2_naming_its_line(tmp_path: Path) -> None:
+    # A key of nested aliases used to be written out whole: 1.5 GB and more than 20 s before this check.
+    bomb = "".join(f"    {name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+                   for previous, name in zip("abcdefgh", "bcdefghi", strict=True))
+    text = MINIMAL.replace("  vars:\n", "  vars:\n    a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + bomb
+                           + "    ? *i\n    : boom\n", 1)
+    result = run_cli_process("inventory", "check", str(write(tmp_path, text)))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'inventory.yml'}:8: the aliases in this file stand for more than 100,000 values; "
+        "write the repeated settings out, or alias whole blocks fewer times"]
+
+
+@pytest.mark.service
 def test_check_with_verbose_shows_the_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("slots: 2", "slots: -1"))
     result = run_cli_process("-v", "inventory", "check", str(path))

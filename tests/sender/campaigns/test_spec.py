@@ -126,6 +126,12 @@ def test_a_step_that_is_not_a_mapping_is_refused_at_its_line(tmp_path: Path) -> 
         == "7: steps[3]: expected a mapping of keys, got text"
 
 
+def test_a_campaign_file_of_nested_aliases_is_refused_at_the_line_that_passes_the_bound(tmp_path: Path) -> None:
+    levels = "".join(f"x{n}: &x{n} [{', '.join([f'*x{n - 1}'] * 9)}]\n" for n in range(1, 9))
+    text = MINIMAL + 'x0: &x0 ["{first_name}", b, c, d, e, f, g, h, i]\n' + levels
+    assert refused(tmp_path, text, {"sales"}).startswith("13: the aliases in this file stand for more than")
+
+
 def test_a_missing_file_is_a_configuration_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"{tmp_path / 'nope.yml'}: no such file; pass the campaign")):
         load_campaign(tmp_path / "nope.yml")
