@@ -12,6 +12,7 @@ import click
 from sendhost.errors import Interrupted, SendhostError
 from toolkit import __version__
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.logging_setup import configure_logging
 
 # group name -> "module:attribute". A group is listed here only once it works.
@@ -41,7 +42,7 @@ Exit codes:
   130  interrupted (Ctrl-C)"""
 
 
-class LazyGroup(click.Group):
+class LazyGroup(WholeHelpGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(GROUPS)
 

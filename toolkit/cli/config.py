@@ -6,11 +6,12 @@ import click
 
 from sendhost.errors import SendhostError
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.config import Setting
 from toolkit.output import emit_json, emit_table, format_option
 
 
-@click.group("config")
+@click.group("config", cls=WholeHelpGroup)
 def group() -> None:
     """Inspect the effective configuration."""
 

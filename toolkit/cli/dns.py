@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.output import emit_json, emit_table
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ AUDIT_EXIT_HELP = EXIT_HELP.replace(
     "answering)", "answering, no data\n     for any domain: the report, with audit.no_data, is still written)")
 
 
-@click.group("dns")
+@click.group("dns", cls=WholeHelpGroup)
 def group() -> None:
     """Audit SPF, DKIM, DMARC, PTR, MX/TLS, MTA-STS, TLS-RPT and DNSBLs of sending domains."""
 

@@ -8,6 +8,7 @@ import click
 
 from sendhost.errors import SendhostError
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ EXIT_HELP = "Exit 0 ok; 1 a server did not stop; 2 bad state directory (the mess
 SERVERS = ("redis", "postgres")  # `embedded stop SERVER`
 
 
-@click.group("embedded", epilog=EXIT_HELP)
+@click.group("embedded", cls=WholeHelpGroup, epilog=EXIT_HELP)
 def group() -> None:
     """The embedded Redis and PostgreSQL under the state directory (.sendhost/, or SENDHOST_STATE_DIR).
 

@@ -14,11 +14,12 @@ from provisioning.ssh import open_session
 from provisioning.targets import load_targets
 from provisioning.verify import VerifyReport, verify_host
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.cli.provision import slot_source
 from toolkit.output import emit_json, emit_table, format_option
 
 
-@click.group("host")
+@click.group("host", cls=WholeHelpGroup)
 def group() -> None:
     """Check a sender host: slot addresses bound and presenting the right source address."""
 

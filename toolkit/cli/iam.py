@@ -9,12 +9,13 @@ import click
 
 from sendhost.errors import ConfigError
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.iam_policy import Deployment
 from toolkit.inventory import POOL_NAME_PATTERN
 from toolkit.inventory_schema import DOMAIN_RE
 
 
-@click.group("iam")
+@click.group("iam", cls=WholeHelpGroup)
 def group() -> None:
     """The AWS permissions sendhost needs."""
 

@@ -11,13 +11,14 @@ from sendhost.errors import ConfigError
 from sendhost.masking import mask_url, scrub
 from sendhost.redis_url import insecure_tls_reason
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.inventory import load_inventory
 from toolkit.output import emit_json, format_option
 
 log = logging.getLogger("sendhost.inventory")
 
 
-@click.group("inventory")
+@click.group("inventory", cls=WholeHelpGroup)
 def group() -> None:
     """Validate the inventory shared with Ansible."""
 

@@ -14,6 +14,7 @@ import click
 
 from sendhost.errors import ConfigError, Interrupted, OperationFailed
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.output import emit_json, format_option, printable
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ EXIT_HELP = ("Exit 0 ok; 1 the provider or the submission server refused or coul
              "configuration (the message names it); 130 Ctrl-C (authorize: nothing written before the token came).")
 
 
-@click.group("mailbox", epilog=EXIT_HELP)
+@click.group("mailbox", cls=WholeHelpGroup, epilog=EXIT_HELP)
 def group() -> None:
     """A mailbox's login: OAuth 2.0 authorization, and its SMTP and IMAP sessions checked."""
 

@@ -10,6 +10,7 @@ import click
 
 from sendhost.model import BUDGET, PARK_MINUTES
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.cli.pool_doctor import doctor
 from toolkit.cli.pool_wiring import owner_id, pool_context
 from toolkit.output import emit_json, emit_table, format_option
@@ -22,7 +23,7 @@ STATUS_COLUMNS = ["slot", "state", "private ip", "public ip", "allocation", "use
 ROTATION_COLUMNS = ["host", "slot", "outcome", "old ip", "new ip", "redraws", "detail"]
 
 
-@click.group("pool")
+@click.group("pool", cls=WholeHelpGroup)
 def group() -> None:
     """Elastic IP pools: create, rotate, retire, destroy, inspect, reconcile."""
 

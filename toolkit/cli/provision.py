@@ -32,7 +32,7 @@ ADDRESSES_TAG = "sender_addresses"  # playbooks/site.yml's tag of the role bindi
 @click.pass_obj
 def command(app: App, inventory_path: Path | None, limit: str | None, check: bool, tags: str | None,
             fmt: str | None) -> None:
-    """Provision sender hosts with playbooks/site.yml (through ansible-runner).
+    """Provision sender hosts with playbooks/site.yml, run by ansible-runner.
 
     Each host gets this sendhost in a venv: a wheel built from this checkout (or SENDHOST_AGENT_WHEEL), or the
     same version from the inventory's sendhost_package_index_url.

@@ -8,13 +8,15 @@ from pathlib import Path
 import click
 
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.output import emit_json, emit_table, format_option
 
 EXIT_HELP = ("Exit 0 ok; 2 the sandbox extra is missing or a part failed to start, or deliver's file cannot be read or "
              "names no sandbox mailbox (the message names it); 130 Ctrl-C.")
 
 
-@click.group("sandbox", epilog=EXIT_HELP)
+@click.group("sandbox", cls=WholeHelpGroup, epilog=EXIT_HELP,
+             short_help="A local rehearsal world (AWS in moto, Redis, PostgreSQL, SMTP, IMAP) that stays up.")
 def group() -> None:
     """A rehearsal world under <state dir>/sandbox/: moto's AWS server, the embedded Redis and PostgreSQL, a
     submission server with AUTH that records each message's peer, and where dovecot-imapd is installed an IMAP

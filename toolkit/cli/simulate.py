@@ -33,7 +33,8 @@ DEFAULT_SENDS_PER_DAY = 120
 EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the message names it)."
 
 
-@click.command("simulate", epilog=EXIT_HELP)
+@click.command("simulate", epilog=EXIT_HELP,
+               short_help="The whole toolkit on simulated days: pools, warm-up, a campaign, replies, an audit.")
 @click.option("--inventory", "inventory_path", metavar="PATH",
               help="Inventory to simulate (default: sendhost --inventory, else the shipped example inventory).")
 @click.option("--days", default=14, show_default=True, type=int, help="Simulated days.")

@@ -12,6 +12,7 @@ import click
 from sendhost.errors import ConfigError
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.cli.warmup_sendlog import read_send_log
 from toolkit.cli.warmup_views import decision_data, render_plan, render_status, wait_words
 from toolkit.output import emit_json, emit_table, format_option
@@ -26,7 +27,7 @@ EXIT_HELP = ("Exit 0 ok; 1 reserve skipped or Redis unreachable; 2 bad input or 
              "URL's user or password included (the message names it).")
 
 
-@click.group("warmup", epilog=EXIT_HELP)
+@click.group("warmup", cls=WholeHelpGroup, epilog=EXIT_HELP)
 def group() -> None:
     """Warm-up of sending mailboxes: caps, gaps, health gates and the send guard."""
 

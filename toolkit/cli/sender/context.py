@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from toolkit.app import App
+from toolkit.cli.help_format import WholeHelpGroup
 
 if TYPE_CHECKING:
     from sender import Ledger
@@ -57,7 +58,7 @@ class SenderContext:
 def ledger_group(name: str, help_text: str) -> click.Group:
     """A command group whose commands open the ledger: `--database-url` on the group, a SenderContext as their obj."""
 
-    @click.group(name, help=help_text, epilog=EXIT_HELP)
+    @click.group(name, cls=WholeHelpGroup, help=help_text, epilog=EXIT_HELP)
     @click.option("--database-url", metavar="URL", help="The ledger's PostgreSQL (env SENDHOST_DATABASE_URL).")
     @click.pass_context
     def group(ctx: click.Context, database_url: str | None) -> None:
