@@ -15,18 +15,21 @@ ledger failing stops a pass (nothing after the mark is lost: the next pass reads
 
 from __future__ import annotations
 
+import email
 import hashlib
 import imaplib
 import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from sender.errors import SenderError
 from sender.feedback import mime
 from sender.feedback.bounces import MessageKind, Parsed, parse
 from sender.feedback.imap import ImapFailure, first_line, logged_in, quote
+from sender.feedback.reply_kinds import ReplyKind, classify
 from sender.ledger.events import Applied, Event, Feedback, SentRow
 from sendhost.model import Mailbox
 
@@ -133,6 +136,8 @@ class InboxReader:
             return
         row, recipient = found
         event, detail = EVENT_OF[parsed.kind], parsed.detail
+        if parsed.kind is MessageKind.REPLY:
+            event, detail = _as_read(raw, parsed)
         if parsed.kind in (MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE) and recipient is not None:
             if parsed.recipients and recipient not in parsed.recipients:
                 # The bounce names other addresses than the row's: it is not about this row after all.
@@ -180,6 +185,18 @@ class InboxReader:
         log.error("inbox %s: %s", report.mailbox, why)
         report.error = why
         return report
+
+
+def _as_read(raw: bytes, parsed: Parsed) -> tuple[Event, str]:
+    """A person's reply as a person reads it (sender.feedback.reply_kinds): one asking us to stop is an
+    unsubscribe (the address is suppressed in this pass); any other stays a reply."""
+    message = email.message_from_bytes(raw[:mime.MAX_BYTES])
+    body = next((mime.text_of(part) for part in mime.parts(message) if part.get_content_type() == "text/plain"), "")
+    verdict = classify(mime.header(message, "Subject"), body, automatic=False, received=datetime.now(UTC).date(),
+                       sender=parsed.sender or "")
+    if verdict.kind is ReplyKind.STOP:
+        return Event.UNSUBSCRIBED, f"asked in a reply ({verdict.rule})"
+    return Event.REPLIED, parsed.detail
 
 
 def read_all(feedback: Feedback, mailboxes: list[Mailbox], *, env: Mapping[str, str] | None = None,

@@ -159,6 +159,22 @@ def unsubscribe_mail(message_id: str, to: str) -> bytes:
             "Content-Type: text/plain\r\n\r\n\r\n").encode()
 
 
+def stop_reply(message_id: str, to: str) -> bytes:
+    """A person's reply asking us to stop, in German: an unsubscribe."""
+    return (_headers("Re: Hello", f"Lead <{to}>", "<stop-1@rcpt.example>",
+                     f"In-Reply-To: {message_id}\r\nReferences: {message_id}\r\n") +
+            "Content-Type: text/plain; charset=utf-8\r\n\r\nBitte austragen.\r\n").encode()
+
+
+def reply_quoting_our_footer(message_id: str, to: str) -> bytes:
+    """A reply that quotes our mail, unsubscribe footer included: only its own words count, so it is a reply."""
+    return (_headers("Re: Hello", f"Lead <{to}>", "<quoting-1@rcpt.example>",
+                     f"In-Reply-To: {message_id}\r\nReferences: {message_id}\r\n") +
+            "Content-Type: text/plain\r\n\r\nYes, send me the prices.\r\n\r\n"
+            f"On Mon, 30 Nov 2026 at 09:00, Box <{BOX}> wrote:\r\n> Hello\r\n"
+            "> Reply unsubscribe to stop these emails.\r\n").encode()
+
+
 def unrelated(message_id: str, to: str) -> bytes:
     return (_headers("Your invoice", "billing@vendor.example", "<invoice-1@vendor.example>") +
             "Content-Type: text/plain\r\n\r\nYour invoice is attached.\r\n").encode()

@@ -41,6 +41,8 @@ CASES: dict[str, tuple[Callable[[str, str], bytes], str, bool]] = {
     "reply-unthreaded": (samples.reply_without_threading, "replied", False),
     "out-of-office": (samples.out_of_office, "sent", False),
     "unsubscribe": (samples.unsubscribe_mail, "unsubscribed", True),
+    "asked-to-stop-in-a-reply": (samples.stop_reply, "unsubscribed", True),
+    "quoted-footer-is-no-request": (samples.reply_quoting_our_footer, "replied", False),
 }
 LEFT_ALONE = [samples.unrelated, samples.bounce_of_a_stranger, samples.malformed_report, samples.no_message_id_bounce]
 
