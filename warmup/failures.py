@@ -188,7 +188,7 @@ RECIPIENT_GONE = _re(
     r"is (?:disabled|inactive)|no longer on server|unrouteable address|"
     r"resolver\.rst\.(?:authrequired|notauthorized|restrictedtorecipients)|"
     r"is not a known user|deactivated (?:mailbox|account|user)|is deactivated|bad[_ ]recipient|badrcptto|"
-    r"mail-?box not found|"
+    r"mail-?box not found|not listed in (?:the )?(?:domino directory|public address book|address book)|"
     r"destinataire (?:invalide|inconnu)|utilisateur inconnu|adresse inconnue|compte du destinataire est bloqu|"
     r"benutzer (?:nicht bekannt|unbekannt)|empf(?:ä|ae)nger (?:unbekannt|existiert nicht)|"
     r"(?:postfach|adresse) existiert nicht|存在しません|ユーザー(?:が)?(?:不明|見つかりません)"
