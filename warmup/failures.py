@@ -137,7 +137,8 @@ SENDING_QUOTA = _re(
 )
 # A rate limit on the sender: Gmail, Microsoft, Yahoo's [TS..] codes, Tencent, IONOS, Orange (French), German hosts.
 RATE_LIMIT = _re(
-    r"unusual rate|rate[ -]?limit|too many (?:messages|connections|concurrent|recipients)|submission rate|"
+    r"unusual rate|rate[ -]?limit|too many (?:messages(?! (?:on|in) (?:the|this|your) (?:server|mailbox|account))|"
+    r"connections|concurrent|recipients)|submission rate|"
     r"\[TS[S0-9]\d*\]|deferred due to (?:unexpected volume|user complaints)|sender thread limit|"
     r"concurrent connections? limit|(?:connection|ip) frequency limit|trop de connexions|"
     r"zu viele (?:verbindungen|nachrichten|e-?mails)"
@@ -186,6 +187,8 @@ RECIPIENT_GONE = _re(
     r"^\s*<?[^\s<>@]+@[^\s<>@]+>?\s+rejected\.?\s*$|"
     r"is (?:disabled|inactive)|no longer on server|unrouteable address|"
     r"resolver\.rst\.(?:authrequired|notauthorized|restrictedtorecipients)|"
+    r"is not a known user|deactivated (?:mailbox|account|user)|is deactivated|bad[_ ]recipient|badrcptto|"
+    r"mail-?box not found|not listed in (?:the )?(?:domino directory|public address book|address book)|"
     r"destinataire (?:invalide|inconnu)|utilisateur inconnu|adresse inconnue|compte du destinataire est bloqu|"
     r"benutzer (?:nicht bekannt|unbekannt)|empf(?:ä|ae)nger (?:unbekannt|existiert nicht)|"
     r"(?:postfach|adresse) existiert nicht|存在しません|ユーザー(?:が)?(?:不明|見つかりません)"
@@ -195,6 +198,8 @@ USER_UNKNOWN = _re(r"user unknown|unknown user|no such (?:user|mailbox|recipient
 # The recipient's mailbox is full: permanent replies suppress the address (as X.2.2 does), temporary ones wait.
 MAILBOX_FULL = _re(
     r"mailbox (?:is )?full|over quota|quota exceeded|out of storage space|exhausted allowed storage|"
+    r"too many messages (?:on|in) (?:the|this|your) (?:server|mailbox|account)|"
+    r"exceeded (?:its|the|their|his|her) (?:disk|storage) (?:space )?(?:limit|quota)|"
     r"speichervolumen|boîte (?:aux lettres )?pleine|メールボックスがいっぱい"
 )
 # The recipient's inbox is flooded (Gmail X.2.1 "receiving mail at a rate that prevents ..."): congestion.

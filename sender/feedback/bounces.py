@@ -2,8 +2,10 @@
 an unsubscribe request, or a person's reply; which of our messages it is about; and how sure its From is.
 
 Bounces are detected by `flufl.bounce` (RFC 3464 DSNs and the formats of Exim, qmail, Postfix, Microsoft, Yahoo,
-AOL...); a DSN's Status and Diagnostic-Code are classified by `warmup.classify_bounce`: only an address that does
-not exist (class `recipient`) is a hard bounce that suppresses it; a policy or quota refusal is noted as soft.
+AOL...) and, before any reply verdict, by `is_bounce` (vendor delivery-status types, mail from a mailer-daemon or
+postmaster, a text quoting a Message-ID beside failure words); a DSN's Status and Diagnostic-Code are classified
+by `warmup.classify_bounce`: only an address that does not exist (class `recipient`) is a hard bounce that
+suppresses it; a policy or quota refusal is noted as soft.
 
 Every message is a stranger's: it is read within the bounds of sender.feedback.mime (bytes, parts, depth, IDs), and
 `parse` never raises: what cannot be read is MALFORMED, with the reason.
@@ -27,7 +29,7 @@ from sender.feedback import mime
 from sender.feedback.authentication import dmarc_verdict
 from sender.ledger.events import Verdict
 from warmup import FailureClass
-from warmup.failures import SmtpStage, classify_bounce
+from warmup.failures import DOMAIN_MISSING, RECIPIENT_GONE, SmtpStage, classify_bounce
 
 log = logging.getLogger("sendhost.sender.inbox")
 
@@ -39,6 +41,25 @@ _AUTO_SUBJECT = re.compile(r"^\s*(automatic reply|auto(matic)?[- ]?reply|out of 
 _UNSUBSCRIBE_SUBJECT = re.compile(r"^\s*(re:\s*)?unsubscribe\s*$", re.IGNORECASE)
 _QUOTED_ID = re.compile(r"message-id:\s*(" + mime.MESSAGE_ID.pattern + ")", re.IGNORECASE)
 MAX_RECIPIENTS = 16  # a bounce of one of our messages names one recipient; a DSN naming more is about others
+# The delivery-status part's types: RFC 3464's, RFC 6533's (internationalized) and the vendor `x` spelling some
+# MTAs write. Python's email package parses only the first into blocks; the others are split here.
+DSN_TYPES = frozenset({"message/delivery-status", "message/global-delivery-status", "message/xdelivery-status"})
+_REPORT_TYPES = frozenset({"delivery-status", "global-delivery-status", "xdelivery-status"})
+# Who sends bounces (RFC 5321 4.5.1 postmaster, RFC 3464's MTA): mail from them is a report, never a lead's reply.
+_DAEMON_ADDRESS = re.compile(r"^(?:mailer-daemon|mailer_daemon|mail-daemon|maildaemon|postmaster)@", re.IGNORECASE)
+_DAEMON_NAME = re.compile(r"^\W{0,3}(?:mail delivery (?:system|subsystem)|mailer-daemon|postmaster)\b",
+                          re.IGNORECASE)
+# A report's words that a delivery failed, as Exchange, Domino, GroupWise, qmail, Exim, Sendmail and Postfix write
+# them, in the languages their servers are localised to. Bounded: literal alternatives, no nested repetition.
+FAILURE_WORDS = re.compile(
+    r"undeliverable|undelivered|could not be delivered|couldn't be delivered|delivery (?:has )?failed|"
+    r"delivery status notification \(failure\)|wasn't able to deliver|was not delivered|permanent (?:fatal )?error|"
+    r"returned mail|message status - undeliverable|delivery failure|mail delivery failed|failure notice|"
+    r"user not found|unzustellbar|nicht zugestellt|non remis|non distribuable|no se pudo entregar|"
+    r"no entregado|non consegnat|niet bezorgd|onbestelbaar|n[ãa]o (?:foi )?entregue|"
+    r"pas pu (?:être|etre) (?:remis|distribu)",
+    re.IGNORECASE)
+_TEXT_REPLY = re.compile(r"(?<![\d.])([45])\d\d(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?(?![\d.])")
 
 
 class MessageKind(StrEnum):
@@ -100,12 +121,12 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
         # A detector choking on the message: flufl.bounce's expect ASCII headers (raw UTF-8 in a From, as a
         # person's client may send, makes one fail). A report we cannot read is malformed; anything else is read
         # as the mail it looks like (a reply, an auto-reply, an unsubscribe).
-        if _is_report(message):
+        if is_bounce(message):
             log.warning("inbox: bounce detectors failed on %s: %s", own or "a message without Message-ID", exc)
             return Parsed(MessageKind.MALFORMED, own, sender,
                           detail=f"bounce detectors failed: {type(exc).__name__}")
         temporary = permanent = frozenset()
-    if temporary or permanent or _is_report(message):
+    if temporary or permanent or is_bounce(message):
         about = mime.message_ids(_returned_ids(message) + threaded)
         quoted = _quoted(message, own)
         status, diagnostic, report_text, stage = failure_fields(message)
@@ -154,10 +175,9 @@ def _recipients(message: Message, failed: Iterable[bytes]) -> frozenset[str]:
     for address in failed:
         found.add(address.decode("ascii", "replace"))
     for part in mime.parts(message):
-        if part.get_content_type() != "message/delivery-status":
+        if part.get_content_type() not in DSN_TYPES:
             continue
-        blocks = part.get_payload()
-        for block in (blocks if isinstance(blocks, list) else [])[1:mime.MAX_PARTS]:
+        for block in _status_blocks(part)[1:mime.MAX_PARTS]:
             if isinstance(block, Message):
                 for name in ("Final-Recipient", "Original-Recipient"):
                     value = mime.header(block, name)
@@ -178,7 +198,40 @@ def _report_type(message: Message) -> str:
 
 
 def _is_report(message: Message) -> bool:
-    return message.get_content_type() == "multipart/report" and _report_type(message) == "delivery-status"
+    return message.get_content_type() == "multipart/report" and _report_type(message) in _REPORT_TYPES
+
+
+def _status_blocks(part: Message) -> list[Message]:
+    """The field blocks of a delivery-status part: the per-message block first, then one per recipient."""
+    payload = part.get_payload()
+    if part.get_content_type() == "message/delivery-status" and isinstance(payload, list):
+        return [block for block in payload[:mime.MAX_PARTS + 1] if isinstance(block, Message)]
+    # Another type is parsed as one message whose body is the other blocks: read it again as text.
+    text = mime.text_of(part)
+    chunks = re.split(r"\r?\n[ \t]*\r?\n", text, maxsplit=mime.MAX_PARTS)
+    return [email.message_from_string(chunk.strip() + "\n") for chunk in chunks if chunk.strip()]
+
+
+def is_bounce(message: Message) -> bool:
+    """Is this mail a delivery report, whatever its format, so that no reply logic may read it? A DSN, mail from
+    a mailer-daemon or postmaster, or a text that quotes a Message-ID header beside a failure phrase (a report of
+    a format no detector knows). The inbox's reply verdicts come after this says no."""
+    if _is_report(message) or any(p.get_content_type() in DSN_TYPES for p in mime.parts(message)):
+        return True
+    name, address = parseaddr(mime.header(message, "From"))
+    if _DAEMON_ADDRESS.match(address) or _DAEMON_NAME.match(name):
+        return True
+    text = _body_text(message)
+    return bool(_QUOTED_ID.search(text) and (FAILURE_WORDS.search(text) or
+                                             FAILURE_WORDS.search(mime.header(message, "Subject"))))
+
+
+def _body_text(message: Message) -> str:
+    """The first text/plain part (the message itself when it is one), at most 2,000 characters."""
+    for part in mime.parts(message):
+        if part.get_content_type() == "text/plain":
+            return mime.clean(mime.text_of(part), 2000)
+    return ""
 
 
 def _is_complaint(message: Message) -> bool:
@@ -233,7 +286,9 @@ def failure_fields(message: Message) -> tuple[str, str, str, SmtpStage | None]:
     stage that text names: `AFTER_DATA` when the remote server refused after the end of DATA, else None."""
     status, diagnostic = _delivery_status(message)
     if not status:
-        return status, diagnostic, "", None
+        # A DSN whose status part cannot be read (cut at mime.MAX_BYTES) stays unread: its prose is not the status.
+        has_dsn = _is_report(message) or any(p.get_content_type() in DSN_TYPES for p in mime.parts(message))
+        return (status, diagnostic, "", None) if has_dsn else _text_failure(message)
     text = _report_text(message)
     stage = SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(text) else None
     if diagnostic.partition(";")[2].strip() or (";" not in diagnostic and diagnostic):
@@ -241,12 +296,27 @@ def failure_fields(message: Message) -> tuple[str, str, str, SmtpStage | None]:
     return status, diagnostic, text, stage
 
 
+def _text_failure(message: Message) -> tuple[str, str, str, SmtpStage | None]:
+    """A report without a delivery-status part (GroupWise, Domino, Exchange's text NDR, qmail): the reply it quotes,
+    else its failure words, read as what the relay said. The Status is the quoted reply's (its enhanced code, else
+    its class as X.0.0); a text naming a failure and no code is taken as permanent (5.0.0): a relay reports a
+    temporary failure as a delay, with a code. ('' when the text names no failure.)"""
+    text = _body_text(message)
+    stage = SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(text) else None
+    quoted = _TEXT_REPLY.search(text)
+    if quoted:
+        return quoted.group(2) or f"{quoted.group(1)}.0.0", "", text[quoted.start():], stage
+    if FAILURE_WORDS.search(text) or RECIPIENT_GONE.search(text) or DOMAIN_MISSING.search(text):
+        return "5.0.0", "", text, stage
+    return "", "", "", None
+
+
 def _report_text(message: Message) -> str:
     """The report's human-readable text: its first text part before the delivery status, at most 2,000 characters."""
     for part in mime.parts(message)[1:]:
         if part.get_content_type() == "text/plain":
             return mime.clean(mime.text_of(part), 2000)
-        if part.get_content_type() == "message/delivery-status":
+        if part.get_content_type() in DSN_TYPES:
             break
     return ""
 
@@ -254,11 +324,9 @@ def _report_text(message: Message) -> str:
 def _delivery_status(message: Message) -> tuple[str, str]:
     """The first failed recipient's Status and Diagnostic-Code of a DSN ('' when it has none)."""
     for part in mime.parts(message):
-        if part.get_content_type() != "message/delivery-status":
+        if part.get_content_type() not in DSN_TYPES:
             continue
-        blocks = part.get_payload()
-        if not isinstance(blocks, list):
-            continue
+        blocks = _status_blocks(part)
         for block in (blocks[1:] or blocks)[:mime.MAX_PARTS]:
             if not isinstance(block, Message):
                 continue

@@ -1,0 +1,94 @@
+"""Bounces by meaning (issue 39): reports in the non-RFC 3464 shapes real MTAs write, vendor delivery-status
+types, and mail from a mailer-daemon or postmaster are bounces, never a lead's reply; a full mailbox is a soft
+bounce whatever the server's words."""
+
+from __future__ import annotations
+
+import pytest
+
+from sender.feedback.bounces import MessageKind, parse
+
+OURS = "<ours-1@sender.example>"
+LEAD = "lead@rcpt.example"
+BOX = "box0@sender.example"
+
+
+def _mail(sender: str, subject: str, body: str, content_type: str = "text/plain; charset=utf-8") -> bytes:
+    return (f"From: {sender}\r\nTo: {BOX}\r\nSubject: {subject}\r\nDate: Mon, 30 Nov 2026 10:00:00 +0000\r\n"
+            f"Message-ID: <ndr-1@mx.rcpt.example>\r\nMIME-Version: 1.0\r\nContent-Type: {content_type}\r\n\r\n"
+            f"{body}").encode()
+
+
+def _original() -> str:
+    return f"From: {BOX}\r\nTo: {LEAD}\r\nSubject: Hello\r\nMessage-ID: {OURS}\r\n"
+
+
+GROUPWISE = ("The message that you sent was undeliverable to the following:\r\n"
+             f"\t{LEAD} (user not found)\r\n\r\nPossible causes:\r\n\tThe e-mail address was misspelled.\r\n\r\n"
+             f"Original message header:\r\n\r\n{_original()}")
+DOMINO = (f"Your message\r\n\r\n  Subject: Hello\r\n\r\nwas not delivered to:\r\n\r\n  {LEAD}\r\n\r\n"
+          "because:\r\n\r\n  User lead (lead@rcpt.example) not listed in Domino Directory\r\n\r\n"
+          f"{_original()}")
+EXCHANGE_DE = (f"Ihre Nachricht hat einige oder alle Empfänger nicht erreicht.\r\n\r\n  Betreff: Hello\r\n"
+               f"  Gesendet: 30.11.2026 09:00\r\n\r\nDie folgenden Empfänger sind nicht erreichbar:\r\n\r\n"
+               f"  '{LEAD}' am 30.11.2026 09:00\r\n    550 5.1.1 RESOLVER.ADR.RecipNotFound; not found\r\n\r\n"
+               f"{_original()}")
+
+
+@pytest.mark.parametrize(("sender", "subject", "body"), [
+    ("Postmaster <postmaster@rcpt.example>", "Message status - undeliverable", GROUPWISE),
+    ("Postmaster <postmaster@rcpt.example>", "DELIVERY FAILURE: User lead not listed", DOMINO),
+    ("Microsoft Outlook <postmaster@rcpt.example>", "Unzustellbar: Hello", EXCHANGE_DE),
+], ids=["groupwise", "domino", "exchange-de"])
+def test_a_postmasters_text_report_of_a_missing_user_is_a_hard_bounce_not_a_reply(sender: str, subject: str,
+                                                                                  body: str) -> None:
+    parsed = parse(_mail(sender, subject, body))
+    assert parsed.kind is MessageKind.HARD_BOUNCE, parsed
+    assert OURS in parsed.quoted
+
+
+@pytest.mark.parametrize(("subject", "words"), [
+    ("Non remis : Hello", "Votre message n'a pas pu être remis. Destinataire inconnu."),
+    ("No se pudo entregar: Hello", "No se pudo entregar el mensaje: user not found"),
+    ("Niet bezorgd: Hello", "Het bericht is niet bezorgd: user not found"),
+    ("Não entregue: Hello", "A mensagem não foi entregue: user not found"),
+    ("Non consegnato: Hello", "Il messaggio non consegnato: user not found"),
+], ids=["fr", "es", "nl", "pt", "it"])
+def test_a_localised_report_quoting_our_message_id_is_never_a_reply(subject: str, words: str) -> None:
+    # From a relay's ordinary address (not mailer-daemon): the quoted Message-ID and the failure words decide.
+    parsed = parse(_mail("Exchange <exchange@relay.rcpt.example>", subject, f"{words}\r\n\r\n{_original()}"))
+    assert parsed.kind is MessageKind.HARD_BOUNCE, parsed
+
+
+def test_a_mailer_daemons_mail_naming_no_failure_is_unread_not_a_reply() -> None:
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Hello", "Your mail was handled.\r\n"))
+    assert parsed.kind is MessageKind.MALFORMED
+
+
+def test_a_persons_reply_quoting_words_of_failure_is_still_a_reply() -> None:
+    body = "Hi, I could not be delivered the parcel either. Let's talk.\r\n"
+    parsed = parse(_mail(f"Lead <{LEAD}>", "Re: Hello", body))
+    assert parsed.kind is MessageKind.REPLY
+
+
+def _xdsn(status: str, diagnostic: str) -> bytes:
+    boundary = "X-1"
+    body = (f"--{boundary}\r\nContent-Type: text/plain\r\n\r\nDelivery has failed.\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: message/xdelivery-status\r\n\r\n"
+            "Reporting-MTA: dns; mx.rcpt.example\r\n\r\n"
+            f"Final-Recipient: rfc822; {LEAD}\r\nAction: failed\r\nStatus: {status}\r\n"
+            f"Diagnostic-Code: {diagnostic}\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: text/rfc822-headers\r\n\r\n{_original()}\r\n--{boundary}--\r\n")
+    return _mail("MAILER-DAEMON@mx.rcpt.example", "Undeliverable: Hello", body,
+                 f'multipart/report; report-type=delivery-status; boundary="{boundary}"')
+
+
+def test_a_vendor_xdelivery_status_report_is_read() -> None:
+    parsed = parse(_xdsn("5.1.1", "smtp; 550 5.1.1 User unknown"))
+    assert (parsed.kind, parsed.about, parsed.recipients) == (MessageKind.HARD_BOUNCE, (OURS,), frozenset({LEAD}))
+
+
+def test_web_des_too_many_messages_on_the_server_is_a_soft_bounce_of_a_full_mailbox() -> None:
+    parsed = parse(_xdsn("4.2.2", "smtp; 452 4.2.2 User has too many messages on the server"))
+    assert parsed.kind is MessageKind.SOFT_BOUNCE
+    assert not parsed.detail.startswith("rate_limited"), parsed.detail
