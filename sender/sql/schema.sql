@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 13: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 14: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -420,6 +420,11 @@ BEGIN
     IF l.ended = 'unconfirmed' THEN
         UPDATE sender_leads SET ended = NULL, ended_at = NULL WHERE id = l.id;
     ELSIF l.ended IS NOT NULL THEN
+        RETURN;
+    END IF;
+    -- Suppressed while this step was in flight (version 14): no follow-up is queued for it, the sequence ends.
+    IF sender_is_suppressed(r.recipient) THEN
+        PERFORM sender_end_sequence(r.campaign_id, r.lead, 'suppressed', p_at);
         RETURN;
     END IF;
     SELECT coalesce((SELECT accepted_at FROM sender_sent WHERE email_id = p_email), p_at) INTO sent_at;
