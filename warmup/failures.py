@@ -75,8 +75,9 @@ RESPONSES: dict[FailureClass, Response] = {
                                      counts_for_breaker=False, consumes_attempt=True, retry=False),
     FailureClass.CONTENT: Response("fail the job", frees_slot=True,
                                    counts_for_breaker=True, consumes_attempt=True, retry=False),
+    # The ledger counts the attempt (sender_settle 'retry'): three transient failures and the row is failed.
     FailureClass.TRANSIENT: Response("retry later", frees_slot=True,
-                                     counts_for_breaker=True, consumes_attempt=False, retry=True),
+                                     counts_for_breaker=True, consumes_attempt=True, retry=True),
     # The message may be in the recipient's inbox: it counts as sent (slot kept, attempt used), it is never sent
     # again automatically (a person checks Sent Items), and it says nothing about the inbox's health.
     FailureClass.UNKNOWN: Response("mark unconfirmed: check Sent Items, never resend automatically",
@@ -325,6 +326,10 @@ class FailureRule:
 RULES: tuple[FailureRule, ...] = (
     FailureRule("no_reply_before_end_of_data", FailureClass.TRANSIENT, _no_reply_before_end_of_data),
     FailureRule("no_reply_after_end_of_data", FailureClass.UNKNOWN, _no_reply_after_end_of_data),
+    # A temporary reply that says to try later is a lock that lifts by itself (Gmail's 454 4.7.0, issue 39): a
+    # rate limit (cooled down), never the account's fault; only a permanent one stops the mailbox.
+    FailureRule("logins_locked_for_now", FailureClass.RATE_LIMITED,
+                lambda r: not r.permanent and r.says(LOGINS_LOCKED)),
     FailureRule("logins_locked", FailureClass.ACCOUNT_AUTH, lambda r: r.says(LOGINS_LOCKED)),
     FailureRule("continuous_error_throttle", FailureClass.ACCOUNT_AUTH,
                 lambda r: r.enhanced in CONTINUOUS_ERROR_THROTTLE_CODES),

@@ -230,7 +230,7 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
             metrics.events.labels("bad_signature").inc()
             log.warning("events: %s from %s", refused, request.client.host if request.client else "?")
             return PlainTextResponse(refused + "\n", 401)
-        items, problem = _parse_events(body, datetime.fromtimestamp(now, UTC))
+        items, ignored, problem = _parse_events(body, datetime.fromtimestamp(now, UTC))
         if problem is not None:
             metrics.events.labels("bad_input").inc()
             log.warning("events: %s", problem)
@@ -238,6 +238,11 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
         results = await run_in_threadpool(apply_events, items)
         for result in results:
             metrics.events.labels(result).inc()
+        if ignored:
+            metrics.events.labels("ignored").inc(len(ignored))
+            log.info("events: ignored %d of a type not applied: %s", len(ignored),
+                     ", ".join(sorted({i["event"] for i in ignored})))
+            return JSONResponse({"results": results, "ignored": ignored})
         return JSONResponse({"results": results})
 
     async def healthz(request: Request) -> Response:
@@ -306,47 +311,53 @@ def _text_problem(value: str) -> str | None:
     return None
 
 
-def _parse_events(body: bytes, now: datetime) -> tuple[list[dict[str, Any]], str | None]:
-    """The events of a request body, each checked (`at` against `now`); or a problem naming the first bad one
-    (nothing applied)."""
+def _parse_events(body: bytes, now: datetime) -> tuple[list[dict[str, Any]], list[dict[str, str]], str | None]:
+    """The events of a request body, each checked (`at` against `now`), and those of a type the ledger does not
+    apply (`opened`, `clicked`, a vendor's own: id and type, skipped, so one of them does not hold back the
+    batch's bounces, which the relay would retry for ever); or a problem naming the first bad one (nothing
+    applied)."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return [], "the body is not JSON; send {\"id\": ..., \"message_id\": ..., \"event\": ..., \"at\": ...}"
+        return [], [], "the body is not JSON; send {\"id\": ..., \"message_id\": ..., \"event\": ..., \"at\": ...}"
     entries = data if isinstance(data, list) else [data]
-    items = []
+    items: list[dict[str, Any]] = []
+    ignored: list[dict[str, str]] = []
     names = {e.value for e in Event}
     allowed = ", ".join(e.value for e in Event)
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            return [], f"event {n} is not an object"
+            return [], [], f"event {n} is not an object"
         event_id, message_id = entry.get("id"), entry.get("message_id")
         event, detail = entry.get("event"), entry.get("detail", "")
         if not isinstance(event_id, str) or not event_id.strip():
-            return [], f"event {n}: id {_show(event_id)} missing or not a string: send the relay's own event id"
+            return [], [], f"event {n}: id {_show(event_id)} missing or not a string: send the relay's own event id"
         if len(event_id) > MAX_EVENT_ID or _text_problem(event_id):
-            return [], (f"event {n}: id {_show(event_id)} "
-                        f"{_text_problem(event_id) or f'is over {MAX_EVENT_ID} characters'}")
+            return [], [], (f"event {n}: id {_show(event_id)} "
+                            f"{_text_problem(event_id) or f'is over {MAX_EVENT_ID} characters'}")
+        if isinstance(event, str) and event not in names:
+            ignored.append({"id": event_id, "event": event[:MAX_EVENT_ID]})
+            continue
         if not isinstance(message_id, str) or not message_id.strip("<> "):
-            return [], f"event {n}: message_id missing or not a string"
+            return [], [], f"event {n}: message_id missing or not a string"
         if len(message_id) > MAX_MESSAGE_ID or _text_problem(message_id):
-            return [], (f"event {n}: message_id {_show(message_id)} "
+            return [], [], (f"event {n}: message_id {_show(message_id)} "
                         f"{_text_problem(message_id) or f'is over {MAX_MESSAGE_ID} characters'}")
-        if not isinstance(event, str) or event not in names:  # a list or an object is no event either
-            return [], f"event {n}: event {_show(event)} is not one of {allowed}"
+        if not isinstance(event, str):  # a list or an object is no event type at all
+            return [], [], f"event {n}: event {_show(event)} is not one of {allowed}"
         if not isinstance(detail, str):
-            return [], f"event {n}: detail {_show(detail)} is not a string"
+            return [], [], f"event {n}: detail {_show(detail)} is not a string"
         if len(detail) > MAX_DETAIL or _text_problem(detail):
-            return [], f"event {n}: detail {_text_problem(detail) or f'is over {MAX_DETAIL} characters'}"
+            return [], [], f"event {n}: detail {_text_problem(detail) or f'is over {MAX_DETAIL} characters'}"
         at = _parse_at(entry.get("at"))
         if at is None:
-            return [], f"event {n}: at {_show(entry.get('at'))} is not an RFC 3339 time (2026-11-30T10:00:00Z)"
+            return [], [], f"event {n}: at {_show(entry.get('at'))} is not an RFC 3339 time (2026-11-30T10:00:00Z)"
         if not now - AT_MAX_AGE <= at <= now + AT_MAX_AHEAD:
-            return [], (f"event {n}: at {entry['at']} is outside {now - AT_MAX_AGE:%Y-%m-%dT%H:%M:%SZ} .. "
+            return [], [], (f"event {n}: at {entry['at']} is outside {now - AT_MAX_AGE:%Y-%m-%dT%H:%M:%SZ} .. "
                         f"{now + AT_MAX_AHEAD:%Y-%m-%dT%H:%M:%SZ} (at most 7 days old, 5 minutes ahead of our clock)")
         items.append({"message_id": message_id, "event": event, "at": at, "ref": RELAY_REF_PREFIX + event_id,
                       "detail": detail})
-    return items, None
+    return items, ignored, None
 
 
 POOL_SIZE = 8  # `sender web --pool-size`: the most ledger connections the service holds (docs/pgbouncer.md)

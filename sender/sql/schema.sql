@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 13: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 14: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -238,10 +238,11 @@ $$;
 
 -- One exception (version 7): a row that only a relay's `sent` made sent (no send-log entry: the submission server
 -- never told us it accepted it) still takes the agent's own definite answer that it did not leave (failed, or
--- suppressed for a refused recipient), so that the answer stands whichever of the two arrived first.
+-- suppressed for a refused recipient), so that the answer stands whichever of the two arrived first; and since
+-- version 14 the same holds for a row only a relay's `delivered` moved.
 CREATE FUNCTION sender_rank_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF OLD.status = 'sent' AND NEW.status IN ('failed', 'suppressed')
+    IF OLD.status IN ('sent', 'delivered') AND NEW.status IN ('failed', 'suppressed')
        AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = NEW.id) THEN
         RETURN NEW;
     END IF;
@@ -420,6 +421,11 @@ BEGIN
     IF l.ended = 'unconfirmed' THEN
         UPDATE sender_leads SET ended = NULL, ended_at = NULL WHERE id = l.id;
     ELSIF l.ended IS NOT NULL THEN
+        RETURN;
+    END IF;
+    -- Suppressed while this step was in flight (version 14): no follow-up is queued for it, the sequence ends.
+    IF sender_is_suppressed(r.recipient) THEN
+        PERFORM sender_end_sequence(r.campaign_id, r.lead, 'suppressed', p_at);
         RETURN;
     END IF;
     SELECT coalesce((SELECT accepted_at FROM sender_sent WHERE email_id = p_email), p_at) INTO sent_at;
@@ -974,7 +980,8 @@ $$;
 --   unconfirmed we do not know whether it left: never resent
 -- The rank guard: nothing here touches a row that is already sent, or settled (ranked above sending); except that
 -- a definite failure (failed, suppress, bounce) still settles a row that only a relay's `sent` made sent (no
--- send-log entry), as it would have had it come first: a late `sent` never overwrites `failed`.
+-- send-log entry), as it would have had it come first: a late `sent` never overwrites `failed`; nor does a
+-- relay's `delivered` (version 14), either way round.
 CREATE FUNCTION sender_settle(p_email bigint, p_outcome text, p_detail text, p_delay_s double precision,
                               p_max_attempts integer, p_now timestamptz DEFAULT NULL) RETURNS sender_status
 LANGUAGE plpgsql AS $$
@@ -988,7 +995,7 @@ BEGIN
         RAISE EXCEPTION 'sender_settle: no row %', p_email;
     END IF;
     IF r.status <> 'sending' AND sender_rank(r.status) > sender_rank('sending')
-       AND NOT (r.status = 'sent' AND p_outcome IN ('failed', 'suppress', 'bounce')
+       AND NOT (r.status IN ('sent', 'delivered') AND p_outcome IN ('failed', 'suppress', 'bounce')
                 AND NOT EXISTS (SELECT 1 FROM sender_sent WHERE email_id = p_email)) THEN
         RETURN r.status;
     END IF;
@@ -1078,8 +1085,8 @@ $$;
 --   forged    p_verdict is `fail`: recorded with its verdict and in the row's history, nothing else changed
 --   replay    this (row, event, reference) was already recorded: nothing changed
 --   no_row    no such row
--- A `sent` never moves a row the agent settled as not handed over (failed, suppressed, cancelled): the agent's
--- own answer from the submission server outranks a relay's report.
+-- A `sent` or `delivered` never moves a row the agent settled as not handed over (failed, suppressed, cancelled):
+-- the agent's own answer from the submission server outranks a relay's report.
 CREATE FUNCTION sender_apply_event(p_email bigint, p_event text, p_at timestamptz, p_source text, p_ref text,
                                    p_detail text, p_verdict text DEFAULT 'none', p_now timestamptz DEFAULT NULL)
 RETURNS text LANGUAGE plpgsql AS $$
@@ -1122,7 +1129,9 @@ BEGIN
     PERFORM sender_event(p_email, p_event, format('%s%s: %s', p_source,
                                                   CASE WHEN verdict = 'pass' THEN ' (DMARC pass)' ELSE '' END,
                                                   left(coalesce(p_detail, ''), 300)), p_now);
-    IF target = 'sent' AND r.status IN ('failed', 'suppressed', 'cancelled') THEN
+    -- Nor a `delivered` (version 14): a relay's late report never overturns a refusal the agent saw (554 at DATA);
+    -- the event stays recorded, in the feedback and the row's history, for a person.
+    IF target IN ('sent', 'delivered') AND r.status IN ('failed', 'suppressed', 'cancelled') THEN
         target := NULL;
     END IF;
     IF target IS NOT NULL THEN

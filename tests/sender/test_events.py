@@ -79,7 +79,8 @@ def feedback(database_url: str) -> Feedback:
     (("late unconfirmed", "delivered", "replied", "deferred", "auto-reply"), "replied"),
     # a late sent never overwrites failed, and a sent that came first does not outlast it
     (("failed", "webhook sent", "deferred", "auto-reply", "forged reply"), "failed"),
-    (("failed", "webhook sent", "delivered"), "delivered"),  # a relay's delivered is proof it left
+    # the agent's own 554 outranks a relay's delivered, in either order (issue 39)
+    (("failed", "webhook sent", "delivered"), "failed"),
     (("refused at RCPT", "webhook sent", "forged unsubscribe", "auto-reply"), "suppressed"),
     (("agent sent", "forged reply", "forged unsubscribe", "deferred"), "sent"),
     (("late unconfirmed", "webhook sent", "forged reply"), "sent"),
@@ -196,6 +197,17 @@ def test_two_first_arrivals_at_once_answer_both_and_leave_one_feedback_row(feedb
     assert answers == [Applied.REPLAY]
     assert written == (1,)
     assert _status(feedback, "L1") == "delivered"
+
+
+def test_a_relays_late_delivered_never_overturns_a_refusal_the_agent_saw(feedback: Feedback,
+                                                                        database_url: str) -> None:
+    row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
+    assert feedback.ledger.settle(row, Settle.FAILED, "554 5.7.1 rejected at DATA") == Status.FAILED
+    assert feedback.apply(row, Event.DELIVERED, source="webhook", ref="late", at=AT) is Applied.RECORDED
+    assert _status(feedback, "L1") == "failed"
+    with psycopg.connect(database_url) as conn:  # the relay's word is kept for a person
+        assert conn.execute("SELECT count(*) FROM sender_feedback WHERE email_id = %s AND event = 'delivered'",
+                            (row,)).fetchone() == (1,)
 
 
 def test_a_late_sent_never_overwrites_delivered(feedback: Feedback) -> None:

@@ -252,6 +252,18 @@ def test_resolving_an_unconfirmed_step_as_not_sent_ends_it_failed(tmp_path: Path
     assert _ended(database_url) == "failed"
 
 
+def test_an_address_suppressed_while_its_step_was_in_flight_gets_no_follow_up(tmp_path: Path, timed: Ledger,
+                                                                              database_url: str) -> None:
+    _campaign(tmp_path, timed)
+    (row,) = timed.claim("w", 1, ["sales"], [BOX])
+    outcome, _mid = timed.begin_attempt(row.id, uuid.uuid4(), BOX, None, f"<{uuid.uuid4()}@sender.example>", "s")
+    assert outcome == "ok"
+    timed.suppress("eve@rcpt.example", "unsubscribed by email")  # while step 1 is in flight
+    assert timed.record_sent(row.id, "250 ok")
+    assert [r[:2] for r in _rows(database_url)] == [(1, "sent")]  # no step 2 queued to be refused days later
+    assert _ended(database_url) == "suppressed"
+
+
 def test_a_domain_suppression_withdraws_every_address_of_the_domain(tmp_path: Path, timed: Ledger,
                                                                     database_url: str) -> None:
     _campaign(tmp_path, timed, addresses=("a@bigco.example", "b@bigco.example", "c@other.example"))

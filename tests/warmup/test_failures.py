@@ -30,8 +30,10 @@ PROVIDER_REPLIES = [
     ("421 4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your DKIM domain.", R),
     ("550 5.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address.", R),
     ("421 4.7.0 Try again later, closing connection.", R),
-    # the account's logins are locked for a while: each new try extends the lock, so the mailbox stops (issue 28)
-    ("454 4.7.0 Too many login attempts, please try again later.", A),
+    # logins locked for a while, the reply says to try later: a rate limit that cools the mailbox down, never a
+    # disconnect (issue 39); a permanent lock stops the mailbox (issue 28)
+    ("454 4.7.0 Too many login attempts, please try again later.", R),
+    ("535 5.7.8 Too many failed login attempts, account locked.", A),
     ("550 5.7.1 Our system has detected an unusual rate of unsolicited mail originating from your IP address. "
      "To protect our users from spam, mail sent from your IP address has been blocked.", R),
     ("535 5.7.8 Username and Password not accepted. For more information, go to", A),
@@ -193,6 +195,7 @@ RULE_WITNESSES: list[tuple[int | None, str | None, str, SmtpStage | None]] = [
     (None, None, "", SmtpStage.RCPT),
     (None, None, "", SmtpStage.AFTER_DATA),
     (454, "4.7.0", "Too many login attempts, please try again later.", None),
+    (535, "5.7.8", "Too many failed login attempts, account locked.", None),
     (550, "5.2.252", "Sender throttled due to continuous send as denied errors.", None),
     (550, "5.4.5", "Daily user sending limit exceeded", None),
     (421, "4.7.28", "unusual rate of unsolicited mail", None),
@@ -232,7 +235,7 @@ def test_seven_classes_each_with_one_response() -> None:
         A: (True, True, False, True),
         P: (True, False, True, False),
         C: (True, True, True, False),
-        T: (True, True, False, True),
+        T: (True, True, True, True),  # the ledger uses one of the lead's attempts (issue 39)
         U: (False, False, True, False),
     }
     assert all(c.response.action for c in FailureClass)

@@ -27,7 +27,7 @@ SUBMISSION_REPLIES = [
                        "sending limits please contact your administrator or visit "
                        "https://support.google.com/a/answer/166852", Q),
     ("google:3726730", "454 4.7.0 Too many login attempts, please try again later. For more information, go to "
-                       "https://support.google.com/mail/answer/7126229", A),
+                       "https://support.google.com/mail/answer/7126229", R),
     ("google:3726730", "535 5.7.8 Username and Password not accepted. For more information, go to "
                        "https://support.google.com/mail/?p=BadCredentials", A),
     ("google:3726730", "534 5.7.9 Application-specific password required. For more information, go to "
