@@ -30,10 +30,12 @@ BEGIN
                    'sendhost_reader, sendhost_operator', s);
     EXECUTE format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA %I FROM PUBLIC, sendhost_agent, sendhost_web, '
                    'sendhost_reader, sendhost_operator', s);
-    -- reading: the agent reads what it sends, the reader and the operator read everything
-    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO sendhost_agent, sendhost_reader, sendhost_operator', s);
+    -- reading: the agent reads what it sends, the web service finds a token's row and counts metrics, the reader
+    -- and the operator read everything
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO sendhost_agent, sendhost_web, sendhost_reader, '
+                   'sendhost_operator', s);
     FOR f IN
-        SELECT p.oid::regprocedure AS sig
+        SELECT p.oid::regprocedure AS sig, p.proname::text AS name, p.provolatile AS volatile
         FROM pg_proc p
         WHERE p.pronamespace = s::regnamespace AND p.prokind = 'f'
           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
@@ -41,6 +43,11 @@ BEGIN
         EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp', f.sig, s);
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f.sig);
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO sendhost_agent, sendhost_web, sendhost_operator', f.sig);
+        -- the reader: functions that cannot write (not volatile), and the counters' read (it folds the pending
+        -- changes into the totals first: derived data, the same whoever folds it)
+        IF f.volatile <> 'v' OR f.name IN ('sender_counted') THEN
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO sendhost_reader', f.sig);
+        END IF;
     END LOOP;
 END
 $grants$;

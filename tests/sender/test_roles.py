@@ -79,3 +79,23 @@ def test_agent_as_sendhost_agent_sends_each_row_exactly_once(world) -> None:  # 
     with psycopg.connect(world.database_url) as conn:
         statuses = conn.execute("SELECT status::text, count(*) FROM sender_emails GROUP BY 1").fetchall()
     assert statuses == [("sent", 3)]
+
+
+def test_web_role_applies_an_unsubscribe_and_reader_counts_but_may_not_suppress(ledger: Ledger,
+                                                                                database_url: str) -> None:
+    from sender.errors import SenderError
+    from sender.ledger.events import Event, Feedback
+
+    ledger.enqueue(lead="L0", step=1, to="lead0@rcpt.example", group="sales", subject="Hi", text="x")
+    (email_id,) = psycopg.connect(database_url).execute("SELECT id FROM sender_emails").fetchone()  # type: ignore[misc]
+    with Feedback.from_url(_login_as(database_url, "sendhost_web")) as web:
+        web.apply(email_id, Event.UNSUBSCRIBED, source="web", ref="t1")
+    with Ledger.from_url(_login_as(database_url, "sendhost_reader")) as reader:
+        assert sum(reader.counts().values()) == 1
+        with pytest.raises((SenderError, psycopg.Error)):
+            reader.suppress("other@example.com")
+    with Ledger.from_url(_login_as(database_url, "sendhost_operator")) as operator:
+        operator.suppress("other@example.com")
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("SELECT address FROM sender_suppressions ORDER BY 1").fetchall()
+    assert rows == [("lead0@rcpt.example",), ("other@example.com",)]
