@@ -99,3 +99,30 @@ def test_web_role_applies_an_unsubscribe_and_reader_counts_but_may_not_suppress(
     with psycopg.connect(database_url) as conn:
         rows = conn.execute("SELECT address FROM sender_suppressions ORDER BY 1").fetchall()
     assert rows == [("lead0@rcpt.example",), ("other@example.com",)]
+
+
+def test_agent_as_sendhost_agent_through_pgbouncer_sends_once_and_may_not_delete(  # type: ignore[no-untyped-def]
+        tmp_path, redis_url, submission) -> None:
+    import dataclasses
+    import threading
+
+    from tests.sender.world import make_world
+    from tests.support.pgbouncer import bouncer_in_front_of_small_postgres
+
+    with bouncer_in_front_of_small_postgres(logins=("agent_h1",)) as bouncer, bouncer.fresh_database() as database:
+        world = make_world(tmp_path, bouncer.url(database), redis_url, submission)
+        with psycopg.connect(bouncer.server_url(), autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'agent_h1'").fetchone():
+                conn.execute("CREATE ROLE agent_h1 LOGIN IN ROLE sendhost_agent")
+        agent_url = bouncer.url(database).replace("postgres@", "agent_h1@")
+        world.enqueue(3)
+        agent, factory = dataclasses.replace(world, database_url=agent_url).agent()
+        agent.run(factory, 2, once=True, stop=threading.Event())
+        assert sorted(r.message["To"] for r in submission.recorder.received) == [
+            f"lead{n}@rcpt.example" for n in range(3)]
+        with psycopg.connect(agent_url, autocommit=True, prepare_threshold=None) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("DELETE FROM sender_suppressions")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("UPDATE sender_emails SET subject = subject")
+            assert conn.execute("SELECT current_user").fetchone() == ("agent_h1",)
