@@ -34,6 +34,10 @@ BEGIN
     -- and the operator read everything
     EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO sendhost_agent, sendhost_web, sendhost_reader, '
                    'sendhost_operator', s);
+    -- the one direct write left: `sender inbox` (on the sending host, as the agent) keeps its place per mailbox
+    -- (set_inbox_mark in feedback.sql); a bookmark of its own, not a row it sends or a suppression
+    EXECUTE format('GRANT INSERT (mailbox, uidvalidity, last_uid, updated_at), UPDATE (uidvalidity, last_uid, '
+                   'updated_at) ON %I.sender_inbox_marks TO sendhost_agent', s);
     FOR f IN
         SELECT p.oid::regprocedure AS sig, p.proname::text AS name, p.provolatile AS volatile
         FROM pg_proc p

@@ -126,3 +126,14 @@ def test_agent_as_sendhost_agent_through_pgbouncer_sends_once_and_may_not_delete
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute("UPDATE sender_emails SET subject = subject")
             assert conn.execute("SELECT current_user").fetchone() == ("agent_h1",)
+
+
+def test_agent_role_keeps_its_inbox_place_but_may_not_delete_it(ledger: Ledger, database_url: str) -> None:
+    from sender.ledger.events import Feedback
+
+    with Feedback.from_url(_login_as(database_url, "sendhost_agent")) as inbox:
+        inbox.set_inbox_mark("box0@sender.example", 7, 41)
+        inbox.set_inbox_mark("box0@sender.example", 7, 42)
+        assert inbox.inbox_mark("box0@sender.example") == (7, 42)
+    with psycopg.connect(database_url, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        _as(conn, "sendhost_agent", "DELETE FROM sender_inbox_marks")
