@@ -224,7 +224,15 @@ class Ledger:
         with self.calling("migrate") as conn:
             result = migrate(conn)
         make_partitions(self)
+        self.apply_roles()
         return result
+
+    def apply_roles(self) -> None:
+        """Create the job roles and grant each its functions (sql/roles.sql; idempotent, after every migrate)."""
+        from sender.ledger.queries import sql_text
+
+        with self.calling("roles") as conn, conn.transaction():
+            conn.execute(sql_text("roles.sql"))
 
     def check_schema(self) -> None:
         """SenderConfigError unless the schema is at the version this code expects."""

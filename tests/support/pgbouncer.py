@@ -127,17 +127,19 @@ def small_postgres(max_connections: int) -> Iterator[tuple[int, Place]]:
 
 
 @contextmanager
-def pgbouncer(pg_port: int, place: Place, *, pool_size: int, max_connections: int) -> Iterator[Bouncer]:
+def pgbouncer(pg_port: int, place: Place, *, pool_size: int, max_connections: int,
+              logins: tuple[str, ...] = ()) -> Iterator[Bouncer]:
     """PgBouncer in transaction mode in front of 127.0.0.1:`pg_port`, every database (`*`), `pool_size` server
     connections per database at most, no startup parameter it does not track admitted (so a client that sends
     `options` fails here as it would in production)."""
     folder = _owned_dir(place, "sendhost-pgbouncer-")
     port = free_port()
     log = folder / "pgbouncer.log"
-    (folder / "userlist.txt").write_text('"postgres" ""\n')
+    # `logins`: users who reach the server as themselves (a pool each, docs/pgbouncer.md), not as postgres
+    (folder / "userlist.txt").write_text("".join(f'"{user}" ""\n' for user in ("postgres", *logins)))
     (folder / "pgbouncer.ini").write_text(
         "[databases]\n"
-        f"* = host=127.0.0.1 port={pg_port} user=postgres\n"
+        f"* = host=127.0.0.1 port={pg_port}" + ("" if logins else " user=postgres") + "\n"
         "[pgbouncer]\n"
         f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
         f"auth_type = trust\nauth_file = {folder / 'userlist.txt'}\n"
@@ -160,7 +162,8 @@ def pgbouncer(pg_port: int, place: Place, *, pool_size: int, max_connections: in
 
 
 @contextmanager
-def bouncer_in_front_of_small_postgres(*, pool_size: int = 5, max_connections: int = 25) -> Iterator[Bouncer]:
+def bouncer_in_front_of_small_postgres(*, pool_size: int = 5, max_connections: int = 25,
+                                       logins: tuple[str, ...] = ()) -> Iterator[Bouncer]:
     with small_postgres(max_connections) as (pg_port, place), \
-            pgbouncer(pg_port, place, pool_size=pool_size, max_connections=max_connections) as bouncer:
+            pgbouncer(pg_port, place, pool_size=pool_size, max_connections=max_connections, logins=logins) as bouncer:
         yield bouncer

@@ -25,7 +25,26 @@ def migrate_command(sc: SenderContext, fmt: str | None) -> None:
         emit_json(data)
     else:
         applied = ", ".join(result.applied) or "nothing (already current)"
-        click.echo(f"ledger schema at version {result.after} (was {result.before}); applied: {applied}")
+        click.echo(f"ledger schema at version {result.after} (was {result.before}); applied: {applied}; "
+                   "job roles granted (roles.sql)")
+
+
+@click.command("roles")
+@click.option("--dry-run", is_flag=True, help="Print the SQL (sql/roles.sql) instead of applying it.")
+@click.option("--apply", "apply_", is_flag=True, help="Create the job roles and grant them (as the ledger's owner).")
+@pass_sender
+def roles_command(sc: SenderContext, dry_run: bool, apply_: bool) -> None:
+    """The ledger's job roles (sendhost_agent, _web, _reader, _operator; docs/security.md): print or apply."""
+    from sender.ledger.queries import sql_text
+
+    if dry_run == apply_:
+        raise click.UsageError("give one of --dry-run (print the SQL) or --apply (run it as the ledger's owner)")
+    if dry_run:
+        click.echo(sql_text("roles.sql"), nl=False)
+        return
+    with sc.ledger() as ledger:
+        ledger.apply_roles()
+    click.echo("job roles created and granted: sendhost_agent, sendhost_web, sendhost_reader, sendhost_operator")
 
 
 @click.command("enqueue")
