@@ -14,10 +14,10 @@ import smtplib
 import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
-from email.policy import SMTP
 from enum import StrEnum
 
 from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
+from sender.sending.message import SENDING_POLICY
 from sendhost.model import Submission
 
 
@@ -95,7 +95,7 @@ class SubmissionSession:
             code, reply = client.docmd("DATA")
             if code != 354:
                 return Result(ResultKind.REJECTED, stage, code, _text(reply))
-            payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SMTP))
+            payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SENDING_POLICY))
             if not payload.endswith(b"\r\n"):
                 payload += b"\r\n"
             # One write with the end-of-data dot: two small writes would stall on Nagle and delayed ACK (~40 ms).
