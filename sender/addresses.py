@@ -9,6 +9,9 @@ does not reduce to that is refused, never repaired, because every repair is a gu
 - display names (`Eve <eve@x.example>`), angle brackets, groups (`x:eve@x.example`), comments (`eve(hi)@x.example`),
   quoted local parts (`"eve"@x.example`), two addresses (`a@x.example, b@x.example`): a column or argument that is
   an address holds only the address;
+- RFC 2047 encoded words (`=?utf-8?q?eve?=@x.example`): a header parser decodes them, so the To header and RCPT TO
+  would name `eve@x.example` while the suppression check saw another text; and, as a last check, any text that
+  the email package's own address parser does not read back as exactly itself;
 - whitespace inside, control characters (CR, LF, NUL, …), a non-ASCII local part (it would need SMTPUTF8, which
   the agent does not use), empty parts, dots at the ends of the local part or doubled;
 - a domain that is not a host name: an IP literal, a single label (`localhost`), a trailing dot, a label longer than
@@ -25,6 +28,8 @@ registered domain.
 from __future__ import annotations
 
 import re
+from email.headerregistry import HeaderRegistry
+from email.utils import parseaddr
 
 import idna
 
@@ -38,6 +43,8 @@ _LOCAL_RE = re.compile(rf"{_ATOM}(?:\.{_ATOM})*\Z")
 _LABEL_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 _CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SPACE_RE = re.compile(r"\s")
+_ENCODED_WORD_RE = re.compile(r"=\?.*\?=")
+_HEADERS = HeaderRegistry()
 # What each character that no plain address holds would make of the text, in the words of the refusal.
 _SPECIALS = (
     ("<", "angle brackets or a display name (`Eve <eve@example.com>`)"),
@@ -61,6 +68,9 @@ class AddressError(SenderConfigError):
 def canonical(text: str) -> str:
     """`text` as lower-case `local@domain` with an IDNA domain, or AddressError saying why it is not one address."""
     value = _trimmed(text, "address")
+    if _ENCODED_WORD_RE.search(value):
+        raise AddressError(f"{value!r} is not a plain address: '=?...?=' is an encoded word, which a mail reader "
+                           "decodes into another address; give the address itself, like eve@example.com")
     for special, meaning in _SPECIALS:
         if special in value:
             raise AddressError(f"{value!r} is not a plain address: {special!r} means {meaning}; give only "
@@ -73,7 +83,17 @@ def canonical(text: str) -> str:
     address = f"{_local(value, local)}@{_domain(value, domain)}"
     if len(address) > MAX_ADDRESS:
         raise AddressError(f"{value!r} is {len(address)} characters long; an address has at most {MAX_ADDRESS}")
+    _reads_back(value, address)
     return address
+
+
+def _reads_back(value: str, address: str) -> None:
+    """The To header and RCPT TO are this text: whatever a header parser reads in it must be the address itself."""
+    header = _HEADERS("To", address)
+    parsed = [a.addr_spec for a in header.addresses]  # type: ignore[attr-defined]
+    if parsed != [address] or header.defects or parseaddr(address) != ("", address):
+        raise AddressError(f"{value!r} is not a plain address: a mail reader would read it as {parsed or 'nothing'}; "
+                           "give only local@domain, like eve@example.com")
 
 
 def canonical_domain(text: str) -> str:

@@ -225,7 +225,7 @@ class Agent:
             session = opening.result()
             result = session if isinstance(session, Result) else session.hand_over(
                 build_message(mailbox=mailbox.address, to=row.recipient, subject=content.headers, text=content.body,
-                              message_id=message_id, unsubscribe=url, now=now))
+                              message_id=message_id, unsubscribe=url, now=now), row.recipient)
             self._checkpoint("submitted")
             report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id, lease, worker)
             if result.kind is ResultKind.ACCEPTED:

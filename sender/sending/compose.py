@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sender.campaigns.template import render
 from sender.ledger.store import Claimed
+from sender.safe_text import header_problem
 from sender.sending.thread_headers import EarlierStep, ThreadHeaders, step_headers
 
 UNSUBSCRIBE_FIELD = "unsubscribe_url"
@@ -24,7 +25,7 @@ class Content:
 
 def compose(row: Claimed, unsubscribe: str) -> Content:
     """The row's headers and body; TemplateError when its lead cannot fill a field, ValueError when a reply has no
-    earlier step to reply to."""
+    earlier step to reply to or its subject cannot be a header."""
     if row.fields is None:
         subject: str | None = row.subject if row.own_subject else None
         body = row.body
@@ -32,5 +33,9 @@ def compose(row: Claimed, unsubscribe: str) -> Content:
         values = {**row.fields, UNSUBSCRIBE_FIELD: unsubscribe}
         subject = render(row.subject, values) if row.own_subject else None
         body = render(row.body, values)
+    # A lead stored before its values were checked for encoded words, or an enqueued row: refused before a mailbox
+    # is reserved, rather than by the message's policy once the attempt started.
+    if subject is not None and (problem := header_problem(subject)):
+        raise ValueError(f"the subject {problem}")
     earlier = [EarlierStep(own, message_id) for own, message_id in row.earlier]
     return Content(step_headers(subject, earlier), body)

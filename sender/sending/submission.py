@@ -14,10 +14,10 @@ import smtplib
 import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
-from email.policy import SMTP
 from enum import StrEnum
 
 from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
+from sender.sending.message import SENDING_POLICY
 from sendhost.model import Submission
 
 
@@ -78,8 +78,9 @@ class SubmissionSession:
     def __init__(self, client: smtplib.SMTP) -> None:
         self._client: smtplib.SMTP | None = client
 
-    def hand_over(self, message: EmailMessage) -> Result:
-        """MAIL, RCPT, DATA and the end of data; never raises for SMTP trouble. Closes the session."""
+    def hand_over(self, message: EmailMessage, recipient: str | None = None) -> Result:
+        """MAIL, RCPT, DATA and the end of data; never raises for SMTP trouble. Closes the session. RCPT TO is
+        `recipient` (the row's canonical address, the agent's), not a re-parse of the To header; without it, To."""
         client = self._client
         assert client is not None, "a session hands over one message"
         stage = Stage.MAIL
@@ -88,14 +89,14 @@ class SubmissionSession:
             if code != 250:
                 return Result(ResultKind.REJECTED, stage, code, _text(reply))
             stage = Stage.RCPT
-            code, reply = client.rcpt(str(message["To"]))
+            code, reply = client.rcpt(recipient if recipient is not None else str(message["To"]))
             if code not in (250, 251):
                 return Result(ResultKind.REJECTED, stage, code, _text(reply))
             stage = Stage.DATA
             code, reply = client.docmd("DATA")
             if code != 354:
                 return Result(ResultKind.REJECTED, stage, code, _text(reply))
-            payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SMTP))
+            payload = re.sub(rb"(?m)^\.", b"..", message.as_bytes(policy=SENDING_POLICY))
             if not payload.endswith(b"\r\n"):
                 payload += b"\r\n"
             # One write with the end-of-data dot: two small writes would stall on Nagle and delayed ACK (~40 ms).

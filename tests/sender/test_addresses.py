@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from email.headerregistry import HeaderRegistry
 from email.utils import parseaddr
 
 import pytest
@@ -74,6 +75,10 @@ def test_an_address_reduces_to_lower_case_local_at_idna_domain(text: str, expect
     ("eve@xn--zz.example", "not a valid IDNA"),
     ("eve@xn--ls8h.example", "not a valid IDNA"),  # an emoji, which IDNA 2008 does not allow
     ("eve@exa\u200dmple.example", "not a valid international name"),
+    ("=?utf-8?q?eve?=@rcpt.example", "an encoded word"),
+    ("=?utf-8?b?ZXZl?=@rcpt.example", "an encoded word"),
+    ("e=?us-ascii?q?ve?=@rcpt.example", "an encoded word"),
+    ("eve@=?utf-8?q?rcpt?=.example", "an encoded word"),
 ])
 def test_anything_that_is_not_one_plain_address_is_refused_saying_why(text: str, named: str) -> None:
     with pytest.raises(AddressError, match=re.escape(named)):
@@ -117,12 +122,13 @@ def test_the_domain_of_a_canonical_address_is_what_a_domain_entry_matches() -> N
     assert domain_of(canonical("Eve@BigCo.Example")) == canonical_domain("@bigco.example")
 
 
-_ADDRESSY = st.text(alphabet=st.sampled_from(list("abcXYZ09.@-_+'\"()<>,:;[] \t\r\n\x00éß例")), max_size=30)
+_ADDRESSY = st.text(alphabet=st.sampled_from(list("abcXYZ09.@-_+'\"()<>,:;[]=? \t\r\n\x00éß例")), max_size=30)
 
 
 @given(st.one_of(st.emails(), _ADDRESSY))
 @example("Eve@Bigco.example")
 @example("eve@straße.de")
+@example("=?utf-8?q?eve?=@rcpt.example")
 def test_what_canonical_accepts_is_fixed_by_it_and_reads_back_through_parseaddr_as_itself(text: str) -> None:
     try:
         address = canonical(text)
@@ -130,4 +136,6 @@ def test_what_canonical_accepts_is_fixed_by_it_and_reads_back_through_parseaddr_
         return
     assert canonical(address) == address
     assert parseaddr(address) == ("", address)
+    header = HeaderRegistry()("To", address)
+    assert [a.addr_spec for a in header.addresses] == [address] and str(header) == address
     assert address == address.lower() and address.isascii()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from sender.sending.message import build_message, message_id_for
 from sender.sending.tokens import make_row_id_token, make_token, verify_row_id_token, verify_token
 
@@ -81,3 +84,52 @@ def test_key_file(tmp_path: Path) -> None:
         read_key_file(str(short))
     with pytest.raises(SenderConfigError, match="No such file"):
         read_key_file(str(tmp_path / "missing.key"))
+
+
+# The agent's own path: compose's templates and build_message, serialized as submission hands it over.
+_URL_TAIL = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=40)
+
+
+@st.composite
+def _base_urls(draw: st.DrawFn) -> str:
+    labels = draw(st.lists(_URL_TAIL.filter(lambda s: s[0] != "-" and s[-1] != "-"), min_size=2, max_size=8))
+    url = "https://" + ".".join(labels)
+    path = draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789/-_", max_size=200))
+    url = (url + "/" + path)[:200]
+    return url if len(url) >= 20 else url + "/" + "p" * (20 - len(url) - 1)
+
+
+def _line(size: int) -> st.SearchStrategy[str]:
+    """Text the importers let into a header: one line, no controls, no encoded words (sender.safe_text)."""
+    from sender.safe_text import header_problem
+
+    return st.text(min_size=1, max_size=size).filter(lambda s: s.strip() != "" and header_problem(s) is None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=_base_urls(), name=_line(60), subject=_line(120).filter(lambda s: not set(s) & {"{", "}"}),
+       merge=_line(80))
+def test_the_agents_messages_pass_the_message_checks_header_rules_for_any_base_url(
+        base: str, name: str, subject: str, merge: str) -> None:
+    from email.headerregistry import Address
+
+    from dns_audit.message import body_link_findings, parse_message, unsubscribe_findings
+    from sender.campaigns.template import render
+    from sender.sending.message import SENDING_POLICY, unsubscribe_url
+    from sender.sending.thread_headers import ThreadHeaders
+
+    mailbox = "sales@mail.example"
+    url = unsubscribe_url(base, make_token(KEY, uuid.uuid4()))
+    message = build_message(mailbox=mailbox, to="eve@rcpt.example",
+                            subject=ThreadHeaders(render("{first} " + subject, {"first": merge})),
+                            text=render("Hello {first},\n\n{signature}",
+                                        {"first": merge, "signature": str(Address(name, addr_spec=mailbox))}),
+                            message_id=message_id_for(uuid.uuid4(), mailbox), unsubscribe=url)
+    raw = message.as_bytes(policy=SENDING_POLICY)
+    parsed = parse_message(raw)
+    found = unsubscribe_findings(parsed) + body_link_findings(parsed)
+    assert found == []
+    header = raw.split(b"\r\n\r\n", 1)[0].decode("ascii")
+    assert f"List-Unsubscribe: <{url}>," in header
+    assert "List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n" in header
+    assert "=?" not in header.split("List-Unsubscribe:", 1)[1].split("\r\nList-Unsubscribe-Post")[0]

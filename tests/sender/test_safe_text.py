@@ -33,3 +33,18 @@ def test_a_body_may_break_lines_but_not_hold_nul_cr_or_escape_sequences() -> Non
                          ("\x9b31m", "CSI")):
         problem = text_problem(value)
         assert problem is not None and named in problem, value
+
+
+@pytest.mark.parametrize("value", ["=?utf-8?q?x=0D=0AReply-To:_evil@x?=", "Hi =?utf-8?b?RXZl?=", "a=?x?q?y?=b"])
+def test_a_header_value_with_encoded_word_syntax_is_refused_because_a_reader_decodes_it(value: str) -> None:
+    problem = header_problem(value)
+    assert problem is not None and "encoded-word syntax" in problem
+
+
+def test_the_messages_policy_refuses_an_encoded_word_rather_than_decoding_it_into_headers() -> None:
+    from sender.sending.message import build_message
+
+    with pytest.raises(ValueError, match="encoded-word syntax"):
+        build_message(mailbox="sales@mail.example", to="eve@rcpt.example",
+                      subject="=?utf-8?q?x=0D=0AReply-To:_evil@x?=", text="Hi", message_id="<k@mail.example>",
+                      unsubscribe="https://u.example/u/t")

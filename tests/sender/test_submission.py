@@ -100,3 +100,34 @@ def test_stage_of_failures(tmp_path: Path) -> None:
     nowhere = Submission("127.0.0.1", 1, "starttls", "x", Credential("x"))
     refused = submit(nowhere, "pw", _message(), source_ip=None, timeout_s=2)
     assert (refused.kind, refused.stage, refused.unknown) == (ResultKind.NO_REPLY, Stage.CONNECT, False)
+
+
+def test_rcpt_to_is_the_rows_canonical_address_not_a_re_parse_of_the_to_header() -> None:
+    from email.message import EmailMessage
+    from email.policy import compat32
+
+    from sender.sending.submission import SubmissionSession
+
+    class Client:
+        def __init__(self) -> None:
+            self.recipients: list[str] = []
+
+        def mail(self, sender: str) -> tuple[int, bytes]:
+            return 250, b"ok"
+
+        def rcpt(self, recipient: str) -> tuple[int, bytes]:
+            self.recipients.append(recipient)
+            return 550, b"stop here"
+
+        def close(self) -> None:
+            pass
+
+        def quit(self) -> None:
+            pass
+
+    message = EmailMessage(policy=compat32)
+    message["From"] = "sales@mail.example"
+    message["To"] = "=?utf-8?q?eve?=@rcpt.example"  # a header a parser decodes to another address
+    client = Client()
+    SubmissionSession(client).hand_over(message, "x=3fu@rcpt.example")  # type: ignore[arg-type]
+    assert client.recipients == ["x=3fu@rcpt.example"]
