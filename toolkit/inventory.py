@@ -7,6 +7,7 @@ defaults are the model's.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -376,7 +377,17 @@ def _check_mailboxes(check: Checker, global_vars: LineDict, mailboxes: tuple[Mai
 CREDENTIAL_KEYS = {"password_file", "password_env"}
 SMTP_KEYS = _field_names(Submission) - {"credential"} | CREDENTIAL_KEYS | {"auth", "oauth"}
 OAUTH_KEYS = _field_names(OAuthSettings)
-LOOPBACK_HOSTS = ("localhost", "127.", "::1")
+
+
+def is_loopback_host(host: str) -> bool:
+    """Exactly `localhost` or an IP literal in 127.0.0.0/8 or ::1. A prefix test let `localhost.mail.example.com`
+    and `127.0.0.1.relay.example.net` (names anyone can register) take the password in clear."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) -> dict[str, Any]:
@@ -400,9 +411,10 @@ def _mailbox_sending(check: Checker, where: str, entry: LineDict, address: str) 
         security = check.choice(node, "security", f"{where}.smtp.security", SMTP_SECURITY,
                                 default=preset.smtp_security if preset else "starttls")
         host = check.string(node, "host", f"{where}.smtp.host", **({"default": preset.smtp_host} if preset else {}))
-        if security == "none" and not host.startswith(LOOPBACK_HOSTS):
+        if security == "none" and not is_loopback_host(host):
             check.fail(node, "security", f"{where}.smtp.security",
-                       f"security: none sends the password in clear; allowed only for a loopback host, not {host!r}")
+                       f"security: none sends the password in clear; allowed only for a loopback host, not {host!r}; "
+                       "use localhost, 127.0.0.1 or ::1, or security: starttls")
         port = check.integer(node, "port", f"{where}.smtp.port",
                              default=preset.smtp_port if preset and security == preset.smtp_security
                              else SMTP_PORT[security], minimum=1, maximum=65535)

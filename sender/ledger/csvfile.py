@@ -11,6 +11,7 @@ from pathlib import Path
 from sender.addresses import AddressError, canonical
 from sender.csv_input import CSV_OPEN_ERRORS, csv_open_error
 from sender.errors import SenderConfigError
+from sender.safe_text import header_problem
 
 REQUIRED = ("lead", "step", "to", "group", "subject", "text")
 OPTIONAL = ("not_before",)
@@ -45,7 +46,11 @@ def read_rows(path: Path, known_groups: Collection[str] | None = None) -> list[R
             if unknown:
                 raise SenderConfigError(f"{path}:1: unknown column(s) {', '.join(unknown)}; allowed: "
                                         f"{','.join(REQUIRED + OPTIONAL)}")
-            return [_row(path, reader.line_num, raw, known_groups) for raw in reader]
+            rows, start = [], reader.line_num + 1
+            for raw in reader:  # a quoted field may span lines: name the line the row starts on
+                rows.append(_row(path, start, raw, known_groups))
+                start = reader.line_num + 1
+            return rows
     except CSV_OPEN_ERRORS as exc:
         raise csv_open_error(path, "the CSV to enqueue", exc) from None
 
@@ -75,6 +80,12 @@ def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups:
     if known_groups is not None and group not in known_groups:
         raise fail("group", f"unknown group {group!r}; the inventory's mailbox groups are "
                    f"{', '.join(sorted(known_groups)) or 'none'}")
+    # Checked here, as the campaign files are: a CR/LF subject failed only after the attempt started (unconfirmed),
+    # and PostgreSQL refuses a NUL with no line to name.
+    if problem := header_problem(values["subject"]):
+        raise fail("subject", f"{problem}; a subject is one line of printable text")
+    if "\x00" in values["text"]:
+        raise fail("text", f"holds a NUL at character {values['text'].index(chr(0)) + 1}; remove it")
     not_before = None
     if values.get("not_before", "").strip():
         try:

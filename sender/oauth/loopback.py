@@ -6,6 +6,7 @@ scope (Google: https://mail.google.com/)."""
 from __future__ import annotations
 
 import html
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -77,7 +78,7 @@ def authorize(settings: OAuthSettings, show: Callable[[str, str], None], *, time
                                                           **EXTRA_PARAMETERS.get(settings.provider, {}))
             show(url, redirect_uri)
             query = _wait(listener, timeout_s).query
-            if not secrets.compare_digest(query.get("state", ""), state):
+            if not secrets.compare_digest(query.get("state", "").encode(), state.encode()):
                 raise LoopbackFlowFailed("the redirect's state does not match the one sent (a forged or stale "
                                          "redirect); nothing was written, run the command again")
             if "error" in query:
@@ -99,13 +100,21 @@ def authorize(settings: OAuthSettings, show: Callable[[str, str], None], *, time
     return Tokens(str(token["refresh_token"]), str(token["access_token"]), float(token.get("expires_in") or 3600))
 
 
+# A state we sent is ASCII letters and digits; anything else is not ours and is answered 400 without ending the wait.
+STATE_PATTERN = re.compile(r"[A-Za-z0-9._~-]{1,256}")
+
+
 class _Listener(HTTPServer):
     redirect: Redirect | None = None
+    # When the flow gives up: each connection must finish its request by then, so a client that connects and says
+    # nothing cannot hold the one-threaded listener past --timeout.
+    deadline: float = float("inf")
 
 
 def _wait(listener: _Listener, timeout_s: float) -> Redirect:
     """The first request that carries a code or an error; others (a favicon, a probe) are answered 404."""
     deadline = time.monotonic() + timeout_s
+    listener.deadline = deadline
     while listener.redirect is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -117,10 +126,19 @@ def _wait(listener: _Listener, timeout_s: float) -> Redirect:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    def setup(self) -> None:
+        assert isinstance(self.server, _Listener)
+        super().setup()
+        # The socket read timeout; BaseHTTPRequestHandler closes a connection that runs past it.
+        self.connection.settimeout(max(0.01, self.server.deadline - time.monotonic()))
+
     def do_GET(self) -> None:
         query = {key: values[0] for key, values in parse_qs(urlsplit(self.path).query).items()}
         if "code" not in query and "error" not in query:
             self.send_error(404)
+            return
+        if "state" in query and not STATE_PATTERN.fullmatch(query["state"]):
+            self.send_error(400, "malformed state")
             return
         assert isinstance(self.server, _Listener)
         self.server.redirect = Redirect(query)

@@ -36,3 +36,16 @@ def test_the_leads_csv_says_the_same_with_its_own_error(tmp_path: Path) -> None:
     path.write_text('email,company\na@rcpt.example,"' + ("x" * 1000 + "\n") * 140 + '"\n', encoding="utf-8")
     with pytest.raises(LeadsError, match=re.escape(f"{path}: malformed CSV: field larger than field limit")):
         read_leads(path, spec)
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    ("l1,1,a@rcpt.example,default,\"Hi\r\nBcc: x@evil.example\",x\n", "subject: holds a carriage return (CR)"),
+    ("l1,1,a@rcpt.example,default,Hi \x1b[2J,x\n", "subject: holds an escape (ESC)"),
+    ("l1,1,a@rcpt.example,default,Hi,te\x00xt\n", "text: holds a NUL at character 3"),
+])
+def test_the_enqueue_csv_refuses_a_control_character_naming_file_line_and_column(
+        tmp_path: Path, row: str, expected: str) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text(ENQUEUE_HEADER + row, encoding="utf-8", newline="")
+    with pytest.raises(SenderConfigError, match=re.escape(f"{path}:2: {expected}")):
+        read_rows(path)

@@ -54,6 +54,23 @@ def test_bad_mailbox_settings_are_named(tmp_path: Path, mailbox: str, expected: 
     assert str(raised.value).startswith(f"{tmp_path / 'inventory.yml'}:")
 
 
+@pytest.mark.parametrize("host", ["localhost.mail.example.com", "127.0.0.1.relay.example.net", "::1.example"])
+def test_security_none_refuses_a_name_that_only_starts_like_loopback(tmp_path: Path, host: str) -> None:
+    mailbox = (f"        smtp: {{host: '{host}', security: none, username: a@ex.com,\n"
+               "               password_env: SENDHOST_SECRET_X}\n")
+    with pytest.raises(ConfigError, match="allowed only for a loopback host") as raised:
+        load_inventory(_inventory(tmp_path, mailbox=mailbox))
+    assert str(raised.value).startswith(f"{tmp_path / 'inventory.yml'}:")
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "127.3.2.1", "::1"])
+def test_security_none_allows_a_loopback_host(tmp_path: Path, host: str) -> None:
+    mailbox = (f"        smtp: {{host: '{host}', security: none, username: a@ex.com,\n"
+               "               password_env: SENDHOST_SECRET_X}\n")
+    (loaded,) = load_inventory(_inventory(tmp_path, mailbox=mailbox)).mailboxes
+    assert loaded.smtp is not None and loaded.smtp.host == host
+
+
 @pytest.mark.parametrize(("global_vars", "expected"), [
     ("    sendhost_database_url: mysql://x\n", "it is not a PostgreSQL URL; use postgresql://"),
     ("    sendhost_database_url: postgresql://u:hun@ter2@db/x\n", "percent-encode them"),
