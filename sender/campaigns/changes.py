@@ -8,6 +8,7 @@ leads already imported before it takes the file.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from datetime import date
 
 from sender.campaigns.durations import format_duration
 from sender.campaigns.spec import CampaignSpec, Step
@@ -50,9 +51,24 @@ def changes(old: CampaignSpec, new: CampaignSpec) -> SpecChanges:
     lines.extend(f"steps[{n}]: added" for n in added)
     lines.extend(f"steps[{n}]: removed" for n in removed)
     pacing = tuple(f.name for f in fields(old.pacing) if getattr(old.pacing, f.name) != getattr(new.pacing, f.name))
-    lines.extend(f"{name}: {getattr(old.pacing, name)!r} -> {getattr(new.pacing, name)!r}" for name in pacing)
+    lines.extend(f"{name}: {_as_written(getattr(old.pacing, name))} -> {_as_written(getattr(new.pacing, name))}"
+                 for name in pacing)
     return SpecChanges(tuple(lines), added, removed, tuple(changed), old.group != new.group, pacing,
                        new.required_fields - old.required_fields)
+
+
+def _as_written(value: object) -> str:
+    """A pacing value as a campaign file writes it, not as Python prints it (`2026-12-24`, never
+    `datetime.date(2026, 12, 24)`); `-` for a key not given."""
+    if value is None or value == ():
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, tuple):
+        return ", ".join(item.isoformat() if isinstance(item, date) else str(item) for item in value)
+    return str(value)
 
 
 def _step_changes(before: Step, after: Step) -> list[str]:

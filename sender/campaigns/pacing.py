@@ -44,6 +44,10 @@ class Window:
     days: tuple[int, ...]
     hours: tuple[HourRange, ...]
 
+    def __str__(self) -> str:
+        """As a campaign file writes it: `mon, tue 09:00-12:00, 13:00-17:00`."""
+        return f"{', '.join(DAYS[d] for d in self.days)} {', '.join(str(r) for r in self.hours)}"
+
 
 @dataclass(frozen=True)
 class Pacing:

@@ -522,14 +522,20 @@ def test_lead_show_of_nobody_is_one_line_exit_1(sendhost: Cli, tmp_path: Path) -
 # --- reassign ------------------------------------------------------------------------------------------------------
 
 
-def test_reassign_moves_the_follow_ups_and_warns_about_a_mailbox_outside_the_group(
+def test_reassign_moves_the_follow_ups_and_refuses_a_mailbox_outside_the_group_unless_forced(
         sendhost: Cli, tmp_path: Path, database_url: str) -> None:
     _ready(sendhost, tmp_path)
     _send(database_url)
     moved = sendhost("campaign", "reassign", "q1", "--from", "Box1@Sender.example", "--to", BOX2)
     assert (moved.returncode, moved.stdout, moved.stderr) == (
         0, f"campaign q1: 1 row(s) moved from {BOX1} to {BOX2}\n", "")
-    outside = sendhost("campaign", "reassign", "q1", "--from", BOX2, "--to", BOX3, "--format", "json")
+    # no agent of this inventory sends from BOX3: its rows would wait for ever, so nothing moves
+    refused = _one_line_error(sendhost("campaign", "reassign", "q1", "--from", BOX2, "--to", BOX3), 2)
+    assert refused == (f"error: --to {BOX3}: {BOX3} is not a mailbox of group sales in the inventory ({BOX1}, "
+                       f"{BOX2}), so no agent would send the moved steps; name a mailbox of group sales, or add "
+                       "--force if the agents' inventory has it")
+    assert _sql(database_url, "SELECT step, pinned_mailbox FROM sender_emails WHERE step = 2") == [(2, BOX2)]
+    outside = sendhost("campaign", "reassign", "q1", "--from", BOX2, "--to", BOX3, "--force", "--format", "json")
     assert outside.returncode == 0 and json.loads(outside.stdout) == {"campaign": "q1", "from": BOX2, "to": BOX3,
                                                                       "moved": 1}
     assert outside.stderr == (f"warning: {BOX3} is not a mailbox of group sales in the inventory ({BOX1}, {BOX2}); "

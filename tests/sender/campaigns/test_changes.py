@@ -47,7 +47,15 @@ def test_pacing_group_and_fields_changes_are_named(tmp_path: Path) -> None:
     diff = changes(spec(tmp_path, MINIMAL, "a.yml"), spec(tmp_path, new, "b.yml"))
     assert diff.group_changed and diff.pacing_changed == ("timezone", "daily_cap")
     assert diff.lines == ("group: sales -> support", "fields: first_name, company -> first_name, company, city",
-                          "timezone: 'UTC' -> 'Europe/Berlin'", "daily_cap: None -> 50")
+                          "timezone: 'UTC' -> 'Europe/Berlin'", "daily_cap: - -> 50")
+
+
+def test_pacing_values_are_said_as_the_file_writes_them(tmp_path: Path) -> None:
+    new = MINIMAL + ('skip_dates: [2026-12-24, 2026-12-31]\nallow_other_campaigns: true\n'
+                     'window: {days: [mon, tue], hours: ["13:00-17:00", "09:00-12:00"]}\n')
+    diff = changes(spec(tmp_path, MINIMAL, "a.yml"), spec(tmp_path, new, "b.yml"))
+    assert diff.lines == ("window: - -> mon, tue 09:00-12:00, 13:00-17:00",
+                          "skip_dates: - -> 2026-12-24, 2026-12-31", "allow_other_campaigns: false -> true")
 
 
 def test_a_field_newly_needed_without_fallback_is_reported_for_the_leads_already_in(tmp_path: Path) -> None:

@@ -44,14 +44,17 @@ MOVE_COMMANDS = tuple(_move_command(move, help_text) for move, help_text in MOVE
 @click.argument("name")
 @click.option("--from", "from_box", required=True, metavar="BOX", help="The mailbox the steps wait for now.")
 @click.option("--to", "to_box", required=True, metavar="BOX", help="The mailbox to send them instead.")
+@click.option("--force", is_flag=True,
+              help="Move them even to a mailbox the inventory does not have in the campaign's group.")
 @format_option()
 @pass_sender
-def reassign_command(sc: SenderContext, name: str, from_box: str, to_box: str, fmt: str | None) -> None:
+def reassign_command(sc: SenderContext, name: str, from_box: str, to_box: str, force: bool, fmt: str | None) -> None:
     """Move NAME's steps waiting for one mailbox to another.
 
     A lead's later steps go from the mailbox that sent its first one; when that mailbox is gone, this sends the
     steps not sent yet that wait for --from from --to instead. A --to that is not a mailbox of the campaign's group
-    in the inventory is warned about, not refused."""
+    in the inventory is refused (exit 2): no agent would send those steps. --force moves them anyway, with a
+    warning, for an inventory the agents run with that this one does not show yet."""
     from sender.addresses import canonical
     from sender.ledger.campaigns import Campaigns
 
@@ -59,7 +62,7 @@ def reassign_command(sc: SenderContext, name: str, from_box: str, to_box: str, f
     with sc.ledger() as ledger:
         head = ledger.fetch_one("campaign_head", {"name": name}, f"reassign {name}")
         if head is not None:
-            _warn_unless_in_group(sc, to_box, str(head[1]))
+            _check_in_group(sc, to_box, str(head[1]), force)
         moved = Campaigns(ledger).reassign(name, from_box, to_box)  # an unknown campaign: exit 2, named
     if sc.app.output_format(fmt) == "json":
         emit_json({"campaign": name, "from": from_box, "to": to_box, "moved": moved})
@@ -69,15 +72,22 @@ def reassign_command(sc: SenderContext, name: str, from_box: str, to_box: str, f
         click.echo(f"campaign {name}: no step not sent yet waits for {from_box}; nothing moved")
 
 
-def _warn_unless_in_group(sc: SenderContext, mailbox: str, group: str) -> None:
-    """A warning, not a refusal: the inventory read here may not be the one the agents run with."""
+def _check_in_group(sc: SenderContext, mailbox: str, group: str, force: bool) -> None:
+    """Refuse a --to that no agent of this inventory sends from (its rows would wait for ever), unless --force: the
+    inventory read here may not be the one the agents run with. With no inventory there is nothing to check
+    against, so only --force moves."""
     inventory = sc.app.inventory
-    if inventory is None:
-        return
-    # the built-in `enqueue` campaign has no group: its rows name their own
-    boxes = sorted(m.address.lower() for m in inventory.mailboxes if not group or m.group == group)
-    if mailbox in boxes:
-        return
     where = f"group {group}" if group else "any group"
-    click.echo(f"warning: {mailbox} is not a mailbox of {where} in the inventory ({', '.join(boxes) or 'none'}); "
-               "the moved steps wait until an agent that has it runs", err=True)
+    if inventory is None:
+        boxes: list[str] = []
+        why = f"no inventory to check {mailbox} against"
+    else:
+        # the built-in `enqueue` campaign has no group: its rows name their own
+        boxes = sorted(m.address.lower() for m in inventory.mailboxes if not group or m.group == group)
+        if mailbox in boxes:
+            return
+        why = f"{mailbox} is not a mailbox of {where} in the inventory ({', '.join(boxes) or 'none'})"
+    if not force:
+        sc.app.fail(f"--to {mailbox}: {why}, so no agent would send the moved steps; name a mailbox of {where}, "
+                    "or add --force if the agents' inventory has it", 2)
+    click.echo(f"warning: {why}; the moved steps wait until an agent that has it runs", err=True)
