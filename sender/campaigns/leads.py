@@ -3,6 +3,8 @@
 Every row is checked before any is returned, so an import either takes the whole file or nothing; a refusal names
 `file:line: column: problem`. The rules, documented in docs/campaigns.md:
 
+- columns are separated by commas, or, where the header line has no comma, by semicolons or tabs (how spreadsheets
+  in many locales save "CSV");
 - the header names `email`; merge columns are field names (letters, digits, `_`), each once; the columns a step
   needs without a fallback must be there;
 - `email` is reduced to the canonical address (sender.addresses) or refused; the same address twice in the file is
@@ -17,6 +19,7 @@ Every row is checked before any is returned, so an import either takes the whole
 from __future__ import annotations
 
 import csv
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +85,17 @@ def read_leads(path: Path, spec: CampaignSpec, *, max_rows: int = MAX_ROWS, max_
         raise csv_open_error(path, "the leads CSV (see leads.example.csv)", exc, LeadsError) from None
 
 
+_SEPARATOR_NAMES = {",": "commas", ";": "semicolons", "\t": "tabs"}
+
+
+def separator(header_line: str) -> str:
+    """The column separator a leads file uses, told by its header line: a comma, unless the header has none and
+    has semicolons or tabs (spreadsheets in many locales save CSV with `;`)."""
+    if "," in header_line:
+        return ","
+    return ";" if ";" in header_line else "\t" if "\t" in header_line else ","
+
+
 def _bounded_lines(path: Path, handle: IO[str], max_line: int) -> Iterator[str]:
     # csv would read a line of any length whole; this reads at most max_line + 1 characters of one.
     number = 0
@@ -98,12 +112,15 @@ class _Reader:
         self.required = sorted(spec.required_fields)  # worked out from the templates once, not for every row
         self.zones: dict[str, bool] = {}  # each distinct time zone looked up once
         self.timezone_absent = self.timezone_invalid = 0
+        self.delimiter = ","  # told by the header line (separator)
 
     def fail(self, line: int, column: str, problem: str) -> LeadsError:
         return LeadsError(f"{self.path}:{line}: {column}: {problem}")
 
     def read(self, lines: Iterator[str]) -> LeadsFile:
-        reader = csv.reader(lines)
+        first = next(lines, "")
+        self.delimiter = separator(first)
+        reader = csv.reader(itertools.chain((first,), lines), delimiter=self.delimiter)
         header = next(reader, None)
         if not header:
             raise self.fail(1, "header", "empty file; the first line names the columns, with at least email")
@@ -157,7 +174,7 @@ class _Reader:
     def _lead(self, line: int, columns: list[str], row: list[str]) -> Lead:
         if len(row) != len(columns):
             raise self.fail(line, "row", f"{len(row)} values for {len(columns)} columns; quote values that "
-                            "contain commas")
+                            f"contain {_SEPARATOR_NAMES[self.delimiter]}")
         values: dict[str, str] = {}
         for name, raw in zip(columns, row, strict=True):
             value = raw.strip(" \t")

@@ -82,6 +82,22 @@ def test_a_byte_order_mark_and_blank_lines_are_no_trouble(tmp_path: Path, spec: 
     assert [(lead.line, lead.email) for lead in result.leads] == [(3, "a@rcpt.example"), (6, "b@rcpt.example")]
 
 
+@pytest.mark.parametrize("separator", [";", "\t"])
+def test_a_file_saved_with_semicolons_or_tabs_reads_as_one_with_commas(tmp_path: Path, spec: CampaignSpec,
+                                                                         separator: str) -> None:
+    # Spreadsheets in many locales save "CSV" with semicolons: the header says which separator the file uses.
+    rows = [["email", "lead", "first_name", "company"], ["Eve@Bigco.Example", "crm-1", "Eve", "Bigco, Inc."],
+            ["frank@rcpt.example", "crm-2", "", "Initech"]]
+    text = "".join(separator.join(f'"{v}"' if "," in v else v for v in row) + "\r\n" for row in rows)
+    result = read_leads(write(tmp_path, text), spec)
+    assert [(lead.email, lead.lead_id, dict(lead.fields)) for lead in result.leads] == [
+        ("eve@bigco.example", "crm-1", {"first_name": "Eve", "company": "Bigco, Inc."}),
+        ("frank@rcpt.example", "crm-2", {"first_name": "", "company": "Initech"})]
+    name = {";": "semicolons", "\t": "tabs"}[separator]
+    assert refused(tmp_path, spec, text + separator.join(["a@rcpt.example", "x", "y", "z", "extra"]) + "\r\n") == (
+        f"4: row: 5 values for 4 columns; quote values that contain {name}")
+
+
 def test_the_shipped_example_leads_read_against_the_shipped_example_campaign() -> None:
     spec = load_campaign(REPO_ROOT / "campaign.example.yml")
     result = read_leads(REPO_ROOT / "leads.example.csv", spec)
