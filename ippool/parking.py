@@ -11,7 +11,7 @@ AWS tags are the record: the reaper reads parked EIPs from AWS, not from Redis.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ippool import ownership
@@ -91,14 +91,25 @@ class Reaper:
 
     def due(self, host: str) -> list[Address]:
         """Parked EIPs of `host` whose deadline has passed (an unreadable deadline counts as due)."""
-        now = self.clock()
-        parked = self.aws.describe_pool_addresses(self.pool_name, host=host, states=[EipState.PARKED])
-        return [a for a in parked if a.parked_until is None or a.parked_until <= now]
+        return self.due_by_host([host]).get(host, [])
 
-    def reap(self, host: str, stop: Callable[[], bool] = lambda: False) -> list[ReapResult]:
-        """Release every due parked EIP of `host`; one AWS refusal is reported and the rest go on."""
+    def due_by_host(self, hosts: Iterable[str]) -> dict[str, list[Address]]:
+        """The due parked EIPs of each of `hosts` that has any, from one DescribeAddresses of the pool's parked EIPs:
+        a worker serving many hosts reads AWS once a cycle, not once per host (parked EIPs are few; hosts many)."""
+        wanted = set(hosts)
+        now = self.clock()
+        found: dict[str, list[Address]] = {}
+        for address in self.aws.describe_pool_addresses(self.pool_name, states=[EipState.PARKED]):
+            if address.host in wanted and (address.parked_until is None or address.parked_until <= now):
+                found.setdefault(address.host, []).append(address)
+        return found
+
+    def reap(self, host: str, stop: Callable[[], bool] = lambda: False,
+             due: list[Address] | None = None) -> list[ReapResult]:
+        """Release every due parked EIP of `host` (`due`: as `due_by_host` read them this cycle; None: read them
+        now); one AWS refusal is reported and the rest go on."""
         results = []
-        for address in self.due(host):
+        for address in self.due(host) if due is None else due:
             if stop():
                 break
             try:

@@ -137,13 +137,23 @@ class Worker:
             rotations += found or []
             errors += [f"{r.host} slot {r.slot}: {r.detail}" for r in found or []
                        if r.outcome == RotationOutcome.FAILED]
-        for lane, host in self._each_host():
+        for lane in self.lanes():
             if self.stopping():
                 break
-            done, error = self._guard(f"reap {host}", partial(lane.reaper.reap, host, self.stopping))
+            # one read of the lane's parked EIPs, then each host's releases: not one AWS read per host
+            due, error = self._guard(f"read parked EIPs of {len(lane.hosts)} host(s)",
+                                     partial(lane.reaper.due_by_host, lane.hosts))
             if error:
                 errors.append(error)
-            reaped += done or []
+            for host in lane.hosts:
+                if self.stopping() or due is None:
+                    break
+                if host not in due:
+                    continue
+                done, error = self._guard(f"reap {host}", partial(lane.reaper.reap, host, self.stopping, due[host]))
+                if error:
+                    errors.append(error)
+                reaped += done or []
         return CycleReport(rotations, reaped, errors)
 
     def _each_host(self) -> list[tuple[Lane, str]]:

@@ -18,7 +18,7 @@ from ippool.quota_readings import QuotaReading, QuotaReadings
 from ippool.rotator import ROTATED
 from ippool.worker_loop import Worker
 from tests.conftest import REPO_ROOT
-from tests.support.aws import REGION
+from tests.support.aws import REGION, CallRecorder
 from tests.support.ippool_cli import cli_env, server_instance, unique_host, write_inventory
 from tests.support.ippool_fakes import MotoGaps
 from tests.support.ippool_world import World
@@ -46,6 +46,26 @@ def test_worker_cycles_sleep_between_and_rotate_what_became_ready(world: World) 
     assert runner.run_cycle().rotations == []
     world.exhaust("sender-1", 0)
     assert [r.outcome for r in runner.run_cycle().rotations] == [ROTATED]
+
+
+def test_a_cycle_reads_the_parked_eips_of_all_its_hosts_at_once_and_releases_each_due_one(
+        world: World, aws_calls: CallRecorder) -> None:
+    names = ["sender-1", "sender-2", "sender-3"]
+    parked = {}
+    for name in names:
+        [record] = world.lifecycle().create(world.add_host(name, slots=1, park_minutes=15), 1)
+        world.exhaust(name, 0)
+        world.rotator().rotate_ready(name)
+        parked[name] = record.public_ip
+    world.clock.advance(15 * 60 + 1)
+    runner = Worker(world.rotator(), world.reaper(), names, interval_s=0)
+    before = aws_calls.count("ec2:DescribeAddresses")
+    report = runner.run_cycle()
+    assert sorted((r.host, r.public_ip, r.released) for r in report.reaped) == [
+        (name, parked[name], True) for name in names]
+    # one read of the pool's parked EIPs for the three hosts, not one per host; release reads none
+    assert aws_calls.count("ec2:DescribeAddresses") - before == 1
+    assert report.errors == []
 
 
 def test_cli_worker_exits_cleanly_on_sigterm(moto_url: str, redis_url: str, tmp_path: Path) -> None:
