@@ -159,6 +159,17 @@ SELECT coalesce(extract(epoch FROM coalesce(%(now)s::timestamptz, now()) - min(n
 FROM sender_emails
 WHERE status IN ('queued', 'retry') AND not_before <= coalesce(%(now)s::timestamptz, now());
 
+-- name: pinned_due
+-- Follow-ups due that may go only from the mailbox they are pinned to (the one that sent the lead's step before),
+-- per campaign (%(name)s; NULL: every one) and mailbox: how many, and since when the oldest is due (due_at: a row
+-- put back keeps it). What waits for a paused or disconnected mailbox (sender.ledger.stalled), and the metrics'.
+SELECT c.name, e.pinned_mailbox, count(*), min(e.due_at)
+FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE e.status IN ('queued', 'retry') AND e.pinned_mailbox IS NOT NULL
+  AND e.due_at <= coalesce(%(now)s::timestamptz, now()) AND (%(name)s::text IS NULL OR c.name = %(name)s::text)
+GROUP BY c.name, e.pinned_mailbox
+ORDER BY c.name, e.pinned_mailbox;
+
 -- name: event_counts
 -- Metrics: the rows' history by kind, from the ledger's counters.
 SELECT key, n FROM sender_counted('events');
