@@ -116,19 +116,20 @@ SELECT message_id, mailbox, source_ip, accepted_at, reply FROM sender_send_log W
 -- nothing). A send accepted is in the send log, at its acceptance; any other row whose last attempt started and
 -- was not proved to have stayed here (attempt_id: a retry clears it; settled failed, suppressed or cancelled: the
 -- server refused it, or it never started) may have left: it counts at the attempt's start, as its reservation was
--- kept. The under-sending side of not knowing.
-SELECT mailbox, accepted_at FROM sender_send_log WHERE accepted_at >= %(since)s AND mailbox = ANY (%(mailboxes)s)
+-- kept. The under-sending side of not knowing. `mailboxes` lower-case: a row holds the inventory's spelling.
+SELECT lower(mailbox), accepted_at FROM sender_send_log
+WHERE accepted_at >= %(since)s AND lower(mailbox) = ANY (%(mailboxes)s)
 UNION ALL
-SELECT e.mailbox, e.attempt_started_at FROM sender_emails e
+SELECT lower(e.mailbox), e.attempt_started_at FROM sender_emails e
 WHERE e.attempt_id IS NOT NULL AND e.status NOT IN ('failed', 'suppressed', 'cancelled')
-  AND e.attempt_started_at >= %(since)s AND e.mailbox = ANY (%(mailboxes)s)
+  AND e.attempt_started_at >= %(since)s AND lower(e.mailbox) = ANY (%(mailboxes)s)
   AND NOT EXISTS (SELECT 1 FROM sender_sent s WHERE s.email_id = e.id);
 
 -- name: campaign_sends_since
 -- What a group's campaign counters are rebuilt from: the campaign file's sends from this group (a change of the
 -- campaign's group starts its counters afresh, as the guard does), accepted or possibly accepted, per mailbox: the
 -- rows `sends_since` counts.
-SELECT c.name, c.source, sends.mailbox, sends.at
+SELECT c.name, c.source, lower(sends.mailbox), sends.at
 FROM (SELECT e.campaign_id, g.mailbox, g.accepted_at AS at
       FROM sender_send_log g JOIN sender_emails e ON e.id = g.email_id
       WHERE g.accepted_at >= %(since)s AND e.mailbox_group = %(group)s

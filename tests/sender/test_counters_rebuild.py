@@ -13,9 +13,12 @@ import redis
 
 from sender import Ledger, Settle
 from sender.ledger.events import Event, Feedback
+from sender.sending.counters import rebuild
+from sendhost.model import Mailbox
 from tests.sender.sequences import set_up_campaign
 from tests.sender.world import World, clear_of_midnight, make_world
 from tests.support.submission import SubmissionServer
+from warmup import Guard
 
 BOX = "box0@sender.example"
 CAMPAIGN = "rebuilt"
@@ -36,11 +39,11 @@ def week_one(tmp_path: Path, database_url: str, redis_url: str, submission: Subm
     return world
 
 
-def _attempt(ledger: Ledger, row_id: int) -> str:
-    started, message_id = ledger.begin_attempt(row_id, uuid.uuid4(), BOX, "192.0.2.7",
+def _attempt(ledger: Ledger, row_id: int, mailbox: str = BOX) -> None:
+    """The attempt's durable start through `mailbox`, as the agent makes it."""
+    started, message_id = ledger.begin_attempt(row_id, uuid.uuid4(), mailbox, "192.0.2.7",
                                                f"<{uuid.uuid4()}@sender.example>", "Hello")
     assert started == "ok" and message_id is not None
-    return message_id
 
 
 def test_a_rebuild_counts_each_handed_over_send_once_whatever_was_said_of_it_later(week_one: World,
@@ -98,3 +101,23 @@ def test_a_rebuild_counts_each_handed_over_send_once_whatever_was_said_of_it_lat
     assert (box.cap, box.reserved) == (10, handed_over)
     today = datetime.now(UTC).date().isoformat()  # the campaign's day: its file names no time zone (UTC)
     assert agent.guard.campaign_counts("sales", CAMPAIGN, today) == (handed_over, {BOX: handed_over})
+
+
+def test_a_mailbox_written_with_capitals_in_the_inventory_gets_its_sends_back(ledger: Ledger, redis_url: str) -> None:
+    """The agent hands the ledger the inventory's spelling of the mailbox (`Sales.Box@Sender.Example`); the guard
+    and the rebuild's lookup know it lower-cased. Its accepted send and its unconfirmed attempt still count."""
+    clear_of_midnight()
+    spelled = "Sales.Box@Sender.Example"
+    for lead in ("L0", "L1"):
+        assert ledger.enqueue(lead=lead, step=1, to=f"{lead.lower()}@rcpt.example", group="sales", subject="Hi",
+                              text="x") == "queued"
+    first, second = ledger.claim("w", 2, ["sales"])
+    _attempt(ledger, first.id, spelled)
+    ledger.record_sent(first.id, "250 2.0.0 OK")
+    _attempt(ledger, second.id, spelled)
+    ledger.settle(second.id, Settle.UNCONFIRMED, "timeout after DATA; check Sent Items")
+    mailbox = Mailbox(address=spelled, domain="sender.example", start=datetime.now(UTC).date(), group="sales")
+    with Guard.from_url(redis_url) as guard:
+        assert rebuild(guard, ledger, "sales", [mailbox]) == 1
+        (status,) = guard.status([spelled])
+    assert status.reserved == 2
