@@ -189,6 +189,8 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
         "benchmark timings: they differ every run",
     ("docs/campaigns.md", "$ sendhost campaign apply campaign.example.yml"):
         "a walk through a campaign over days of a running agent: due times and Message-IDs come from the clock",
+    ("docs/campaigns.md", "q1-founders: 4 follow-up(s) due since "):
+        "one line of a status: a mailbox disconnected for hours while its leads' follow-ups fell due",
     ("docs/campaigns.md", "$ sendhost lead show Eve@rcpt.example"):
         "sent times and Message-IDs of a real agent's sends",
     ("docs/campaigns.md", "$ sendhost campaign pause q1-founders"):
@@ -226,6 +228,8 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
         _SYNOPSIS,
     ("docs/oauth.md", "smtp secret ok: oauth2"):
         "logs in to a real provider's SMTP and IMAP with OAuth",
+    ("docs/oncall.md", "$ sendhost sender status"):
+        "a part of a status: a mailbox disconnected for hours while its leads' follow-ups fell due",
     ("docs/oncall.md", "$ sendhost pool status sender-1"):
         "a pool created in AWS: its addresses and allocation ids are AWS's",
     ("docs/oncall.md", "$ sendhost pool rotate sender-1 --slot 0 --force"):

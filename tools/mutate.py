@@ -57,6 +57,7 @@ TOKENS = "sender/sending/tokens.py"
 LEDGER_TESTS = "tests/sender/test_ledger.py"
 EVENTS_TESTS = "tests/sender/test_events.py"
 OUTCOMES_TESTS = "tests/sender/test_outcomes.py"
+REBUILD_TESTS = "tests/sender/test_counters_rebuild.py"
 AGENT_TESTS = "tests/sender/test_agent.py"
 CRASH_TESTS = "tests/sender/test_crash.py"
 SEQUENCE_TESTS = "tests/sender/test_sequences.py"
@@ -109,12 +110,12 @@ ISSUE_31 = (
        [f"{EVENTS_TESTS}::test_the_guard_holds_a_row_that_is_only_sent"],
        "the rank guard starts one rank above sent: a sent row can be queued again by hand"),
     _m("sends-since-forgets-unconfirmed", QUERIES_SQL,
-       "SELECT mailbox, accepted_at FROM sender_send_log WHERE accepted_at >= %(since)s AND mailbox = ANY "
-       "(%(mailboxes)s)\nUNION ALL\nSELECT mailbox, attempt_started_at FROM sender_emails\n"
-       "WHERE status IN ('unconfirmed', 'sending') AND attempt_started_at >= %(since)s AND mailbox = ANY "
-       "(%(mailboxes)s);",
-       "SELECT mailbox, accepted_at FROM sender_send_log WHERE accepted_at >= %(since)s AND mailbox = ANY "
-       "(%(mailboxes)s);",
+       "WHERE accepted_at >= %(since)s AND lower(mailbox) = ANY (%(mailboxes)s)\nUNION ALL\n"
+       "SELECT lower(e.mailbox), e.attempt_started_at FROM sender_emails e\n"
+       "WHERE e.attempt_id IS NOT NULL AND e.status NOT IN ('failed', 'suppressed', 'cancelled')\n"
+       "  AND e.attempt_started_at >= %(since)s AND lower(e.mailbox) = ANY (%(mailboxes)s)\n"
+       "  AND NOT EXISTS (SELECT 1 FROM sender_sent s WHERE s.email_id = e.id);",
+       "WHERE accepted_at >= %(since)s AND lower(mailbox) = ANY (%(mailboxes)s);",
        [f"{OUTCOMES_TESTS}::test_an_unknown_outcome_counts_against_the_day_rebuilt_from_the_ledger"],
        "counters rebuilt from the ledger forget attempts whose outcome is unknown"),
     _m("suppress-spares-retries", LEDGER_SQL,
@@ -424,7 +425,31 @@ ISSUE_26_WEB = (
        "a token with its last character's spare bits set (another spelling of the same bytes) is accepted"),
 )
 
-CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24 + ISSUE_25 + ISSUE_26_WEB
+# Issue 39: the counters' rebuild counts every send handed over or that may have been, once.
+ISSUE_39 = (
+    _m("sends-since-by-status", QUERIES_SQL,
+       "WHERE e.attempt_id IS NOT NULL AND e.status NOT IN ('failed', 'suppressed', 'cancelled')\n"
+       "  AND e.attempt_started_at >= %(since)s AND lower(e.mailbox) = ANY (%(mailboxes)s)\n",
+       "WHERE e.status IN ('unconfirmed', 'sending')\n"
+       "  AND e.attempt_started_at >= %(since)s AND lower(e.mailbox) = ANY (%(mailboxes)s)\n",
+       [f"{REBUILD_TESTS}::test_a_rebuild_counts_each_handed_over_send_once_whatever_was_said_of_it_later"],
+       "counters rebuilt from the ledger drop an attempt a relay later called delivered or sent (issue 39)"),
+    _m("sends-since-counts-the-log-twice", QUERIES_SQL,
+       "  AND e.attempt_started_at >= %(since)s AND lower(e.mailbox) = ANY (%(mailboxes)s)\n"
+       "  AND NOT EXISTS (SELECT 1 FROM sender_sent s WHERE s.email_id = e.id);",
+       "  AND e.attempt_started_at >= %(since)s AND lower(e.mailbox) = ANY (%(mailboxes)s);",
+       [f"{REBUILD_TESTS}::test_a_rebuild_counts_each_handed_over_send_once_whatever_was_said_of_it_later"],
+       "counters rebuilt from the ledger count an accepted send twice: its log entry and its attempt"),
+    _m("sends-since-as-spelled", QUERIES_SQL,
+       "SELECT lower(mailbox), accepted_at FROM sender_send_log\n"
+       "WHERE accepted_at >= %(since)s AND lower(mailbox) = ANY (%(mailboxes)s)\n",
+       "SELECT mailbox, accepted_at FROM sender_send_log\n"
+       "WHERE accepted_at >= %(since)s AND mailbox = ANY (%(mailboxes)s)\n",
+       [f"{REBUILD_TESTS}::test_a_mailbox_written_with_capitals_in_the_inventory_gets_its_sends_back"],
+       "counters rebuilt from the ledger miss the sends of a mailbox the inventory spells with capitals"),
+)
+
+CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24 + ISSUE_25 + ISSUE_26_WEB + ISSUE_39
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,12 @@ the ledger nothing.
     sendhost_sender_mailbox_sends_7d{mailbox}             accepted sends over the last 7 days
     sendhost_sender_mailbox_hard_bounces_7d{mailbox}      hard bounces over the last 7 days
     sendhost_sender_mailbox_complaints_7d{mailbox}        spam complaints over the last 7 days
+    sendhost_sender_followups_due{mailbox}                due follow-ups that may go only from this mailbox (the
+                                                          one that sent the lead's step before)
+    sendhost_sender_followups_oldest_due_age_seconds{mailbox}   since when the oldest of them is due
+
+A mailbox's follow-ups stall while the warm-up guard holds it paused or disconnected: the alerting rule
+SendhostFollowupsStalled joins the first with `sendhost pool exporter`'s sendhost_warmup_mailbox_paused.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from sender.feedback.health import WINDOW
 from sender.ledger.events import Feedback
+from sender.ledger.stalled import pinned_due
 from sender.ledger.store import Ledger
 
 log = logging.getLogger("sendhost.sender.metrics")
@@ -49,6 +56,10 @@ class LedgerCollector(Collector):
                                     labels=["mailbox"])
         complaints = GaugeMetricFamily(f"{PREFIX}_mailbox_complaints_7d", "Spam complaints over the last 7 days.",
                                        labels=["mailbox"])
+        followups = GaugeMetricFamily(f"{PREFIX}_followups_due", "Due follow-ups that may go only from this "
+                                      "mailbox (it sent the lead's step before).", labels=["mailbox"])
+        followups_age = GaugeMetricFamily(f"{PREFIX}_followups_oldest_due_age_seconds", "Seconds since the oldest "
+                                          "due follow-up pinned to this mailbox became due.", labels=["mailbox"])
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
         try:
             with self._pool.connection(timeout=5) as conn:
@@ -60,6 +71,14 @@ class LedgerCollector(Collector):
                 oldest.add_metric([], max(float(found[0]) if found else 0.0, 0.0))
                 for kind, count in ledger.fetch_all("event_counts", {}, "metrics"):
                     events.add_metric([str(kind)], int(count))
+                now = ledger.now() or datetime.now(UTC)
+                pinned: dict[str, tuple[int, datetime]] = {}
+                for _campaign, mailbox, count, since in pinned_due(ledger):
+                    waiting, oldest_since = pinned.get(mailbox, (0, since))
+                    pinned[mailbox] = (waiting + count, min(oldest_since, since))
+                for mailbox, (count, since) in sorted(pinned.items()):
+                    followups.add_metric([mailbox], count)
+                    followups_age.add_metric([mailbox], max((now - since).total_seconds(), 0.0))
                 for mailbox, seen in sorted(feedback.health_since(datetime.now(UTC) - WINDOW).items()):
                     sends.add_metric([mailbox], seen["sent"])
                     bounces.add_metric([mailbox], seen["bounced"])
@@ -70,7 +89,7 @@ class LedgerCollector(Collector):
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, rows, oldest, events, sends, bounces, complaints)
+        yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age)
 
 
 class CachedCollector(Collector):

@@ -111,24 +111,33 @@ SELECT at, kind, detail FROM sender_events WHERE email_id = %(id)s ORDER BY id;
 SELECT message_id, mailbox, source_ip, accepted_at, reply FROM sender_send_log WHERE email_id = %(id)s;
 
 -- name: sends_since
--- What the warm-up guard's counters are rebuilt from: every accepted send, and every unconfirmed attempt
--- (its reservation was kept, so it counts as used), per mailbox.
-SELECT mailbox, accepted_at FROM sender_send_log WHERE accepted_at >= %(since)s AND mailbox = ANY (%(mailboxes)s)
+-- What the warm-up guard's counters are rebuilt from, per mailbox: every send that was handed over or may have
+-- been, once, whatever a relay or the inbox said of its row later (a `delivered`, `sent`, `bounced`, ... changes
+-- nothing). A send accepted is in the send log, at its acceptance; any other row whose last attempt started and
+-- was not proved to have stayed here (attempt_id: a retry clears it; settled failed, suppressed or cancelled: the
+-- server refused it, or it never started) may have left: it counts at the attempt's start, as its reservation was
+-- kept. The under-sending side of not knowing. `mailboxes` lower-case: a row holds the inventory's spelling.
+SELECT lower(mailbox), accepted_at FROM sender_send_log
+WHERE accepted_at >= %(since)s AND lower(mailbox) = ANY (%(mailboxes)s)
 UNION ALL
-SELECT mailbox, attempt_started_at FROM sender_emails
-WHERE status IN ('unconfirmed', 'sending') AND attempt_started_at >= %(since)s AND mailbox = ANY (%(mailboxes)s);
+SELECT lower(e.mailbox), e.attempt_started_at FROM sender_emails e
+WHERE e.attempt_id IS NOT NULL AND e.status NOT IN ('failed', 'suppressed', 'cancelled')
+  AND e.attempt_started_at >= %(since)s AND lower(e.mailbox) = ANY (%(mailboxes)s)
+  AND NOT EXISTS (SELECT 1 FROM sender_sent s WHERE s.email_id = e.id);
 
 -- name: campaign_sends_since
 -- What a group's campaign counters are rebuilt from: the campaign file's sends from this group (a change of the
--- campaign's group starts its counters afresh, as the guard does), accepted or possibly accepted, per mailbox.
-SELECT c.name, c.source, sends.mailbox, sends.at
+-- campaign's group starts its counters afresh, as the guard does), accepted or possibly accepted, per mailbox: the
+-- rows `sends_since` counts.
+SELECT c.name, c.source, lower(sends.mailbox), sends.at
 FROM (SELECT e.campaign_id, g.mailbox, g.accepted_at AS at
       FROM sender_send_log g JOIN sender_emails e ON e.id = g.email_id
       WHERE g.accepted_at >= %(since)s AND e.mailbox_group = %(group)s
       UNION ALL
-      SELECT campaign_id, mailbox, attempt_started_at FROM sender_emails
-      WHERE status IN ('unconfirmed', 'sending') AND attempt_started_at >= %(since)s
-        AND mailbox_group = %(group)s) sends
+      SELECT e.campaign_id, e.mailbox, e.attempt_started_at FROM sender_emails e
+      WHERE e.attempt_id IS NOT NULL AND e.status NOT IN ('failed', 'suppressed', 'cancelled')
+        AND e.attempt_started_at >= %(since)s AND e.mailbox_group = %(group)s
+        AND NOT EXISTS (SELECT 1 FROM sender_sent s WHERE s.email_id = e.id)) sends
 JOIN sender_campaigns c ON c.id = sends.campaign_id
 WHERE c.kind = 'file'
 ORDER BY c.name;
@@ -150,6 +159,17 @@ SELECT 1;
 SELECT coalesce(extract(epoch FROM coalesce(%(now)s::timestamptz, now()) - min(not_before)), 0)::double precision
 FROM sender_emails
 WHERE status IN ('queued', 'retry') AND not_before <= coalesce(%(now)s::timestamptz, now());
+
+-- name: pinned_due
+-- Follow-ups due that may go only from the mailbox they are pinned to (the one that sent the lead's step before),
+-- per campaign (%(name)s; NULL: every one) and mailbox: how many, and since when the oldest is due (due_at: a row
+-- put back keeps it). What waits for a paused or disconnected mailbox (sender.ledger.stalled), and the metrics'.
+SELECT c.name, e.pinned_mailbox, count(*), min(e.due_at)
+FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE e.status IN ('queued', 'retry') AND e.pinned_mailbox IS NOT NULL
+  AND e.due_at <= coalesce(%(now)s::timestamptz, now()) AND (%(name)s::text IS NULL OR c.name = %(name)s::text)
+GROUP BY c.name, e.pinned_mailbox
+ORDER BY c.name, e.pinned_mailbox;
 
 -- name: event_counts
 -- Metrics: the rows' history by kind, from the ledger's counters.

@@ -20,7 +20,7 @@ import redis
 
 from sender import Ledger
 from sender.ledger.events import Event, Feedback
-from warmup import Guard
+from warmup import FailureClass, Guard
 from warmup.keys import GroupKeys
 
 Cli = Callable[..., CompletedProcess[str]]
@@ -332,7 +332,7 @@ def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
     assert set(one.pop("pace")) == {"now", "due", "unknown", "campaign_cap", "mailbox_cap", "mailboxes"}
     assert one == {"name": "q1", "state": "running", "group": "sales", "leads": 2, "ended": {"replied": 1},
                    "steps": {"1": {**zero, "queued": 1, "replied": 1}, "2": {**zero, "cancelled": 1}, "3": zero},
-                   "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None}
+                   "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None, "stalled": []}
     every = json.loads(sendhost("campaign", "status", "--format", "json").stdout)
     assert [c["name"] for c in every] == ["later", "q1"] and {**every[1], "pace": None} == {**one, "pace": None}
     assert _one_line_error(sendhost("campaign", "status", "nope")).startswith("error: no campaign 'nope'")
@@ -471,6 +471,63 @@ def test_status_says_it_could_not_look_at_the_caps_when_redis_is_down(sendhost: 
     result = sendhost("campaign", "status", "q1", redis=down)
     assert result.returncode == 0, result.stderr
     assert "q1: what waits for a cap is unknown: couldn't look (Redis unreachable" in result.stdout
+
+
+def _stalled_world(sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str) -> tuple[Guard, datetime]:
+    """Ann's step 1 sent through BOX1, Bob's through BOX2, both their step 2 due two hours ago; then BOX1's login
+    refused: the guard disconnects it, as the agent's send does (cancel with account_auth). The guard, and when
+    Ann's step 2 became due."""
+    guard, _now = _guarded(redis_url)
+    _ready(sendhost, tmp_path, "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\n")
+    _send(database_url, BOX1)
+    _send(database_url, BOX2)
+    _sql(database_url, "UPDATE sender_emails SET not_before = now() - interval '2 hours', "
+                       "due_at = now() - interval '2 hours' WHERE step = 2")
+    decision = guard.pick([BOX1])
+    assert decision.reservation is not None
+    guard.cancel(decision.reservation, FailureClass.ACCOUNT_AUTH)
+    ((due_at,),) = _sql(database_url, "SELECT due_at FROM sender_emails WHERE step = 2 AND pinned_mailbox = %s",
+                        BOX1)
+    assert isinstance(due_at, datetime)
+    return guard, due_at
+
+
+def test_status_names_the_follow_ups_stalled_behind_a_disconnected_mailbox_and_what_to_do(
+        sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str) -> None:
+    """Issue 39: a follow-up pinned to a mailbox whose login was refused waited in 300 s loops for ever, and nothing
+    named it. `campaign status` and `sender status` count it with its mailbox and since when it is due."""
+    guard, due_at = _stalled_world(sendhost, tmp_path, database_url, redis_url)
+    stalled = {"campaign": "q1", "mailbox": BOX1, "rows": 1, "state": "disconnected",
+               "reason": "disconnected: authentication failed"}
+    shown = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)["stalled"]
+    assert [{k: v for k, v in s.items() if k != "due_since"} for s in shown] == [stalled]  # not BOX2's
+    assert datetime.fromisoformat(shown[0]["due_since"]) == due_at
+    since = due_at.isoformat(timespec="seconds")
+    table = sendhost("campaign", "status", "q1").stdout
+    assert (f"q1: 1 follow-up(s) due since {since} wait for {BOX1}, disconnected (disconnected: authentication "
+            f"failed): fix its login, then `sendhost warmup resume {BOX1}`; or `sendhost campaign reassign q1 --from "
+            f"{BOX1} --to OTHER_BOX`") in table
+    status = sendhost("sender", "status", "--format", "json")
+    assert status.returncode == 0, status.stderr
+    listed = json.loads(status.stdout)["stalled_followups"]
+    assert [{k: v for k, v in s.items() if k != "due_since"} for s in listed] == [stalled]
+    rows = _table_rows(sendhost("sender", "status").stdout)
+    assert f"q1 | {BOX1} | 1 | {since} | disconnected | disconnected: authentication failed" in rows
+    guard.resume(BOX1)  # the login fixed: nothing stalls
+    assert json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)["stalled"] == []
+    assert json.loads(sendhost("sender", "status", "--format", "json").stdout)["stalled_followups"] == []
+
+
+def test_status_says_it_could_not_look_at_the_stalled_follow_ups_when_redis_does_not_answer(
+        sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str) -> None:
+    _stalled_world(sendhost, tmp_path, database_url, redis_url)
+    down = "redis://127.0.0.1:1/0"
+    assert json.loads(sendhost("campaign", "status", "q1", "--format", "json", redis=down).stdout)["stalled"] is None
+    status = sendhost("sender", "status", "--format", "json", redis=down)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["stalled_followups"] is None
+    table = sendhost("sender", "status", redis=down).stdout
+    assert "follow-ups stalled behind a paused mailbox: unknown, couldn't look (Redis unreachable: " in table
 
 
 # --- lead show -----------------------------------------------------------------------------------------------------

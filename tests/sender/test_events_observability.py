@@ -58,6 +58,28 @@ def test_the_ledger_metrics_tell_what_the_ledger_holds(web: WebServer, feedback:
     assert seen[("sendhost_sender_queue_oldest_due_age_seconds", ())] >= 0
 
 
+def _followups_due(feedback: Feedback, *leads: tuple[str, str]) -> None:
+    """Each (lead, mailbox)'s step 1 sent from the mailbox, then its step 2 queued behind it: due now, and only from
+    that mailbox (every step 1 first: sent_row claims whatever is due)."""
+    for lead, mailbox in leads:
+        sent_row(feedback, lead, f"{lead.lower()}@rcpt.example", mailbox=mailbox)
+    for lead, _mailbox in leads:
+        assert feedback.ledger.enqueue(lead=lead, step=2, to=f"{lead.lower()}@rcpt.example", group="sales",
+                                       subject="Again", text="x") == "queued"
+
+
+def test_the_ledger_metrics_count_the_follow_ups_due_per_mailbox_they_wait_for(web: WebServer,
+                                                                              feedback: Feedback) -> None:
+    """What the SendhostFollowupsStalled rule joins with the paused mailboxes (issue 39): a follow-up goes only from
+    the mailbox that sent its lead's step before."""
+    sent_row(feedback, "N0", "n0@rcpt.example", mailbox=BOX)  # no step 2: nothing waits
+    _followups_due(feedback, ("L0", BOX), ("L1", BOX), ("M0", "other@sender.example"))
+    seen = _scrape(web)
+    assert seen[("sendhost_sender_followups_due", (("mailbox", BOX),))] == 2
+    assert seen[("sendhost_sender_followups_due", (("mailbox", "other@sender.example"),))] == 1
+    assert 0 <= seen[("sendhost_sender_followups_oldest_due_age_seconds", (("mailbox", BOX),))] < 300
+
+
 @pytest.mark.service
 @pytest.mark.parametrize("rules", [RULES, POOL_RULES], ids=lambda path: path.stem)
 def test_the_alerting_rules_pass_promtool_and_fire_on_their_series(rules: Path) -> None:
@@ -75,7 +97,7 @@ def _metric_names(expr: str) -> set[str]:
 
 
 def test_the_rules_and_the_dashboard_name_only_metrics_that_exist(web: WebServer, feedback: Feedback) -> None:
-    sent_row(feedback, "L1", "lead@rcpt.example", mailbox=BOX)
+    _followups_due(feedback, ("L1", BOX))  # a follow-up waiting, so its metrics have a sample
     served = {name for name, _labels in _scrape(web)}
     # the pool's metrics come from `sendhost pool exporter` (ippool.metrics): counters get _total
     pool_source = (REPO_ROOT / "ippool" / "metrics.py").read_text()

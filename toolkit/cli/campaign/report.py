@@ -1,6 +1,7 @@
 """`sendhost campaign status [NAME]`: each campaign's state, its leads, how their sequences ended, what became of
 each step's rows and what each mailbox sent; and its pace now: what is due, what waits for the window, for the
-campaign's cap or a mailbox's, and each mailbox's day against its cap (from the warm-up guard in Redis)."""
+campaign's cap or a mailbox's, each mailbox's day against its cap, and the follow-ups stalled behind a paused or
+disconnected mailbox (from the warm-up guard in Redis)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,10 @@ from toolkit.output import emit_json, emit_table, format_option
 if TYPE_CHECKING:
     from sender.ledger.campaigns import Campaigns, CampaignStatus
     from sender.ledger.cap_wait import CapWait
+    from sender.ledger.stalled import Stalled
+    from sender.ledger.store import Ledger
     from sender.ledger.window_wait import WindowWait
     from warmup import Guard
-
-# A status must answer even when Redis does not: a short wait, then the cap part is shown as unknown.
-GUARD_TIMEOUT_S = 2.0
 
 
 @click.command("status")
@@ -31,12 +31,12 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
 
     Its state, group and leads, the sequences ended by reason, per step what became of its rows, per mailbox its
     sends and the follow-ups waiting for it; its pace now: the rows due, those waiting for the sending window (and
-    when it opens), for the campaign's daily cap or a mailbox's cap, and each mailbox's sends today against its cap
-    (read from the warm-up guard: "couldn't look" when Redis cannot be reached). JSON: one object for NAME, a list
-    without."""
+    when it opens), for the campaign's daily cap or a mailbox's cap, each mailbox's sends today against its cap,
+    and the due follow-ups stalled behind a paused or disconnected mailbox, since when and what to do (read from
+    the warm-up guard: "couldn't look" when Redis cannot be reached). JSON: one object for NAME, a list without."""
     from sender.ledger.campaigns import Campaigns
 
-    guard, unreachable = _guard(sc)
+    guard, unreachable = sc.status_guard()
     try:
         with sc.ledger() as ledger:
             campaigns = Campaigns(ledger)
@@ -57,37 +57,23 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
         render_window(shown.status.name, shown.window)
         if shown.pace is not None:
             render_pace(shown.status.name, shown.pace)
+        render_stalled(shown.stalled)
 
 
 @dataclasses.dataclass(frozen=True)
 class Shown:
-    """A campaign's status, what of it waits for its sending window (None: it has no window), and its pace (None:
-    no campaign file to read it from)."""
+    """A campaign's status, what of it waits for its sending window (None: it has no window), its pace (None: no
+    campaign file to read it from) and its follow-ups stalled behind a paused mailbox (None: the guard unread)."""
 
     status: CampaignStatus
     window: WindowWait | None
     pace: CapWait | None = None
+    stalled: tuple[Stalled, ...] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {**self.status.as_json(), "window": self.window.as_json() if self.window else None,
-                "pace": self.pace.as_json() if self.pace else None}
-
-
-def _guard(sc: SenderContext) -> tuple[Guard | None, str | None]:
-    """The warm-up guard on the configured Redis, or None and why not (the status goes on without its caps)."""
-    import redis
-
-    from sendhost.errors import ConfigError, SendhostError
-    from warmup import Guard
-
-    try:
-        client = sc.app.redis(socket_timeout=GUARD_TIMEOUT_S)
-        client.ping()
-    except ConfigError:
-        raise  # a malformed URL is bad input, not an outage
-    except (redis.RedisError, SendhostError, OSError) as exc:
-        return None, f"Redis unreachable: {type(exc).__name__}: {exc}"
-    return Guard(client), None
+                "pace": self.pace.as_json() if self.pace else None,
+                "stalled": None if self.stalled is None else [s.as_json() for s in self.stalled]}
 
 
 def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | None,
@@ -110,7 +96,30 @@ def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | N
         group = sc.group_mailboxes(spec.group)
         pinned = [box for box, counts in status.mailboxes.items() if counts["waiting"]]
         pace = cap_wait(campaigns.ledger, spec, guard, group, pinned, unreachable)
-    return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait, pace)
+    return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait, pace,
+                 read_stalled(campaigns.ledger, guard, name))
+
+
+def read_stalled(ledger: Ledger, guard: Guard | None, campaign: str | None = None) -> tuple[Stalled, ...] | None:
+    """The due follow-ups of `campaign` (None: all) stalled behind a paused or disconnected mailbox; None when the
+    guard cannot be read."""
+    from sender.ledger.stalled import stalled_followups
+    from warmup.errors import WarmupUnavailable
+
+    if guard is None:
+        return None
+    try:
+        return tuple(stalled_followups(ledger, guard, campaign))
+    except WarmupUnavailable:
+        return None
+
+
+def render_stalled(stalled: tuple[Stalled, ...] | None) -> None:
+    """One line per (campaign, mailbox) stalled, with what to do; nothing when none is (or the guard is unread:
+    the pace's lines say so)."""
+    for each in stalled or ():
+        click.echo(f"{each.campaign}: {each.rows} follow-up(s) due since {each.due_since.isoformat(timespec='seconds')}"
+                   f" wait for {each.mailbox}, {each.state} ({each.reason}): {each.advice()}")
 
 
 def render_status(status: CampaignStatus) -> None:

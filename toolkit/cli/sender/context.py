@@ -15,6 +15,10 @@ from toolkit.cli.help_format import WholeHelpGroup
 if TYPE_CHECKING:
     from sender import Ledger
     from sender.assembly import LedgerPlace
+    from warmup import Guard
+
+# A status must answer even when Redis does not: a short wait, then what it reads from the guard is shown as unknown.
+GUARD_TIMEOUT_S = 2.0
 
 EXIT_HELP = ("Exit 0 ok; 1 the database or a service failed; 2 bad input (the message names it). "
              "Database: --database-url > SENDHOST_DATABASE_URL > inventory sendhost_database_url > an embedded "
@@ -53,6 +57,23 @@ class SenderContext:
         if inventory is None or not inventory.mailboxes:
             return None
         return [m.address.lower() for m in inventory.mailboxes if m.group == group]
+
+    def status_guard(self) -> tuple[Guard | None, str | None]:
+        """The warm-up guard on the configured Redis, or None and why not (a status goes on without it); the caller
+        closes it."""
+        import redis
+
+        from sendhost.errors import ConfigError, SendhostError
+        from warmup import Guard
+
+        try:
+            client = self.app.redis(socket_timeout=GUARD_TIMEOUT_S)
+            client.ping()
+        except ConfigError:
+            raise  # a malformed URL is bad input, not an outage
+        except (redis.RedisError, SendhostError, OSError) as exc:
+            return None, f"Redis unreachable: {type(exc).__name__}: {exc}"
+        return Guard(client), None
 
 
 def ledger_group(name: str, help_text: str) -> click.Group:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
+
+if TYPE_CHECKING:
+    from sender.ledger.stalled import Stalled
 
 
 @click.command("migrate")
@@ -96,21 +99,51 @@ def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str,
 @format_option()
 @pass_sender
 def status_command(sc: SenderContext, fmt: str | None) -> None:
-    """Rows per status, and each mailbox's last 7 days: sends, hard bounces, complaints, their rates and what the
-    warm-up gates make of them (ok, holding-ramp, paused)."""
+    """Rows per status, the follow-ups stalled behind a paused or disconnected mailbox (since when, and what to do;
+    read from the warm-up guard), and each mailbox's last 7 days: sends, hard bounces, complaints, their rates and
+    what the warm-up gates make of them (ok, holding-ramp, paused)."""
+    from sender.ledger.stalled import pinned_due
+    from toolkit.cli.campaign.report import read_stalled
     from toolkit.cli.mailbox_health import read_view, render_health
 
     url = sc.place.url
+    stalled: tuple[Stalled, ...] | None = ()
+    unreachable = None
     with sc.ledger() as ledger:
         counts = ledger.counts()
+        if pinned_due(ledger):  # only then is a mailbox's state worth reading from Redis
+            guard, unreachable = sc.status_guard()
+            try:
+                stalled = read_stalled(ledger, guard)
+            finally:
+                if guard is not None:
+                    guard.close()
     view = read_view(url)
     inventory = sc.app.inventory
     mailboxes = view.mailboxes([m.address for m in inventory.mailboxes] if inventory is not None else [])
     if sc.app.output_format(fmt) == "json":
-        emit_json({"counts": counts, "health": [view.json_of(mailbox) for mailbox in mailboxes]})
+        emit_json({"counts": counts,
+                   "stalled_followups": None if stalled is None else [s.as_json() for s in stalled],
+                   "health": [view.json_of(mailbox) for mailbox in mailboxes]})
     else:
         emit_table("send ledger", ["status", "rows"], list(counts.items()))
+        _render_stalled(stalled, unreachable)
         render_health(view, mailboxes)
+
+
+def _render_stalled(stalled: tuple[Stalled, ...] | None, unreachable: str | None) -> None:
+    if stalled is None:
+        click.echo(f"follow-ups stalled behind a paused mailbox: unknown, couldn't look "
+                   f"({unreachable or 'the warm-up guard did not answer'})")
+        return
+    if not stalled:
+        return
+    emit_table("follow-ups stalled behind a paused or disconnected mailbox",
+               ["campaign", "mailbox", "rows", "due since", "state", "reason"],
+               [(s.campaign, s.mailbox, s.rows, s.due_since.isoformat(timespec="seconds"), s.state, s.reason)
+                for s in stalled])
+    for each in stalled:
+        click.echo(f"{each.campaign}, {each.mailbox}: {each.advice()}")
 
 
 @click.command("show")
