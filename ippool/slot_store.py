@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -128,8 +128,30 @@ class SlotStore:
                         raise
             else:
                 raise PoolOperationFailed(f"host {host!r} kept gaining slots while reaping; retry")
-        pairs = [int(value) for value in reply[1:]]
-        return int(reply[0]), [ReadySlot(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
+        return int(reply[0]), _ready_of(reply)
+
+    def ready_by_host(self, hosts: Sequence[str], now: float | None = None) -> dict[str, list[ReadySlot]]:
+        """`ready_slots` of each of `hosts` in two round trips, not two per host: their slot counts in one pipeline,
+        then every host's reap in one (a fleet's worker or sampler asks of every host at once). Should a host gain
+        a slot between the two, every host is reaped again one by one, as `reap` does."""
+        if not hosts:
+            return {}
+        keys = [self._checked_keys(host) for host in hosts]
+        with _redis_op(f"reap leases of {len(hosts)} host(s)"):
+            with self._client.pipeline(transaction=False) as pipe:
+                for host_keys in keys:
+                    pipe.hget(host_keys.meta, "slot_count")
+                counts = [int(count or 0) for count in pipe.execute()]
+            now_arg = self._now_arg(now)
+            reap = self._scripts.reap
+            try:
+                replies = reap.caller.call_all([(reap, host_keys.with_slots(count), [now_arg])
+                                                for host_keys, count in zip(keys, counts, strict=True)])
+            except Exception as error:
+                if "slot count changed" not in str(error):
+                    raise
+                return {host: self.ready_slots(host, now) for host in hosts}
+        return {host: _ready_of(reply) for host, reply in zip(hosts, replies, strict=True)}
 
     def ready_slots(self, host: str, now: float | None = None) -> list[ReadySlot]:
         """Slots of `host` ready to rotate (after reaping leases expired at `now`), with their generations."""
@@ -275,3 +297,9 @@ def _check_ip(value: str, name: str) -> None:
 def _check_slot(slot: int) -> None:
     if not isinstance(slot, int) or slot < 0:
         raise PoolConfigError(f"slot {slot!r} must be an integer >= 0")
+
+
+def _ready_of(reply: list[Any]) -> list[ReadySlot]:
+    """The ready slots of a reap's reply: (leases dropped, slot, generation, slot, generation, ...)."""
+    pairs = [int(value) for value in reply[1:]]
+    return [ReadySlot(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]

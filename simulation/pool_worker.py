@@ -65,19 +65,20 @@ class PoolWorker:
         """One pool worker cycle, when there is work: a slot ready to rotate or a parked EIP past its deadline."""
         now = self.clock()
         names = [world.host.name for world in self.hosts]
-        ready = any(self.pool.slots.ready_slots(name, now=now) for name in names)
+        ready = self.pool.slots.ready_by_host(names, now=now)
         due = any(parked.until <= now for parked in self._parked.values())
-        if not ready and not due:
+        if not any(ready.values()) and not due:
             return
-        before = {name: self._slots(name) for name in names}
+        # only a host with a slot ready now can rotate in this cycle (the clock stands still during it)
+        before = {name: self._slots(name) for name in names if ready[name]}
         report = self.worker.run_cycle()
         self.leased()
         for result in report.rotations:
             self.outcomes[result.outcome] += 1
             self.redraw_reasons.update(reason.split(":")[0] for reason in result.redraws)
         self.errors += report.errors
-        for name in names:
-            self._diff(name, before[name])
+        for name, slots in before.items():
+            self._diff(name, slots)
         if report.rotations or report.reaped or report.errors:
             self._read_aws()  # else the cycle allocated, parked and released nothing: AWS is as last read
 

@@ -115,6 +115,22 @@ def test_retire_does_not_wait_for_a_lease_whose_holder_died(pool: Pool, clock: F
     assert pool.slots.retire("sender-1", 0) == "ready"
 
 
+def test_ready_by_host_answers_for_every_host_what_ready_slots_answers_for_each(pool: Pool, clock: FakeClock) -> None:
+    for host in ("sender-1", "sender-2", "sender-3"):
+        register(pool, host, slots=2)
+    set_used(pool, "sender-1", 1, pool.slots.slot_status("sender-1", 1).budget)  # spent, no lease: ready
+    pool.lease("sender-2", ttl_s=5)  # a lease whose holder dies on slot 0 of sender-2...
+    assert pool.slots.retire("sender-2", 0) == "retiring"  # ...which therefore waits for it
+    asked = pool.slots.ready_by_host(["sender-1", "sender-2", "sender-3"])
+    assert {host: [r.slot for r in ready] for host, ready in asked.items()} == {
+        "sender-1": [1], "sender-2": [], "sender-3": []}
+    clock.advance(5.001)  # the dead holder's lease expires: reaping it makes the slot ready
+    later = pool.slots.ready_by_host(["sender-1", "sender-2", "sender-3"])
+    assert later == {host: pool.slots.ready_slots(host) for host in ("sender-1", "sender-2", "sender-3")}
+    assert [r.slot for r in later["sender-2"]] == [0] and pool.slots.slot_status("sender-2", 0).state == "ready"
+    assert pool.slots.ready_by_host([]) == {}
+
+
 def test_set_used_never_lowers_and_retires_at_budget(pool: Pool) -> None:
     register(pool, slots=1)
     assert set_used(pool, "sender-1", 0, 3) == (3, "active")
