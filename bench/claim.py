@@ -42,7 +42,8 @@ COUNTER_TRIGGERS = ("ALTER TABLE sender_emails DISABLE TRIGGER sender_count_rows
                     "DISABLE TRIGGER sender_count_row_status",
                     "ALTER TABLE sender_events DISABLE TRIGGER sender_count_event")
 MAILBOX = "box@bench.example"
-ENQUEUE = """SELECT sender_enqueue(%(prefix)s || n, %(step)s, 'lead' || n || '@rcpt.example', 'bench', 'Hello',
+ENQUEUE = """SELECT sender_enqueue(%(prefix)s || n, %(step)s, 'lead-' || lower(%(prefix)s) || n || '@rcpt.example',
+                                  'bench', 'Hello',
                                   'Hi there', NULL, NULL)
              FROM generate_series(1, %(rows)s) AS n"""
 # Version 5's claim query (sql/queries.sql `claim` before v6), against a v5 ledger's sender_claim.

@@ -384,8 +384,8 @@ def prepare_round(database_url: str, redis_url: str, rows: int, round_no: int) -
         ledger.migrate()
         for group in ("bench", MANDATORY_GROUP):
             for n in range(rows):
-                ledger.enqueue(lead=f"R{round_no}-{group}-{n}", step=1, to=f"lead{n}@x.example", group=group,
-                               subject=f"Hello {n}", text=f"Hi {n}")
+                ledger.enqueue(lead=f"R{round_no}-{group}-{n}", step=1, to=f"r{round_no}-{group}-{n}@x.example",
+                               group=group, subject=f"Hello {n}", text=f"Hi {n}")
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ class Row:
     subject: str
     text: str
     not_before: datetime | None
+    line: int = 0  # where the row starts in its file
 
     def params(self) -> dict[str, object]:
         return {"lead": self.lead, "step": self.step, "to": self.to, "group": self.group, "subject": self.subject,
@@ -94,4 +95,4 @@ def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups:
             raise fail("not_before", f"{values['not_before']!r} is not a time like 2026-12-01T09:00:00+00:00") from None
         if not_before.tzinfo is None:
             not_before = not_before.replace(tzinfo=UTC)
-    return Row(values["lead"].strip(), step, to, group, values["subject"], values["text"], not_before)
+    return Row(values["lead"].strip(), step, to, group, values["subject"], values["text"], not_before, line)

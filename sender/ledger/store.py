@@ -36,6 +36,14 @@ class Enqueued(StrEnum):
     DUPLICATE = "duplicate"
     SUPPRESSED = "suppressed"
     ENDED = "ended"  # the lead's sequence ended (a reply, a bounce, a step that failed): nothing more goes to it
+    SAME_PERSON = "same_person"  # a new lead id for an address another enqueued lead holds an active sequence at
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """One row's outcome in `enqueue_many`; `first_lead`: for SAME_PERSON, the lead whose address it is."""
+    outcome: Enqueued
+    first_lead: str | None = None
 
 
 class Status(StrEnum):
@@ -245,25 +253,27 @@ class Ledger:
     # --- the application's API ---------------------------------------------------------------------------------
 
     def enqueue(self, *, lead: str, step: int, to: str, group: str, subject: str, text: str,
-                not_before: datetime | None = None) -> Enqueued:
+                not_before: datetime | None = None, allow_same_person: bool = False) -> Enqueued:
         """Queue (lead, step) for `to` (reduced to its canonical address, or AddressError); queued, waiting,
-        duplicate (already in the ledger), suppressed or ended (refused)."""
-        return Enqueued(self.fetch_value("enqueue", {"lead": lead, "step": step, "to": canonical(to), "group": group,
-                                              "subject": subject, "text": text, "not_before": not_before},
-                                  f"enqueue {lead} step {step}"))
+        duplicate (already in the ledger), suppressed, ended or same_person (refused: a new lead id for an address
+        another lead holds an active sequence at; `allow_same_person` queues it)."""
+        outcome, _first = self.fetch_value("enqueue", {
+            "lead": lead, "step": step, "to": canonical(to), "group": group, "subject": subject, "text": text,
+            "not_before": not_before, "allow_same_person": allow_same_person}, f"enqueue {lead} step {step}")
+        return Enqueued(outcome)
 
-    def enqueue_many(self, rows: Sequence[dict[str, Any]]) -> list[Enqueued]:
+    def enqueue_many(self, rows: Sequence[dict[str, Any]], *, allow_same_person: bool = False) -> list[EnqueueResult]:
         """Enqueue every row in one transaction: all are written, or (on a failure, or an address that is not
         one: AddressError before anything is written) none."""
-        results: list[Enqueued] = []
+        results: list[EnqueueResult] = []
         now = self.now()
-        checked = [{**row, "to": canonical(row["to"])} for row in rows]
+        checked = [{**row, "to": canonical(row["to"]), "allow_same_person": allow_same_person} for row in rows]
         with self.calling("enqueue") as conn, conn.transaction():
             db.set_local_timeout(conn)
             for row in checked:
                 found = conn.execute(query("enqueue"), {**row, "now": now}).fetchone()
                 assert found is not None
-                results.append(Enqueued(found[0]))
+                results.append(EnqueueResult(Enqueued(found[0]), found[1]))
         return results
 
     def suppress(self, address: str, reason: str = "") -> int:

@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 
+def token_files(refresh_token_file: Path) -> tuple[Path, Path, Path]:
+    """The refresh token's file, the shared access token's and the refresh lock's, all beside each other."""
+    return (refresh_token_file, refresh_token_file.with_name(refresh_token_file.name + ".access"),
+            refresh_token_file.with_name(refresh_token_file.name + ".lock"))
+
+
 def write_private(path: Path, text: str) -> None:
     """Replace `path` with `text`, atomically and durably, readable by its owner only."""
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mkstemp: mode 0600
@@ -54,8 +60,9 @@ def write_json(path: Path, value: dict[str, Any]) -> None:
 
 @contextlib.contextmanager
 def host_lock(path: Path) -> Iterator[None]:
-    """Hold the exclusive lock on `path` (created 0600): one refresh at a time among the host's processes. The
-    kernel drops it when the process dies, so a killed agent never leaves it taken."""
+    """Hold the exclusive lock on `path` (created 0600): one refresh at a time among the host's processes, and
+    `mailbox authorize` writes a new grant's tokens under it too. The kernel drops it when the process dies, so a
+    killed agent never leaves it taken."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -26,7 +26,7 @@ from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.requests_client import OAuth2Session
 
 from sender.oauth.errors import TokenUnavailable
-from sender.oauth.files import host_lock, read_json, read_text, write_json, write_private
+from sender.oauth.files import host_lock, read_json, read_text, token_files, write_json, write_private
 from sendhost.errors import SecretUnavailable
 from sendhost.model import Credential, OAuthSettings
 from sendhost.private_paths import refresh_token_file_problem
@@ -103,10 +103,12 @@ class _Backoff:
     delay_s: float
 
 
-def _paths(settings: OAuthSettings) -> tuple[Path, Path, Path]:
-    token_file = Path(settings.refresh_token_file).expanduser()
-    return (token_file, token_file.with_name(token_file.name + ".access"),
-            token_file.with_name(token_file.name + ".lock"))
+def _changed(token_file: Path, read: str) -> bool:
+    """Whether `token_file` no longer holds the refresh token `read` from it (rewritten, or gone)."""
+    try:
+        return read_text(token_file) != read
+    except OSError:
+        return True
 
 
 class TokenKeeper:
@@ -155,7 +157,7 @@ class TokenKeeper:
                 raise TokenUnavailable(f"oauth: token endpoint unreachable, next try in "
                                        f"{backoff.until - self._clock():.0f}s", refused=False,
                                        delay_s=backoff.until - self._clock())
-            token_file, access_file, lock_file = _paths(settings)
+            token_file, access_file, lock_file = token_files(Path(settings.refresh_token_file).expanduser())
             with host_lock(lock_file):
                 # Another agent may have renewed it while we waited for the lock.
                 shared = AccessToken.from_json(read_json(access_file))
@@ -163,8 +165,7 @@ class TokenKeeper:
                     assert shared is not None
                     self._tokens[key] = shared
                     return shared
-                token = self._refresh(credential.mailbox, settings, token_file)
-                write_json(access_file, token.as_json())
+                token = self._refresh(credential.mailbox, settings, token_file, access_file)
             self._tokens[key] = token
             self._backoff.pop(key, None)
             return token
@@ -176,8 +177,9 @@ class TokenKeeper:
         with self._lock:
             return self._mailbox_locks.setdefault(key, threading.Lock())
 
-    def _refresh(self, mailbox: str, settings: OAuthSettings, token_file: Path) -> AccessToken:
-        """The refresh-token grant, under the host lock; a rotated refresh token replaces the old one in place."""
+    def _refresh(self, mailbox: str, settings: OAuthSettings, token_file: Path, access_file: Path) -> AccessToken:
+        """The refresh-token grant, under the host lock; a rotated refresh token replaces the old one in place and
+        the access token is shared, unless the refresh token's file changed meanwhile (a newer file wins)."""
         try:
             refresh_token = read_text(token_file)
         except OSError as exc:
@@ -202,12 +204,20 @@ class TokenKeeper:
             raise self._unreachable(settings, f"{type(exc).__name__}: {exc}") from None
         self.refreshes += 1
         rotated = granted.get("refresh_token")
+        lifetime = float(granted.get("expires_in") or DEFAULT_LIFETIME_S)
+        token = AccessToken(str(granted["access_token"]), started + lifetime, lifetime)
+        if _changed(token_file, refresh_token):
+            # Written while we asked, by a writer without the lock (a person, an older sendhost's authorize): a
+            # new authorization, newer than the old grant's rotated token. Ours serves this process only.
+            log.warning("oauth: the refresh token file of %s changed while its token was renewed; the file's token "
+                        "is kept and the renewed one not shared", mailbox)
+            return token
         if rotated and rotated != refresh_token:
             write_private(token_file, rotated + "\n")
-        lifetime = float(granted.get("expires_in") or DEFAULT_LIFETIME_S)
+        write_json(access_file, token.as_json())
         log.info("oauth: renewed the access token of %s (lives %.0fs%s)", mailbox, lifetime,
                  ", refresh token rotated" if rotated and rotated != refresh_token else "")
-        return AccessToken(str(granted["access_token"]), started + lifetime, lifetime)
+        return token
 
     def _refusal(self, mailbox: str, token_file: Path, refresh_token: str, reason: str) -> TokenUnavailable:
         self._refused[str(token_file)] = (refresh_token, reason)

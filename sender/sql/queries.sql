@@ -3,7 +3,10 @@
 -- Parameters are psycopg's %(name)s placeholders; %(now)s is the ledger's clock (NULL: the database's now()).
 
 -- name: enqueue
-SELECT sender_enqueue(%(lead)s, %(step)s, %(to)s, %(group)s, %(subject)s, %(text)s, %(not_before)s, %(now)s);
+-- The outcome, and for same_person the lead that holds the address's active sequence.
+SELECT outcome, first_lead
+FROM sender_enqueue(%(lead)s, %(step)s, %(to)s, %(group)s, %(subject)s, %(text)s, %(not_before)s,
+                    %(allow_same_person)s, %(now)s);
 
 -- name: suppress
 SELECT sender_suppress(%(address)s, %(reason)s, %(now)s);

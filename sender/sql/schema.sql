@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 14: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 15: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -77,6 +77,14 @@ CREATE TABLE sender_leads (
 );
 CREATE INDEX sender_leads_address ON sender_leads (address);
 CREATE INDEX sender_leads_ref ON sender_leads (ref) WHERE ref IS NOT NULL;
+
+-- One active sequence per address (version 15): the leads whose sequence goes on (not ended) in a campaign that is
+-- not stopped, by address. What `campaign add-leads` (other_campaign) and `sender enqueue` (same_person) refuse a
+-- second of.
+CREATE VIEW sender_active_leads AS
+SELECT l.id, l.address, l.campaign_id, l.lead, c.kind
+FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
+WHERE l.ended IS NULL AND c.state <> 'stopped';
 
 CREATE TABLE sender_emails (
     id bigserial PRIMARY KEY,
@@ -272,12 +280,17 @@ END
 $$;
 
 -- queued | waiting (an earlier step of the lead is not sent yet) | duplicate | suppressed | ended (the lead's
--- sequence ended: a reply, a bounce, a step that failed); a row of the `enqueue` campaign, the lead being the
--- caller's id. A duplicate (lead, step) is refused by the unique constraint.
+-- sequence ended: a reply, a bounce, a step that failed) | same_person (version 15: a lead id new to the ledger for
+-- an address another lead of `enqueue` holds an active sequence at, named in first_lead; p_allow_same_person queues
+-- it all the same); a row of the `enqueue` campaign, the lead being the caller's id. A duplicate (lead, step) is
+-- refused by the unique constraint. One active sequence per address as for campaign files (sender_active_leads):
+-- new leads are added one enqueue at a time (a transaction lock of enqueue's own, taken only for a new lead), so
+-- that two concurrent enqueues cannot both add one address under two ids.
 CREATE FUNCTION sender_enqueue(p_lead text, p_step integer, p_recipient text, p_group text,
-                                          p_subject text, p_body text, p_not_before timestamptz,
-                                          p_now timestamptz DEFAULT NULL)
-RETURNS text LANGUAGE plpgsql AS $$
+                               p_subject text, p_body text, p_not_before timestamptz,
+                               p_allow_same_person boolean DEFAULT false, p_now timestamptz DEFAULT NULL,
+                               OUT outcome text, OUT first_lead text)
+LANGUAGE plpgsql AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
     campaign bigint := (SELECT id FROM sender_campaigns WHERE name = 'enqueue');
@@ -285,17 +298,32 @@ DECLARE
     new_status sender_status;
 BEGIN
     IF sender_is_suppressed(p_recipient) THEN
-        RETURN 'suppressed';
+        outcome := 'suppressed';
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = campaign AND lead = p_lead) THEN
+        PERFORM pg_advisory_xact_lock(hashtext('sender_enqueue'));
+        IF NOT coalesce(p_allow_same_person, false) THEN
+            SELECT a.lead INTO first_lead FROM sender_active_leads a
+            WHERE a.address = lower(p_recipient) AND a.campaign_id = campaign AND a.lead <> p_lead
+            ORDER BY a.id LIMIT 1;
+            IF first_lead IS NOT NULL THEN
+                outcome := 'same_person';
+                RETURN;
+            END IF;
+        END IF;
     END IF;
     INSERT INTO sender_leads (campaign_id, lead, address, created_at)
     VALUES (campaign, p_lead, lower(p_recipient), now_at)
     ON CONFLICT (campaign_id, lead) DO NOTHING;
     IF EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = campaign AND lead = p_lead AND step = p_step) THEN
-        RETURN 'duplicate';
+        outcome := 'duplicate';
+        RETURN;
     END IF;
     IF EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = campaign AND lead = p_lead AND ended IS NOT NULL)
     THEN
-        RETURN 'ended';
+        outcome := 'ended';
+        RETURN;
     END IF;
     INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, not_before,
                                due_at, pinned_mailbox, created_at, updated_at)
@@ -311,10 +339,11 @@ BEGIN
     ON CONFLICT (campaign_id, lead, step) DO NOTHING
     RETURNING id, status INTO new_id, new_status;
     IF new_id IS NULL THEN
-        RETURN 'duplicate';
+        outcome := 'duplicate';
+        RETURN;
     END IF;
     PERFORM sender_event(new_id, new_status::text, '', p_now);
-    RETURN new_status::text;
+    outcome := new_status::text;
 END
 $$;
 
@@ -701,9 +730,8 @@ BEGIN
             WHEN here.id IS NOT NULL THEN 'already'
             WHEN sender_is_suppressed(i.address) THEN 'suppressed'
             WHEN NOT c.allow_other_campaigns AND EXISTS (
-                SELECT 1 FROM sender_leads l JOIN sender_campaigns o ON o.id = l.campaign_id
-                WHERE l.address = i.address AND l.campaign_id <> c.id AND l.ended IS NULL AND o.kind = 'file'
-                  AND o.state <> 'stopped') THEN 'other_campaign'
+                SELECT 1 FROM sender_active_leads a
+                WHERE a.address = i.address AND a.campaign_id <> c.id AND a.kind = 'file') THEN 'other_campaign'
             ELSE 'added' END AS outcome
         FROM sender_leads_import i
         LEFT JOIN sender_leads here ON here.campaign_id = c.id AND here.lead = i.address

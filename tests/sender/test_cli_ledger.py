@@ -42,6 +42,27 @@ def test_enqueue_counts_queued_duplicates_and_suppressed(sender_cli: Cli, tmp_pa
     assert json.loads(result.stdout) == {"queued": 0, "duplicate": 2, "suppressed": 1}
 
 
+def test_enqueue_refuses_a_second_lead_id_of_one_person_naming_the_first(sender_cli: Cli, tmp_path: Path,
+                                                                         database_url: str) -> None:
+    path = _csv(tmp_path, "crm-1,1,ana@rcpt.example,sales,Hi,x,\nbob,1,bob@rcpt.example,sales,Hi,x,\n"
+                          "crm-2,1,Ana@RCPT.example,sales,Hi,x,\n")
+    result = sender_cli("enqueue", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "2 queued, 0 refused as duplicates, 0 refused as suppressed, 1 refused as same-person (first at line 4: "
+        "lead crm-2 is ana@rcpt.example, as lead crm-1 is; --allow-same-person queues it)")
+    with Ledger.from_url(database_url) as ledger:
+        assert ledger.show("crm-2", 1) is None
+    result = sender_cli("enqueue", str(path), "--format", "json")
+    assert json.loads(result.stdout) == {"queued": 0, "duplicate": 2, "suppressed": 0, "same_person": 1,
+                                         "same_person_first": {"line": 4, "lead": "crm-2", "same_as": "crm-1"}}
+    allowed = sender_cli("enqueue", str(path), "--allow-same-person")
+    assert allowed.stdout.strip() == "1 queued, 2 refused as duplicates, 0 refused as suppressed"
+    with Ledger.from_url(database_url) as ledger:
+        shown = ledger.show("crm-2", 1)
+    assert shown is not None and shown.row["recipient"] == "ana@rcpt.example"
+
+
 def test_enqueue_stores_the_canonical_address(sender_cli: Cli, tmp_path: Path, database_url: str) -> None:
     result = sender_cli("enqueue", str(_csv(tmp_path, "L1,1, Bob@Bücher.Example ,sales,Hi,x,\n")))
     assert result.returncode == 0, result.stderr

@@ -103,9 +103,10 @@ def test_an_upgrade_counts_the_rows_already_there(postgres_admin: str, tmp_path:
                     with conn.transaction():
                         conn.execute(text)
                         conn.execute(query("record_version"), {"version": number, "name": name})
+            for n in range(5):  # as that sendhost enqueued them, through version 9's function
+                conn.execute("SELECT sender_enqueue(%s, 1, %s, 'sales', 's', 't', NULL, NULL)",
+                             (f"L{n}", f"l{n}@rcpt.example"))
         with Ledger.from_url(url) as ledger:
-            for n in range(5):
-                ledger.enqueue(lead=f"L{n}", step=1, to=f"l{n}@rcpt.example", group="sales", subject="s", text="t")
             claimed = ledger.claim("w", 2, ["sales"])
             assert len(claimed) == 2
             ledger.migrate()

@@ -49,3 +49,18 @@ def test_the_enqueue_csv_refuses_a_control_character_naming_file_line_and_column
     path.write_text(ENQUEUE_HEADER + row, encoding="utf-8", newline="")
     with pytest.raises(SenderConfigError, match=re.escape(f"{path}:2: {expected}")):
         read_rows(path)
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    ("l1,1,=?utf-8?q?eve?=@rcpt.example,default,Hi,x\n",
+     "to: '=?utf-8?q?eve?=@rcpt.example' is not a plain address: '=?...?=' is an encoded word"),
+    ("l1,1,a@rcpt.example,default,=?utf-8?q?x=0D=0AReply-To:_evil@x?=,x\n", "subject: holds encoded-word syntax"),
+])
+def test_the_enqueue_csv_refuses_encoded_words_in_an_address_or_a_subject(tmp_path: Path, row: str,
+                                                                         expected: str) -> None:
+    """A header parser decodes them into another address (the suppression check saw one, RCPT TO another) or into
+    headers of their own."""
+    path = tmp_path / "rows.csv"
+    path.write_text(ENQUEUE_HEADER + row, encoding="utf-8")
+    with pytest.raises(SenderConfigError, match=re.escape(f"{path}:2: {expected}")):
+        read_rows(path)

@@ -46,8 +46,10 @@ def _month_name(table: str, when: datetime) -> str:
 
 def _sent(conn: psycopg.Connection, lead: str, at: datetime) -> int:
     """Lead `lead`'s step 1 enqueued, claimed, attempted and accepted at `at` (the ledger's functions, at `at`)."""
-    assert conn.execute("SELECT sender_enqueue(%s, 1, %s, 'sales', 'Hi', 'Hello', NULL, %s)",
-                        (lead, f"{lead.lower()}@example.com", at)).fetchone() == ("queued",)
+    # a version 12 ledger's function returns the outcome alone, version 15's with the lead it names
+    (outcome, *_first_lead) = conn.execute("SELECT * FROM sender_enqueue(%s, 1, %s, 'sales', 'Hi', 'Hello', NULL, "
+                                           "p_now => %s)", (lead, f"{lead.lower()}@example.com", at)).fetchone() or ()
+    assert outcome == "queued"
     (row,) = conn.execute("SELECT id FROM sender_claim('w1', 1, NULL, NULL, %s)", (at,)).fetchone() or (None,)
     assert conn.execute("SELECT outcome FROM sender_begin_attempt(%s, gen_random_uuid(), %s, NULL, %s, 'Hi', %s)",
                         (row, MAILBOX, f"<{lead}@sales.example>", at)).fetchone() == ("ok",)
@@ -153,7 +155,7 @@ def test_retire_history_drops_old_months_and_keeps_counts_and_the_sequence_rules
         assert _event_counts(conn) == counts
         assert ledger.counts() == rows
         # what step 2 is timed and routed from (its step 1's accepted time and mailbox) outlives the send log's month
-        assert conn.execute("SELECT sender_enqueue('L1', 2, 'l1@example.com', 'sales', 'Re', 'Again', %s, NULL)",
+        assert conn.execute("SELECT outcome FROM sender_enqueue('L1', 2, 'l1@example.com', 'sales', 'Re', 'Again', %s)",
                             (JUNE,)).fetchone() == ("queued",)
         assert conn.execute("SELECT pinned_mailbox, due_at FROM sender_emails WHERE lead = 'L1' AND step = 2"
                             ).fetchone() == (MAILBOX, JUNE + timedelta(minutes=1))
@@ -180,8 +182,8 @@ def test_retire_history_refuses_a_month_holding_a_row_not_settled(
         ledger: Ledger, database_url: str, retire: Cli, status: str) -> None:
     with psycopg.connect(database_url, autocommit=True) as conn:
         _sent(conn, "L1", JUNE)
-        assert conn.execute("SELECT sender_enqueue('L9', 1, 'l9@example.com', 'sales', 'Hi', 'x', NULL, %s)",
-                            (JULY,)).fetchone() == ("queued",)
+        assert conn.execute("SELECT outcome FROM sender_enqueue('L9', 1, 'l9@example.com', 'sales', 'Hi', 'x', NULL, "
+                            "p_now => %s)", (JULY,)).fetchone() == ("queued",)
         (row,) = conn.execute("SELECT id FROM sender_claim('w1', 1, NULL, NULL, %s)", (JULY,)).fetchone() or (None,)
         if status == "unconfirmed":
             conn.execute("SELECT sender_settle(%s, 'unconfirmed', 'timeout after DATA', 0, 5, %s)", (row, JULY))

@@ -14,8 +14,10 @@ from sender.ledger.migrate import latest_version
 from tests.conftest import REPO_ROOT
 
 
-def _queue(ledger: Ledger, lead: str = "L1", step: int = 1, to: str = "a@example.com") -> Enqueued:
-    return ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello")
+def _queue(ledger: Ledger, lead: str = "L1", step: int = 1, to: str | None = None) -> Enqueued:
+    """`lead`'s `step`, to an address of the lead's own unless `to` (one active sequence per address)."""
+    return ledger.enqueue(lead=lead, step=step, to=to or f"{lead.lower()}@example.com", group="sales", subject="Hi",
+                          text="Hello")
 
 
 def test_migrate_is_idempotent_and_versioned(database_url: str) -> None:
@@ -222,7 +224,7 @@ def test_suppression_withdraws_a_row_waiting_to_retry(ledger: Ledger) -> None:
     (row,) = ledger.claim("w", 1)
     _attempt(ledger, row.id)
     assert ledger.settle(row.id, Settle.RETRY, "451 4.3.0 try later", delay_s=1800) is Status.RETRY
-    assert ledger.suppress("a@example.com", "unsubscribed") == 1
+    assert ledger.suppress("l1@example.com", "unsubscribed") == 1
     shown = ledger.show("L1", 1)
     assert shown is not None and shown.row["status"] == "suppressed"
     assert ledger.counts()["retry"] == 0
@@ -231,7 +233,7 @@ def test_suppression_withdraws_a_row_waiting_to_retry(ledger: Ledger) -> None:
 def test_suppression_right_before_the_handoff(ledger: Ledger) -> None:
     _queue(ledger)
     (row,) = ledger.claim("w", 1)
-    ledger.suppress("a@example.com", "unsubscribed")
+    ledger.suppress("l1@example.com", "unsubscribed")
     assert ledger.begin_attempt(row.id, uuid.uuid4(), "m@example.com", None, "<x@example.com>") == \
         ("suppressed", None)
     assert ledger.counts()["suppressed"] == 1

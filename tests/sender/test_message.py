@@ -108,23 +108,30 @@ def _line(size: int) -> st.SearchStrategy[str]:
 
 @settings(max_examples=200, deadline=None)
 @given(base=_base_urls(), name=_line(60), subject=_line(120).filter(lambda s: not set(s) & {"{", "}"}),
-       merge=_line(80))
+       merge=_line(80), follow_up=st.booleans())
 def test_the_agents_messages_pass_the_message_checks_header_rules_for_any_base_url(
-        base: str, name: str, subject: str, merge: str) -> None:
+        base: str, name: str, subject: str, merge: str, follow_up: bool) -> None:
+    """Through the agent's own path: a claimed row composed (its merge fields rendered; a follow-up replies in the
+    thread of its first step), built and serialized as submission hands it over."""
     from email.headerregistry import Address
 
     from dns_audit.message import body_link_findings, parse_message, unsubscribe_findings
     from sender.campaigns.template import render
+    from sender.ledger.store import Claimed
+    from sender.sending.compose import compose
     from sender.sending.message import SENDING_POLICY, unsubscribe_url
-    from sender.sending.thread_headers import ThreadHeaders
 
     mailbox = "sales@mail.example"
     url = unsubscribe_url(base, make_token(KEY, uuid.uuid4()))
-    message = build_message(mailbox=mailbox, to="eve@rcpt.example",
-                            subject=ThreadHeaders(render("{first} " + subject, {"first": merge})),
-                            text=render("Hello {first},\n\n{signature}",
-                                        {"first": merge, "signature": str(Address(name, addr_spec=mailbox))}),
-                            message_id=message_id_for(uuid.uuid4(), mailbox), unsubscribe=url)
+    fields = {"first": merge, "signature": str(Address(name, addr_spec=mailbox))}
+    template = "{first} " + subject
+    earlier = ((render(template, fields), message_id_for(uuid.uuid4(), mailbox)),) if follow_up else ()
+    row = Claimed(1, "eve@rcpt.example", 2 if follow_up else 1, "eve@rcpt.example", "sales", template,
+                  "Hello {first},\n\n{signature}", 0, uuid.uuid4(), None, None, own_subject=not follow_up,
+                  fields=fields, earlier=earlier)
+    content = compose(row, url)
+    message = build_message(mailbox=mailbox, to=row.recipient, subject=content.headers, text=content.body,
+                            message_id=message_id_for(row.idempotency_key, mailbox), unsubscribe=url)
     raw = message.as_bytes(policy=SENDING_POLICY)
     parsed = parse_message(raw)
     found = unsubscribe_findings(parsed) + body_link_findings(parsed)
@@ -133,3 +140,4 @@ def test_the_agents_messages_pass_the_message_checks_header_rules_for_any_base_u
     assert f"List-Unsubscribe: <{url}>," in header
     assert "List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n" in header
     assert "=?" not in header.split("List-Unsubscribe:", 1)[1].split("\r\nList-Unsubscribe-Post")[0]
+    assert ("In-Reply-To" in parsed) is follow_up

@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import requests
 
 from sender.feedback.imap import logged_in
 from sender.oauth import TokenKeeper, TokenUnavailable, refresh_margin_s
+from sender.oauth.files import write_private
 from sender.oauth.flows import Flow, default_flow
 from sender.oauth.opening import open_refreshing
 from sender.oauth.sasl import Mechanism, choose, error_answer, initial_response
@@ -40,7 +42,7 @@ from tests.sender.oauth_world import make_oauth_world, refresh_token_file
 from tests.sender.world import World
 from tests.support.dovecot import Dovecot, dovecot_server
 from tests.support.net import free_port
-from tests.support.oauth_server import AuthorizationServer, authorization_server
+from tests.support.oauth_server import AuthorizationServer, Grant, authorization_server
 from tests.support.oauth_submission import OAuthRecorder, oauth_submission_server
 from tests.support.postfix import Postfix, postfix_submission
 from tests.support.submission import Recorder, SubmissionServer
@@ -301,6 +303,93 @@ def test_mailbox_authorize_completes_the_device_flow_and_writes_the_refresh_toke
     assert json.loads(out.splitlines()[-1])["smtp_login"] == "ok"
     assert [(a.user, a.success) for a in _recorder(oauth_smtp).attempts_snapshot()] == [(mailbox, True)]
     assert oauth_smtp.recorder.snapshot() == []  # the check sends nothing
+
+
+def _agent_refreshing(world: World, authorization: AuthorizationServer) -> subprocess.Popen[str]:
+    """An agent process (one worker, one row to send) whose token refresh is in flight: it holds the host's refresh
+    lock and read the refresh token's file, and the token endpoint has not answered it yet (until the test lets
+    it: `refreshes_held = False`)."""
+    _enqueue(world, 1)
+    authorization.state.refreshes_held = True
+    agent = subprocess.Popen([sys.executable, "-m", "tests.sender.oauth_agent_child", str(world.inventory),
+                              world.database_url, world.redis_url, "1", "8"], cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not authorization.state.refresh_arrived.wait(60):
+        agent.kill()
+        raise AssertionError(f"the agent asked for no token: {agent.communicate()[1][-2000:]}")
+    return agent
+
+
+def _device_grant(authorization: AuthorizationServer) -> Grant:
+    """The device grant the server made (what `mailbox authorize` got), once it made it."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = [g for g in authorization.state.snapshot()[0] if not g.presented.startswith("rt-")]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("authorize got no device grant")
+
+
+def _agent_finished(agent: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err[-2000:]
+    summary: dict[str, Any] = json.loads(out)
+    return summary
+
+
+@pytest.mark.slow
+def test_mailbox_authorize_during_an_agents_refresh_leaves_the_new_grant_in_the_files(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    """`mailbox authorize` writes under the agents' refresh lock: a refresh in flight (the old grant's, which
+    rotates its token) finishes first, and the new authorization is what both files hold after the two."""
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    token_file = refresh_token_file(world, mailbox)
+    old = token_file.read_text().strip()
+    agent = _agent_refreshing(world, authorization)
+    sendhost = str(Path(sys.executable).with_name("sendhost"))
+    child = subprocess.Popen([sendhost, "--inventory", str(world.inventory), "mailbox", "authorize", mailbox,
+                              "--flow", "device", "--no-check"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert child.stdout is not None
+    prompt = child.stdout.readline()
+    found = re.search(r"and enter the code (\w+)", prompt)
+    assert found, prompt + (child.stderr.read() if child.stderr else "")
+    authorization.state.approve(found[1], mailbox)
+    new = _device_grant(authorization)
+    time.sleep(1.0)  # what authorize writes without the lock, it has written by now
+    assert (child.poll(), token_file.read_text().strip()) == (None, old)  # it waits for the agent's refresh lock
+    authorization.state.refreshes_held = False  # the old grant's refresh is answered, with a rotated token
+    _out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert _agent_finished(agent)["kinds"] == {"sent": 1}
+    (rotated,) = [g for g in authorization.state.snapshot()[0] if g.presented == old]
+    assert token_file.read_text().strip() == new.refresh_token != rotated.refresh_token
+    access = json.loads(token_file.with_name(token_file.name + ".access").read_text())
+    assert access["access_token"] == new.access_token
+
+
+@pytest.mark.slow
+def test_a_refresh_token_file_rewritten_during_a_refresh_is_newer_and_kept(
+        tmp_path: Path, database_url: str, redis_url: str, authorization: AuthorizationServer,
+        oauth_smtp: SubmissionServer) -> None:
+    """The keeper compares the file with what it read, under the lock, before it writes: a file rewritten meanwhile
+    by a writer without the lock (a person copying it in, an older sendhost's authorize) is newer than the old
+    grant's rotated token and stays; the renewed access token serves that agent only."""
+    world = make_oauth_world(tmp_path, database_url, redis_url, oauth_smtp, authorization)
+    (mailbox,) = world.mailboxes
+    token_file = refresh_token_file(world, mailbox)
+    old = token_file.read_text().strip()
+    agent = _agent_refreshing(world, authorization)
+    new = authorization.state.issue_refresh_token(mailbox)
+    write_private(token_file, new + "\n")  # without the lock
+    authorization.state.refreshes_held = False
+    assert _agent_finished(agent)["kinds"] == {"sent": 1}
+    assert [g.presented for g in authorization.state.snapshot()[0]] == [old]  # the agent's refresh was answered
+    assert token_file.read_text().strip() == new
+    assert not token_file.with_name(token_file.name + ".access").exists()
 
 
 def _loopback_authorize(world: World, mailbox: str, *options: str) -> tuple[subprocess.Popen[str], str]:

@@ -212,6 +212,47 @@ def test_the_same_person_in_two_campaigns_has_one_active_sequence(tmp_path: Path
     assert added.first_lines[LeadOutcome.OTHER_CAMPAIGN] == 2
 
 
+def _enqueue(ledger: Ledger, lead: str, to: str, step: int = 1, **allow: bool) -> str:
+    return ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="x", **allow).value
+
+
+def test_the_same_person_under_two_enqueued_lead_ids_has_one_active_sequence(timed: Ledger,
+                                                                             database_url: str) -> None:
+    """One active sequence per address on `sender enqueue` too (issue 40): a CRM's two ids of one person."""
+    assert _enqueue(timed, "crm-1", "ana@rcpt.example") == "queued"
+    assert _enqueue(timed, "crm-2", "Ana@RCPT.example") == "same_person"
+    assert _enqueue(timed, "crm-2", "ana@rcpt.example", step=2) == "same_person"  # nor any later step of it
+    assert _enqueue(timed, "crm-1", "ana@rcpt.example", step=2) == "waiting"  # the first lead goes on
+    assert _enqueue(timed, "crm-3", "ana@rcpt.example", allow_same_person=True) == "queued"
+    assert _enqueue(timed, "crm-3", "ana@rcpt.example", step=2) == "waiting"  # a lead already there is no new id
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT lead FROM sender_leads ORDER BY id").fetchall() == [("crm-1",), ("crm-3",)]
+        # a person at psql meets the same rule, and is told which lead holds the address
+        assert conn.execute("SELECT * FROM sender_enqueue('crm-4', 1, 'ana@rcpt.example', 'sales', 's', 't', NULL)"
+                            ).fetchone() == ("same_person", "crm-1")
+
+
+def test_an_enqueued_lead_whose_sequence_ended_frees_its_address(timed: Ledger) -> None:
+    assert _enqueue(timed, "crm-1", "ana@rcpt.example") == "queued"
+    Feedback(timed).apply(_send(timed), Event.REPLIED, source="inbox", ref="r")
+    assert _enqueue(timed, "crm-2", "ana@rcpt.example") == "queued"
+
+
+def test_two_enqueues_at_once_add_one_lead_per_address(timed: Ledger, database_url: str) -> None:
+    """New leads are added one enqueue at a time: the second waits for the first's commit and sees its lead."""
+    with psycopg.connect(database_url) as first, psycopg.connect(database_url) as second:
+        assert first.execute("SELECT outcome FROM sender_enqueue('crm-1', 1, 'ana@rcpt.example', 'sales', 's', 't', "
+                             "NULL)").fetchone() == ("queued",)
+        second.execute("SET lock_timeout = '200ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):  # it waits for the first transaction
+            second.execute("SELECT outcome FROM sender_enqueue('crm-2', 1, 'ana@rcpt.example', 'sales', 's', 't', "
+                           "NULL)")
+        second.rollback()
+        first.commit()
+        assert second.execute("SELECT outcome FROM sender_enqueue('crm-2', 1, 'ana@rcpt.example', 'sales', 's', "
+                              "'t', NULL)").fetchone() == ("same_person",)
+
+
 def test_a_paused_campaign_sends_nothing_until_resumed(tmp_path: Path, timed: Ledger) -> None:
     _campaign(tmp_path, timed, addresses=("a@rcpt.example", "b@rcpt.example"))
     campaigns = Campaigns(timed)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,24 @@ def test_nested_aliases_that_multiply_values_are_refused_at_the_alias_that_passe
     # 9 ** 6 by line 6.
     assert message == (f"6: the aliases in this file stand for more than {MAX_ALIASED_VALUES:,} values; write the "
                        "repeated settings out, or alias whole blocks fewer times")
+
+
+def test_the_412_byte_alias_bomb_is_refused_at_its_line_in_under_a_second_and_50_mb(tmp_path: Path) -> None:
+    """Issue 40's size: a 412-byte file whose aliases, one of them a key (written out whole as its text), raised
+    MemoryError. Refused, exit 2, at the line where it passes the bound, its whole cost bounded."""
+    bomb = BILLION_LAUGHS + "? *i\n: boom\n"
+    bomb += "#" * (411 - len(bomb.encode())) + "\n"
+    assert len(bomb.encode()) == 412
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        message = refused(tmp_path, bomb)
+        elapsed = time.perf_counter() - started
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert message.startswith("6: the aliases in this file stand for more than"), message
+    assert elapsed < 1.0 and peak < 50 * 2**20, (elapsed, peak)
 
 
 def test_an_alias_used_as_a_key_is_bounded_too(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ It records every grant, so a test can count refreshes and see who presented what
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import secrets
@@ -38,6 +39,7 @@ class Grant:
     user: str
     presented: str  # the refresh token presented (device grants: the device code)
     access_token: str
+    refresh_token: str = ""  # the one it issued
 
 
 @dataclass
@@ -56,6 +58,8 @@ class AuthorizationState:
     signed_in_as: str | None = None  # who the browser is signed in as at /authorize
     introspected: list[str] = field(default_factory=list)  # every token a resource server asked about
     down: bool = False  # answer 503 to every token request
+    refreshes_held: bool = False  # a refresh-token grant waits, before it is read, until this is False again
+    refresh_arrived: threading.Event = field(default_factory=threading.Event)  # a refresh-token grant came
 
     def issue_refresh_token(self, user: str) -> str:
         token = "rt-" + secrets.token_urlsafe(16)
@@ -87,7 +91,7 @@ class AuthorizationState:
         now = time.time()
         self.access_tokens[access] = (user, now + self.lifetime_s)
         self.refresh_tokens[refresh] = user
-        self.grants.append(Grant(now, user, presented, access))
+        self.grants.append(Grant(now, user, presented, access, refresh))
         return {"access_token": access, "token_type": "Bearer", "expires_in": int(self.lifetime_s),
                 "refresh_token": refresh, "scope": "smtp"}
 
@@ -113,6 +117,10 @@ def build_app(state: AuthorizationState) -> Starlette:
         if form.get("client_id") != state.client_id or form.get("client_secret") != state.client_secret:
             return _error("invalid_client", 401)
         grant_type = form.get("grant_type")
+        if grant_type == "refresh_token":
+            state.refresh_arrived.set()
+            while state.refreshes_held:  # a refresh in flight, as long as the test needs (the loop serves others)
+                await asyncio.sleep(0.02)
         with state.lock:
             if grant_type == "refresh_token":
                 presented = str(form.get("refresh_token", ""))

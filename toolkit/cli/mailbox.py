@@ -44,7 +44,7 @@ def authorize(app: App, address: str, flow: str | None, timeout_s: float, no_che
     refresh_token_file (0600); then open an SMTP session with it (no message is sent)."""
     from sender.oauth.device import DeviceFlowFailed, Prompt
     from sender.oauth.device import authorize as device_flow
-    from sender.oauth.files import write_json, write_private
+    from sender.oauth.files import host_lock, token_files, write_json, write_private
     from sender.oauth.flows import Flow, default_flow
     from sender.oauth.keeper import AccessToken
     from sender.oauth.loopback import LoopbackFlowFailed
@@ -81,15 +81,18 @@ def authorize(app: App, address: str, flow: str | None, timeout_s: float, no_che
         raise OperationFailed(f"mailbox {address}: {exc}") from None
     except KeyboardInterrupt:
         raise Interrupted("no token saved") from None
-    token_file = Path(settings.refresh_token_file).expanduser()
+    token_file, access_file, lock_file = token_files(Path(settings.refresh_token_file).expanduser())
     # Ctrl-C waits until both files are written: each write is atomic, and the pair is whole or absent too.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         token_file.parent.mkdir(parents=True, exist_ok=True)
-        write_private(token_file, tokens.refresh_token + "\n")
-        # The agents start with this access token instead of spending a refresh.
-        write_json(token_file.with_name(token_file.name + ".access"),
-                   AccessToken(tokens.access_token, started + tokens.expires_in_s, tokens.expires_in_s).as_json())
+        # Under the agents' refresh lock: a refresh in flight finishes (and writes the old grant's rotated token)
+        # first, then this overwrites it; without the lock that refresh overwrote the new authorization.
+        with host_lock(lock_file):
+            write_private(token_file, tokens.refresh_token + "\n")
+            # The agents start with this access token instead of spending a refresh.
+            write_json(access_file, AccessToken(tokens.access_token, started + tokens.expires_in_s,
+                                                tokens.expires_in_s).as_json())
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:

@@ -52,26 +52,41 @@ def roles_command(sc: SenderContext, dry_run: bool, apply_: bool) -> None:
 
 @click.command("enqueue")
 @click.argument("csv_file", metavar="FILE.csv", type=click.Path(path_type=Path))
+@click.option("--allow-same-person", is_flag=True,
+              help="Queue a new lead id even when another lead holds an active sequence at its address.")
 @format_option()
 @pass_sender
-def enqueue_command(sc: SenderContext, csv_file: Path, fmt: str | None) -> None:
-    """Queue each row of FILE.csv (lead,step,to,group,subject,text[,not_before]); all rows or none."""
+def enqueue_command(sc: SenderContext, csv_file: Path, allow_same_person: bool, fmt: str | None) -> None:
+    """Queue each row of FILE.csv (lead,step,to,group,subject,text[,not_before]); all rows or none. One active
+    sequence per address: a new lead id for an address another lead holds is refused as same-person."""
     from sender.ledger.csvfile import read_rows
 
     rows = read_rows(csv_file, sc.mailbox_groups())
     with sc.ledger() as ledger:
-        results = ledger.enqueue_many([row.params() for row in rows])
+        results = ledger.enqueue_many([row.params() for row in rows], allow_same_person=allow_same_person)
     counts = {"queued": 0, "duplicate": 0, "suppressed": 0}
-    for result in results:  # a later step of a lead waits behind its earlier one; a lead whose sequence ended refuses
-        counts[result.value] = counts.get(result.value, 0) + 1
+    same_person = None  # the first row refused as same-person, and the lead whose address it is
+    for row, result in zip(rows, results, strict=True):
+        # a later step of a lead waits behind its earlier one; a lead whose sequence ended refuses
+        counts[result.outcome.value] = counts.get(result.outcome.value, 0) + 1
+        if result.first_lead is not None and same_person is None:
+            same_person = (row, result.first_lead)
     if sc.app.output_format(fmt) == "json":
-        emit_json(counts)
-    else:
-        extra = "".join(f", {counts[key]} {text}" for key, text in (
-            ("waiting", "queued behind the lead's earlier step"),
-            ("ended", "refused as the lead's sequence ended")) if counts.get(key))
-        click.echo(f"{counts['queued']} queued, {counts['duplicate']} refused as duplicates, "
-                   f"{counts['suppressed']} refused as suppressed{extra}")
+        if same_person is not None:
+            row, first = same_person
+            emit_json({**counts, "same_person_first": {"line": row.line, "lead": row.lead, "same_as": first}})
+        else:
+            emit_json(counts)
+        return
+    extra = "".join(f", {counts[key]} {text}" for key, text in (
+        ("waiting", "queued behind the lead's earlier step"),
+        ("ended", "refused as the lead's sequence ended")) if counts.get(key))
+    if same_person is not None:
+        row, first = same_person
+        extra += (f", {counts['same_person']} refused as same-person (first at line {row.line}: lead {row.lead} "
+                  f"is {row.to}, as lead {first} is; --allow-same-person queues it)")
+    click.echo(f"{counts['queued']} queued, {counts['duplicate']} refused as duplicates, "
+               f"{counts['suppressed']} refused as suppressed{extra}")
 
 
 @click.command("suppress")
