@@ -93,6 +93,8 @@ class Reply:
     enhanced: str  # "5.1.1", or "" when the reply carries none
     text: str
     stage: SmtpStage | None
+    # The reply is the destination's, quoted by a relay's bounce (classify_bounce), not our submission server's.
+    remote: bool = False
 
     @property
     def permanent(self) -> bool:
@@ -170,12 +172,17 @@ SENDER_REFUSED = _re(
 # The recipient's domain does not exist (NXDOMAIN, a null MX), as opposed to a lookup that failed for now.
 DOMAIN_MISSING = _re(
     r"host or domain name not found.*host not found(?!, try again)|nxdomain|domain name not found|invalid domain|"
+    r"\bhost not found|name or service not known|no such host|"
     r"illegal host/domain name|host does not accept mail|"
     r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|^host unknown|"
     r"returned null mx|doesn't receive email according to the administrator|"
     r"domaine inexistant|domain existiert nicht|ドメインが存在しません"
 )
-DOMAIN_LOOKUP_TEMPORARY = _re(r"try again|temporar|servfail|timed out|malformed")
+DOMAIN_LOOKUP_TEMPORARY = _re(r"try again|temporar|servfail|timed out")
+# The domain's name servers answer, but with a reply no MTA can use (Postfix's "Malformed or unexpected name server
+# reply": an MX naming an address or an alias): final when the relay gave up on it (a permanent Status), a lookup to
+# try again when it did not.
+DOMAIN_DNS_BROKEN = _re(r"malformed (?:or unexpected )?name server reply")
 # The recipient does not exist or cannot receive: English, French (Orange, La Poste, SFR), German (Web.de, GMX),
 # Japanese.
 RECIPIENT_GONE = _re(
@@ -189,6 +196,8 @@ RECIPIENT_GONE = _re(
     r"is (?:disabled|inactive)|no longer on server|unrouteable address|"
     r"resolver\.rst\.(?:authrequired|notauthorized|restrictedtorecipients)|"
     r"is not a known user|deactivated (?:mailbox|account|user)|is deactivated|bad[_ ]recipient|badrcptto|"
+    r"no mail ?box(?:es)? (?:found|available|here)|not an? (?:active|valid) (?:address|user|account|mailbox|recipient)|"
+    r"addressee unknown|(?:e-?mail )?address is (?:wrong|invalid|no longer valid)|"
     r"mail-?box not found|not listed in (?:the )?(?:domino directory|public address book|address book)|"
     r"destinataire (?:invalide|inconnu)|utilisateur inconnu|adresse inconnue|compte du destinataire est bloqu|"
     r"benutzer (?:nicht bekannt|unbekannt)|empf(?:ä|ae)nger (?:unbekannt|existiert nicht)|"
@@ -198,11 +207,19 @@ RECIPIENT_GONE = _re(
 USER_UNKNOWN = _re(r"user unknown|unknown user|no such (?:user|mailbox|recipient)|unknown recipient|user not found")
 # The recipient's mailbox is full: permanent replies suppress the address (as X.2.2 does), temporary ones wait.
 MAILBOX_FULL = _re(
-    r"mailbox (?:is )?full|over quota|quota exceeded|out of storage space|exhausted allowed storage|"
+    r"(?:mail ?box|mail ?folder|account|inbox) (?:is )?full|over ?quota|quota (?:exceeded|violation)|"
+    r"would exceed (?:the )?(?:mailbox )?quota|mail ?box exceeds (?:the |its )?(?:allowed|maximum) (?:size|quota)|"
+    r"out of storage space|exhausted allowed storage|over (?:disk|storage) quota|"
     r"too many messages (?:on|in) (?:the|this|your) (?:server|mailbox|account)|"
     r"exceeded (?:its|the|their|his|her) (?:disk|storage) (?:space )?(?:limit|quota)|"
     r"speichervolumen|boîte (?:aux lettres )?pleine|メールボックスがいっぱい"
 )
+# The destination's MX will not take mail for the recipient's domain ("Relaying denied", qmail's "not in my list of
+# allowed rcpthosts", "trying to use me as a relay"): said by the recipient's own MX in a relay's bounce, the
+# domain is not served where its MX record points, and no later send gets through (RFC 5321 3.6.2: a server that
+# is not the domain's final destination refuses to relay). Said by our submission server, it is our account's.
+RELAY_REFUSED = _re(r"relaying (?:denied|not (?:permitted|allowed))|relay (?:access )?denied|unable to relay|"
+                    r"we do not relay|(?:not|n.t) (?:in|on) my list of (?:allowed )?rcpthosts|use me .{0,80}as a relay")
 # The recipient's inbox is flooded (Gmail X.2.1 "receiving mail at a rate that prevents ..."): congestion.
 RECIPIENT_FLOODED = _re(r"receiving (?:mail|email) (?:at a rate|too quickly)")
 CONTENT_TEXT = _re(r"spam|policy|block ?list|blocked|blacklist|spamhaus|virus|dmarc|\bspf\b|content")
@@ -269,6 +286,8 @@ def _sender_refused_for_now(r: Reply) -> bool:
 
 
 def _domain_missing(r: Reply) -> bool:
+    if r.permanent and r.says(DOMAIN_DNS_BROKEN):
+        return True
     return r.says(DOMAIN_MISSING) and not r.says(DOMAIN_LOOKUP_TEMPORARY)
 
 
@@ -288,9 +307,14 @@ def _recipient_text(r: Reply) -> bool:
     return r.permanent and r.says(RECIPIENT_GONE)
 
 
-def _recipient_mailbox(r: Reply) -> bool:
-    # 5.2.1 disabled, 5.2.2 full (permanently: Gmail's "out of storage space and inactive"); 4.2.x waits.
-    return r.permanent and (r.enhanced in {"5.2.1", "5.2.2"} or r.says(MAILBOX_FULL))
+def _recipient_disabled(r: Reply) -> bool:
+    return r.permanent and r.enhanced == "5.2.1"
+
+
+def _mailbox_full(r: Reply) -> bool:
+    # 5.2.2 or a full mailbox's words, permanent: the recipient's (never our mailbox's); 4.2.x waits (transient).
+    # A bounce of it is soft (sender.feedback.bounces): a mailbox can be emptied.
+    return r.permanent and (r.enhanced == "5.2.2" or r.says(MAILBOX_FULL))
 
 
 def _network_code(r: Reply) -> bool:
@@ -341,6 +365,8 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("recipient_flooded", FailureClass.TRANSIENT, lambda r: r.says(RECIPIENT_FLOODED)),
     FailureRule("message_authentication_code", FailureClass.CONTENT, lambda r: r.enhanced in MESSAGE_AUTH_CODES),
     FailureRule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
+    FailureRule("destination_refuses_domain", FailureClass.RECIPIENT,
+                lambda r: r.remote and r.permanent and r.says(RELAY_REFUSED)),
     FailureRule("local_delivery_failed", FailureClass.TRANSIENT, lambda r: r.says(LOCAL_DELIVERY_FAILED)),
     FailureRule("unknown_user_after_data", FailureClass.CONTENT, _unknown_user_after_data),
     FailureRule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
@@ -350,7 +376,8 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("unavailable_for_now", FailureClass.TRANSIENT, lambda r: r.says(UNAVAILABLE_FOR_NOW)),
     FailureRule("mail_system_code", FailureClass.TRANSIENT, _mail_system_code),
     FailureRule("sender_throttled", FailureClass.RATE_LIMITED, _sender_throttled),
-    FailureRule("recipient_mailbox", FailureClass.RECIPIENT, _recipient_mailbox),
+    FailureRule("recipient_disabled", FailureClass.RECIPIENT, _recipient_disabled),
+    FailureRule("mailbox_full", FailureClass.RECIPIENT, _mailbox_full),
     FailureRule("content", FailureClass.CONTENT, _content),
     FailureRule("temporary_reply", FailureClass.TRANSIENT, lambda r: r.code is not None and 400 <= r.code < 500),
     FailureRule("permanent_reply", FailureClass.CONTENT, lambda r: r.permanent),
@@ -404,7 +431,7 @@ def _enhanced_from_text(text: str) -> str:
 
 
 def explain(code: int | None, enhanced_code: str | None = None, text: str = "",
-            stage: SmtpStage | None = None) -> Verdict:
+            stage: SmtpStage | None = None, remote: bool = False) -> Verdict:
     """The class of a failed send and the rule that decided it. See `classify`."""
     text = text or ""
     enhanced = (enhanced_code or "").strip()
@@ -415,7 +442,7 @@ def explain(code: int | None, enhanced_code: str | None = None, text: str = "",
         enhanced = _enhanced_from_text(text)
     if code is not None and not 400 <= code < 600:
         raise ValueError(f"SMTP reply code {code} is not a failure (expected 4xx or 5xx)")
-    reply = Reply(code, enhanced, text, SmtpStage(stage) if stage is not None else None)
+    reply = Reply(code, enhanced, text, SmtpStage(stage) if stage is not None else None, remote)
     for rule in RULES:
         if rule.applies(reply):
             return Verdict(rule.failure, rule.name)
@@ -458,7 +485,13 @@ _SYSEXITS_RECIPIENT = frozenset({"67", "68"})
 
 def classify_bounce(status: str, diagnostic: str = "", report_text: str = "",
                     stage: SmtpStage | None = None) -> FailureClass:
-    """The class of a bounce (RFC 3464 delivery status): its `Status` and `Diagnostic-Code` fields.
+    """The class of a bounce (RFC 3464 delivery status): see `explain_bounce`."""
+    return explain_bounce(status, diagnostic, report_text, stage).failure
+
+
+def explain_bounce(status: str, diagnostic: str = "", report_text: str = "",
+                   stage: SmtpStage | None = None) -> Verdict:
+    """The class of a bounce and the rule that decided it, from its (RFC 3464) `Status` and `Diagnostic-Code`.
 
     A diagnostic of type `smtp` quotes the remote server's reply, which is classified as such; any other
     (`X-Postfix; Host or domain name not found ...`) has no reply, and the Status class stands for the reply class.
@@ -482,10 +515,11 @@ def classify_bounce(status: str, diagnostic: str = "", report_text: str = "",
         if code is not None and 400 <= code < 600:
             if code < 500 and status.endswith(".4.7"):
                 code += 100
-            return classify(code, enhanced or _enhanced_from_text(text) or status, text, stage)
+            return explain(code, enhanced or _enhanced_from_text(text) or status, text, stage, remote=True)
     if kind == "x-unix" and detail.strip().isdigit():
-        return FailureClass.RECIPIENT if detail.strip() in _SYSEXITS_RECIPIENT else FailureClass.TRANSIENT
-    return classify(int(status[0]) * 100 + 50, status, detail.strip())
+        exited = FailureClass.RECIPIENT if detail.strip() in _SYSEXITS_RECIPIENT else FailureClass.TRANSIENT
+        return Verdict(exited, "sysexits")
+    return explain(int(status[0]) * 100 + 50, status, detail.strip(), remote=True)
 
 
 def _decode(message: bytes | str) -> str:

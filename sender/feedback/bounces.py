@@ -4,8 +4,8 @@ an unsubscribe request, or a person's reply; which of our messages it is about; 
 Bounces are detected by `flufl.bounce` (RFC 3464 DSNs and the formats of Exim, qmail, Postfix, Microsoft, Yahoo,
 AOL...) and, before any reply verdict, by `is_bounce` (vendor delivery-status types, mail from a mailer-daemon or
 postmaster, a text quoting a Message-ID beside failure words); a DSN's Status and Diagnostic-Code are classified
-by `warmup.classify_bounce`: only an address that does not exist (class `recipient`) is a hard bounce that
-suppresses it; a policy or quota refusal is noted as soft.
+by `warmup.failures.explain_bounce`: only an address that does not exist (class `recipient`, but a full mailbox)
+is a hard bounce that suppresses it; a policy or quota refusal and a full mailbox are noted as soft.
 
 Every message is a stranger's: it is read within the bounds of sender.feedback.mime (bytes, parts, depth, IDs), and
 `parse` never raises: what cannot be read is MALFORMED, with the reason.
@@ -29,7 +29,7 @@ from sender.feedback import mime
 from sender.feedback.authentication import dmarc_verdict
 from sender.ledger.events import Verdict
 from warmup import FailureClass
-from warmup.failures import DOMAIN_MISSING, RECIPIENT_GONE, SmtpStage, classify_bounce
+from warmup.failures import DOMAIN_MISSING, RECIPIENT_GONE, SmtpStage, explain_bounce
 
 log = logging.getLogger("sendhost.sender.inbox")
 
@@ -59,7 +59,13 @@ FAILURE_WORDS = re.compile(
     r"no entregado|non consegnat|niet bezorgd|onbestelbaar|n[ãa]o (?:foi )?entregue|"
     r"pas pu (?:être|etre) (?:remis|distribu)",
     re.IGNORECASE)
-_TEXT_REPLY = re.compile(r"(?<![\d.])([45])\d\d(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?(?![\d.])")
+# A reply code quoted in a report's text; not a telephone number ("(480) 624-2500", "480-624-2500").
+_TEXT_REPLY = re.compile(r"(?<![\d.(])([45])\d\d(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?(?![\d.)]|-\d{3}-\d)")
+# A report that the message is still queued (a delay warning, RFC 3464 Action: delayed in words): temporary.
+DELAY_WORDS = re.compile(r"not yet been delivered|delivery attempts will continue|"
+                         r"will (?:continue|keep) (?:trying|to try)|still (?:trying|being retried)|has been delayed|"
+                         r"delivery (?:is |has been )?delayed",
+                         re.IGNORECASE)
 
 
 class MessageKind(StrEnum):
@@ -88,6 +94,9 @@ class Parsed:
     recipients: frozenset[str] = field(default_factory=frozenset)
     # the mailbox provider's DMARC verdict on the From domain (sender.feedback.authentication)
     verdict: Verdict = Verdict.NONE
+    # a bounce's DSN Status (or the one its text implies: "5.0.0") and its class, when it has one
+    status: str = ""
+    failure: FailureClass | None = None
 
 
 def parse(raw: bytes, authserv_id: str | None = None) -> Parsed:
@@ -134,19 +143,21 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
         if not (temporary or permanent or status):
             return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, "a delivery report naming no failure")
         kind = MessageKind.HARD_BOUNCE if permanent else MessageKind.SOFT_BOUNCE
+        failure: FailureClass | None = None
         detail = f"{status} {diagnostic}".strip() or (
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
         if status:
             try:
-                failure = classify_bounce(status, diagnostic, report_text, stage)
+                verdict_of = explain_bounce(status, diagnostic, report_text, stage)
             except ValueError:  # a 2.x.x status: a delivery, not a failure
                 return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}"[:300])
+            failure = verdict_of.failure
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
-            # nothing against the address, so it is noted as soft and never suppresses.
-            kind = MessageKind.HARD_BOUNCE if failure is FailureClass.RECIPIENT and status.startswith("5") else \
-                MessageKind.SOFT_BOUNCE
+            # nothing against the address, and a full mailbox can be emptied: noted as soft, never suppressed.
+            gone = failure is FailureClass.RECIPIENT and verdict_of.rule != "mailbox_full"
+            kind = MessageKind.HARD_BOUNCE if gone and status.startswith("5") else MessageKind.SOFT_BOUNCE
             detail = f"{failure}: {detail}"
-        return Parsed(kind, own, sender, about, quoted, detail[:300], recipients, verdict)
+        return Parsed(kind, own, sender, about, quoted, detail[:300], recipients, verdict, status, failure)
     subject = mime.header(message, "Subject")
     if _is_auto_reply(message, subject):
         return Parsed(MessageKind.AUTO_REPLY, own, sender, threaded, detail=subject[:200], verdict=verdict)
@@ -304,6 +315,8 @@ def _text_failure(message: Message) -> tuple[str, str, str, SmtpStage | None]:
     text = _body_text(message)
     stage = SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(text) else None
     quoted = _TEXT_REPLY.search(text)
+    if DELAY_WORDS.search(text):
+        return "4.0.0", "", text[quoted.start():] if quoted else text, stage
     if quoted:
         return quoted.group(2) or f"{quoted.group(1)}.0.0", "", text[quoted.start():], stage
     if FAILURE_WORDS.search(text) or RECIPIENT_GONE.search(text) or DOMAIN_MISSING.search(text):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sender.feedback.bounces import MessageKind, parse
+from warmup import FailureClass
 
 OURS = "<ours-1@sender.example>"
 LEAD = "lead@rcpt.example"
@@ -92,3 +93,27 @@ def test_web_des_too_many_messages_on_the_server_is_a_soft_bounce_of_a_full_mail
     parsed = parse(_xdsn("4.2.2", "smtp; 452 4.2.2 User has too many messages on the server"))
     assert parsed.kind is MessageKind.SOFT_BOUNCE
     assert not parsed.detail.startswith("rate_limited"), parsed.detail
+
+
+def test_a_permanently_full_mailbox_is_a_soft_bounce_that_never_suppresses() -> None:
+    parsed = parse(_xdsn("5.2.2", "smtp; 552 5.2.2 Mailbox full"))
+    assert (parsed.kind, parsed.failure, parsed.status) == (MessageKind.SOFT_BOUNCE, FailureClass.RECIPIENT, "5.2.2")
+
+
+def test_a_disabled_mailbox_is_still_a_hard_bounce() -> None:
+    assert parse(_xdsn("5.2.1", "smtp; 550 5.2.1 Mailbox disabled")).kind is MessageKind.HARD_BOUNCE
+
+
+def test_a_text_warning_that_delivery_goes_on_is_a_temporary_soft_bounce() -> None:
+    body = ("This message was created automatically by mail delivery software.\r\n"
+            f"A message that you sent has not yet been delivered to {LEAD} after 24 hours.\r\n"
+            "Delivery attempts will continue for some time.\r\n\r\n" + _original())
+    parsed = parse(_mail("Mail Delivery System <MAILER-DAEMON@mx.rcpt.example>", "Warning: message delayed", body))
+    assert (parsed.kind, parsed.status) == (MessageKind.SOFT_BOUNCE, "4.0.0")
+
+
+def test_a_telephone_number_in_a_text_report_is_no_reply_code() -> None:
+    body = (f"Hi. This is the qmail-send program. For help call (480) 624-2500.\r\n<{LEAD}>:\r\n"
+            "The e-mail message could not be delivered because the user's mailfolder is full.\r\n\r\n" + _original())
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "failure notice", body))
+    assert (parsed.kind, parsed.status) == (MessageKind.SOFT_BOUNCE, "5.0.0")
