@@ -103,6 +103,10 @@ def sisimai(set_of_emails: Path, go_sisimai: Path, replies_only: bool, misses: b
     for reason in sorted(judged):
         print(f"  {reason:16s} {right[reason]:3d} / {judged[reason]:3d}")
     print(f"  {correct} of {total} right ({correct / total:.1%}), from {len(families)} MTAs and providers")
+    hard = [reason for reason in judged if REASON_CLASSES[reason] == frozenset({P})]
+    hard_right, hard_all = sum(right[h] for h in hard), sum(judged[h] for h in hard)
+    print(f"    hard bounces ({', '.join(sorted(hard))}): {hard_right} of {hard_all} "
+          f"({hard_right / max(1, hard_all):.1%})")
     for shape in ("DSN", "text report"):
         right_here, all_here = shapes[shape, True], shapes[shape, True] + shapes[shape, False]
         print(f"    {shape}s: {right_here} of {all_here} ({right_here / max(1, all_here):.1%})")

@@ -174,7 +174,8 @@ DOMAIN_MISSING = _re(
     r"host or domain name not found.*host not found(?!, try again)|nxdomain|domain name not found|invalid domain|"
     r"\bhost not found|name or service not known|no such host|"
     r"illegal host/domain name|host does not accept mail|"
-    r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|^host unknown|"
+    r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|\bhost unknown|"
+    r"couldn't find any host (?:named|by that name)|couldn't find a mail exchanger|"
     r"returned null mx|doesn't receive email according to the administrator|"
     r"domaine inexistant|domain existiert nicht|ドメインが存在しません"
 )
@@ -188,7 +189,12 @@ DOMAIN_DNS_BROKEN = _re(r"malformed (?:or unexpected )?name server reply")
 RECIPIENT_GONE = _re(
     r"user unknown|unknown user|no such (?:user|mailbox|recipient|address)|does(?: not|n't) exist|"
     r"recip(?:ient)?notfound|recipient not found|user not found|mailbox not found|mailbox unavailable|"
-    r"invalid recipient|unknown recipient|recipient (?:address )?rejected|(?<!sender )address rejected|"
+    r"invalid recipient|unknown recipient|no valid recipients?|"
+    # Postfix's "Recipient address rejected:" prefixes any refusal of its recipient restrictions: it is the
+    # recipient's unless the reason after it names our message or the destination's system ("Spam detected",
+    # "Message too big", "Mailer error"), which then decides by its own words and codes.
+    r"(?:recipient |(?<!sender ))address rejected(?!:[^.;(<-]{0,60}?\b(?:spam|virus|polic|content|media|message|"
+    r"mailer|system|internal|authori[sz]ed|blocked|dmarc|spf))|recipient rejected|"
     r"unknown or illegal (?:user|alias)|doesn't have a [\w.]+ account|not our (?:user|customer)|"
     r"no mailbox here|account (?:has been |is )?(?:disabled|inactive|discontinued)|disabled recipient|"
     r"mailbox is frozen|address couldn't be found|domain is not reachable\. please check the domain|"
@@ -234,7 +240,11 @@ BLOCKLIST_TEXT = _re(r"spamhaus|block ?list|blacklist|\bdnsbl\b|\brbl\b")
 # The MTA runs that program only for a recipient it accepted as local, so this outranks words about a user in the
 # same line (Postfix's `x-unix; procmail: Couldn't create "/var/spool/mail/neko" id: ...: No such user`).
 LOCAL_DELIVERY_FAILED = _re(r"procmail: (?:couldn't create|lock failure|error while writing)")
-UNAVAILABLE_FOR_NOW = _re(r"routing loop|hop count exceeded|too many hops|service (?:is )?(?:currently|temporarily) "
+# The relay gave up after retrying for days (RFC 3463 X.4.7, in words): the delivery, not the address, ran out of
+# time. A reason stated with it (a full mailbox) decides first.
+GAVE_UP_RETRYING = _re(r"delivery time expired|retry time(?:out)? (?:exceeded|expired)|delivery failed \d+ attempts")
+UNAVAILABLE_FOR_NOW = _re(r"(?:unable|wasn't able|was not able) to (?:establish an smtp connection|connect to)|"
+                          r"routing loop|hop count exceeded|too many hops|service (?:is )?(?:currently|temporarily) "
                           r"unavailable|\bpipe to \||connection (?:timed out|refused)|no route to host")
 SERVER_BUSY = _re(r"server busy")
 
@@ -378,6 +388,7 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("sender_throttled", FailureClass.RATE_LIMITED, _sender_throttled),
     FailureRule("recipient_disabled", FailureClass.RECIPIENT, _recipient_disabled),
     FailureRule("mailbox_full", FailureClass.RECIPIENT, _mailbox_full),
+    FailureRule("gave_up_retrying", FailureClass.TRANSIENT, lambda r: r.says(GAVE_UP_RETRYING)),
     FailureRule("content", FailureClass.CONTENT, _content),
     FailureRule("temporary_reply", FailureClass.TRANSIENT, lambda r: r.code is not None and 400 <= r.code < 500),
     FailureRule("permanent_reply", FailureClass.CONTENT, lambda r: r.permanent),

@@ -29,7 +29,7 @@ from sender.feedback import mime
 from sender.feedback.authentication import dmarc_verdict
 from sender.ledger.events import Verdict
 from warmup import FailureClass
-from warmup.failures import DOMAIN_MISSING, RECIPIENT_GONE, SmtpStage, explain_bounce
+from warmup.failures import DOMAIN_MISSING, MAILBOX_FULL, RECIPIENT_GONE, SmtpStage, explain_bounce
 
 log = logging.getLogger("sendhost.sender.inbox")
 
@@ -60,7 +60,11 @@ FAILURE_WORDS = re.compile(
     r"pas pu (?:être|etre) (?:remis|distribu)",
     re.IGNORECASE)
 # A reply code quoted in a report's text; not a telephone number ("(480) 624-2500", "480-624-2500").
-_TEXT_REPLY = re.compile(r"(?<![\d.(])([45])\d\d(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?(?![\d.)]|-\d{3}-\d)")
+# A reply code stands alone: not inside a word, an encoded line, an identifier or a telephone number.
+_TEXT_REPLY = re.compile(r"(?<![\w.(/+=-])([45])\d\d(?=[ \t-]|$)(?!-\d{3}-\d)(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?"
+                         r"(?![\d.)])", re.MULTILINE)
+# qmail states the enhanced code of a failure it reports in words: "... no mailbox here by that name. (#5.1.1)".
+_QMAIL_CODE = re.compile(r"\(#([45]\.\d{1,3}\.\d{1,3})\)")
 # A report that the message is still queued (a delay warning, RFC 3464 Action: delayed in words): temporary.
 DELAY_WORDS = re.compile(r"not yet been delivered|delivery attempts will continue|"
                          r"will (?:continue|keep) (?:trying|to try)|still (?:trying|being retried)|has been delayed|"
@@ -319,7 +323,10 @@ def _text_failure(message: Message) -> tuple[str, str, str, SmtpStage | None]:
         return "4.0.0", "", text[quoted.start():] if quoted else text, stage
     if quoted:
         return quoted.group(2) or f"{quoted.group(1)}.0.0", "", text[quoted.start():], stage
-    if FAILURE_WORDS.search(text) or RECIPIENT_GONE.search(text) or DOMAIN_MISSING.search(text):
+    stated = _QMAIL_CODE.search(text)
+    if stated:  # a report, not a delay: final whatever class the code carries ("(#4.4.1) I'm not going to try again")
+        return "5" + stated.group(1)[1:], "", text, stage
+    if any(words.search(text) for words in (FAILURE_WORDS, RECIPIENT_GONE, DOMAIN_MISSING, MAILBOX_FULL)):
         return "5.0.0", "", text, stage
     return "", "", "", None
 

@@ -117,3 +117,20 @@ def test_a_telephone_number_in_a_text_report_is_no_reply_code() -> None:
             "The e-mail message could not be delivered because the user's mailfolder is full.\r\n\r\n" + _original())
     parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "failure notice", body))
     assert (parsed.kind, parsed.status) == (MessageKind.SOFT_BOUNCE, "5.0.0")
+
+
+def test_digits_inside_an_encoded_line_or_an_identifier_are_no_reply_code() -> None:
+    body = (f"Your message could not be delivered to {LEAD}.\r\nUser not found.\r\n\r\n"
+            "X-Mailru-Sender: 529FC3EDD4E672349037D5FA5C4224003CC836476C0CAF46E3\r\n"
+            "Message-ID: <479ce6@df.example.jp>\r\n\r\n" + _original())
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Undelivered mail", body))
+    assert (parsed.kind, parsed.status) == (MessageKind.HARD_BOUNCE, "5.0.0")
+
+
+def test_a_qmail_report_stating_its_code_is_read_with_it_and_final() -> None:
+    body = ("Hi. This is the qmail-send program at mx.rcpt.example.\r\n"
+            "I'm afraid I wasn't able to deliver your message to the following addresses.\r\n\r\n"
+            f"<{LEAD}>:\r\nSorry, I wasn't able to establish an SMTP connection. (#4.4.1)\r\n"
+            "I'm not going to try again; this message has been in the queue too long.\r\n\r\n" + _original())
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "failure notice", body))
+    assert (parsed.kind, parsed.status, parsed.failure) == (MessageKind.SOFT_BOUNCE, "5.4.1", FailureClass.TRANSIENT)

@@ -224,6 +224,7 @@ RULE_WITNESSES: list[tuple[int | None, str | None, str, SmtpStage | None]] = [
     (421, "4.7.0", "Try again later, closing connection.", None),
     (550, "5.2.1", "", None),
     (552, "5.2.2", "", None),
+    (550, None, "retry timeout exceeded", None),
     (550, "5.7.1", "", None),
     (450, None, "", None),
     (550, None, "", None),

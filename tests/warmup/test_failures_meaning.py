@@ -87,3 +87,46 @@ def test_a_full_mailbox_in_any_words_is_the_full_mailbox_rule(reply: str) -> Non
 
 def test_a_message_too_big_for_the_server_is_not_a_full_mailbox() -> None:
     assert explain(552, None, "Message exceeds maximum size").rule != "mailbox_full"
+
+
+@pytest.mark.parametrize(("said", "expected"), [
+    ("550 5.7.0 <a@example.net>: Recipient address rejected: Spam detected", FailureClass.CONTENT),
+    ("550 5.7.0 <a@example.net>: Recipient address rejected: Policy violation", FailureClass.CONTENT),
+    ("554 5.3.4 <a@example.net>: Recipient address rejected: Message too big for system", FailureClass.CONTENT),
+    ("554 5.3.0 <a@example.net>: Recipient address rejected: Mailer error", FailureClass.TRANSIENT),
+    ("550 5.1.1 <a@example.net>: Recipient address rejected: User unknown in local recipient table",
+     FailureClass.RECIPIENT),
+    ("550 5.4.1 <a@example.net>: Recipient address rejected: Access denied", FailureClass.RECIPIENT),
+    ("550 5.7.1 <a@example.net>: Recipient address rejected: User a@example.net temporary locked.",
+     FailureClass.RECIPIENT),
+    ("550 5.7.1 <a@example.net>: Recipient address rejected", FailureClass.RECIPIENT),
+])
+def test_postfixs_recipient_address_rejected_is_decided_by_the_reason_after_it(said: str,
+                                                                               expected: FailureClass) -> None:
+    assert classify_bounce(said[4:9], f"smtp; {said}") is expected
+
+
+@pytest.mark.parametrize("said", [
+    "550 neko.example.org (smtp)... 550 Host unknown (Authoritative answer from name server)",
+    "Sorry, I couldn't find any host named nyaan.example. (#5.1.2)",
+    "Sorry, I couldn't find a mail exchanger or IP address. (#5.4.4)",
+])
+def test_a_relays_words_that_the_recipients_host_is_unknown_are_a_missing_domain(said: str) -> None:
+    assert classify_bounce("5.0.0", f"x-report-text; {said}") is FailureClass.RECIPIENT
+
+
+@pytest.mark.parametrize("words", [
+    "kijitora@example.com retry timeout exceeded",
+    "Delivery failed 20 attempts: kijitora@example.com",
+])
+def test_a_relay_that_gave_up_retrying_is_transient_not_a_refusal(words: str) -> None:
+    assert classify_bounce("5.0.0", f"x-report-text; {words}") is FailureClass.TRANSIENT
+
+
+def test_a_reason_given_with_the_expiry_decides_first() -> None:
+    assert classify_bounce("5.0.0", "x-report-text; mailbox is full: retry timeout exceeded") \
+        is FailureClass.RECIPIENT
+
+
+def test_no_valid_recipients_is_the_recipients() -> None:
+    assert classify_bounce("5.0.0", "x-report-text; Error: No valid recipients for this MM") is FailureClass.RECIPIENT
