@@ -226,6 +226,10 @@ MAILBOX_FULL = _re(
 # is not the domain's final destination refuses to relay). Said by our submission server, it is our account's.
 RELAY_REFUSED = _re(r"relaying (?:denied|not (?:permitted|allowed))|relay (?:access )?denied|unable to relay|"
                     r"we do not relay|(?:not|n.t) (?:in|on) my list of (?:allowed )?rcpthosts|use me .{0,80}as a relay")
+# Our message is too big for the destination (RFC 3463 X.3.4, X.2.3 in words): whatever code a server puts with it
+# (a 5.1.1 on "max message size exceeded"), the address is not at fault and a smaller message would pass.
+MESSAGE_TOO_BIG = _re(r"message (?:size|length) exceeds|(?:max(?:imum)? )?message size (?:limit )?exceeded|"
+                      r"message (?:is )?too (?:big|large)|exceeds (?:the )?max(?:imum)? (?:message )?size")
 # The recipient's inbox is flooded (Gmail X.2.1 "receiving mail at a rate that prevents ..."): congestion.
 RECIPIENT_FLOODED = _re(r"receiving (?:mail|email) (?:at a rate|too quickly)")
 CONTENT_TEXT = _re(r"spam|policy|block ?list|blocked|blacklist|spamhaus|virus|dmarc|\bspf\b|content")
@@ -381,6 +385,7 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("unknown_user_after_data", FailureClass.CONTENT, _unknown_user_after_data),
     FailureRule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
     FailureRule("blocklist_text", FailureClass.CONTENT, lambda r: r.says(BLOCKLIST_TEXT)),
+    FailureRule("message_too_big", FailureClass.CONTENT, lambda r: r.permanent and r.says(MESSAGE_TOO_BIG)),
     FailureRule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
     FailureRule("network_code", FailureClass.TRANSIENT, _network_code),
     FailureRule("unavailable_for_now", FailureClass.TRANSIENT, lambda r: r.says(UNAVAILABLE_FOR_NOW)),

@@ -217,6 +217,7 @@ RULE_WITNESSES: list[tuple[int | None, str | None, str, SmtpStage | None]] = [
     (550, None, "Unknown user", SmtpStage.AFTER_DATA),
     (550, None, "User unknown", None),
     (553, "5.1.3", "http://www.spamhaus.org/query/bl?ip=192.0.2.222", None),
+    (550, "5.1.1", "RCPT TO:<a@example.org> max message size exceeded", None),
     (450, "4.1.1", "try later", None),
     (421, "4.4.5", "Server busy, try again later.", None),
     (554, None, "Service currently unavailable", None),

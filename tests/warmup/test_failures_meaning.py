@@ -130,3 +130,12 @@ def test_a_reason_given_with_the_expiry_decides_first() -> None:
 
 def test_no_valid_recipients_is_the_recipients() -> None:
     assert classify_bounce("5.0.0", "x-report-text; Error: No valid recipients for this MM") is FailureClass.RECIPIENT
+
+
+@pytest.mark.parametrize("said", [
+    "550 5.1.1 RCPT TO:<a@example.org> max message size exceeded",
+    "552 5.2.3 Message length exceeds administrative limit",
+    "552 Message size exceeds fixed maximum message size",
+])
+def test_a_message_too_big_is_ours_whatever_code_comes_with_it(said: str) -> None:
+    assert classify_bounce("5.0.0", f"smtp; {said}") is FailureClass.CONTENT
