@@ -183,19 +183,28 @@ def flufl_labels(source: str) -> dict[str, str]:
 
 def _apt_sources() -> str:
     """A deb-src line for each Debian archive this machine installs from (its own mirror and suites)."""
-    lines = []
-    for path in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]:
-        text = path.read_text() if path.is_file() else ""
-        for stanza in re.split(r"\n\s*\n", text):
-            fields = dict(re.findall(r"^([\w-]+):\s*(.+)$", stanza, re.MULTILINE))
-            if "deb" in fields.get("Types", "").split():
-                for uri in fields.get("URIs", "").split():
-                    lines.append(f"deb-src {uri} {fields.get('Suites', '')} {fields.get('Components', 'main')}")
-        lines += [f"deb-src {rest}" for rest in re.findall(r"^\s*deb\s+(?!-src)(\S+\s+\S+.*)$", text, re.MULTILINE)]
-    found = [line for line in lines if "security" not in line]
+    paths = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    found = debian_source_lines([path.read_text() for path in paths if path.is_file()])
     if not found:
         raise CorpusError("no Debian archive in /etc/apt/sources*: this corpus is fetched as a Debian source package")
     return "\n".join(found) + "\n"
+
+
+def debian_source_lines(sources: list[str]) -> list[str]:
+    """The deb-src lines of the Debian archives in apt source files (deb822 stanzas or one-line entries): Debian's
+    own archive (its keyring, or a mirror's /debian path), not the security suite nor a vendor's repository."""
+    lines = []
+    for text in sources:
+        for stanza in re.split(r"\n\s*\n", text):
+            fields = dict(re.findall(r"^([\w-]+):\s*(.+)$", stanza, re.MULTILINE))
+            if "deb" in fields.get("Types", "").split():
+                keyring = fields.get("Signed-By", "").strip()
+                keys = f"[signed-by={keyring}] " if keyring.startswith("/") else ""
+                for uri in fields.get("URIs", "").split():
+                    lines.append(f"deb-src {keys}{uri} {fields.get('Suites', '')} {fields.get('Components', 'main')}")
+        lines += [f"deb-src {rest}" for rest in re.findall(r"^\s*deb\s+(\S+\s+\S+.*)$", text, re.MULTILINE)]
+    return [line for line in lines if "security" not in line and
+            ("debian-archive-keyring" in line or re.search(r"\s\S+/debian/?\s", line))]
 
 
 def bounceparser() -> Corpus:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.bounce_corpora import CORPORA, LABELS, baunsu_labels, bounceparser_labels, flufl_labels
+from tools.bounce_corpora import CORPORA, LABELS, baunsu_labels, bounceparser_labels, debian_source_lines, flufl_labels
 from tools.bounce_corpus import score
 
 FLOOR = 0.95
@@ -61,3 +61,17 @@ def test_baunsu_labels_are_what_each_test_asserts_of_the_files_it_picks() -> Non
     auto = "if (/^auto/i.test(file))\n...\n      assert.isFalse(result.bounced);\n"
     assert baunsu_labels(hard, emails) == {"bounce_a.txt": "permanent", "bounce_b.txt": "permanent"}
     assert baunsu_labels(auto, emails) == {"auto_c.txt": "no bounce"}
+
+
+def test_the_debian_source_lines_are_the_machines_own_debian_archive_only() -> None:
+    deb822 = ("Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
+              "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n"
+              "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n"
+              "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+    vendor = "deb [signed-by=/usr/share/keyrings/vendor.gpg] https://apt.vendor.example/node nodistro main\n"
+    one_line = "deb http://mirror.example/debian bookworm main contrib\n"
+    assert debian_source_lines([deb822, vendor, one_line]) == [
+        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://mirror.example/debian "
+        "bookworm bookworm-updates main",
+        "deb-src http://mirror.example/debian bookworm main contrib",
+    ]
