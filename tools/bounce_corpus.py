@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sender.feedback import mime
-from sender.feedback.bounces import DSN_TYPES, Parsed, failure_fields, parse
+from sender.feedback.bounces import DSN_TYPES, MessageKind, Parsed, failure_fields, parse
 from tools.bounce_corpora import CORPORA, LABELS, Corpus, CorpusError
 from warmup.failures import FailureClass, classify_bounce
 
@@ -76,12 +76,14 @@ def sisimai(set_of_emails: Path, go_sisimai: Path, replies_only: bool, misses: b
     judged: Counter[str] = Counter()
     right: Counter[str] = Counter()
     shapes: Counter[tuple[str, bool]] = Counter()
+    whole: Counter[tuple[str, bool]] = Counter()
     families: set[str] = set()
     missed = []
     for name, reason in sorted(expectations(go_sisimai).items()):
         path = set_of_emails / "maildir" / "bsd" / name
         if reason not in REASON_CLASSES or not path.exists():
             continue
+        whole[_whole_message(parse(path.read_bytes()), REASON_CLASSES[reason])] += 1
         message = email.message_from_bytes(path.read_bytes())
         shape = "DSN" if any(p.get_content_type() in DSN_TYPES for p in mime.parts(message)) else "text report"
         status, diagnostic, report_text, stage = failure_fields(message)
@@ -110,9 +112,25 @@ def sisimai(set_of_emails: Path, go_sisimai: Path, replies_only: bool, misses: b
     for shape in ("DSN", "text report"):
         right_here, all_here = shapes[shape, True], shapes[shape, True] + shapes[shape, False]
         print(f"    {shape}s: {right_here} of {all_here} ({right_here / max(1, all_here):.1%})")
+    print("  every mail as the inbox reads it (parse): a hard bounce where only the recipient's class fits, no hard "
+          "bounce where it does not")
+    for group in ("hard", "not hard", "either"):
+        right_here, all_here = whole[group, True], whole[group, True] + whole[group, False]
+        print(f"    {group}: {right_here} of {all_here} ({right_here / max(1, all_here):.1%})")
     if misses:
         for name, reason, status, diagnostic, got in missed:
             print(f"  MISS {name} [{reason}] {status} {diagnostic!r} -> {got}")
+
+
+def _whole_message(parsed: Parsed, classes: frozenset[FailureClass]) -> tuple[str, bool]:
+    """(group, right) of a sisimai mail read whole: its reason fits only `recipient` (a hard bounce is right), fits
+    no `recipient` (a soft bounce is right: detected, never suppressed), or either (any bounce)."""
+    bounce = parsed.kind in {MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE}
+    if classes == frozenset({P}):
+        return "hard", parsed.kind is MessageKind.HARD_BOUNCE
+    if P not in classes:
+        return "not hard", parsed.kind is MessageKind.SOFT_BOUNCE
+    return "either", bounce
 
 
 @dataclass(frozen=True)

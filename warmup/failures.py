@@ -189,7 +189,7 @@ DOMAIN_DNS_BROKEN = _re(r"malformed (?:or unexpected )?name server reply")
 RECIPIENT_GONE = _re(
     r"user unknown|unknown user|no such (?:user|mailbox|recipient|address)|does(?: not|n't) exist|"
     r"recip(?:ient)?notfound|recipient not found|user not found|mailbox not found|mailbox unavailable|"
-    r"invalid recipient|unknown recipient|no valid recipients?|"
+    r"invalid recipient|unknown recipient|no valid recipients?|invalid (?:final delivery )?user ?(?:id|name)?\b|"
     # Postfix's "Recipient address rejected:" prefixes any refusal of its recipient restrictions: it is the
     # recipient's unless the reason after it names our message or the destination's system ("Spam detected",
     # "Message too big", "Mailer error"), which then decides by its own words and codes.

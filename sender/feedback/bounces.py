@@ -150,6 +150,10 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
         failure: FailureClass | None = None
         detail = f"{status} {diagnostic}".strip() or (
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
+        if not status:
+            # A detector's verdict says only that the failure is final or not: why is in the report's words, read as
+            # any text report's are; with none that name the address gone, it is no reason to suppress it.
+            status, report_text = ("5.0.0" if permanent else "4.0.0"), _report_words(message) or detail
         if status:
             try:
                 verdict_of = explain_bounce(status, diagnostic, report_text, stage)
@@ -247,6 +251,19 @@ def _body_text(message: Message) -> str:
         if part.get_content_type() == "text/plain":
             return mime.clean(mime.text_of(part), 2000)
     return ""
+
+
+def _report_words(message: Message) -> str:
+    """A report's text parts and delivery-status parts, in order, at most 2,000 characters in all; a multipart whose
+    body has none of its boundaries (a relay that dropped them) is read as the text it is."""
+    found: list[str] = []
+    for part in mime.parts(message):
+        unsplit = part.get_content_maintype() == "multipart" and isinstance(part.get_payload(), str)
+        if unsplit or part.get_content_type() == "text/plain" or part.get_content_type() in DSN_TYPES:
+            found.append(mime.clean(mime.text_of(part) if not unsplit else part.get_payload(), 2000))
+        if sum(len(text) for text in found) >= 2000:
+            break
+    return " ".join(found)[:2000]
 
 
 def _is_complaint(message: Message) -> bool:

@@ -134,3 +134,30 @@ def test_a_qmail_report_stating_its_code_is_read_with_it_and_final() -> None:
             "I'm not going to try again; this message has been in the queue too long.\r\n\r\n" + _original())
     parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "failure notice", body))
     assert (parsed.kind, parsed.status, parsed.failure) == (MessageKind.SOFT_BOUNCE, "5.4.1", FailureClass.TRANSIENT)
+
+
+def _dsn_without_status(words: str) -> bytes:
+    boundary = "N-1"
+    body = (f"--{boundary}\r\nContent-Type: text/plain\r\n\r\n{words}\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: message/delivery-status\r\n\r\n"
+            "Reporting-MTA: dns; mx.rcpt.example\r\n\r\n"
+            f"Final-Recipient: rfc822; {LEAD}\r\nAction: failed\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: text/rfc822-headers\r\n\r\n{_original()}\r\n--{boundary}--\r\n")
+    return _mail("MAILER-DAEMON@mx.rcpt.example", "Returned mail", body,
+                 f'multipart/report; report-type=delivery-status; boundary="{boundary}"')
+
+
+def test_a_final_failure_with_no_status_is_hard_only_when_its_words_say_the_address_is_gone() -> None:
+    gone = parse(_dsn_without_status(f"mail.local: unknown user: {LEAD}"))
+    assert (gone.kind, gone.status, gone.failure) == (MessageKind.HARD_BOUNCE, "5.0.0", FailureClass.RECIPIENT)
+    refused = parse(_dsn_without_status("The owner of the list did not accept your message."))
+    assert (refused.kind, refused.status) == (MessageKind.SOFT_BOUNCE, "5.0.0")
+
+
+def test_a_report_whose_boundaries_were_dropped_is_read_as_its_text() -> None:
+    body = (f"Undeliverable Address: {LEAD}\r\nReason: mail.local: unknown user: lead\r\n"
+            "Original message attached\r\n\r\n" + _original())
+    raw = _mail("Mail Delivery Subsystem <MAILER-DAEMON@mx.rcpt.example>", "Returned mail",
+                body, 'multipart/report; report-type=delivery-status; boundary="B-1"')
+    parsed = parse(raw)
+    assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed

@@ -49,6 +49,7 @@ def test_a_mailbox_over_its_disk_space_limit_is_the_recipients_whatever_the_secu
     "550 recipient@example.net is not an active address at this host",
     "553 5.3.0 <a@example.net>... Addressee unknown",
     "550 this email address is wrong or no longer valid",
+    "550 Invalid final delivery userid: a@example.net",
 ])
 def test_a_recipients_words_decide_whatever_the_codes_subject(reply: str) -> None:
     assert classify(int(reply[:3]), None, reply[4:], SmtpStage.RCPT) is FailureClass.RECIPIENT
