@@ -46,9 +46,15 @@ MAX_RECIPIENTS = 16  # a bounce of one of our messages names one recipient; a DS
 DSN_TYPES = frozenset({"message/delivery-status", "message/global-delivery-status", "message/xdelivery-status"})
 _REPORT_TYPES = frozenset({"delivery-status", "global-delivery-status", "xdelivery-status"})
 # Who sends bounces (RFC 5321 4.5.1 postmaster, RFC 3464's MTA): mail from them is a report, never a lead's reply.
-_DAEMON_ADDRESS = re.compile(r"^(?:mailer-daemon|mailer_daemon|mail-daemon|maildaemon|postmaster)@", re.IGNORECASE)
-_DAEMON_NAME = re.compile(r"^\W{0,3}(?:mail delivery (?:system|subsystem)|mailer-daemon|postmaster)\b",
+# (An address without a domain too: "MAILER-DAEMON" alone, as some MTAs write it.)
+_DAEMON_ADDRESS = re.compile(r"^(?:mailer[-_ ]?daemon|mail-?daemon|post_?master)(?:@|$)", re.IGNORECASE)
+_DAEMON_NAME = re.compile(r"^\W{0,3}(?:mail deliver(?:y)? (?:system|subsystem)|mailer[- ]daemon|post_?master)\b",
                           re.IGNORECASE)
+# The subjects MTAs give their reports, at the start (a person's reply starts "Re:", and is read by its words).
+FAILURE_SUBJECT = re.compile(
+    r"^\s*(?:undeliverable|undelivered mail|returned mail|mail delivery failed|delivery status notification "
+    r"\(failure\)|failure notice|delivery failure|non remis|unzustellbar|no se pudo entregar|niet bezorgd)\b",
+    re.IGNORECASE)
 # A report's words that a delivery failed, as Exchange, Domino, GroupWise, qmail, Exim, Sendmail and Postfix write
 # them, in the languages their servers are localised to. Bounded: literal alternatives, no nested repetition.
 FAILURE_WORDS = re.compile(
@@ -238,11 +244,11 @@ def is_bounce(message: Message) -> bool:
     if _is_report(message) or any(p.get_content_type() in DSN_TYPES for p in mime.parts(message)):
         return True
     name, address = parseaddr(mime.header(message, "From"))
-    if _DAEMON_ADDRESS.match(address) or _DAEMON_NAME.match(name):
+    subject = mime.header(message, "Subject")
+    if _DAEMON_ADDRESS.match(address) or _DAEMON_NAME.match(name) or FAILURE_SUBJECT.match(subject):
         return True
     text = _body_text(message)
-    return bool(_QUOTED_ID.search(text) and (FAILURE_WORDS.search(text) or
-                                             FAILURE_WORDS.search(mime.header(message, "Subject"))))
+    return bool(_QUOTED_ID.search(text) and (FAILURE_WORDS.search(text) or FAILURE_WORDS.search(subject)))
 
 
 def _body_text(message: Message) -> str:

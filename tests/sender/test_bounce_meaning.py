@@ -161,3 +161,16 @@ def test_a_report_whose_boundaries_were_dropped_is_read_as_its_text() -> None:
                 body, 'multipart/report; report-type=delivery-status; boundary="B-1"')
     parsed = parse(raw)
     assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed
+
+
+@pytest.mark.parametrize(("sender", "subject"), [
+    ("MAILER-DAEMON", "There was an error sending your mail"),
+    ('"Mail Deliver System" <MAILER-DAEMON>', "Returned Mail: User unknown"),
+    ("post_master@vtext.example", "Re:Hello"),
+    ("Mailer Daemon <bounces@mx.rcpt.example>", "Delivery status notification: error"),
+    ("MMSC NDR Administrator <sysadmin@mmsc.rcpt.example>", "Undeliverable Message"),
+], ids=["daemon-without-domain", "deliver-system", "post_master", "mailer-daemon-name", "undeliverable-subject"])
+def test_reports_in_the_spellings_mtas_use_are_never_a_reply(sender: str, subject: str) -> None:
+    body = f"Message could not be delivered to {LEAD}.\r\nError: No valid recipients for this message.\r\n"
+    parsed = parse(_mail(sender, subject, body))
+    assert parsed.kind is MessageKind.HARD_BOUNCE, parsed
