@@ -172,7 +172,7 @@ SENDER_REFUSED = _re(
 # The recipient's domain does not exist (NXDOMAIN, a null MX), as opposed to a lookup that failed for now.
 DOMAIN_MISSING = _re(
     r"host or domain name not found.*host not found(?!, try again)|nxdomain|domain name not found|invalid domain|"
-    r"\bhost not found|name or service not known|no such host|"
+    r"\bhost (?:\S{1,253} )?not found|name or service not known|no such host|"
     r"illegal host/domain name|host does not accept mail|"
     r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|\bhost unknown|"
     r"couldn't find any host (?:named|by that name)|couldn't find a mail exchanger|"
@@ -204,7 +204,8 @@ RECIPIENT_GONE = _re(
     r"is not a known user|deactivated (?:mailbox|account|user)|is deactivated|bad[_ ]recipient|badrcptto|"
     r"no mail ?box(?:es)? (?:found|available|here)|not an? (?:active|valid) (?:address|user|account|mailbox|recipient)|"
     r"addressee unknown|(?:e-?mail )?address is (?:wrong|invalid|no longer valid)|"
-    r"mail-?box not found|not listed in (?:the )?(?:domino directory|public address book|address book)|"
+    r"mail-?box not found|"
+    r"not listed in (?:the )?(?:domino directory|public (?:name (?:&|and) )?address book|address book)|"
     r"destinataire (?:invalide|inconnu)|utilisateur inconnu|adresse inconnue|compte du destinataire est bloqu|"
     r"benutzer (?:nicht bekannt|unbekannt)|empf(?:ä|ae)nger (?:unbekannt|existiert nicht)|"
     r"(?:postfach|adresse) existiert nicht|存在しません|ユーザー(?:が)?(?:不明|見つかりません)"

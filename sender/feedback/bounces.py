@@ -61,12 +61,13 @@ FAILURE_WORDS = re.compile(
     r"undeliverable|undelivered|could not be delivered|couldn't be delivered|delivery (?:has )?failed|"
     r"delivery status notification \(failure\)|wasn't able to deliver|was not delivered|permanent (?:fatal )?error|"
     r"returned mail|message status - undeliverable|delivery failure|mail delivery failed|failure notice|"
-    r"user not found|unzustellbar|nicht zugestellt|non remis|non distribuable|no se pudo entregar|"
+    r"user not found|error delivering (?:your )?(?:mail|message)|"
+    r"unzustellbar|nicht zugestellt|non remis|non distribuable|no se pudo entregar|"
     r"no entregado|non consegnat|niet bezorgd|onbestelbaar|n[ãa]o (?:foi )?entregue|"
     r"pas pu (?:être|etre) (?:remis|distribu)",
     re.IGNORECASE)
-# A reply code quoted in a report's text; not a telephone number ("(480) 624-2500", "480-624-2500").
-# A reply code stands alone: not inside a word, an encoded line, an identifier or a telephone number.
+# A reply code quoted in a report's text stands alone: not inside a word, an encoded line, an identifier or a
+# telephone number ("(480) 624-2500", "480-624-2500").
 _TEXT_REPLY = re.compile(r"(?<![\w.(/+=-])([45])\d\d(?=[ \t-]|$)(?!-\d{3}-\d)(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?"
                          r"(?![\d.)])", re.MULTILINE)
 # qmail states the enhanced code of a failure it reports in words: "... no mailbox here by that name. (#5.1.1)".
@@ -325,7 +326,10 @@ def failure_fields(message: Message) -> tuple[str, str, str, SmtpStage | None]:
     status, diagnostic = _delivery_status(message)
     if not status:
         # A DSN whose status part cannot be read (cut at mime.MAX_BYTES) stays unread: its prose is not the status.
-        has_dsn = _is_report(message) or any(p.get_content_type() in DSN_TYPES for p in mime.parts(message))
+        # A report that has the returned message but no status part at all (ActiveHunter's) is a text report.
+        kinds = {p.get_content_type() for p in mime.parts(message)}
+        whole = bool(kinds & {"message/rfc822", "text/rfc822-headers"})
+        has_dsn = bool(kinds & DSN_TYPES) or (_is_report(message) and not whole)
         return (status, diagnostic, "", None) if has_dsn else _text_failure(message)
     text = _report_text(message)
     stage = SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(text) else None

@@ -174,3 +174,22 @@ def test_reports_in_the_spellings_mtas_use_are_never_a_reply(sender: str, subjec
     body = f"Message could not be delivered to {LEAD}.\r\nError: No valid recipients for this message.\r\n"
     parsed = parse(_mail(sender, subject, body))
     assert parsed.kind is MessageKind.HARD_BOUNCE, parsed
+
+
+def test_a_report_with_the_returned_message_but_no_status_part_is_read_as_a_text_report() -> None:
+    boundary = "R-1"
+    body = (f"--{boundary}\r\nContent-Type: text/plain\r\n\r\nYour message was not delivered.\r\n"
+            f"{LEAD}: 550 sorry, no mailbox here by that name (#5.1.1 - chkusr)\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: message/rfc822\r\n\r\n{_original()}\r\nHello\r\n--{boundary}--\r\n")
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Returned mail", body,
+                         f'multipart/report; report-type=delivery-status; boundary="{boundary}"'))
+    assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed
+
+
+@pytest.mark.parametrize("words", [
+    "There was an error delivering your mail to <lead@rcpt.example>.\r\nDNS lookup failure: host rcpt.example not found",
+    "------- Failure Reasons --------\r\nUser not listed in public Name & Address Book lead@rcpt.example",
+], ids=["dma-host-not-found", "notes-address-book"])
+def test_text_reports_of_a_missing_host_or_user_are_hard(words: str) -> None:
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Mail failure", f"{words}\r\n\r\n{_original()}"))
+    assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed
