@@ -170,7 +170,10 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
             # nothing against the address, and a full mailbox can be emptied: noted as soft, never suppressed.
             gone = failure is FailureClass.RECIPIENT and verdict_of.rule != "mailbox_full"
-            kind = MessageKind.HARD_BOUNCE if gone and status.startswith("5") else MessageKind.SOFT_BOUNCE
+            # Final: a permanent Status, or RFC 3464's `Action: failed` (the MTA makes no further attempt) whatever
+            # class the Status carries (Gmail reports an NXDOMAIN it gave up on as 4.0.0).
+            final = status.startswith("5") or _delivery_action(message) == "failed"
+            kind = MessageKind.HARD_BOUNCE if gone and final else MessageKind.SOFT_BOUNCE
             detail = f"{failure}: {detail}"
         return Parsed(kind, own, sender, about, quoted, detail[:300], recipients, verdict, status, failure)
     subject = mime.header(message, "Subject")
@@ -370,6 +373,19 @@ def _report_text(message: Message) -> str:
 
 def _delivery_status(message: Message) -> tuple[str, str]:
     """The first failed recipient's Status and Diagnostic-Code of a DSN ('' when it has none)."""
+    block = _failed_block(message)
+    return ((mime.header(block, "Status").split() or [""])[0], mime.header(block, "Diagnostic-Code")) if block \
+        else ("", "")
+
+
+def _delivery_action(message: Message) -> str:
+    """The first failed recipient's Action of a DSN, in lower case ('' when it has none)."""
+    block = _failed_block(message)
+    return mime.header(block, "Action").strip().lower() if block else ""
+
+
+def _failed_block(message: Message) -> Message | None:
+    """The first recipient block of a DSN whose Status is a failure (4.x.x or 5.x.x)."""
     for part in mime.parts(message):
         if part.get_content_type() not in DSN_TYPES:
             continue
@@ -379,8 +395,8 @@ def _delivery_status(message: Message) -> tuple[str, str]:
                 continue
             status = (mime.header(block, "Status").split() or [""])[0]
             if status and status[0] in "45":
-                return status, mime.header(block, "Diagnostic-Code")
-    return "", ""
+                return block
+    return None
 
 
 def _is_auto_reply(message: Message, subject: str) -> bool:

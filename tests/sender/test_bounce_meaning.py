@@ -187,9 +187,19 @@ def test_a_report_with_the_returned_message_but_no_status_part_is_read_as_a_text
 
 
 @pytest.mark.parametrize("words", [
-    "There was an error delivering your mail to <lead@rcpt.example>.\r\nDNS lookup failure: host rcpt.example not found",
+    "There was an error delivering your mail to <lead@rcpt.example>.\r\n"
+    "DNS lookup failure: host rcpt.example not found",
     "------- Failure Reasons --------\r\nUser not listed in public Name & Address Book lead@rcpt.example",
 ], ids=["dma-host-not-found", "notes-address-book"])
 def test_text_reports_of_a_missing_host_or_user_are_hard(words: str) -> None:
     parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Mail failure", f"{words}\r\n\r\n{_original()}"))
     assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed
+
+
+@pytest.mark.parametrize(("action", "expected"), [("failed", MessageKind.HARD_BOUNCE),
+                                                  ("delayed", MessageKind.SOFT_BOUNCE)])
+def test_an_action_failed_is_final_whatever_class_its_status_carries(action: str, expected: MessageKind) -> None:
+    # Gmail reports a domain it gave up on as Action: failed with Status 4.0.0 (RFC 3464 2.3.3: no further attempt).
+    raw = _xdsn("4.0.0", "smtp; DNS Error: DNS type 'mx' lookup of rcpt.example responded with code NXDOMAIN")
+    parsed = parse(raw.replace(b"Action: failed", f"Action: {action}".encode()))
+    assert parsed.kind is expected, parsed
