@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from sender.feedback.bounces import MessageKind, Parsed  # noqa: E402
 from warmup.failures import FailureClass  # noqa: E402
 
-FETCH_TIMEOUT = 600  # seconds for one client command
+FETCH_TIMEOUT = 300  # seconds for one client command
 DEBIAN_PACKAGE = "libmail-deliverystatus-bounceparser-perl"
 NPM_PACKAGE = "baunsu@0.2.3"
 
@@ -129,7 +129,11 @@ def _fetched(name: str, fetch: Callable[[Path], None]) -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         fetch(scratch)
-        scratch.rename(target)
+        try:
+            scratch.rename(target)
+        except OSError:
+            if not target.is_dir():  # another process fetched it meanwhile: theirs is as good as ours
+                raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
