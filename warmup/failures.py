@@ -93,6 +93,8 @@ class Reply:
     enhanced: str  # "5.1.1", or "" when the reply carries none
     text: str
     stage: SmtpStage | None
+    # The reply is the destination's, quoted by a relay's bounce (classify_bounce), not our submission server's.
+    remote: bool = False
 
     @property
     def permanent(self) -> bool:
@@ -170,18 +172,29 @@ SENDER_REFUSED = _re(
 # The recipient's domain does not exist (NXDOMAIN, a null MX), as opposed to a lookup that failed for now.
 DOMAIN_MISSING = _re(
     r"host or domain name not found.*host not found(?!, try again)|nxdomain|domain name not found|invalid domain|"
+    r"\bhost (?:\S{1,253} )?not found|name or service not known|no such host|"
     r"illegal host/domain name|host does not accept mail|"
-    r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|^host unknown|"
+    r"nonexistentdomain|domain (?:name )?does not exist|no such domain|unrouteable mail domain|\bhost unknown|"
+    r"couldn't find any host (?:named|by that name)|couldn't find a mail exchanger|"
     r"returned null mx|doesn't receive email according to the administrator|"
     r"domaine inexistant|domain existiert nicht|ドメインが存在しません"
 )
-DOMAIN_LOOKUP_TEMPORARY = _re(r"try again|temporar|servfail|timed out|malformed")
+DOMAIN_LOOKUP_TEMPORARY = _re(r"try again|temporar|servfail|timed out")
+# The domain's name servers answer, but with a reply no MTA can use (Postfix's "Malformed or unexpected name server
+# reply": an MX naming an address or an alias): final when the relay gave up on it (a permanent Status), a lookup to
+# try again when it did not.
+DOMAIN_DNS_BROKEN = _re(r"malformed (?:or unexpected )?name server reply")
 # The recipient does not exist or cannot receive: English, French (Orange, La Poste, SFR), German (Web.de, GMX),
 # Japanese.
 RECIPIENT_GONE = _re(
     r"user unknown|unknown user|no such (?:user|mailbox|recipient|address)|does(?: not|n't) exist|"
     r"recip(?:ient)?notfound|recipient not found|user not found|mailbox not found|mailbox unavailable|"
-    r"invalid recipient|unknown recipient|recipient (?:address )?rejected|(?<!sender )address rejected|"
+    r"invalid recipient|unknown recipient|no valid recipients?|invalid (?:final delivery )?user ?(?:id|name)?\b|"
+    # Postfix's "Recipient address rejected:" prefixes any refusal of its recipient restrictions: it is the
+    # recipient's unless the reason after it names our message or the destination's system ("Spam detected",
+    # "Message too big", "Mailer error"), which then decides by its own words and codes.
+    r"(?:recipient |(?<!sender ))address rejected(?!:[^.;(<-]{0,60}?\b(?:spam|virus|polic|content|media|message|"
+    r"mailer|system|internal|authori[sz]ed|blocked|dmarc|spf))|recipient rejected|"
     r"unknown or illegal (?:user|alias)|doesn't have a [\w.]+ account|not our (?:user|customer)|"
     r"no mailbox here|account (?:has been |is )?(?:disabled|inactive|discontinued)|disabled recipient|"
     r"mailbox is frozen|address couldn't be found|domain is not reachable\. please check the domain|"
@@ -189,7 +202,10 @@ RECIPIENT_GONE = _re(
     r"is (?:disabled|inactive)|no longer on server|unrouteable address|"
     r"resolver\.rst\.(?:authrequired|notauthorized|restrictedtorecipients)|"
     r"is not a known user|deactivated (?:mailbox|account|user)|is deactivated|bad[_ ]recipient|badrcptto|"
-    r"mail-?box not found|not listed in (?:the )?(?:domino directory|public address book|address book)|"
+    r"no mail ?box(?:es)? (?:found|available|here)|not an? (?:active|valid) (?:address|user|account|mailbox|recipient)|"
+    r"addressee unknown|(?:e-?mail )?address is (?:wrong|invalid|no longer valid)|"
+    r"mail-?box not found|"
+    r"not listed in (?:the )?(?:domino directory|public (?:name (?:&|and) )?address book|address book)|"
     r"destinataire (?:invalide|inconnu)|utilisateur inconnu|adresse inconnue|compte du destinataire est bloqu|"
     r"benutzer (?:nicht bekannt|unbekannt)|empf(?:ä|ae)nger (?:unbekannt|existiert nicht)|"
     r"(?:postfach|adresse) existiert nicht|存在しません|ユーザー(?:が)?(?:不明|見つかりません)"
@@ -198,11 +214,23 @@ RECIPIENT_GONE = _re(
 USER_UNKNOWN = _re(r"user unknown|unknown user|no such (?:user|mailbox|recipient)|unknown recipient|user not found")
 # The recipient's mailbox is full: permanent replies suppress the address (as X.2.2 does), temporary ones wait.
 MAILBOX_FULL = _re(
-    r"mailbox (?:is )?full|over quota|quota exceeded|out of storage space|exhausted allowed storage|"
+    r"(?:mail ?box|mail ?folder|account|inbox) (?:is )?full|over ?quota|quota (?:exceeded|violation)|"
+    r"would exceed (?:the )?(?:mailbox )?quota|mail ?box exceeds (?:the |its )?(?:allowed|maximum) (?:size|quota)|"
+    r"out of storage space|exhausted allowed storage|over (?:disk|storage) quota|"
     r"too many messages (?:on|in) (?:the|this|your) (?:server|mailbox|account)|"
     r"exceeded (?:its|the|their|his|her) (?:disk|storage) (?:space )?(?:limit|quota)|"
     r"speichervolumen|boîte (?:aux lettres )?pleine|メールボックスがいっぱい"
 )
+# The destination's MX will not take mail for the recipient's domain ("Relaying denied", qmail's "not in my list of
+# allowed rcpthosts", "trying to use me as a relay"): said by the recipient's own MX in a relay's bounce, the
+# domain is not served where its MX record points, and no later send gets through (RFC 5321 3.6.2: a server that
+# is not the domain's final destination refuses to relay). Said by our submission server, it is our account's.
+RELAY_REFUSED = _re(r"relaying (?:denied|not (?:permitted|allowed))|relay (?:access )?denied|unable to relay|"
+                    r"we do not relay|(?:not|n.t) (?:in|on) my list of (?:allowed )?rcpthosts|use me .{0,80}as a relay")
+# Our message is too big for the destination (RFC 3463 X.3.4, X.2.3 in words): whatever code a server puts with it
+# (a 5.1.1 on "max message size exceeded"), the address is not at fault and a smaller message would pass.
+MESSAGE_TOO_BIG = _re(r"message (?:size|length) exceeds|(?:max(?:imum)? )?message size (?:limit )?exceeded|"
+                      r"message (?:is )?too (?:big|large)|exceeds (?:the )?max(?:imum)? (?:message )?size")
 # The recipient's inbox is flooded (Gmail X.2.1 "receiving mail at a rate that prevents ..."): congestion.
 RECIPIENT_FLOODED = _re(r"receiving (?:mail|email) (?:at a rate|too quickly)")
 CONTENT_TEXT = _re(r"spam|policy|block ?list|blocked|blacklist|spamhaus|virus|dmarc|\bspf\b|content")
@@ -217,7 +245,11 @@ BLOCKLIST_TEXT = _re(r"spamhaus|block ?list|blacklist|\bdnsbl\b|\brbl\b")
 # The MTA runs that program only for a recipient it accepted as local, so this outranks words about a user in the
 # same line (Postfix's `x-unix; procmail: Couldn't create "/var/spool/mail/neko" id: ...: No such user`).
 LOCAL_DELIVERY_FAILED = _re(r"procmail: (?:couldn't create|lock failure|error while writing)")
-UNAVAILABLE_FOR_NOW = _re(r"routing loop|hop count exceeded|too many hops|service (?:is )?(?:currently|temporarily) "
+# The relay gave up after retrying for days (RFC 3463 X.4.7, in words): the delivery, not the address, ran out of
+# time. A reason stated with it (a full mailbox) decides first.
+GAVE_UP_RETRYING = _re(r"delivery time expired|retry time(?:out)? (?:exceeded|expired)|delivery failed \d+ attempts")
+UNAVAILABLE_FOR_NOW = _re(r"(?:unable|wasn't able|was not able) to (?:establish an smtp connection|connect to)|"
+                          r"routing loop|hop count exceeded|too many hops|service (?:is )?(?:currently|temporarily) "
                           r"unavailable|\bpipe to \||connection (?:timed out|refused)|no route to host")
 SERVER_BUSY = _re(r"server busy")
 
@@ -269,6 +301,8 @@ def _sender_refused_for_now(r: Reply) -> bool:
 
 
 def _domain_missing(r: Reply) -> bool:
+    if r.permanent and r.says(DOMAIN_DNS_BROKEN):
+        return True
     return r.says(DOMAIN_MISSING) and not r.says(DOMAIN_LOOKUP_TEMPORARY)
 
 
@@ -288,9 +322,14 @@ def _recipient_text(r: Reply) -> bool:
     return r.permanent and r.says(RECIPIENT_GONE)
 
 
-def _recipient_mailbox(r: Reply) -> bool:
-    # 5.2.1 disabled, 5.2.2 full (permanently: Gmail's "out of storage space and inactive"); 4.2.x waits.
-    return r.permanent and (r.enhanced in {"5.2.1", "5.2.2"} or r.says(MAILBOX_FULL))
+def _recipient_disabled(r: Reply) -> bool:
+    return r.permanent and r.enhanced == "5.2.1"
+
+
+def _mailbox_full(r: Reply) -> bool:
+    # 5.2.2 or a full mailbox's words, permanent: the recipient's (never our mailbox's); 4.2.x waits (transient).
+    # A bounce of it is soft (sender.feedback.bounces): a mailbox can be emptied.
+    return r.permanent and (r.enhanced == "5.2.2" or r.says(MAILBOX_FULL))
 
 
 def _network_code(r: Reply) -> bool:
@@ -341,16 +380,21 @@ RULES: tuple[FailureRule, ...] = (
     FailureRule("recipient_flooded", FailureClass.TRANSIENT, lambda r: r.says(RECIPIENT_FLOODED)),
     FailureRule("message_authentication_code", FailureClass.CONTENT, lambda r: r.enhanced in MESSAGE_AUTH_CODES),
     FailureRule("recipient_domain_missing", FailureClass.RECIPIENT, _domain_missing),
+    FailureRule("destination_refuses_domain", FailureClass.RECIPIENT,
+                lambda r: r.remote and r.permanent and r.says(RELAY_REFUSED)),
     FailureRule("local_delivery_failed", FailureClass.TRANSIENT, lambda r: r.says(LOCAL_DELIVERY_FAILED)),
     FailureRule("unknown_user_after_data", FailureClass.CONTENT, _unknown_user_after_data),
     FailureRule("recipient_text", FailureClass.RECIPIENT, _recipient_text),
     FailureRule("blocklist_text", FailureClass.CONTENT, lambda r: r.says(BLOCKLIST_TEXT)),
+    FailureRule("message_too_big", FailureClass.CONTENT, lambda r: r.permanent and r.says(MESSAGE_TOO_BIG)),
     FailureRule("addressing_code", FailureClass.RECIPIENT, _addressing_code),
     FailureRule("network_code", FailureClass.TRANSIENT, _network_code),
     FailureRule("unavailable_for_now", FailureClass.TRANSIENT, lambda r: r.says(UNAVAILABLE_FOR_NOW)),
     FailureRule("mail_system_code", FailureClass.TRANSIENT, _mail_system_code),
     FailureRule("sender_throttled", FailureClass.RATE_LIMITED, _sender_throttled),
-    FailureRule("recipient_mailbox", FailureClass.RECIPIENT, _recipient_mailbox),
+    FailureRule("recipient_disabled", FailureClass.RECIPIENT, _recipient_disabled),
+    FailureRule("mailbox_full", FailureClass.RECIPIENT, _mailbox_full),
+    FailureRule("gave_up_retrying", FailureClass.TRANSIENT, lambda r: r.says(GAVE_UP_RETRYING)),
     FailureRule("content", FailureClass.CONTENT, _content),
     FailureRule("temporary_reply", FailureClass.TRANSIENT, lambda r: r.code is not None and 400 <= r.code < 500),
     FailureRule("permanent_reply", FailureClass.CONTENT, lambda r: r.permanent),
@@ -404,7 +448,7 @@ def _enhanced_from_text(text: str) -> str:
 
 
 def explain(code: int | None, enhanced_code: str | None = None, text: str = "",
-            stage: SmtpStage | None = None) -> Verdict:
+            stage: SmtpStage | None = None, remote: bool = False) -> Verdict:
     """The class of a failed send and the rule that decided it. See `classify`."""
     text = text or ""
     enhanced = (enhanced_code or "").strip()
@@ -415,7 +459,7 @@ def explain(code: int | None, enhanced_code: str | None = None, text: str = "",
         enhanced = _enhanced_from_text(text)
     if code is not None and not 400 <= code < 600:
         raise ValueError(f"SMTP reply code {code} is not a failure (expected 4xx or 5xx)")
-    reply = Reply(code, enhanced, text, SmtpStage(stage) if stage is not None else None)
+    reply = Reply(code, enhanced, text, SmtpStage(stage) if stage is not None else None, remote)
     for rule in RULES:
         if rule.applies(reply):
             return Verdict(rule.failure, rule.name)
@@ -458,7 +502,13 @@ _SYSEXITS_RECIPIENT = frozenset({"67", "68"})
 
 def classify_bounce(status: str, diagnostic: str = "", report_text: str = "",
                     stage: SmtpStage | None = None) -> FailureClass:
-    """The class of a bounce (RFC 3464 delivery status): its `Status` and `Diagnostic-Code` fields.
+    """The class of a bounce (RFC 3464 delivery status): see `explain_bounce`."""
+    return explain_bounce(status, diagnostic, report_text, stage).failure
+
+
+def explain_bounce(status: str, diagnostic: str = "", report_text: str = "",
+                   stage: SmtpStage | None = None) -> Verdict:
+    """The class of a bounce and the rule that decided it, from its (RFC 3464) `Status` and `Diagnostic-Code`.
 
     A diagnostic of type `smtp` quotes the remote server's reply, which is classified as such; any other
     (`X-Postfix; Host or domain name not found ...`) has no reply, and the Status class stands for the reply class.
@@ -482,10 +532,11 @@ def classify_bounce(status: str, diagnostic: str = "", report_text: str = "",
         if code is not None and 400 <= code < 600:
             if code < 500 and status.endswith(".4.7"):
                 code += 100
-            return classify(code, enhanced or _enhanced_from_text(text) or status, text, stage)
+            return explain(code, enhanced or _enhanced_from_text(text) or status, text, stage, remote=True)
     if kind == "x-unix" and detail.strip().isdigit():
-        return FailureClass.RECIPIENT if detail.strip() in _SYSEXITS_RECIPIENT else FailureClass.TRANSIENT
-    return classify(int(status[0]) * 100 + 50, status, detail.strip())
+        exited = FailureClass.RECIPIENT if detail.strip() in _SYSEXITS_RECIPIENT else FailureClass.TRANSIENT
+        return Verdict(exited, "sysexits")
+    return explain(int(status[0]) * 100 + 50, status, detail.strip(), remote=True)
 
 
 def _decode(message: bytes | str) -> str:

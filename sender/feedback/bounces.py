@@ -4,8 +4,8 @@ an unsubscribe request, or a person's reply; which of our messages it is about; 
 Bounces are detected by `flufl.bounce` (RFC 3464 DSNs and the formats of Exim, qmail, Postfix, Microsoft, Yahoo,
 AOL...) and, before any reply verdict, by `is_bounce` (vendor delivery-status types, mail from a mailer-daemon or
 postmaster, a text quoting a Message-ID beside failure words); a DSN's Status and Diagnostic-Code are classified
-by `warmup.classify_bounce`: only an address that does not exist (class `recipient`) is a hard bounce that
-suppresses it; a policy or quota refusal is noted as soft.
+by `warmup.failures.explain_bounce`: only an address that does not exist (class `recipient`, but a full mailbox)
+is a hard bounce that suppresses it; a policy or quota refusal and a full mailbox are noted as soft.
 
 Every message is a stranger's: it is read within the bounds of sender.feedback.mime (bytes, parts, depth, IDs), and
 `parse` never raises: what cannot be read is MALFORMED, with the reason.
@@ -29,7 +29,7 @@ from sender.feedback import mime
 from sender.feedback.authentication import dmarc_verdict
 from sender.ledger.events import Verdict
 from warmup import FailureClass
-from warmup.failures import DOMAIN_MISSING, RECIPIENT_GONE, SmtpStage, classify_bounce
+from warmup.failures import DOMAIN_MISSING, MAILBOX_FULL, RECIPIENT_GONE, SmtpStage, explain_bounce
 
 log = logging.getLogger("sendhost.sender.inbox")
 
@@ -46,20 +46,37 @@ MAX_RECIPIENTS = 16  # a bounce of one of our messages names one recipient; a DS
 DSN_TYPES = frozenset({"message/delivery-status", "message/global-delivery-status", "message/xdelivery-status"})
 _REPORT_TYPES = frozenset({"delivery-status", "global-delivery-status", "xdelivery-status"})
 # Who sends bounces (RFC 5321 4.5.1 postmaster, RFC 3464's MTA): mail from them is a report, never a lead's reply.
-_DAEMON_ADDRESS = re.compile(r"^(?:mailer-daemon|mailer_daemon|mail-daemon|maildaemon|postmaster)@", re.IGNORECASE)
-_DAEMON_NAME = re.compile(r"^\W{0,3}(?:mail delivery (?:system|subsystem)|mailer-daemon|postmaster)\b",
+# (An address without a domain too: "MAILER-DAEMON" alone, as some MTAs write it.)
+_DAEMON_ADDRESS = re.compile(r"^(?:mailer[-_ ]?daemon|mail-?daemon|post_?master)(?:@|$)", re.IGNORECASE)
+_DAEMON_NAME = re.compile(r"^\W{0,3}(?:mail deliver(?:y)? (?:system|subsystem)|mailer[- ]daemon|post_?master)\b",
                           re.IGNORECASE)
+# The subjects MTAs give their reports, at the start (a person's reply starts "Re:", and is read by its words).
+FAILURE_SUBJECT = re.compile(
+    r"^\s*(?:undeliverable|undelivered mail|returned mail|mail delivery failed|delivery status notification "
+    r"\(failure\)|failure notice|delivery failure|non remis|unzustellbar|no se pudo entregar|niet bezorgd)\b",
+    re.IGNORECASE)
 # A report's words that a delivery failed, as Exchange, Domino, GroupWise, qmail, Exim, Sendmail and Postfix write
 # them, in the languages their servers are localised to. Bounded: literal alternatives, no nested repetition.
 FAILURE_WORDS = re.compile(
     r"undeliverable|undelivered|could not be delivered|couldn't be delivered|delivery (?:has )?failed|"
     r"delivery status notification \(failure\)|wasn't able to deliver|was not delivered|permanent (?:fatal )?error|"
     r"returned mail|message status - undeliverable|delivery failure|mail delivery failed|failure notice|"
-    r"user not found|unzustellbar|nicht zugestellt|non remis|non distribuable|no se pudo entregar|"
+    r"user not found|error delivering (?:your )?(?:mail|message)|"
+    r"unzustellbar|nicht zugestellt|non remis|non distribuable|no se pudo entregar|"
     r"no entregado|non consegnat|niet bezorgd|onbestelbaar|n[ãa]o (?:foi )?entregue|"
     r"pas pu (?:être|etre) (?:remis|distribu)",
     re.IGNORECASE)
-_TEXT_REPLY = re.compile(r"(?<![\d.])([45])\d\d(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?(?![\d.])")
+# A reply code quoted in a report's text stands alone: not inside a word, an encoded line, an identifier or a
+# telephone number ("(480) 624-2500", "480-624-2500").
+_TEXT_REPLY = re.compile(r"(?<![\w.(/+=-])([45])\d\d(?=[ \t-]|$)(?!-\d{3}-\d)(?:[ -]+#?([245]\.\d{1,3}\.\d{1,3}))?"
+                         r"(?![\d.)])", re.MULTILINE)
+# qmail states the enhanced code of a failure it reports in words: "... no mailbox here by that name. (#5.1.1)".
+_QMAIL_CODE = re.compile(r"\(#([45]\.\d{1,3}\.\d{1,3})\)")
+# A report that the message is still queued (a delay warning, RFC 3464 Action: delayed in words): temporary.
+DELAY_WORDS = re.compile(r"not yet been delivered|delivery attempts will continue|"
+                         r"will (?:continue|keep) (?:trying|to try)|still (?:trying|being retried)|has been delayed|"
+                         r"delivery (?:is |has been )?delayed",
+                         re.IGNORECASE)
 
 
 class MessageKind(StrEnum):
@@ -88,6 +105,9 @@ class Parsed:
     recipients: frozenset[str] = field(default_factory=frozenset)
     # the mailbox provider's DMARC verdict on the From domain (sender.feedback.authentication)
     verdict: Verdict = Verdict.NONE
+    # a bounce's DSN Status (or the one its text implies: "5.0.0") and its class, when it has one
+    status: str = ""
+    failure: FailureClass | None = None
 
 
 def parse(raw: bytes, authserv_id: str | None = None) -> Parsed:
@@ -134,19 +154,28 @@ def _classify(message: Message, authserv_id: str | None) -> Parsed:
         if not (temporary or permanent or status):
             return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, "a delivery report naming no failure")
         kind = MessageKind.HARD_BOUNCE if permanent else MessageKind.SOFT_BOUNCE
+        failure: FailureClass | None = None
         detail = f"{status} {diagnostic}".strip() or (
             "permanent failure (no DSN status)" if permanent else "temporary failure (no DSN status)")
+        if not status:
+            # A detector's verdict says only that the failure is final or not: why is in the report's words, read as
+            # any text report's are; with none that name the address gone, it is no reason to suppress it.
+            status, report_text = ("5.0.0" if permanent else "4.0.0"), _report_words(message) or detail
         if status:
             try:
-                failure = classify_bounce(status, diagnostic, report_text, stage)
+                verdict_of = explain_bounce(status, diagnostic, report_text, stage)
             except ValueError:  # a 2.x.x status: a delivery, not a failure
                 return Parsed(MessageKind.MALFORMED, own, sender, about, quoted, f"not a failure: {detail}"[:300])
+            failure = verdict_of.failure
             # Only an address that does not exist is a hard bounce; a refusal for policy, content or quota says
-            # nothing against the address, so it is noted as soft and never suppresses.
-            kind = MessageKind.HARD_BOUNCE if failure is FailureClass.RECIPIENT and status.startswith("5") else \
-                MessageKind.SOFT_BOUNCE
+            # nothing against the address, and a full mailbox can be emptied: noted as soft, never suppressed.
+            gone = failure is FailureClass.RECIPIENT and verdict_of.rule != "mailbox_full"
+            # Final: a permanent Status, or RFC 3464's `Action: failed` (the MTA makes no further attempt) whatever
+            # class the Status carries (Gmail reports an NXDOMAIN it gave up on as 4.0.0).
+            final = status.startswith("5") or _delivery_action(message) == "failed"
+            kind = MessageKind.HARD_BOUNCE if gone and final else MessageKind.SOFT_BOUNCE
             detail = f"{failure}: {detail}"
-        return Parsed(kind, own, sender, about, quoted, detail[:300], recipients, verdict)
+        return Parsed(kind, own, sender, about, quoted, detail[:300], recipients, verdict, status, failure)
     subject = mime.header(message, "Subject")
     if _is_auto_reply(message, subject):
         return Parsed(MessageKind.AUTO_REPLY, own, sender, threaded, detail=subject[:200], verdict=verdict)
@@ -219,11 +248,11 @@ def is_bounce(message: Message) -> bool:
     if _is_report(message) or any(p.get_content_type() in DSN_TYPES for p in mime.parts(message)):
         return True
     name, address = parseaddr(mime.header(message, "From"))
-    if _DAEMON_ADDRESS.match(address) or _DAEMON_NAME.match(name):
+    subject = mime.header(message, "Subject")
+    if _DAEMON_ADDRESS.match(address) or _DAEMON_NAME.match(name) or FAILURE_SUBJECT.match(subject):
         return True
     text = _body_text(message)
-    return bool(_QUOTED_ID.search(text) and (FAILURE_WORDS.search(text) or
-                                             FAILURE_WORDS.search(mime.header(message, "Subject"))))
+    return bool(_QUOTED_ID.search(text) and (FAILURE_WORDS.search(text) or FAILURE_WORDS.search(subject)))
 
 
 def _body_text(message: Message) -> str:
@@ -232,6 +261,19 @@ def _body_text(message: Message) -> str:
         if part.get_content_type() == "text/plain":
             return mime.clean(mime.text_of(part), 2000)
     return ""
+
+
+def _report_words(message: Message) -> str:
+    """A report's text parts and delivery-status parts, in order, at most 2,000 characters in all; a multipart whose
+    body has none of its boundaries (a relay that dropped them) is read as the text it is."""
+    found: list[str] = []
+    for part in mime.parts(message):
+        unsplit = part.get_content_maintype() == "multipart" and isinstance(part.get_payload(), str)
+        if unsplit or part.get_content_type() == "text/plain" or part.get_content_type() in DSN_TYPES:
+            found.append(mime.clean(mime.text_of(part) if not unsplit else part.get_payload(), 2000))
+        if sum(len(text) for text in found) >= 2000:
+            break
+    return " ".join(found)[:2000]
 
 
 def _is_complaint(message: Message) -> bool:
@@ -287,7 +329,10 @@ def failure_fields(message: Message) -> tuple[str, str, str, SmtpStage | None]:
     status, diagnostic = _delivery_status(message)
     if not status:
         # A DSN whose status part cannot be read (cut at mime.MAX_BYTES) stays unread: its prose is not the status.
-        has_dsn = _is_report(message) or any(p.get_content_type() in DSN_TYPES for p in mime.parts(message))
+        # A report that has the returned message but no status part at all (ActiveHunter's) is a text report.
+        kinds = {p.get_content_type() for p in mime.parts(message)}
+        whole = bool(kinds & {"message/rfc822", "text/rfc822-headers"})
+        has_dsn = bool(kinds & DSN_TYPES) or (_is_report(message) and not whole)
         return (status, diagnostic, "", None) if has_dsn else _text_failure(message)
     text = _report_text(message)
     stage = SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(text) else None
@@ -304,9 +349,14 @@ def _text_failure(message: Message) -> tuple[str, str, str, SmtpStage | None]:
     text = _body_text(message)
     stage = SmtpStage.AFTER_DATA if _AFTER_END_OF_DATA.search(text) else None
     quoted = _TEXT_REPLY.search(text)
+    if DELAY_WORDS.search(text):
+        return "4.0.0", "", text[quoted.start():] if quoted else text, stage
     if quoted:
         return quoted.group(2) or f"{quoted.group(1)}.0.0", "", text[quoted.start():], stage
-    if FAILURE_WORDS.search(text) or RECIPIENT_GONE.search(text) or DOMAIN_MISSING.search(text):
+    stated = _QMAIL_CODE.search(text)
+    if stated:  # a report, not a delay: final whatever class the code carries ("(#4.4.1) I'm not going to try again")
+        return "5" + stated.group(1)[1:], "", text, stage
+    if any(words.search(text) for words in (FAILURE_WORDS, RECIPIENT_GONE, DOMAIN_MISSING, MAILBOX_FULL)):
         return "5.0.0", "", text, stage
     return "", "", "", None
 
@@ -323,6 +373,19 @@ def _report_text(message: Message) -> str:
 
 def _delivery_status(message: Message) -> tuple[str, str]:
     """The first failed recipient's Status and Diagnostic-Code of a DSN ('' when it has none)."""
+    block = _failed_block(message)
+    return ((mime.header(block, "Status").split() or [""])[0], mime.header(block, "Diagnostic-Code")) if block \
+        else ("", "")
+
+
+def _delivery_action(message: Message) -> str:
+    """The first failed recipient's Action of a DSN, in lower case ('' when it has none)."""
+    block = _failed_block(message)
+    return mime.header(block, "Action").strip().lower() if block else ""
+
+
+def _failed_block(message: Message) -> Message | None:
+    """The first recipient block of a DSN whose Status is a failure (4.x.x or 5.x.x)."""
     for part in mime.parts(message):
         if part.get_content_type() not in DSN_TYPES:
             continue
@@ -332,8 +395,8 @@ def _delivery_status(message: Message) -> tuple[str, str]:
                 continue
             status = (mime.header(block, "Status").split() or [""])[0]
             if status and status[0] in "45":
-                return status, mime.header(block, "Diagnostic-Code")
-    return "", ""
+                return block
+    return None
 
 
 def _is_auto_reply(message: Message, subject: str) -> bool:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from sender.ledger.store import Settle
 from sender.sending.submission import Result, ResultKind, Stage
-from warmup import FailureClass, SmtpStage, classify
-from warmup.failures import blames_connecting_ip, refuses_send_as
+from warmup import FailureClass, SmtpStage
+from warmup.failures import blames_connecting_ip, explain, refuses_send_as
 
 # The submission's stages as warmup.classify knows them (the TLS handshake belongs to the greeting's exchange).
 _CLASSIFY_STAGE = {
@@ -49,7 +49,8 @@ def decide(result: Result, retry_delay_s: float) -> Disposition:
         return Disposition(Settle.REROUTE, None, False, REROUTE_DELAY_S, f"{detail}; {BLAMED_RETIRED}",
                            retire_source=True)
     # No reply before the end of DATA is transient (nothing was handed over); after it, unknown.
-    failure = classify(result.code, None, result.text, stage=_CLASSIFY_STAGE[result.stage])
+    verdict = explain(result.code, None, result.text, stage=_CLASSIFY_STAGE[result.stage])
+    failure = verdict.failure
     if failure is FailureClass.UNKNOWN:
         # Lost after the end of DATA: the server may have it. Never retried; a person checks Sent Items.
         return Disposition(Settle.UNCONFIRMED, None, True, 0.0, detail + "; check Sent Items")
@@ -61,6 +62,10 @@ def decide(result: Result, retry_delay_s: float) -> Disposition:
             detail += ("; the login may not send as the From (the mailbox's address): grant it Send As on that "
                        "address, or make smtp.username the mailbox's own address")
         return Disposition(Settle.REROUTE, failure, False, REROUTE_DELAY_S, detail)
+    if verdict.rule == "mailbox_full":
+        # The recipient's full mailbox: this step failed, but the address is kept (a mailbox can be emptied, as a
+        # bounce of it is soft) and our mailbox is not at fault (the class frees the slot, no breaker count).
+        return Disposition(Settle.FAILED, failure, False, 0.0, detail + "; the recipient's mailbox is full")
     if failure is FailureClass.RECIPIENT:
         # A permanent refusal of the address is a hard bounce of the mailbox, as the same refusal in a DSN would be;
         # a temporary one (450 4.1.1) suppresses the address but says less about the list.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sender.feedback.bounces import MessageKind, parse
+from warmup import FailureClass
 
 OURS = "<ours-1@sender.example>"
 LEAD = "lead@rcpt.example"
@@ -92,3 +93,113 @@ def test_web_des_too_many_messages_on_the_server_is_a_soft_bounce_of_a_full_mail
     parsed = parse(_xdsn("4.2.2", "smtp; 452 4.2.2 User has too many messages on the server"))
     assert parsed.kind is MessageKind.SOFT_BOUNCE
     assert not parsed.detail.startswith("rate_limited"), parsed.detail
+
+
+def test_a_permanently_full_mailbox_is_a_soft_bounce_that_never_suppresses() -> None:
+    parsed = parse(_xdsn("5.2.2", "smtp; 552 5.2.2 Mailbox full"))
+    assert (parsed.kind, parsed.failure, parsed.status) == (MessageKind.SOFT_BOUNCE, FailureClass.RECIPIENT, "5.2.2")
+
+
+def test_a_disabled_mailbox_is_still_a_hard_bounce() -> None:
+    assert parse(_xdsn("5.2.1", "smtp; 550 5.2.1 Mailbox disabled")).kind is MessageKind.HARD_BOUNCE
+
+
+def test_a_text_warning_that_delivery_goes_on_is_a_temporary_soft_bounce() -> None:
+    body = ("This message was created automatically by mail delivery software.\r\n"
+            f"A message that you sent has not yet been delivered to {LEAD} after 24 hours.\r\n"
+            "Delivery attempts will continue for some time.\r\n\r\n" + _original())
+    parsed = parse(_mail("Mail Delivery System <MAILER-DAEMON@mx.rcpt.example>", "Warning: message delayed", body))
+    assert (parsed.kind, parsed.status) == (MessageKind.SOFT_BOUNCE, "4.0.0")
+
+
+def test_a_telephone_number_in_a_text_report_is_no_reply_code() -> None:
+    body = (f"Hi. This is the qmail-send program. For help call (480) 624-2500.\r\n<{LEAD}>:\r\n"
+            "The e-mail message could not be delivered because the user's mailfolder is full.\r\n\r\n" + _original())
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "failure notice", body))
+    assert (parsed.kind, parsed.status) == (MessageKind.SOFT_BOUNCE, "5.0.0")
+
+
+def test_digits_inside_an_encoded_line_or_an_identifier_are_no_reply_code() -> None:
+    body = (f"Your message could not be delivered to {LEAD}.\r\nUser not found.\r\n\r\n"
+            "X-Mailru-Sender: 529FC3EDD4E672349037D5FA5C4224003CC836476C0CAF46E3\r\n"
+            "Message-ID: <479ce6@df.example.jp>\r\n\r\n" + _original())
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Undelivered mail", body))
+    assert (parsed.kind, parsed.status) == (MessageKind.HARD_BOUNCE, "5.0.0")
+
+
+def test_a_qmail_report_stating_its_code_is_read_with_it_and_final() -> None:
+    body = ("Hi. This is the qmail-send program at mx.rcpt.example.\r\n"
+            "I'm afraid I wasn't able to deliver your message to the following addresses.\r\n\r\n"
+            f"<{LEAD}>:\r\nSorry, I wasn't able to establish an SMTP connection. (#4.4.1)\r\n"
+            "I'm not going to try again; this message has been in the queue too long.\r\n\r\n" + _original())
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "failure notice", body))
+    assert (parsed.kind, parsed.status, parsed.failure) == (MessageKind.SOFT_BOUNCE, "5.4.1", FailureClass.TRANSIENT)
+
+
+def _dsn_without_status(words: str) -> bytes:
+    boundary = "N-1"
+    body = (f"--{boundary}\r\nContent-Type: text/plain\r\n\r\n{words}\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: message/delivery-status\r\n\r\n"
+            "Reporting-MTA: dns; mx.rcpt.example\r\n\r\n"
+            f"Final-Recipient: rfc822; {LEAD}\r\nAction: failed\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: text/rfc822-headers\r\n\r\n{_original()}\r\n--{boundary}--\r\n")
+    return _mail("MAILER-DAEMON@mx.rcpt.example", "Returned mail", body,
+                 f'multipart/report; report-type=delivery-status; boundary="{boundary}"')
+
+
+def test_a_final_failure_with_no_status_is_hard_only_when_its_words_say_the_address_is_gone() -> None:
+    gone = parse(_dsn_without_status(f"mail.local: unknown user: {LEAD}"))
+    assert (gone.kind, gone.status, gone.failure) == (MessageKind.HARD_BOUNCE, "5.0.0", FailureClass.RECIPIENT)
+    refused = parse(_dsn_without_status("The owner of the list did not accept your message."))
+    assert (refused.kind, refused.status) == (MessageKind.SOFT_BOUNCE, "5.0.0")
+
+
+def test_a_report_whose_boundaries_were_dropped_is_read_as_its_text() -> None:
+    body = (f"Undeliverable Address: {LEAD}\r\nReason: mail.local: unknown user: lead\r\n"
+            "Original message attached\r\n\r\n" + _original())
+    raw = _mail("Mail Delivery Subsystem <MAILER-DAEMON@mx.rcpt.example>", "Returned mail",
+                body, 'multipart/report; report-type=delivery-status; boundary="B-1"')
+    parsed = parse(raw)
+    assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed
+
+
+@pytest.mark.parametrize(("sender", "subject"), [
+    ("MAILER-DAEMON", "There was an error sending your mail"),
+    ('"Mail Deliver System" <MAILER-DAEMON>', "Returned Mail: User unknown"),
+    ("post_master@vtext.example", "Re:Hello"),
+    ("Mailer Daemon <bounces@mx.rcpt.example>", "Delivery status notification: error"),
+    ("MMSC NDR Administrator <sysadmin@mmsc.rcpt.example>", "Undeliverable Message"),
+], ids=["daemon-without-domain", "deliver-system", "post_master", "mailer-daemon-name", "undeliverable-subject"])
+def test_reports_in_the_spellings_mtas_use_are_never_a_reply(sender: str, subject: str) -> None:
+    body = f"Message could not be delivered to {LEAD}.\r\nError: No valid recipients for this message.\r\n"
+    parsed = parse(_mail(sender, subject, body))
+    assert parsed.kind is MessageKind.HARD_BOUNCE, parsed
+
+
+def test_a_report_with_the_returned_message_but_no_status_part_is_read_as_a_text_report() -> None:
+    boundary = "R-1"
+    body = (f"--{boundary}\r\nContent-Type: text/plain\r\n\r\nYour message was not delivered.\r\n"
+            f"{LEAD}: 550 sorry, no mailbox here by that name (#5.1.1 - chkusr)\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: message/rfc822\r\n\r\n{_original()}\r\nHello\r\n--{boundary}--\r\n")
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Returned mail", body,
+                         f'multipart/report; report-type=delivery-status; boundary="{boundary}"'))
+    assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed
+
+
+@pytest.mark.parametrize("words", [
+    "There was an error delivering your mail to <lead@rcpt.example>.\r\n"
+    "DNS lookup failure: host rcpt.example not found",
+    "------- Failure Reasons --------\r\nUser not listed in public Name & Address Book lead@rcpt.example",
+], ids=["dma-host-not-found", "notes-address-book"])
+def test_text_reports_of_a_missing_host_or_user_are_hard(words: str) -> None:
+    parsed = parse(_mail("MAILER-DAEMON@mx.rcpt.example", "Mail failure", f"{words}\r\n\r\n{_original()}"))
+    assert (parsed.kind, parsed.failure) == (MessageKind.HARD_BOUNCE, FailureClass.RECIPIENT), parsed
+
+
+@pytest.mark.parametrize(("action", "expected"), [("failed", MessageKind.HARD_BOUNCE),
+                                                  ("delayed", MessageKind.SOFT_BOUNCE)])
+def test_an_action_failed_is_final_whatever_class_its_status_carries(action: str, expected: MessageKind) -> None:
+    # Gmail reports a domain it gave up on as Action: failed with Status 4.0.0 (RFC 3464 2.3.3: no further attempt).
+    raw = _xdsn("4.0.0", "smtp; DNS Error: DNS type 'mx' lookup of rcpt.example responded with code NXDOMAIN")
+    parsed = parse(raw.replace(b"Action: failed", f"Action: {action}".encode()))
+    assert parsed.kind is expected, parsed

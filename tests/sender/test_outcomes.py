@@ -28,6 +28,10 @@ TABLE = [
     ("recipient", Scripted("rcpt", "550 5.1.1 The email account that you tried to reach does not exist. Please "
                                    "try double-checking the recipient's email address for typos"),
      "suppressed", 1, "ready", False),
+    # The recipient's full mailbox: this step fails, the address is kept and our mailbox is not at fault.
+    ("full mailbox", Scripted("rcpt", "552 5.2.2 The email account that you tried to reach is over quota. Please "
+                                      "direct the recipient to https://support.google.com/mail/?p=OverQuotaPerm"),
+     "failed", 1, "ready", False),
     ("content", Scripted("data", "550 5.7.1 This message was blocked because its content presents a potential "
                                  "security issue."),
      "failed", 1, "ready", False),

@@ -172,8 +172,14 @@ class TestPrecedence:
     def test_a_dns_lookup_that_failed_for_now_stays_transient(self) -> None:
         assert classify(450, "4.4.3", "Host or domain name not found. Name service error for name=x.example "
                                       "type=MX: Host not found, try again") is T
-        assert classify(550, "5.4.4", "Name service error for name=x.example type=MX: Malformed or unexpected "
+        assert classify(450, "4.4.3", "Name service error for name=x.example type=MX: Malformed or unexpected "
                                       "name server reply") is T
+
+    def test_a_domain_whose_dns_answer_is_unusable_is_the_recipients_once_the_relay_gives_up(self) -> None:
+        # Postfix's "Malformed ... name server reply" with a permanent Status: the domain's published DNS cannot be
+        # used (an MX naming an address or an alias), and every later send would fail the same way.
+        assert classify(550, "5.4.4", "Name service error for name=x.example type=MX: Malformed or unexpected "
+                                      "name server reply") is P
 
     def test_recipient_text_needs_a_permanent_reply(self) -> None:
         assert classify(550, None, "Recipient address rejected: User unknown") is P
@@ -187,6 +193,7 @@ class TestPrecedence:
         names = [rule.name for rule in RULES]
         assert len(names) == len(set(names))
         seen = {explain(*case).rule for case in RULE_WITNESSES}
+        seen |= {explain(*case, remote=True).rule for case in REMOTE_RULE_WITNESSES}
         assert seen == set(names)
 
 
@@ -210,15 +217,22 @@ RULE_WITNESSES: list[tuple[int | None, str | None, str, SmtpStage | None]] = [
     (550, None, "Unknown user", SmtpStage.AFTER_DATA),
     (550, None, "User unknown", None),
     (553, "5.1.3", "http://www.spamhaus.org/query/bl?ip=192.0.2.222", None),
+    (550, "5.1.1", "RCPT TO:<a@example.org> max message size exceeded", None),
     (450, "4.1.1", "try later", None),
     (421, "4.4.5", "Server busy, try again later.", None),
     (554, None, "Service currently unavailable", None),
     (550, "5.3.0", "", None),
     (421, "4.7.0", "Try again later, closing connection.", None),
+    (550, "5.2.1", "", None),
     (552, "5.2.2", "", None),
+    (550, None, "retry timeout exceeded", None),
     (550, "5.7.1", "", None),
     (450, None, "", None),
     (550, None, "", None),
+]
+# Rules that read a destination's reply quoted in a bounce (classify_bounce), not our submission server's.
+REMOTE_RULE_WITNESSES: list[tuple[int | None, str | None, str, SmtpStage | None]] = [
+    (554, "5.7.1", "<k@example.org>: Relay access denied", None),
 ]
 
 
