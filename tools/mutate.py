@@ -145,7 +145,7 @@ ISSUE_31 = (
 # Rules whose tests already caught these before issue 31: kept here so they stay caught.
 CAUGHT = (
     _m("enqueue-ignores-suppression", LEDGER_SQL,
-       "    IF sender_is_suppressed(p_recipient) THEN\n        RETURN 'suppressed';\n    END IF;\n", "",
+       "    IF sender_is_suppressed(p_recipient) THEN\n        outcome := 'suppressed';\n        RETURN;\n    END IF;\n", "",
        [f"{LEDGER_TESTS}::test_suppressed_address_is_refused_and_withdrawn"],
        "enqueue accepts a suppressed address"),
     _m("begin-attempt-skips-suppression", LEDGER_SQL,

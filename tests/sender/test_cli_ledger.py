@@ -79,7 +79,7 @@ def test_status_json_lists_every_status(sender_cli: Cli, tmp_path: Path) -> None
                                                     "failed": 0,
                                                     "unconfirmed": 0, "suppressed": 0, "cancelled": 0,
                                                     "delivered": 0, "replied": 0, "bounced": 0, "unsubscribed": 0,
-                                                    "complained": 0}, "health": []}
+                                                    "complained": 0}, "health": [], "stalled_followups": []}
 
 
 def test_show_tells_the_rows_history(sender_cli: Cli, tmp_path: Path, database_url: str) -> None:
