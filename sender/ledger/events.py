@@ -40,6 +40,11 @@ class Event(StrEnum):
     COLLEAGUE_REPLIED = "colleague_replied"  # another address at the lead's domain replied: the sequence ends
 
 
+# What only reading a reply tells (sender.feedback.inbox, a person's reclassify): never a relay's to report, so
+# `/events` ignores them as it ignores `opened`.
+FROM_READING = frozenset({Event.LEFT, Event.COLLEAGUE_REPLIED})
+
+
 class Verdict(StrEnum):
     """How sure the source of an event is that it is what it claims: for mail, the DMARC result of its From domain
     in the mailbox provider's own Authentication-Results (sender.feedback.authentication)."""
