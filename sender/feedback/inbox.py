@@ -134,8 +134,7 @@ class InboxReader:
         # The message's own Message-ID, else a hash of what was read: the same message is the same reference after
         # a UIDVALIDITY change or a restored mark, whatever UID it has now.
         ref = parsed.own_message_id or "sha256:" + hashlib.sha256(raw[:mime.MAX_BYTES]).hexdigest()
-        read = _as_read(raw, parsed, self._today()) if parsed.kind in (MessageKind.REPLY,
-                                                                       MessageKind.AUTO_REPLY) else None
+        read = read_reply(raw, parsed, self._today())
         if found is None:
             if read is not None and read.kind in (ReplyKind.PERSON, ReplyKind.LEFT) and \
                     self._colleague(address, parsed, ref, report, where):
@@ -146,7 +145,7 @@ class InboxReader:
         row, recipient = found
         event, detail = EVENT_OF[parsed.kind], parsed.detail
         if read is not None:
-            event, detail = _event_of(read, parsed)
+            event, detail = reply_event(read, parsed)
         if parsed.kind in (MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE) and recipient is not None:
             if parsed.recipients and recipient not in parsed.recipients:
                 # The bounce names other addresses than the row's: it is not about this row after all.
@@ -168,7 +167,7 @@ class InboxReader:
             return
         if read is not None and read.kind is ReplyKind.AUTOMATIC and read.hold_until is not None:
             # Again on a replay (idempotent): a pass that stopped between the two calls still holds the lead.
-            held = self._feedback.hold(row, read.hold_until, _hold_why(read))
+            held = self._feedback.hold(row, read.hold_until, hold_why(read))
             if held:
                 log.info("%s: row %d's lead held until %s (%d row(s))", where, row, read.hold_until, held)
         if applied is Applied.REPLAY:
@@ -226,30 +225,34 @@ class InboxReader:
         return report
 
 
-def _as_read(raw: bytes, parsed: Parsed, today: date) -> Verdict:
+def read_reply(raw: bytes, parsed: Parsed, today: date) -> Verdict | None:
     """A reply or an automatic reply as a person reads it (sender.feedback.reply_kinds): its Subject and the newest
-    part of its text body."""
+    part of its text body; None for any other kind of message. `today` is the day it is read, from which a return
+    date's year and the hold are counted."""
+    if parsed.kind not in (MessageKind.REPLY, MessageKind.AUTO_REPLY):
+        return None
     message = email.message_from_bytes(raw[:mime.MAX_BYTES])
     body = next((mime.text_of(part) for part in mime.parts(message) if part.get_content_type() == "text/plain"), "")
     return classify(mime.header(message, "Subject"), body, automatic=parsed.kind is MessageKind.AUTO_REPLY,
                     received=today, sender=parsed.sender or "")
 
 
-def _event_of(read: Verdict, parsed: Parsed) -> tuple[Event, str]:
+def reply_event(read: Verdict, parsed: Parsed) -> tuple[Event, str]:
     """The event a reply's verdict is: one asking us to stop is an unsubscribe (the address is suppressed in this
     pass); one saying the lead left ends the sequence as `left`, naming the addresses it gives (never mailed by
-    themselves); an automatic one never ends the sequence (it holds the lead: _hold_why); any other is a reply."""
+    themselves); an automatic one never ends the sequence (it holds the lead: hold_why); any other is a reply."""
     if read.kind is ReplyKind.STOP:
         return Event.UNSUBSCRIBED, f"asked in a reply ({read.rule})"
     if read.kind is ReplyKind.LEFT:
         named = f"; the reply names {', '.join(read.named)}" if read.named else ""
         return Event.LEFT, f"no longer there or the wrong person ({read.rule}){named}"
     if read.kind is ReplyKind.AUTOMATIC:
-        return Event.AUTO_REPLIED, f"{parsed.detail} ({_hold_why(read)})"
+        return Event.AUTO_REPLIED, f"{parsed.detail} ({hold_why(read)})"
     return Event.REPLIED, parsed.detail
 
 
-def _hold_why(read: Verdict) -> str:
+def hold_why(read: Verdict) -> str:
+    """Why an automatic reply holds its lead, as `lead show` says it."""
     if read.back_on is not None:
         return f"an automatic reply: back on {read.back_on.isoformat()}"
     return f"an automatic reply naming no return date: held {AWAY_DEFAULT.days} days"
