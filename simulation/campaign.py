@@ -18,11 +18,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, time
 from pathlib import Path
 
 from sender.campaigns.leads import Lead
 from sender.campaigns.spec import CampaignSpec, load_campaign
+from sender.campaigns.window import zone
 from sender.ledger.campaigns import Campaigns, CampaignStatus, Move
 from sender.ledger.store import Ledger
 from simulation.model import DEFAULT_PLAN, CampaignPlan
@@ -169,6 +170,14 @@ class LeadFeed:
             self._next_due[recipient] = now + steps[done].delay_s
         else:
             self._next_due.pop(recipient, None)
+
+    def held(self, recipient: str, day: date) -> None:
+        """An out-of-office holds the lead: its next step comes due no earlier than the start of `day` on its clock
+        (the lead's time zone, else its campaign's), as the ledger holds it (sender_hold)."""
+        if recipient in self._next_due:
+            spec = self.specs[self._group_of[recipient]]
+            start = datetime.combine(day, time(), tzinfo=zone(self.timezone_of.get(recipient), spec.pacing.timezone))
+            self._next_due[recipient] = max(self._next_due[recipient], start.timestamp())
 
     def ended(self, recipient: str) -> None:
         """The lead's sequence ended (a reply, a bounce, an unsubscribe): nothing more comes due."""

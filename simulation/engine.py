@@ -276,6 +276,8 @@ class _Loop:
         self.log.reactions.append(taken)
         if taken.event in ENDING_EVENTS:
             self.campaign.feed.ended(taken.recipient)
+        elif taken.held_until is not None:
+            self.campaign.feed.held(taken.recipient, date.fromisoformat(taken.held_until))
 
     def _finish(self, index: int) -> None:
         self.senders[index].finish()

@@ -95,15 +95,17 @@ class Released:
 
 @dataclass(frozen=True)
 class Reacted:
-    """A recipient's reaction as the ledger took it (simulation.recipients): a bounce, a reply, an unsubscribe."""
+    """A recipient's reaction as the ledger took it (simulation.recipients): a bounce, a reply, an unsubscribe, an
+    out-of-office, a reply asking to be removed."""
 
     at: float
-    kind: str  # bounce | reply | unsubscribe
+    kind: str  # bounce | reply | unsubscribe | away | stop
     recipient: str
     message_id: str  # the message reacted to
     row: int | None  # the ledger row it named (None: none)
     event: str | None  # the ledger event applied
     applied: str  # the ledger's answer (applied, recorded, replay, no_row) or "unmatched"
+    held_until: str | None = None  # an out-of-office's: the day (ISO) its lead's next step waits for
 
 
 @dataclass(frozen=True)

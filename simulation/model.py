@@ -33,6 +33,10 @@ class Reactions:
     bounce: float = 0.03  # addresses that do not exist: the first message bounces
     reply: tuple[float, ...] = (0.06, 0.05, 0.04)  # a person's reply, per step
     unsubscribe: tuple[float, ...] = (0.01, 0.02, 0.03)  # a click on the one-click link, per step
+    away: tuple[float, ...] = (0.04, 0.03, 0.03)  # an out-of-office naming the day its author is back, per step
+    stop: tuple[float, ...] = (0.01, 0.01, 0.01)  # a reply asking to be removed ("please remove me"), per step
+    away_days: tuple[int, int] = (2, 14)  # how many days after the message the away author is back
+    away_after_s: tuple[float, float] = (30.0, 600.0)  # an out-of-office answers within minutes
     bounce_after_s: tuple[float, float] = (60.0, 900.0)  # the recipient's server reports within minutes
     reply_mean_s: float = 8 * 3600.0  # people answer within hours, some after days
     unsubscribe_mean_s: float = 2 * 3600.0

@@ -1,11 +1,14 @@
-"""The recipients: some addresses do not exist (their first step bounces), some people reply, some unsubscribe.
+"""The recipients: some addresses do not exist (their first step bounces), some people reply, some unsubscribe,
+some are away (an out-of-office naming the day they are back) and some ask in a reply to be removed.
 
 Each reaction reaches the ledger the way it does in production. A bounce report and a reply land in the sending
 mailbox's inbox as raw messages, classified by the inbox reader's own parser (`sender.feedback.bounces.parse`) and
 matched to the row they are about by the Message-IDs they carry, as `sender inbox` does; an unsubscribe is a click
 on the message's one-click link, its token checked with the ledger's key (`verify_token`, as the feedback web
 service checks it) and its row unsubscribed as `POST /u/<token>` does. Only the transports (IMAP, HTTP) are left
-out. The ledger then ends the lead's sequence: its later steps are never created, or are cancelled.
+out. The ledger then ends the lead's sequence: its later steps are never created, or are cancelled; an out-of-office
+ends nothing and holds the lead's next step until the day after its author is back (the inbox's own reading,
+`sender.feedback.inbox.read_reply`), and a "please remove me" is an unsubscribe.
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
 from enum import StrEnum
 
 from sender.feedback.bounces import MessageKind, parse
-from sender.feedback.inbox import EVENT_OF
-from sender.ledger.events import Event, Feedback
+from sender.feedback.inbox import EVENT_OF, hold_why, read_reply, reply_event
+from sender.feedback.reply_kinds import ReplyKind
+from sender.ledger.events import Applied, Event, Feedback
 from sender.sending.tokens import verify_token
 from simulation import events
 from simulation.mail import Delivery
@@ -33,6 +37,8 @@ class Kind(StrEnum):
     BOUNCE = "bounce"
     REPLY = "reply"
     UNSUBSCRIBE = "unsubscribe"
+    AWAY = "away"  # an out-of-office naming its author's return day
+    STOP = "stop"  # a reply asking to be removed
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class Reaction:
     at: float
     kind: Kind
     delivery: Delivery
+    away_days: int = 0  # an out-of-office's: its author is back this many days after the message
 
 
 class Recipients:
@@ -63,8 +70,15 @@ class Recipients:
         reply = rates.at_step(rates.reply, nth)
         if draw < reply:
             return Reaction(now + self.rng.expovariate(1 / rates.reply_mean_s), Kind.REPLY, delivery)
-        if draw < reply + rates.at_step(rates.unsubscribe, nth):
+        unsubscribe = reply + rates.at_step(rates.unsubscribe, nth)
+        if draw < unsubscribe:
             return Reaction(now + self.rng.expovariate(1 / rates.unsubscribe_mean_s), Kind.UNSUBSCRIBE, delivery)
+        away = unsubscribe + rates.at_step(rates.away, nth)
+        if draw < away:
+            return Reaction(now + self.rng.uniform(*rates.away_after_s), Kind.AWAY, delivery,
+                            self.rng.randint(*rates.away_days))
+        if draw < away + rates.at_step(rates.stop, nth):
+            return Reaction(now + self.rng.expovariate(1 / rates.reply_mean_s), Kind.STOP, delivery)
         return None
 
 
@@ -85,17 +99,24 @@ class FeedbackPaths:
             raw = bounce_report(delivery, now)
         else:
             self._replies += 1
-            raw = reply_message(delivery, now, self._replies)
+            raw = reply_message(delivery, now, self._replies, reaction.kind, reaction.away_days)
         parsed = parse(raw)
         row = next((found for found in (self.feedback.row_of(mid) for mid in parsed.about) if found is not None),
                    None)
         if row is None or parsed.kind is MessageKind.MALFORMED or (
                 parsed.recipients and self.feedback.recipient_of(row) not in parsed.recipients):
             return _taken(reaction, now, row, None, "unmatched")  # nothing changes on a guess, as in the reader
-        event = EVENT_OF[parsed.kind]
+        # read as the inbox reads it: an out-of-office holds the lead, a "please remove me" is an unsubscribe
+        read = read_reply(raw, parsed, datetime.fromtimestamp(now, UTC).date())
+        event, detail = reply_event(read, parsed) if read is not None else (EVENT_OF[parsed.kind], parsed.detail)
         applied = self.feedback.apply(row, event, source="inbox", ref=parsed.own_message_id or f"sim:{now}",
-                                      detail=parsed.detail)
-        return _taken(reaction, now, row, event, applied.value)
+                                      detail=detail)
+        held_until: str | None = None
+        if read is not None and read.kind is ReplyKind.AUTOMATIC and read.hold_until is not None and \
+                applied is not Applied.FORGED:
+            self.feedback.hold(row, read.hold_until, hold_why(read))
+            held_until = read.hold_until.isoformat()
+        return _taken(reaction, now, row, event, applied.value, held_until)
 
     def _one_click(self, reaction: Reaction, now: float) -> events.Reacted:
         """As `POST /u/<token>` of the feedback web service: the token names the row's idempotency key, the row's
@@ -110,14 +131,17 @@ class FeedbackPaths:
         return _taken(reaction, now, row, Event.UNSUBSCRIBED, applied.value)
 
 
-def _taken(reaction: Reaction, now: float, row: int | None, event: Event | None, applied: str) -> events.Reacted:
+def _taken(reaction: Reaction, now: float, row: int | None, event: Event | None, applied: str,
+           held_until: str | None = None) -> events.Reacted:
     delivery = reaction.delivery
     return events.Reacted(now, reaction.kind.value, delivery.rcpt, delivery.message_id, row,
-                          None if event is None else event.value, applied)
+                          None if event is None else event.value, applied, held_until)
 
 
-def reply_message(delivery: Delivery, now: float, number: int) -> bytes:
-    """The person's answer to `delivery`, in its thread (the `number`-th reply of the run names its Message-ID)."""
+def reply_message(delivery: Delivery, now: float, number: int, kind: Kind = Kind.REPLY, away_days: int = 0) -> bytes:
+    """The person's answer to `delivery`, in its thread (the `number`-th reply of the run names its Message-ID): a
+    reply, a request to be removed, or (AWAY) an out-of-office naming the day its author is back, `away_days`
+    after `now`."""
     message = EmailMessage()
     message["From"] = delivery.rcpt
     message["To"] = delivery.login
@@ -127,8 +151,26 @@ def reply_message(delivery: Delivery, now: float, number: int) -> bytes:
     message["Message-ID"] = f"<reply-{number}@{delivery.rcpt.rsplit('@', 1)[-1]}>"
     message["In-Reply-To"] = delivery.message_id
     message["References"] = " ".join((*delivery.references, delivery.message_id))
-    message.set_content("Thanks for writing. Yes, let us talk next week.\n")
+    if kind is Kind.AWAY:
+        back = datetime.fromtimestamp(now, UTC).date() + timedelta(days=away_days)
+        del message["Subject"]
+        message["Subject"] = f"Automatic reply: {subject}"
+        message["Auto-Submitted"] = "auto-replied"
+        message.set_content(f"I am out of the office and back on {_long_date(back)}. I will answer then.\n")
+    elif kind is Kind.STOP:
+        message.set_content("Please remove me from your list.\n")
+    else:
+        message.set_content("Thanks for writing. Yes, let us talk next week.\n")
     return message.as_bytes()
+
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+
+
+def _long_date(day: date) -> str:
+    """`12 January 2027`, as an English out-of-office writes it (whatever the machine's locale)."""
+    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
 
 
 def bounce_report(delivery: Delivery, now: float) -> bytes:

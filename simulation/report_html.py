@@ -81,6 +81,7 @@ def _key_numbers(result: SimResult, summary: Summary) -> str:
         ("leads", f"{sum(line.leads for line in summary.campaigns)} imported, {summary.leads_turned_away} turned "
                   f"away while the senders were behind ({summary.sends_per_day}/day came in)"),
         ("recipients' answers", summary.reactions_text()),
+        ("out-of-office leads", summary.away_text()),
         ("fallbacks to the primary IP", str(sum(summary.fallbacks.values()))),
         ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
         ("fresh-IP share", fresh),

@@ -21,8 +21,8 @@ from simulation.campaign import SequenceRow
 # Statuses of a row whose message was handed over (`campaign status` shows complained as unsubscribed).
 ANSWERED = ("replied", "bounced", "unsubscribed")
 # The sequences' end reasons (sender_leads.ended), in the order the summary shows them.
-END_REASONS = ("completed", "replied", "bounced", "unsubscribed", "complained", "failed", "unconfirmed",
-               "suppressed", "cancelled", "stopped")
+END_REASONS = ("completed", "replied", "left", "colleague_replied", "bounced", "unsubscribed", "complained", "failed",
+               "unconfirmed", "suppressed", "cancelled", "stopped")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from simulation.mail import Deliveries
 from simulation.sequence_summary import CampaignLine, campaign_lines
 
 EIP_HOURLY_USD = 0.005  # every public IPv4 address, parked or in service
-REACTION_WORDS = {"bounce": "bounced", "reply": "replied", "unsubscribe": "unsubscribed"}
+REACTION_WORDS = {"bounce": "bounced", "reply": "replied", "unsubscribe": "unsubscribed", "away": "away",
+                  "stop": "asked to be removed"}
 
 # What each outcome the summary counts means, for a reader who has not read the code. Every code the run can
 # count has a line here (a test holds the summary to it); an unknown code is shown as such, never silently.
@@ -113,12 +114,22 @@ class Summary:
     campaigns: list[CampaignLine] = field(default_factory=list)  # per step, and the sequences' end reasons
     leads_turned_away: int = 0  # leads not imported: the senders were behind
     reactions: dict[str, int] = field(default_factory=dict)  # the recipients' bounces, replies, unsubscribes
+    # how the sequences of the leads who sent an out-of-office went: by end reason, and `going` (still going)
+    away: dict[str, int] = field(default_factory=dict)
     fleet: FleetSection | None = None  # sends per host and the connections used (`simulate --hosts/--mailboxes`)
 
     def reactions_text(self) -> str:
-        """The recipients' answers in words: `3 bounced, 12 replied, 2 unsubscribed`."""
+        """The recipients' answers in words: `4 away, 3 bounced, 12 replied, 1 asked to be removed, 2 unsubscribed`."""
         return ", ".join(f"{count} {REACTION_WORDS.get(kind, kind)}" for kind, count in self.reactions.items()) \
             or "none"
+
+    def away_text(self) -> str:
+        """How the out-of-office leads' sequences went: `12 held to their return, then 5 completed, 1 replied, 6
+        going`."""
+        if not self.away:
+            return "none"
+        went = ", ".join(f"{count} {reason}" for reason, count in self.away.items())
+        return f"{sum(self.away.values())} held to their return, then {went}"
 
     def outcomes(self) -> list[tuple[str, int, str]]:
         """Every outcome the run counted: (code, count, meaning), fallbacks, skips, rotations, redraws."""
@@ -151,7 +162,7 @@ class Summary:
             "audit": {"findings": self.findings, "domains": self.domains},
             "deliveries": self.deliveries.to_json() if self.deliveries is not None else None,
             "campaigns": [line.to_json() for line in self.campaigns],
-            "leads": {"turned_away": self.leads_turned_away, "reactions": self.reactions},
+            "leads": {"turned_away": self.leads_turned_away, "reactions": self.reactions, "away": self.away},
             "meanings": {code: meaning for code, _count, meaning in self.outcomes()},
         }
 
@@ -214,10 +225,18 @@ def summarize(result: SimResult) -> Summary:
         campaigns=campaign_lines(result.specs, result.campaigns, result.sequences),
         leads_turned_away=result.leads_turned_away,
         reactions=dict(sorted(Counter(r.kind for r in log.reactions if r.event is not None).items())),
+        away=_away(result),
         fleet=(fleet_section(result.inventory, [s.host for s in log.sends],
                              len(hosts) * result.config.workers_per_host, result.connections)
                if result.connections is not None else None),
     )
+
+
+def _away(result: SimResult) -> dict[str, int]:
+    """How the sequences of the leads whose out-of-office held them ended (`going`: not ended), from the ledger."""
+    held = {r.recipient for r in result.log.reactions if r.held_until is not None}
+    ends = Counter(row.ended or "going" for row in result.sequences if row.step == 1 and row.lead in held)
+    return dict(sorted(ends.items(), key=lambda item: (item[0] == "going", item[0])))
 
 
 def _mailboxes(result: SimResult) -> list[MailboxLine]:

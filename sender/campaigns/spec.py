@@ -24,7 +24,7 @@ from sender.safe_text import header_problem, text_problem
 from sendhost.yaml_lines import load_yaml_with_lines
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}\Z")
-TOP_KEYS = ("name", "group", "fields", "steps", *PACING_KEYS)
+TOP_KEYS = ("name", "group", "fields", "steps", "stop_on_domain_reply", *PACING_KEYS)
 STEP_KEYS = ("delay", "subject", "body")
 # The leads CSV's own columns: never merge fields.
 RESERVED_COLUMNS = ("email", "lead", "timezone")
@@ -54,6 +54,8 @@ class CampaignSpec:
     steps: tuple[Step, ...]
     pacing: Pacing
     path: str = field(default="", compare=False)
+    # a reply from another address at a lead's domain (never a free-mail one) ends the lead's sequence
+    stop_on_domain_reply: bool = False
 
     @property
     def required_fields(self) -> frozenset[str]:
@@ -95,7 +97,8 @@ def load_campaign(path: Path, known_groups: Collection[str] | None = None, *, te
                   f"{', '.join(sorted(known_groups)) or 'none'}")
     declared = _fields(keys)
     steps = _steps(keys, declared)
-    return CampaignSpec(name, group, declared, steps, parse_pacing(keys), str(path))
+    return CampaignSpec(name, group, declared, steps, parse_pacing(keys), str(path),
+                        stop_on_domain_reply=keys.flag("stop_on_domain_reply", False))
 
 
 def _fields(keys: Keys) -> tuple[str, ...]:

@@ -22,14 +22,15 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
 
 from sender.errors import SenderError
 from sender.feedback import mime
 from sender.feedback.bounces import MessageKind, Parsed, parse
+from sender.feedback.colleagues import colleague_domain
 from sender.feedback.imap import ImapFailure, first_line, logged_in, quote
-from sender.feedback.reply_kinds import ReplyKind, classify
+from sender.feedback.reply_kinds import AWAY_DEFAULT, ReplyKind, Verdict, classify
 from sender.ledger.events import Applied, Event, Feedback, SentRow
 from sendhost.model import Mailbox
 
@@ -130,14 +131,21 @@ class InboxReader:
             log.warning("%s: %s; left alone", where, parsed.detail)
             return
         found = self._row_of(parsed, address)
+        # The message's own Message-ID, else a hash of what was read: the same message is the same reference after
+        # a UIDVALIDITY change or a restored mark, whatever UID it has now.
+        ref = parsed.own_message_id or "sha256:" + hashlib.sha256(raw[:mime.MAX_BYTES]).hexdigest()
+        read = read_reply(raw, parsed, self._today())
         if found is None:
+            if read is not None and read.kind in (ReplyKind.PERSON, ReplyKind.LEFT) and \
+                    self._colleague(address, parsed, ref, report, where):
+                return
             report.outcomes[ReadOutcome.UNMATCHED] += 1
             log.info("%s: a %s about no row of ours; left alone", where, parsed.kind)
             return
         row, recipient = found
         event, detail = EVENT_OF[parsed.kind], parsed.detail
-        if parsed.kind is MessageKind.REPLY:
-            event, detail = _as_read(raw, parsed)
+        if read is not None:
+            event, detail = reply_event(read, parsed)
         if parsed.kind in (MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE) and recipient is not None:
             if parsed.recipients and recipient not in parsed.recipients:
                 # The bounce names other addresses than the row's: it is not about this row after all.
@@ -148,22 +156,52 @@ class InboxReader:
                 # A hard bounce suppresses the address and counts against the mailbox: it must say whom it is
                 # about. One that names nobody is noted on the row, as a soft one.
                 event, detail = Event.DEFERRED, f"a permanent failure naming no recipient: {detail}"
-        # The message's own Message-ID, else a hash of what was read: the same message is the same reference after
-        # a UIDVALIDITY change or a restored mark, whatever UID it has now.
-        ref = parsed.own_message_id or "sha256:" + hashlib.sha256(raw[:mime.MAX_BYTES]).hexdigest()
         applied = self._feedback.apply(row, event, source="inbox", ref=ref, detail=mime.clean(detail, 500),
                                        verdict=parsed.verdict)
         if applied is Applied.REPLAY:
             report.outcomes[ReadOutcome.REPLAY] += 1
-            return
-        if applied is Applied.FORGED:
+        elif applied is Applied.FORGED:
             report.outcomes[ReadOutcome.FORGED] += 1
             log.warning("%s: a %s on row %d whose From fails DMARC at the provider: recorded, nothing changed",
                         where, parsed.kind, row)
             return
+        if read is not None and read.kind is ReplyKind.AUTOMATIC and read.hold_until is not None:
+            # Again on a replay (idempotent): a pass that stopped between the two calls still holds the lead.
+            held = self._feedback.hold(row, read.hold_until, hold_why(read))
+            if held:
+                log.info("%s: row %d's lead held until %s (%d row(s))", where, row, read.hold_until, held)
+        if applied is Applied.REPLAY:
+            return
         report.outcomes[ReadOutcome.APPLIED] += 1
         report.outcomes[event.value] += 1
         log.info("%s: %s on row %d (%s, DMARC %s)", where, event, row, applied, parsed.verdict)
+
+    def _colleague(self, address: str, parsed: Parsed, ref: str, report: MailboxReport, where: str) -> bool:
+        """A reply naming no row, from an address at a company's domain: the lead there this mailbox mailed last
+        ends as `colleague_replied` when its campaign says `stop_on_domain_reply` (the ledger decides). Whether it
+        was applied (or was a replay, or forged): else the message is left alone."""
+        if not parsed.sender or parsed.sender == address.lower() or colleague_domain(parsed.sender) is None:
+            return False
+        row, applied = self._feedback.colleague_reply(address, parsed.sender, ref=ref,
+                                                      detail=f"{parsed.sender} replied", verdict=parsed.verdict)
+        if applied is Applied.NO_ROW or row is None:
+            return False
+        if applied is Applied.REPLAY:
+            report.outcomes[ReadOutcome.REPLAY] += 1
+        elif applied is Applied.FORGED:
+            report.outcomes[ReadOutcome.FORGED] += 1
+            log.warning("%s: a colleague's reply to row %d whose From fails DMARC at the provider: recorded, "
+                        "nothing changed", where, row)
+        else:
+            report.outcomes[ReadOutcome.APPLIED] += 1
+            report.outcomes[Event.COLLEAGUE_REPLIED.value] += 1
+            log.info("%s: %s, a colleague at the lead's domain, replied: row %d's sequence ended", where,
+                     parsed.sender, row)
+        return True
+
+    def _today(self) -> date:
+        """The ledger clock's day (a simulation's or a test's), from which a return date's year is read."""
+        return (self._feedback.ledger.now() or datetime.now(UTC)).date()
 
     def _row_of(self, parsed: Parsed, address: str) -> tuple[int, str | None] | None:
         """(row, its recipient) of the row `parsed` is about, with one lookup of its Message-IDs (capped by the
@@ -187,16 +225,37 @@ class InboxReader:
         return report
 
 
-def _as_read(raw: bytes, parsed: Parsed) -> tuple[Event, str]:
-    """A person's reply as a person reads it (sender.feedback.reply_kinds): one asking us to stop is an
-    unsubscribe (the address is suppressed in this pass); any other stays a reply."""
+def read_reply(raw: bytes, parsed: Parsed, today: date) -> Verdict | None:
+    """A reply or an automatic reply as a person reads it (sender.feedback.reply_kinds): its Subject and the newest
+    part of its text body; None for any other kind of message. `today` is the day it is read, from which a return
+    date's year and the hold are counted."""
+    if parsed.kind not in (MessageKind.REPLY, MessageKind.AUTO_REPLY):
+        return None
     message = email.message_from_bytes(raw[:mime.MAX_BYTES])
     body = next((mime.text_of(part) for part in mime.parts(message) if part.get_content_type() == "text/plain"), "")
-    verdict = classify(mime.header(message, "Subject"), body, automatic=False, received=datetime.now(UTC).date(),
-                       sender=parsed.sender or "")
-    if verdict.kind is ReplyKind.STOP:
-        return Event.UNSUBSCRIBED, f"asked in a reply ({verdict.rule})"
+    return classify(mime.header(message, "Subject"), body, automatic=parsed.kind is MessageKind.AUTO_REPLY,
+                    received=today, sender=parsed.sender or "")
+
+
+def reply_event(read: Verdict, parsed: Parsed) -> tuple[Event, str]:
+    """The event a reply's verdict is: one asking us to stop is an unsubscribe (the address is suppressed in this
+    pass); one saying the lead left ends the sequence as `left`, naming the addresses it gives (never mailed by
+    themselves); an automatic one never ends the sequence (it holds the lead: hold_why); any other is a reply."""
+    if read.kind is ReplyKind.STOP:
+        return Event.UNSUBSCRIBED, f"asked in a reply ({read.rule})"
+    if read.kind is ReplyKind.LEFT:
+        named = f"; the reply names {', '.join(read.named)}" if read.named else ""
+        return Event.LEFT, f"no longer there or the wrong person ({read.rule}){named}"
+    if read.kind is ReplyKind.AUTOMATIC:
+        return Event.AUTO_REPLIED, f"{parsed.detail} ({hold_why(read)})"
     return Event.REPLIED, parsed.detail
+
+
+def hold_why(read: Verdict) -> str:
+    """Why an automatic reply holds its lead, as `lead show` says it."""
+    if read.back_on is not None:
+        return f"an automatic reply: back on {read.back_on.isoformat()}"
+    return f"an automatic reply naming no return date: held {AWAY_DEFAULT.days} days"
 
 
 def read_all(feedback: Feedback, mailboxes: list[Mailbox], *, env: Mapping[str, str] | None = None,

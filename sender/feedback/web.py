@@ -44,7 +44,7 @@ from sender.feedback import signature
 from sender.feedback.guard import BodyTooLarge, GuardedH11Protocol, limit_log_rate, read_capped
 from sender.feedback.metrics import CachedCollector, LedgerCollector
 from sender.ledger import connection as db
-from sender.ledger.events import Applied, Event, Feedback
+from sender.ledger.events import FROM_READING, Applied, Event, Feedback
 from sender.ledger.store import Ledger
 from sender.sending.tokens import verify_row_id_token, verify_token
 
@@ -323,8 +323,8 @@ def _parse_events(body: bytes, now: datetime) -> tuple[list[dict[str, Any]], lis
     entries = data if isinstance(data, list) else [data]
     items: list[dict[str, Any]] = []
     ignored: list[dict[str, str]] = []
-    names = {e.value for e in Event}
-    allowed = ", ".join(e.value for e in Event)
+    names = {e.value for e in Event if e not in FROM_READING}
+    allowed = ", ".join(e.value for e in Event if e not in FROM_READING)
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict):
             return [], [], f"event {n} is not an object"

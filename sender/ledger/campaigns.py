@@ -127,7 +127,8 @@ class Campaigns:
             "campaign_apply", {"name": spec.name, "group": spec.group, "allow": spec.pacing.allow_other_campaigns,
                                "source": text, "steps": Jsonb(steps),
                                # as written (0.8, not 0.8000000000000000444): the claim's turns count exactly
-                               "followups_share": Decimal(str(spec.pacing.followups_share))},
+                               "followups_share": Decimal(str(spec.pacing.followups_share)),
+                               "stop_on_domain_reply": spec.stop_on_domain_reply},
             f"apply campaign {spec.name}")
         assert outcome is not None
         return Applied(str(outcome[0]), diff)

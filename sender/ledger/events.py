@@ -13,10 +13,11 @@ are the database's alone: `Ledger.status_ranks()` reads them.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time
 from enum import StrEnum
 
 from sender.ledger import connection as db
@@ -34,7 +35,14 @@ class Event(StrEnum):
     UNSUBSCRIBED = "unsubscribed"  # the recipient is suppressed
     COMPLAINED = "complained"  # a spam complaint: the recipient is suppressed
     DEFERRED = "deferred"  # a soft bounce: noted, the row keeps its status
-    AUTO_REPLIED = "auto_replied"  # out-of-office and other automatic replies: noted, the sequence goes on
+    AUTO_REPLIED = "auto_replied"  # out-of-office and other automatic replies: noted, the sequence goes on (held)
+    LEFT = "left"  # a reply saying the lead left or is the wrong person: replied, the sequence ends as `left`
+    COLLEAGUE_REPLIED = "colleague_replied"  # another address at the lead's domain replied: the sequence ends
+
+
+# What only reading a reply tells (sender.feedback.inbox, a person's reclassify): never a relay's to report, so
+# `/events` ignores them as it ignores `opened`.
+FROM_READING = frozenset({Event.LEFT, Event.COLLEAGUE_REPLIED})
 
 
 class Verdict(StrEnum):
@@ -54,6 +62,16 @@ class Applied(StrEnum):
     FORGED = "forged"  # verdict fail: recorded with its verdict, nothing else changed
     REPLAY = "replay"  # already recorded: nothing changed
     NO_ROW = "no_row"  # no such row: nothing changed
+
+
+class Reclassified(StrEnum):
+    """The answer of sender_reclassify: a person's correction of what came back about a row."""
+
+    APPLIED = "applied"  # the row's status or its lead's sequence changed
+    RECORDED = "recorded"  # recorded; nothing else needed changing
+    OUTRANKED = "outranked"  # the row already stands above what the verdict gives it: the rank guard kept it
+    NOT_SENT = "not_sent"  # no attempt of the row ever started: nothing came back about it
+    NO_ROW = "no_row"
 
 
 @dataclass(frozen=True)
@@ -101,6 +119,43 @@ class Feedback:
                                     {"message_id": message_id, "event": event.value, "at": at, "source": source,
                                      "ref": ref, "detail": detail, "verdict": verdict.value},
                                     f"apply {event} by Message-ID"))
+
+    def hold(self, email_id: int, day: date, why: str) -> int:
+        """Hold the lead of row `email_id` until the start of `day` on its wall clock (the lead's time zone, else its
+        campaign's): its steps not sent yet wait until then, and the agent sends at the window's first opening after
+        it (sender_hold). How many rows moved."""
+        from sender.campaigns.spec import load_applied
+        from sender.campaigns.window import zone
+        from sendhost.errors import SendhostError
+
+        found = self.ledger.fetch_one("hold_zone", {"id": email_id}, f"hold row {email_id}")
+        if found is None:
+            return 0
+        lead_tz, name, source = found
+        campaign_tz = "UTC"
+        # a file as applied that no longer parses: UTC (its rows wait for it to be applied again anyway)
+        with contextlib.suppress(SendhostError):
+            campaign_tz = load_applied(str(name), str(source)).pacing.timezone if source else campaign_tz
+        until = datetime.combine(day, time(), tzinfo=zone(lead_tz, campaign_tz))
+        return int(self.ledger.fetch_value("hold", {"id": email_id, "until": until, "why": why},
+                                           f"hold row {email_id}"))
+
+    def colleague_reply(self, mailbox: str, sender: str, *, ref: str, detail: str,
+                        verdict: Verdict = Verdict.NONE) -> tuple[int | None, Applied]:
+        """A reply to `mailbox` from `sender`, at a lead's domain, that names no row: in campaigns that stop on a
+        domain's reply, the lead there this mailbox mailed last ends as `colleague_replied` (sender_colleague_reply).
+        (its row, the answer); (None, NO_ROW) when no lead qualifies."""
+        row = self.ledger.fetch_one("colleague_reply", {"mailbox": mailbox, "sender": sender, "ref": ref,
+                                                        "detail": detail, "verdict": verdict.value},
+                                    f"a reply from {sender}")
+        assert row is not None
+        return (None if row[0] is None else int(row[0])), Applied(str(row[1]))
+
+    def reclassify(self, email_id: int, event: Event, note: str) -> Reclassified:
+        """A person's verdict on what came back about row `email_id` (replied, auto_replied, unsubscribed, bounced,
+        left), applied with its effect under the rank guard (sender_reclassify)."""
+        return Reclassified(self._answer("reclassify", {"id": email_id, "as": event.value, "note": note},
+                                         f"reclassify row {email_id}"))
 
     def row_of_idempotency_key(self, key: uuid.UUID) -> int | None:
         """The row an unsubscribe token names: its random idempotency key, never handed out twice."""

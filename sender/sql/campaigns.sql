@@ -12,7 +12,7 @@ ORDER BY l.id LIMIT 1;
 
 -- name: campaign_apply
 SELECT sender_campaign_apply(%(name)s, %(group)s, %(allow)s, %(source)s, %(steps)s, %(followups_share)s,
-                             %(now)s);
+                             %(stop_on_domain_reply)s, %(now)s);
 
 -- name: leads_import_timeout
 -- The import's statements may take longer than the ledger's tiny ones (sender.ledger.campaigns): for this
@@ -81,8 +81,10 @@ FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
 WHERE e.status = 'unconfirmed' ORDER BY e.attempt_started_at NULLS LAST, e.id;
 
 -- name: lead_rows
--- Every row of every lead of a person, by address or by the caller's id, in campaign and step order.
-SELECT c.name, l.lead, l.address, l.ref, l.ended, l.ended_at, e.id, e.step, e.status::text, e.not_before,
+-- Every row of every lead of a person, by address or by the caller's id, in campaign and step order; what ended
+-- the lead's sequence, and an automatic reply's hold (version 16).
+SELECT c.name, l.lead, l.address, l.ref, l.ended, l.ended_at, l.ended_note, l.held_until, l.held_why, l.timezone,
+       e.id, e.step, e.status::text, e.not_before,
        e.mailbox, e.pinned_mailbox, e.message_id, e.sent_subject, g.accepted_at
 FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
 LEFT JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead

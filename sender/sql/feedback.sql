@@ -72,3 +72,21 @@ SELECT message_id, id, recipient FROM sender_emails WHERE message_id = ANY (%(me
 -- name: feedback_of_row
 -- A row's feedback, oldest first, with how sure each source was (`sender show`, `lead show`).
 SELECT occurred_at, event, source, verdict, detail FROM sender_feedback WHERE email_id = %(id)s ORDER BY id;
+
+-- name: hold
+-- An automatic reply's hold on the lead of row %(id)s (sender_hold): how many of its rows moved.
+SELECT sender_hold(%(id)s, %(until)s, %(why)s, %(now)s);
+
+-- name: hold_zone
+-- What a hold's day is read in: the lead's time zone, else its campaign's (from the file as applied).
+SELECT l.timezone, c.name, CASE WHEN c.kind = 'file' THEN c.source END
+FROM sender_emails e JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE e.id = %(id)s;
+
+-- name: colleague_reply
+SELECT email_id, answer FROM sender_colleague_reply(%(mailbox)s, %(sender)s, %(ref)s, %(detail)s, %(verdict)s,
+                                                   %(now)s);
+
+-- name: reclassify
+SELECT sender_reclassify(%(id)s, %(as)s, %(note)s, %(now)s);

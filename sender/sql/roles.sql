@@ -46,6 +46,12 @@ BEGIN
     LOOP
         EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp', f.sig, s);
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f.sig);
+        IF f.name IN ('sender_reclassify') THEN
+            -- a person's verdicts are the operator's alone: no process on a sending host or the web gives them
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM sendhost_agent, sendhost_web', f.sig);
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO sendhost_operator', f.sig);
+            CONTINUE;
+        END IF;
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO sendhost_agent, sendhost_web, sendhost_operator', f.sig);
         -- the reader: functions that cannot write (not volatile), and the counters' read (it folds the pending
         -- changes into the totals first: derived data, the same whoever folds it)

@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 15: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 16: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -43,6 +43,9 @@ CREATE TABLE sender_campaigns (
     -- of what a claim sends while both are due, the least share that goes to follow-ups (steps >= 2; version 8):
     -- the campaign file's `followups_share`; `enqueue` keeps the default
     followups_share numeric NOT NULL DEFAULT 0.8 CHECK (followups_share BETWEEN 0 AND 1),
+    -- a reply from another address at a lead's domain ends the lead's sequence (version 16): the file's
+    -- `stop_on_domain_reply`
+    stop_on_domain_reply boolean NOT NULL DEFAULT false,
     CHECK ((kind = 'enqueue') = (mailbox_group IS NULL))
 );
 INSERT INTO sender_campaigns (name, kind, state) VALUES ('enqueue', 'enqueue', 'running');
@@ -68,15 +71,24 @@ CREATE TABLE sender_leads (
     ref text,        -- the caller's id for the person (the leads CSV's `lead` column)
     timezone text,
     fields jsonb,    -- merge fields; NULL: the lead's rows carry their own text
+    -- NULL: it goes on; `left` (the lead is gone or the wrong person) and `colleague_replied` since version 16
     ended text CHECK (ended IN ('completed', 'failed', 'unconfirmed', 'suppressed', 'cancelled', 'replied',
-                                'bounced', 'unsubscribed', 'complained', 'stopped')),  -- NULL: it goes on
+                                'bounced', 'unsubscribed', 'complained', 'stopped', 'left', 'colleague_replied')),
     ended_at timestamptz,
     created_at timestamptz NOT NULL DEFAULT now(),
+    -- what the reply that ended it named (version 16): the addresses a `left` reply gives (shown, never mailed),
+    -- who replied for `colleague_replied`
+    ended_note text,
+    -- an automatic reply's hold (version 16, sender_hold): no step of the lead is due before held_until
+    held_until timestamptz,
+    held_why text,
     UNIQUE (campaign_id, lead),
     CHECK ((ended IS NULL) = (ended_at IS NULL))
 );
 CREATE INDEX sender_leads_address ON sender_leads (address);
 CREATE INDEX sender_leads_ref ON sender_leads (ref) WHERE ref IS NOT NULL;
+-- The leads still going at a domain (version 16): whom a colleague's reply may be about (sender_colleague_reply).
+CREATE INDEX sender_leads_domain ON sender_leads ((split_part(address, '@', 2))) WHERE ended IS NULL;
 
 -- One active sequence per address (version 15): the leads whose sequence goes on (not ended) in a campaign that is
 -- not stopped, by address. What `campaign add-leads` (other_campaign) and `sender enqueue` (same_person) refuse a
@@ -199,7 +211,7 @@ CREATE TABLE sender_feedback (
     id bigserial PRIMARY KEY,
     email_id bigint NOT NULL REFERENCES sender_emails (id),
     event text NOT NULL CHECK (event IN ('sent', 'delivered', 'deferred', 'auto_replied', 'replied', 'bounced',
-                                         'unsubscribed', 'complained')),
+                                         'unsubscribed', 'complained', 'left', 'colleague_replied')),
     source text NOT NULL,          -- agent | inbox | one-click | webhook | person
     ref text NOT NULL,             -- what makes a replay a replay: the webhook's time, the IMAP message, ...
     mailbox text,                  -- the sending mailbox of the row, for health per mailbox
@@ -213,6 +225,8 @@ CREATE TABLE sender_feedback (
 );
 CREATE INDEX sender_feedback_mailbox ON sender_feedback (mailbox, event, occurred_at);
 CREATE INDEX sender_feedback_occurred ON sender_feedback (occurred_at);  -- the health window's (version 10)
+-- A colleague's reply by its reference (version 16): read again, it names the lead it ended (sender_colleague_reply).
+CREATE INDEX sender_feedback_colleague ON sender_feedback (ref) WHERE event = 'colleague_replied';
 
 -- Where each mailbox's inbox reader got to: a message is read once per (mailbox, UIDVALIDITY).
 CREATE TABLE sender_inbox_marks (
@@ -419,7 +433,8 @@ BEGIN
     UPDATE sender_leads SET ended = p_reason, ended_at = p_at
     WHERE campaign_id = p_campaign AND lead = p_lead
       AND (ended IS NULL OR (ended IN ('completed', 'unconfirmed')
-                             AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained')));
+                             AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained', 'left',
+                                              'colleague_replied')));
     IF p_reason = 'unconfirmed' THEN
         RETURN;
     END IF;
@@ -437,6 +452,7 @@ $$;
 -- Step N was sent: release step N+1 if it was enqueued ahead (it waited), else create it from the campaign file's
 -- step N+1, due the step's delay after step N's send time, from the mailbox that sent step N; no step N+1 of a
 -- campaign file: the sequence is complete. A send that was `unconfirmed` is known now: its lead goes on.
+-- A lead held by an automatic reply (version 16, sender_hold) has its next step due no earlier than the hold's end.
 CREATE FUNCTION sender_advance(p_email bigint, p_at timestamptz) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     r sender_emails;
@@ -462,8 +478,10 @@ BEGIN
     UPDATE sender_emails
     SET status = CASE WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
         pinned_mailbox = lower(r.mailbox), updated_at = p_at,
-        not_before = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0))),
-        due_at = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0)))
+        not_before = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0)),
+                              l.held_until),
+        due_at = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0)),
+                          l.held_until)
     WHERE campaign_id = r.campaign_id AND lead = r.lead AND step = r.step + 1 AND status = 'waiting';
     IF FOUND OR EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = r.campaign_id AND lead = r.lead
                         AND step = r.step + 1) THEN
@@ -478,8 +496,9 @@ BEGIN
     INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, own_subject,
                                not_before, due_at, pinned_mailbox, created_at, updated_at)
     VALUES (r.campaign_id, r.lead, next_step.step, l.address, r.mailbox_group, coalesce(next_step.subject, ''),
-            next_step.body, next_step.subject IS NOT NULL, sent_at + make_interval(secs => next_step.delay_s),
-            sent_at + make_interval(secs => next_step.delay_s), lower(r.mailbox), p_at, p_at)
+            next_step.body, next_step.subject IS NOT NULL,
+            greatest(sent_at + make_interval(secs => next_step.delay_s), l.held_until),
+            greatest(sent_at + make_interval(secs => next_step.delay_s), l.held_until), lower(r.mailbox), p_at, p_at)
     RETURNING id INTO new_id;
     PERFORM sender_event(new_id, 'queued', format('step %s: due %s after step %s was sent', next_step.step,
                                                   make_interval(secs => next_step.delay_s), r.step), p_at);
@@ -591,11 +610,13 @@ END
 $$;
 
 -- Create or update a campaign from its file (`sendhost campaign apply`): its group, its steps (p_steps: a JSON
--- list of {delay_s, subject, body}, in order), its follow-ups' share (version 8) and the file's text. Rows already
+-- list of {delay_s, subject, body}, in order), its follow-ups' share (version 8), whether a colleague's reply
+-- ends a lead's sequence (version 16) and the file's text. Rows already
 -- created keep the templates they copied; the steps not created yet take the new ones. created | updated |
 -- unchanged (the same text: the share is still written, for a campaign applied before version 8 stored it).
 CREATE FUNCTION sender_campaign_apply(p_name text, p_group text, p_allow_other boolean, p_source text,
-                                      p_steps jsonb, p_followups_share numeric, p_now timestamptz DEFAULT NULL)
+                                      p_steps jsonb, p_followups_share numeric, p_stop_on_domain_reply boolean,
+                                      p_now timestamptz DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -606,20 +627,23 @@ BEGIN
     SELECT * INTO c FROM sender_campaigns WHERE name = p_name FOR UPDATE;
     IF c.id IS NULL THEN
         INSERT INTO sender_campaigns (name, mailbox_group, allow_other_campaigns, source, followups_share,
-                                      created_at, updated_at)
-        VALUES (p_name, p_group, p_allow_other, p_source, p_followups_share, now_at, now_at)
+                                      stop_on_domain_reply, created_at, updated_at)
+        VALUES (p_name, p_group, p_allow_other, p_source, p_followups_share, p_stop_on_domain_reply, now_at, now_at)
         RETURNING * INTO c;
         answer := 'created';
     ELSIF c.kind <> 'file' THEN
         RAISE EXCEPTION 'campaign % is built in (sendhost sender enqueue); name the file''s campaign otherwise',
                         p_name USING ERRCODE = 'check_violation';
     ELSIF c.source = p_source THEN
-        UPDATE sender_campaigns SET followups_share = p_followups_share
-        WHERE id = c.id AND followups_share <> p_followups_share;
+        UPDATE sender_campaigns SET followups_share = p_followups_share,
+                                    stop_on_domain_reply = p_stop_on_domain_reply
+        WHERE id = c.id AND (followups_share <> p_followups_share
+                             OR stop_on_domain_reply <> p_stop_on_domain_reply);
         RETURN 'unchanged';
     ELSE
         UPDATE sender_campaigns SET mailbox_group = p_group, allow_other_campaigns = p_allow_other,
-                                    source = p_source, followups_share = p_followups_share, updated_at = now_at
+                                    source = p_source, followups_share = p_followups_share,
+                                    stop_on_domain_reply = p_stop_on_domain_reply, updated_at = now_at
         WHERE id = c.id;
         -- rows not handed over yet follow the group; their templates stay those they were created with
         UPDATE sender_emails SET mailbox_group = p_group
@@ -1137,9 +1161,11 @@ BEGIN
         RETURN 'no_row';
     END IF;
     -- An event named as a status sets it (sent, delivered, replied, bounced, unsubscribed, complained), under the
-    -- rank guard; the others (deferred, auto_replied) are recorded only.
+    -- rank guard; `left` sets replied; the others (deferred, auto_replied, colleague_replied) are recorded only.
     IF EXISTS (SELECT 1 FROM sender_status_ranks() WHERE status = p_event) THEN
         target := p_event::sender_status;
+    ELSIF p_event = 'left' THEN
+        target := 'replied';  -- a reply, that ends its lead's sequence as `left` (below)
     END IF;
     INSERT INTO sender_feedback (email_id, event, source, ref, mailbox, occurred_at, received_at, detail, verdict)
     VALUES (p_email, p_event, p_source, coalesce(p_ref, ''), r.mailbox, coalesce(p_at, now_at), now_at,
@@ -1161,6 +1187,14 @@ BEGIN
     -- the event stays recorded, in the feedback and the row's history, for a person.
     IF target IN ('sent', 'delivered') AND r.status IN ('failed', 'suppressed', 'cancelled') THEN
         target := NULL;
+    END IF;
+    -- What a reply says of its lead (version 16): gone or the wrong person (`left`), or a colleague answered
+    -- (`colleague_replied`): the sequence ends for that reason, before the row's own status can end it as a reply,
+    -- and keeps what the reply named (the addresses it gives, who replied) for `lead show`.
+    IF p_event IN ('left', 'colleague_replied') THEN
+        PERFORM sender_end_sequence(r.campaign_id, r.lead, p_event, now_at);
+        UPDATE sender_leads SET ended_note = left(coalesce(p_detail, ''), 500)
+        WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended = p_event;
     END IF;
     IF target IS NOT NULL THEN
         UPDATE sender_emails SET status = target, updated_at = now_at
@@ -1193,6 +1227,127 @@ BEGIN
         RETURN 'no_row';
     END IF;
     RETURN sender_apply_event(found, p_event, p_at, p_source, p_ref, p_detail, p_verdict, p_now);
+END
+$$;
+
+-- Replies as a person reads them (version 16, docs/feedback.md).
+
+-- An automatic reply says its author is away until p_until: the lead's steps not sent yet wait until then, and so
+-- does a step created later (sender_advance reads sender_leads.held_until). The first open window after it is the
+-- agent's to find: a row claimed outside its lead's window goes back until the window opens. A hold is never
+-- shortened (the later of two stands); a lead whose sequence ended is left alone. Returns how many rows it moved.
+CREATE FUNCTION sender_hold(p_email bigint, p_until timestamptz, p_why text, p_now timestamptz DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    r sender_emails;
+    l sender_leads;
+    moved integer;
+BEGIN
+    SELECT * INTO r FROM sender_emails WHERE id = p_email;
+    SELECT * INTO l FROM sender_leads WHERE campaign_id = r.campaign_id AND lead = r.lead FOR UPDATE;
+    IF l.id IS NULL OR l.ended IS NOT NULL THEN
+        RETURN 0;
+    END IF;
+    IF l.held_until IS NULL OR p_until > l.held_until THEN
+        UPDATE sender_leads SET held_until = p_until, held_why = left(coalesce(p_why, ''), 500) WHERE id = l.id;
+    END IF;
+    WITH held AS (
+        UPDATE sender_emails SET not_before = p_until, due_at = greatest(due_at, p_until), updated_at = now_at
+        WHERE campaign_id = r.campaign_id AND lead = r.lead AND status IN ('waiting', 'queued', 'retry')
+          AND not_before < p_until
+        RETURNING id
+    )
+    SELECT count(*) INTO moved
+    FROM (SELECT sender_event(id, 'held', format('until %s: %s', p_until, coalesce(p_why, '')), p_now)
+          FROM held) AS logged;
+    RETURN moved;
+END
+$$;
+
+-- A reply from another address at a lead's domain that names no row of ours (version 16): in the campaigns whose
+-- file says `stop_on_domain_reply: true`, of the leads at p_sender's domain whose sequences go on and that mailbox
+-- p_mailbox has mailed, the one it mailed last ends as `colleague_replied`, naming p_sender (p_detail). The caller
+-- has decided that the domain is a company's, not a free-mail provider's. The event goes through
+-- sender_apply_event on that lead's last row from p_mailbox: answer is its answer, or no_row when no lead
+-- qualifies.
+CREATE FUNCTION sender_colleague_reply(p_mailbox text, p_sender text, p_ref text, p_detail text,
+                                       p_verdict text DEFAULT 'none', p_now timestamptz DEFAULT NULL,
+                                       OUT email_id bigint, OUT answer text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- read before (a restored inbox mark): the lead it ended, never the next one at the domain
+    SELECT f.email_id INTO email_id FROM sender_feedback f WHERE f.event = 'colleague_replied' AND f.ref = p_ref
+    LIMIT 1;
+    IF email_id IS NOT NULL THEN
+        answer := 'replay';
+        RETURN;
+    END IF;
+    SELECT e.id INTO email_id
+    FROM sender_leads l
+    JOIN sender_campaigns c ON c.id = l.campaign_id
+    JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead
+    JOIN sender_sent g ON g.email_id = e.id
+    WHERE split_part(l.address, '@', 2) = split_part(lower(p_sender), '@', 2) AND l.ended IS NULL
+      AND l.address <> lower(p_sender) AND c.stop_on_domain_reply AND lower(g.mailbox) = lower(p_mailbox)
+    ORDER BY g.accepted_at DESC, e.id DESC
+    LIMIT 1;
+    IF email_id IS NULL THEN
+        answer := 'no_row';
+        RETURN;
+    END IF;
+    answer := sender_apply_event(email_id, 'colleague_replied', NULL, 'inbox', p_ref, p_detail, p_verdict, p_now);
+END
+$$;
+
+-- A person's correction of what came back about row p_email (`sendhost sender reclassify`, version 16): p_as
+-- (replied, auto_replied, unsubscribed, bounced, left) applied as feedback from a person, with its effect, under
+-- the rank guard: a row never moves down, so a row `replied` called an automatic reply stays replied and its
+-- sequence stays ended (answer outranked), while an unsubscribe or a bounce still suppresses the address. An
+-- automatic reply holds the lead 7 days (the default of an automatic reply naming no date); `left` also replaces
+-- a sequence that ended as `replied`. Answers: applied (the row or its lead's sequence changed) | recorded |
+-- outranked | not_sent (no attempt ever started: nothing came back about it) | no_row.
+CREATE FUNCTION sender_reclassify(p_email bigint, p_as text, p_note text, p_now timestamptz DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    r sender_emails;
+    effect sender_status;  -- the status the verdict gives a row, for the rank guard's answer
+    answer text;
+    held integer;
+BEGIN
+    IF p_as IS NULL OR p_as NOT IN ('replied', 'auto_replied', 'unsubscribed', 'bounced', 'left') THEN
+        RAISE EXCEPTION 'sender_reclassify: % is not a verdict a person gives', p_as
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    effect := CASE p_as WHEN 'auto_replied' THEN 'delivered' WHEN 'left' THEN 'replied'
+                        ELSE p_as::sender_status END;
+    SELECT * INTO r FROM sender_emails WHERE id = p_email;
+    IF r.id IS NULL THEN
+        RETURN 'no_row';
+    END IF;
+    IF r.attempt_started_at IS NULL THEN
+        RETURN 'not_sent';
+    END IF;
+    answer := sender_apply_event(p_email, p_as, now_at, 'person', 'person:' || clock_timestamp()::text,
+                                 coalesce(p_note, ''), 'none', p_now);
+    IF p_as = 'left' THEN
+        UPDATE sender_leads SET ended = 'left', ended_at = now_at, ended_note = left(coalesce(p_note, ''), 500)
+        WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended IN ('replied', 'left');
+        IF FOUND THEN
+            answer := 'applied';
+        END IF;
+    ELSIF p_as = 'auto_replied' THEN
+        held := sender_hold(p_email, now_at + interval '7 days',
+                            'an automatic reply, said a person: ' || coalesce(p_note, ''), p_now);
+        IF held > 0 THEN
+            answer := 'applied';
+        END IF;
+    END IF;
+    IF answer = 'recorded' AND sender_rank(r.status) > sender_rank(effect) THEN
+        RETURN 'outranked';
+    END IF;
+    RETURN answer;
 END
 $$;
 

@@ -553,6 +553,52 @@ def test_lead_show_by_address_in_any_spelling(sendhost: Cli, tmp_path: Path, dat
     assert zoe.stdout.splitlines()[0] == "campaign q1: zoe@xn--bcher-kva.example; sequence going on", zoe.stderr
 
 
+def test_lead_show_says_until_when_an_automatic_reply_holds_the_lead_on_its_clock(sendhost: Cli, tmp_path: Path,
+                                                                                   database_url: str) -> None:
+    _ready(sendhost, tmp_path, "eve@bigco.example,crm-4127,Europe/Berlin,Eve\n")
+    first = _send(database_url)
+    back = date.today() + timedelta(days=10)
+    with Feedback.from_url(database_url) as feedback:
+        feedback.apply(first, Event.AUTO_REPLIED, source="inbox", ref="ooo-1")
+        feedback.hold(first, back, f"an automatic reply: back on {back - timedelta(days=1)}")
+    head = sendhost("lead", "show", "eve@bigco.example").stdout.splitlines()[0]
+    local = datetime.combine(back, time(), tzinfo=ZoneInfo("Europe/Berlin")).isoformat(sep=" ")
+    assert head == (f"campaign q1: eve@bigco.example, lead id crm-4127; sequence going on; held until {local} "
+                    f"(Europe/Berlin): an automatic reply: back on {back - timedelta(days=1)}")
+    (lead,) = json.loads(sendhost("lead", "show", "crm-4127", "--format", "json").stdout)["leads"]
+    assert (lead["held_why"], lead["timezone"]) == (f"an automatic reply: back on {back - timedelta(days=1)}",
+                                                    "Europe/Berlin")
+    assert datetime.fromisoformat(lead["held_until"]) == datetime.combine(back, time(),
+                                                                          tzinfo=ZoneInfo("Europe/Berlin"))
+
+
+def test_lead_show_and_campaign_status_name_each_replys_verdict(sendhost: Cli, tmp_path: Path,
+                                                                database_url: str) -> None:
+    _apply(sendhost, tmp_path, text=CAMPAIGN.format(name="q1") + "stop_on_domain_reply: true\n")
+    assert _add(sendhost, tmp_path, "q1", "eve@bigco.example,,,Eve\nann@acme.example,,,Ann\n").returncode == 0
+    assert sendhost("campaign", "start", "q1").returncode == 0
+    _send(database_url)
+    _send(database_url)
+    eve_row, ann_row = _sql(database_url, "SELECT id FROM sender_emails WHERE step = 1 ORDER BY recipient DESC")
+    with Feedback.from_url(database_url) as feedback:
+        feedback.apply(int(str(eve_row[0])), Event.LEFT, source="inbox", ref="left-1",
+                       detail="no longer there or the wrong person (left/en); the reply names bob@bigco.example")
+        assert feedback.colleague_reply(BOX1, "carl@acme.example", ref="c-1",
+                                        detail="carl@acme.example replied")[0] == ann_row[0]
+    eve = sendhost("lead", "show", "eve@bigco.example").stdout.splitlines()[0]
+    assert eve.startswith("campaign q1: eve@bigco.example; sequence ended: left at ")
+    assert eve.endswith("(no longer there or the wrong person (left/en); the reply names bob@bigco.example; never "
+                        "mailed by themselves)")
+    ann = sendhost("lead", "show", "ann@acme.example").stdout.splitlines()[0]
+    assert ann.startswith("campaign q1: ann@acme.example; sequence ended: colleague_replied at ")
+    assert ann.endswith("(carl@acme.example replied)")
+    status = sendhost("campaign", "status", "q1")
+    assert status.returncode == 0, status.stderr
+    assert "lead(s); sequences ended: colleague_replied 1, left 1" in status.stdout.splitlines()[0]
+    shown = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)
+    assert shown["ended"] == {"colleague_replied": 1, "left": 1}
+
+
 def test_lead_show_by_the_csv_lead_id_json_with_each_rows_history(sendhost: Cli, tmp_path: Path,
                                                                   database_url: str) -> None:
     _ready(sendhost, tmp_path)

@@ -5,6 +5,7 @@ made due now, and every bad call exits 2 naming what is wrong, with nothing chan
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ from sender import Ledger, Settle
 from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import load_campaign
 from sender.ledger.campaigns import Campaigns, Move
+from sender.ledger.events import Event, Feedback
 from tests.sender.attempts import SOURCE_IP, attempted, enqueued
 
 Cli = Callable[..., CompletedProcess[str]]
@@ -257,4 +259,74 @@ def test_a_bad_time_exits_2_naming_it_and_an_example(sender_cli: Cli, ledger: Le
     assert result.returncode == 2
     assert result.stderr.strip() == ("error: --all-due-before: 'next tuesday' is not an ISO 8601 time; write it like "
                                      "2026-03-02T09:00:00+01:00 (without a zone it is UTC)")
+    assert _snapshot(database_url) == before
+
+
+# --- reclassify ---------------------------------------------------------------------------------------------------
+
+def _replied(ledger: Ledger) -> int:
+    """eve's step 1 in campaign q1, sent, and read back as a reply: its row."""
+    (row,) = ledger.claim("w", 1, ["sales"])
+    started, _mid = ledger.begin_attempt(row.id, uuid.uuid4(), BOX, None, f"<{uuid.uuid4()}@sender.example>", "Hi")
+    assert started == "ok" and ledger.record_sent(row.id, "250 ok")
+    Feedback(ledger).apply(row.id, Event.REPLIED, source="inbox", ref="r1")
+    return row.id
+
+
+def test_reclassify_turns_a_reply_into_an_unsubscribe_that_suppresses_the_address(
+        sender_cli: Cli, ledger: Ledger, tmp_path: Path, database_url: str) -> None:
+    _campaign(tmp_path, ledger)
+    row = _replied(ledger)
+    result = sender_cli("reclassify", str(row), "--as", "unsubscribe", "--note", "she asked by phone")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (f"row {row}: reclassified as an unsubscribe: the address is suppressed and the "
+                                     "lead's sequence ended; the row is unsubscribed")
+    assert ledger.is_suppressed("eve@rcpt.example")
+    assert _rows(database_url) == [(1, "unsubscribed"), (2, "cancelled")]
+
+
+def test_reclassify_as_left_ends_the_sequence_as_left_json(sender_cli: Cli, ledger: Ledger, tmp_path: Path,
+                                                           database_url: str) -> None:
+    _campaign(tmp_path, ledger)
+    row = _replied(ledger)
+    result = sender_cli("reclassify", str(row), "--as", "left", "--note", "write to bob@rcpt.example", "--format",
+                        "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"row": row, "as": "left", "answer": "applied", "status": "replied"}
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT ended, ended_note FROM sender_leads WHERE lead = 'eve@rcpt.example'").fetchone() \
+            == ("left", "write to bob@rcpt.example")
+    assert not ledger.is_suppressed("eve@rcpt.example")
+
+
+def test_reclassify_that_would_lower_a_row_exits_1_and_keeps_it(sender_cli: Cli, ledger: Ledger, tmp_path: Path,
+                                                                database_url: str) -> None:
+    _campaign(tmp_path, ledger)
+    row = _replied(ledger)
+    result = sender_cli("reclassify", str(row), "--as", "auto-reply")
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.strip() == (f"row {row} is replied, which stands above auto-reply: the rank guard kept it; "
+                                     "the verdict is in its history and nothing else changed")
+    assert _rows(database_url) == [(1, "replied"), (2, "cancelled")]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("{row}", "--as", "opened"), "Error: Invalid value for '--as'"),
+    (("999999", "--as", "reply"), "no row 999999; check its id"),
+    (("{waiting}", "--as", "reply"), "row {waiting} was never sent (queued): nothing came back about it"),
+])
+def test_a_bad_reclassify_exits_2_and_changes_nothing(sender_cli: Cli, ledger: Ledger, tmp_path: Path,
+                                                      database_url: str, args: tuple[str, ...],
+                                                      expected: str) -> None:
+    _campaign(tmp_path, ledger)
+    (row,) = ledger.claim("w", 1, ["sales"])
+    started, _mid = ledger.begin_attempt(row.id, uuid.uuid4(), BOX, None, f"<{uuid.uuid4()}@sender.example>", "Hi")
+    assert started == "ok" and ledger.record_sent(row.id, "250 ok")
+    with psycopg.connect(database_url) as conn:
+        (waiting,) = conn.execute("SELECT id FROM sender_emails WHERE step = 2").fetchone() or (0,)
+    before = _snapshot(database_url)
+    result = sender_cli("reclassify", *(a.format(row=row.id, waiting=waiting) for a in args))
+    assert result.returncode == 2, result.stdout
+    assert expected.format(row=row.id, waiting=waiting) in result.stderr
+    assert "Traceback" not in result.stderr
     assert _snapshot(database_url) == before

@@ -187,6 +187,20 @@ def test_a_batch_applies_its_bounces_and_answers_which_types_it_ignored(web: Web
     assert shown is not None and shown.row["status"] == "bounced"
 
 
+def test_a_relay_cannot_report_what_only_reading_a_reply_tells(web: WebServer, feedback: Feedback) -> None:
+    # `left` and `colleague_replied` end a sequence (schema 15): the inbox's and a person's to say, never a relay's.
+    _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    now = time.time()
+    batch = [{"id": "e1", "message_id": message_id, "event": "left", "at": _at(now) + "Z"},
+             {"id": "e2", "message_id": message_id, "event": "colleague_replied", "at": _at(now) + "Z"}]
+    response = _post_events(web, batch)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"results": [], "ignored": [{"id": "e1", "event": "left"},
+                                                           {"id": "e2", "event": "colleague_replied"}]}
+    shown = feedback.ledger.show("L1", 1)
+    assert shown is not None and shown.row["status"] == "sent"
+
+
 def test_a_replay_is_the_relays_event_id_whatever_its_time(web: WebServer, feedback: Feedback,
                                                            database_url: str) -> None:
     row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")

@@ -201,3 +201,28 @@ def test_skip_dates_hold_a_row_to_the_next_open_day(tmp_path: Path, agent: tuple
         (not_before,) = conn.execute("SELECT not_before FROM sender_emails").fetchone() or (None,)
     assert not_before == datetime(2026, 12, 28, 9, 0, tzinfo=BERLIN)
     assert date(2026, 12, 28).weekday() == 0
+
+
+def test_a_step_held_by_an_automatic_reply_goes_at_the_first_window_opening_after_the_hold(
+        tmp_path: Path, paced: World, agent: tuple[Agent, Ledger], clock: FakeClock, database_url: str) -> None:
+    from sender.ledger.events import Event, Feedback
+
+    sender, ledger = agent
+    clock.now_s = datetime(2026, 12, 7, 10, 0, tzinfo=NEW_YORK).timestamp()  # Monday, inside eve's window
+    _campaign(tmp_path, ledger, "eve@rcpt.example,America/New_York\n")
+    assert _drain(sender, ledger) == ["sent"]
+    with psycopg.connect(database_url) as conn:
+        (first,) = conn.execute("SELECT id FROM sender_emails WHERE step = 1").fetchone() or (0,)
+    # "back on Friday 11 December": held until Saturday 00:00 on eve's clock; the window opens Monday 09:00
+    feedback = Feedback(ledger)
+    feedback.apply(first, Event.AUTO_REPLIED, source="inbox", ref="ooo-1")
+    assert feedback.hold(first, date(2026, 12, 12), "an automatic reply: back on 2026-12-11") == 1
+    clock.now_s = datetime(2026, 12, 8, 11, 0, tzinfo=NEW_YORK).timestamp()  # step 2's own day
+    assert _drain(sender, ledger) == []
+    clock.now_s = datetime(2026, 12, 12, 0, 0, tzinfo=NEW_YORK).timestamp()  # the hold is over: a Saturday
+    assert _drain(sender, ledger) == ["blocked"]
+    clock.now_s = datetime(2026, 12, 14, 8, 59, 59, tzinfo=NEW_YORK).timestamp()
+    assert _drain(sender, ledger) == []
+    clock.now_s += 1
+    assert _drain(sender, ledger) == ["sent"]
+    assert [m.rcpt for m in paced.server.recorder.received] == ["eve@rcpt.example"] * 2

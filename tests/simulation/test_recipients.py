@@ -79,3 +79,28 @@ def test_only_a_first_message_bounces() -> None:
     first = people.receive(STEP_1, 0.0)
     assert first is not None and first.kind is Kind.BOUNCE
     assert people.receive(STEP_2, 0.0) is None
+
+
+def test_an_out_of_office_is_read_as_automatic_naming_its_return_day_and_a_remove_me_as_a_stop() -> None:
+    from datetime import date
+
+    from sender.feedback.inbox import read_reply
+    from sender.feedback.reply_kinds import ReplyKind
+
+    now = 1.8e9  # 2027-01-15
+    away = read_reply(raw := reply_message(STEP_1, now, 8, Kind.AWAY, 5), parse(raw), date(2027, 1, 15))
+    assert away is not None and away.kind is ReplyKind.AUTOMATIC
+    assert (away.back_on, away.hold_until) == (date(2027, 1, 20), date(2027, 1, 21))
+    stop = read_reply(raw := reply_message(STEP_2, now, 9, Kind.STOP), parse(raw), date(2027, 1, 15))
+    assert stop is not None and stop.kind is ReplyKind.STOP
+
+
+def test_some_recipients_are_away_and_some_ask_to_be_removed() -> None:
+    rates = Reactions(bounce=0.0, reply=(0.0,), unsubscribe=(0.0,), away=(0.2,), stop=(0.1,), away_days=(3, 9))
+    people = Recipients(random.Random(5), rates)
+    found = [people.receive(Delivery("p", "a@x", "a@x", f"lead-{n}@leads.example", f"<{n}@x>"), 0.0)
+             for n in range(2000)]
+    kinds = [r.kind for r in found if r is not None]
+    assert 0.17 < kinds.count(Kind.AWAY) / len(found) < 0.23 and 0.08 < kinds.count(Kind.STOP) / len(found) < 0.12
+    assert {r.away_days for r in found if r is not None and r.kind is Kind.AWAY} == set(range(3, 10))
+    assert all(r.at <= 600 for r in found if r is not None and r.kind is Kind.AWAY)  # within minutes

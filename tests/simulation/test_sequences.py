@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from datetime import date, datetime, time
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -65,13 +67,37 @@ def test_nothing_is_sent_after_a_reply_bounce_or_unsubscribe(simulate: Callable[
     assert set(ended) == set(ENDED_BY_FEEDBACK), f"the run should end sequences of each kind: {ended}"
     # Each feedback the recipients gave reached its row through the reader's parser or the one-click token.
     assert result.log.reactions and all(r.applied in ("applied", "recorded") for r in result.log.reactions)
-    # And the server saw no message to a lead after the lead's first answer.
+    # And the server saw no message to a lead after the lead's first answer that ends a sequence (an out-of-office
+    # ends none).
     answered: dict[str, float] = {}
     for reaction in result.log.reactions:
-        answered.setdefault(reaction.recipient, reaction.at)
+        if reaction.event in ENDED_BY_FEEDBACK:
+            answered.setdefault(reaction.recipient, reaction.at)
     for send in result.log.sends:
         assert send.recipient is not None
         assert send.at < answered.get(send.recipient, float("inf")), f"{send.recipient} mailed after answering"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_out_of_office_ends_nothing_and_no_step_goes_before_the_day_after_its_return(
+        simulate: Callable[..., SimResult], seed: int) -> None:
+    result = simulate(seed)
+    leads = _leads(result)
+    held = [r for r in result.log.reactions if r.held_until is not None]
+    assert held, "the run should hold some leads"
+    for reaction in held:
+        assert (reaction.kind, reaction.event, reaction.applied) == ("away", "auto_replied", "recorded")
+        tz = ZoneInfo(result.lead_timezones.get(reaction.recipient) or "UTC")
+        until = datetime.combine(date.fromisoformat(reaction.held_until or ""), time(), tzinfo=tz).timestamp()
+        for row in leads[reaction.recipient].values():
+            if row.accepted_at is not None and row.accepted_at > reaction.at:
+                assert row.accepted_at >= until, (reaction.recipient, row.step, reaction.held_until)
+    # the auto-reply ended none of them: each is still going, or ended for a reason of its own later on
+    assert all(leads[r.recipient][1].ended in (None, "completed") or leads[r.recipient][1].ended_at > r.at
+               for r in held)
+    # "please remove me" replies were read as what they ask: unsubscribes
+    stops = [r for r in result.log.reactions if r.kind == "stop"]
+    assert stops and all(r.event == "unsubscribed" for r in stops)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

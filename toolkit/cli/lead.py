@@ -7,8 +7,9 @@ whatever campaigns they are in, and the question ("what did we send to eve@bigco
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 import click
 
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 group = ledger_group("lead", "Leads: one person's steps in every campaign.")
 
 # The lead's own columns of the lead_rows query; the rest are one step's.
-LEAD_KEYS = ("name", "lead", "address", "ref", "ended", "ended_at")
+LEAD_KEYS = ("name", "lead", "address", "ref", "ended", "ended_at", "ended_note", "held_until", "held_why",
+             "timezone")
 
 
 @group.command("show")
@@ -32,12 +34,17 @@ def show_command(sc: SenderContext, who: str, fmt: str | None) -> None:
     """A person's steps in every campaign.
 
     ID_OR_ADDRESS is an address (in any spelling), a leads file's `lead` id, or an enqueued lead's id. For each
-    campaign: each step's status, mailbox, send time and Message-ID, and why the sequence ended; JSON adds each
-    row's history. Exit 1 when no campaign has such a lead."""
+    campaign: each step's status, mailbox, send time and Message-ID, and why the sequence ended (with what the
+    reply that ended it named), or until when an automatic reply holds it; JSON adds each row's history. Exit 1
+    when no campaign has such a lead."""
     out = sc.app.output_format(fmt)
     with sc.ledger() as ledger:
         rows = _rows(ledger, who)
         leads = _leads(rows)
+        now = ledger.now() or datetime.now(UTC)
+        for lead in leads:  # a hold that is over, or of a sequence that ended, holds nothing
+            if lead["ended"] or lead["held_until"] is None or lead["held_until"] <= now:
+                lead["held_until"] = lead["held_why"] = None
         if out == "json":
             for lead in leads:
                 for step in lead["steps"]:
@@ -86,10 +93,24 @@ def render_lead(lead: dict[str, Any]) -> None:
     ref = f", lead id {lead['ref']}" if lead["ref"] else ""
     who = lead["address"] if lead["lead"] == lead["address"] else f"{lead['lead']} <{lead['address']}>"
     end = f"ended: {lead['ended']} at {_when(lead['ended_at'])}" if lead["ended"] else "going on"
+    if lead["ended"] and lead["ended_note"]:
+        end += f" ({lead['ended_note']}" + ("; never mailed by themselves)" if lead["ended"] == "left" and
+                                            "names" in lead["ended_note"] else ")")
+    if lead["held_until"] is not None:
+        end += f"; held until {_local(lead['held_until'], lead['timezone'])}: {lead['held_why']}"
     click.echo(f"campaign {lead['campaign']}: {who}{ref}; sequence {end}")
     emit_table(None, ["step", "status", "mailbox", "due", "sent at", "Message-ID"],
                [(s["step"], s["status"], s["mailbox"], _when(s["due"]), _when(s["sent_at"]), s["message_id"])
                 for s in lead["steps"]])
+
+
+def _local(value: datetime, timezone: str | None) -> str:
+    """A time on the lead's wall clock, naming the zone, when the lead has one; else as every other time here."""
+    from sender.campaigns.pacing import valid_timezone
+
+    if timezone and valid_timezone(timezone):
+        return f"{_when(value.astimezone(ZoneInfo(timezone)))} ({timezone})"
+    return str(_when(value))
 
 
 def _when(value: datetime | None) -> str | None:

@@ -207,7 +207,8 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
         ("leads", _leads_text(summary, imported)),
-        ("recipients' answers", f"{summary.reactions_text()} (each ends its lead's sequence)"),
+        ("recipients' answers", f"{summary.reactions_text()} (all but away end the lead's sequence)"),
+        ("out-of-office leads", summary.away_text()),
         ("fallbacks to the primary IP", f"{fallbacks}" + (f" ({reasons})" if reasons else "")),
         ("attempts that reserved nothing", f"{sum(summary.skips.values())}" + (f" ({skipped})" if skipped else "")),
         ("rotations", f"{summary.rotations} ({summary.retired_by_command} retired by on-call)"),
