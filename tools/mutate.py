@@ -145,7 +145,8 @@ ISSUE_31 = (
 # Rules whose tests already caught these before issue 31: kept here so they stay caught.
 CAUGHT = (
     _m("enqueue-ignores-suppression", LEDGER_SQL,
-       "    IF sender_is_suppressed(p_recipient) THEN\n        outcome := 'suppressed';\n        RETURN;\n    END IF;\n", "",
+       "    IF sender_is_suppressed(p_recipient) THEN\n        outcome := 'suppressed';\n        RETURN;\n"
+       "    END IF;\n", "",
        [f"{LEDGER_TESTS}::test_suppressed_address_is_refused_and_withdrawn"],
        "enqueue accepts a suppressed address"),
     _m("begin-attempt-skips-suppression", LEDGER_SQL,
@@ -343,10 +344,10 @@ ISSUE_24 = (
        [SEQUENCE_RUN],
        "a campaign's follow-up is created pinned to no mailbox: it goes from the group's least used"),
     _m("follow-up-due-from-the-first-queueing", LEDGER_SQL,
-       "sent_at + make_interval(secs => next_step.delay_s),\n"
-       "            sent_at + make_interval(secs => next_step.delay_s),",
-       "r.created_at + make_interval(secs => next_step.delay_s),\n"
-       "            r.created_at + make_interval(secs => next_step.delay_s),",
+       "greatest(sent_at + make_interval(secs => next_step.delay_s), l.held_until),\n"
+       "            greatest(sent_at + make_interval(secs => next_step.delay_s), l.held_until),",
+       "greatest(r.created_at + make_interval(secs => next_step.delay_s), l.held_until),\n"
+       "            greatest(r.created_at + make_interval(secs => next_step.delay_s), l.held_until),",
        [f"{SEQUENCE_DELIVERY_TESTS}::test_a_first_step_deferred_then_accepted_is_followed_up_from_its_real_send"],
        "a follow-up's delay counts from when its step was first queued, not from the send that succeeded"),
     _m("failure-spares-the-sequence", LEDGER_SQL,
