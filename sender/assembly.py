@@ -15,7 +15,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,9 +34,12 @@ from sendhost import redis_conn
 from warmup import Guard, Picker
 
 if TYPE_CHECKING:
+    from sender.campaigns.spec import CampaignSpec
     from sender.feedback.inbox import MailboxReport
     from sender.feedback.web import WebKeys
+    from sender.ledger.cap_wait import CapWait
     from sender.ledger.events import Feedback
+    from sender.ledger.stalled import Stalled
     from sendhost.model import Mailbox
 
 INBOX_EVERY_S = 60.0
@@ -148,6 +151,29 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
     return (machinery.agent(settings, unsubscribe_key=key, checkpoint=checkpoint, env=env,
                             mailbox_settings=mailbox_settings),
             lambda: connect_ledger(url, clock))
+
+
+# --- the status views: the ledger's rows with the guard's counts -----------------------------------------------
+
+
+def campaign_pace(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Iterable[str] | None,
+                  pinned: Iterable[str] = (), unreachable: str | None = None) -> CapWait:
+    """What of `spec`'s campaign waits for a cap now (sender.ledger.cap_wait), the caps read from `guard`
+    (sender.guard_view); `guard` None, or one that fails, leaves the cap part unknown (why: `unreachable`, or the
+    guard's error)."""
+    from sender.guard_view import campaign_reader
+    from sender.ledger.cap_wait import cap_wait
+
+    return cap_wait(ledger, spec, None if guard is None else campaign_reader(guard, spec, group, pinned), unreachable)
+
+
+def stalled_followups(ledger: Ledger, guard: Guard, campaign: str | None = None) -> list[Stalled]:
+    """The due follow-ups of `campaign` (None: all) behind a paused or disconnected mailbox (sender.ledger.stalled),
+    the mailboxes' states read from `guard`. WarmupUnavailable when Redis cannot be read."""
+    from sender.guard_view import mailbox_states
+    from sender.ledger import stalled
+
+    return stalled.stalled_followups(ledger, lambda mailboxes, now: mailbox_states(guard, mailboxes, now), campaign)
 
 
 # --- the inbox reading and its health report ---------------------------------------------------------------------

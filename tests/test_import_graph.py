@@ -40,11 +40,11 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
-def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+def _runtime_imports(tree: ast.AST, type_only_too: bool = False) -> list[ast.Import | ast.ImportFrom]:
     found: list[ast.Import | ast.ImportFrom] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not type_only_too and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.orelse:
                 visit(child)
             return
@@ -57,10 +57,10 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def _imports_of(module: str, path: Path) -> set[str]:
+def _imports_of(module: str, path: Path, type_only_too: bool = False) -> set[str]:
     imported = set()
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8")), type_only_too):
         if isinstance(node, ast.Import):
             targets = [_resolve(alias.name) for alias in node.names]
         else:
@@ -127,6 +127,39 @@ def test_one_place_starts_the_embedded_postgres() -> None:
     assert {module for module, text in texts.items() if '"pg_ctl"' in text or '"initdb"' in text} == {
         "sender.embedded"}
     assert not [module for module, text in texts.items() if "get_server(" in text]
+
+
+# Packages that meet only through a composition root: (one side, the other side, the roots that join them).
+SEPARATE_LAYERS = (("sender.ledger", "warmup", {"sender.assembly"}),)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _crossings(graph: dict[str, set[str]], one: str, other: str) -> list[tuple[str, str]]:
+    """(importer, imported) of every import from package `one` into package `other` or the reverse."""
+    return sorted((module, imported) for module, imports in graph.items() for imported in imports
+                  if (_within(module, one) and _within(imported, other))
+                  or (_within(module, other) and _within(imported, one)))
+
+
+@pytest.mark.parametrize(("one", "other", "roots"), SEPARATE_LAYERS)
+def test_the_ledger_and_the_warmup_guard_meet_only_in_the_assembly(one: str, other: str, roots: set[str]) -> None:
+    """The ledger (PostgreSQL, the record) and the warm-up guard (Redis, the fast guard) know nothing of each other,
+    not even a type: what needs both (a campaign's pace, the stalled follow-ups) reads the guard in sender.guard_view
+    and the ledger in sender.ledger, and the assembly joins them."""
+    graph = {module: _imports_of(module, path, type_only_too=True) for module, path in MODULES.items()
+             if module not in roots}
+    assert any(_within(m, one) for m in graph) and any(_within(m, other) for m in graph)
+    assert _crossings(graph, one, other) == []
+
+
+def test_the_crossing_finder_finds_both_directions() -> None:
+    graph = {"sender.ledger.cap_wait": {"warmup.days", "sender.ledger.store"}, "warmup.guard": {"sender.ledger"},
+             "sender.sending.agent": {"warmup", "sender.ledger.store"}, "sender.ledgers": {"warmup"}}
+    assert _crossings(graph, "sender.ledger", "warmup") == [("sender.ledger.cap_wait", "warmup.days"),
+                                                           ("warmup.guard", "sender.ledger")]
 
 
 def test_the_circle_finder_finds_one() -> None:

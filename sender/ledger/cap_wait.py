@@ -10,23 +10,20 @@ are sorted into:
 - due: due now, and nothing above holds it.
 "Due by" and not "due now" because the agent puts a row a cap refused back until the cap frees, so the row's due
 time moved to that instant. The counts come from the warm-up guard in Redis: when it cannot be read, the cap part is
-unknown (None, "couldn't look"), never 0, and every row due now counts as due.
+unknown (None, "couldn't look"), never 0, and every row due now counts as due. The guard is read by the caller's
+`read` (sender.guard_view, composed in sender.assembly): the ledger does not import the warm-up package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from sender.campaigns.spec import CampaignSpec
 from sender.campaigns.window import Schedule, zone
 from sender.ledger.store import Ledger
-from warmup import Guard
-from warmup.days import midnight_ms
-from warmup.errors import WarmupUnavailable
-from warmup.mailboxes import MailboxStatus
 
 NOT_GUARDED = "not under the guard"  # a mailbox's state before an agent or `warmup add` put it there
 
@@ -81,7 +78,7 @@ class CapWait:
 
 
 @dataclass(frozen=True)
-class _GuardView:
+class GuardView:
     """What the guard says of the campaign now: its count on its day, and each mailbox's day."""
 
     sent_today: int
@@ -99,21 +96,31 @@ class _GuardView:
         return min(m.frees for m in group if m.frees is not None)
 
 
-def cap_wait(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Iterable[str] | None,
-             pinned: Iterable[str] = (), unreachable: str | None = None) -> CapWait:
-    """The pace of `spec`'s campaign now. `group`: the mailboxes of its group (None: those the guard holds in it);
-    `pinned`: those its rows wait for. `guard` None, or one that fails, leaves the cap part unknown (why:
-    `unreachable`, or the guard's error)."""
+# What reads the guard for a campaign at (now in its time zone, the end of its day): its view, or why it could not.
+GuardRead = Callable[[datetime, datetime], GuardView | str]
+
+
+def day_start(day: date, tz: ZoneInfo) -> datetime:
+    """The instant `day` starts in `tz` (DST-aware), in `tz`: a midnight a DST change skips is the first instant
+    after it (the wall clock's 01:00)."""
+    return datetime.fromtimestamp(datetime.combine(day, time(0), tz).timestamp(), tz)
+
+
+def cap_wait(ledger: Ledger, spec: CampaignSpec, read: GuardRead | None, unreachable: str | None = None) -> CapWait:
+    """The pace of `spec`'s campaign now. `read` gives what the guard says of the campaign's mailboxes (its group's
+    and those its rows are pinned to), or why it could not; None, or a failed read, leaves the cap part unknown (why:
+    `unreachable`, or the read's answer)."""
     tz = zone(spec.pacing.timezone, "UTC")
     now = (ledger.now() or datetime.now(UTC)).astimezone(tz)
     day = now.date()
-    day_ends = datetime.fromtimestamp(midnight_ms(day + timedelta(days=1), tz.key) / 1000, tz)
-    view: _GuardView | None = None
-    if guard is not None:
-        try:
-            view = _read_guard(guard, spec, group, pinned, now, day_ends)
-        except WarmupUnavailable as exc:
-            unreachable = str(exc)
+    day_ends = day_start(day + timedelta(days=1), tz)
+    view: GuardView | None = None
+    if read is not None:
+        answer = read(now, day_ends)
+        if isinstance(answer, str):
+            unreachable = answer
+        else:
+            view = answer
     capped = view.frees() if view else {}
     group_until = view.group_frees() if view else None
     campaign_full = view is not None and spec.pacing.daily_cap is not None and \
@@ -144,37 +151,3 @@ def cap_wait(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Ite
                    view.sent_today if view else None, campaign_rows if known else None,
                    mailbox_rows if known else None, mailbox_until.astimezone(tz) if mailbox_until else None,
                    tuple(view.mailboxes.values()) if view else (), None if known else unreachable or "not read")
-
-
-def _read_guard(guard: Guard, spec: CampaignSpec, group: Iterable[str] | None, pinned: Iterable[str],
-                now: datetime, day_ends: datetime) -> _GuardView:
-    sent_today, shares = guard.campaign_counts(spec.group, spec.name, now.date().isoformat())
-    members = {a.lower() for a in group} if group is not None else \
-        {s.address for s in guard.status(now=now.timestamp()) if s.group == spec.group}
-    wanted = sorted(members | {a.lower() for a in pinned})
-    known = [a for a in wanted if guard.knows(a)]
-    statuses = {s.address: s for s in guard.status(known, now=now.timestamp())} if known else {}
-    per_mailbox = spec.pacing.max_per_mailbox_per_day
-    days: dict[str, MailboxDay] = {}
-    for address in wanted:
-        status = statuses.get(address)
-        days[address] = MailboxDay(address, NOT_GUARDED, address in members) if status is None else \
-            _mailbox_day(guard, status, address in members, shares.get(address, 0), per_mailbox, day_ends)
-    return _GuardView(sent_today, days)
-
-
-def _mailbox_day(guard: Guard, status: MailboxStatus, in_group: bool, share: int, per_mailbox: int | None,
-                 campaign_day_ends: datetime) -> MailboxDay:
-    """`status` with the campaign's share, and when its cap frees for the campaign if it is at one."""
-    frees: list[datetime] = []
-    if status.state == "daily-limit" or status.reserved >= status.cap:
-        if status.state == "daily-limit" and status.next_eligible is not None:
-            frees.append(status.next_eligible)
-        else:  # the mailbox's own day ends at its local midnight
-            tz = guard.settings(status.address).timezone
-            frees.append(datetime.fromtimestamp(midnight_ms(status.day + timedelta(days=1), tz) / 1000,
-                                                ZoneInfo(tz)))
-    if per_mailbox is not None and share >= per_mailbox:
-        frees.append(campaign_day_ends)
-    return MailboxDay(status.address, status.state, in_group, status.day, status.sent, status.reserved,
-                      status.cap, share, max(frees) if frees else None)

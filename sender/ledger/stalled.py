@@ -5,19 +5,38 @@ sender's). While that mailbox is paused or disconnected in the warm-up guard, it
 few minutes and nothing else can send them. Each (campaign, mailbox) of such rows is named with how many wait and
 since when the oldest is due, so that a person fixes the mailbox (its login, then `sendhost warmup resume BOX`) or
 moves its leads (`sendhost campaign reassign NAME --from BOX --to OTHER`). The rows come from the ledger (queries.sql
-`pinned_due`), the mailboxes' states from the guard in Redis: when it cannot be read, what is stalled is unknown.
+`pinned_due`), the mailboxes' states from the guard in Redis (read by the caller's `states_of`: sender.guard_view,
+composed in sender.assembly, so that the ledger does not import the warm-up package): when it cannot be read, what
+is stalled is unknown.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from sender.ledger.store import Ledger
-from warmup import Guard
 
 PAUSED = "paused"
 DISCONNECTED = "disconnected"
+
+
+class MailboxState(Protocol):
+    """What the guard says of a mailbox, as far as a stall needs it (warmup.mailboxes.MailboxStatus is one)."""
+
+    @property
+    def state(self) -> str: ...  # the guard's: ready | cooldown | daily-limit | paused | not-started
+    @property
+    def reason(self) -> str | None: ...  # why it is paused
+    @property
+    def breaker(self) -> str: ...  # closed | open | disconnected
+
+
+# What reads the guard's state of some mailboxes at an instant (epoch seconds; None: the guard's own clock): those it
+# holds, by address.
+StatesRead = Callable[[Sequence[str], float | None], Mapping[str, MailboxState]]
 
 
 @dataclass(frozen=True)
@@ -49,13 +68,12 @@ def pinned_due(ledger: Ledger, campaign: str | None = None) -> list[tuple[str, s
             ledger.fetch_all("pinned_due", {"name": campaign}, "follow-ups due per mailbox")]
 
 
-def stalled_followups(ledger: Ledger, guard: Guard, campaign: str | None = None) -> list[Stalled]:
+def stalled_followups(ledger: Ledger, states_of: StatesRead, campaign: str | None = None) -> list[Stalled]:
     """The due follow-ups of `campaign` (None: every campaign) whose mailbox the guard holds paused or
-    disconnected, oldest first. WarmupUnavailable when Redis cannot be read."""
+    disconnected, oldest first. What `states_of` raises (the guard unread) passes through."""
     due = pinned_due(ledger, campaign)
     mailboxes = sorted({mailbox for _name, mailbox, _rows, _since in due})
-    known = [mailbox for mailbox in mailboxes if guard.knows(mailbox)]
-    states = {s.address: s for s in guard.status(known, now=_epoch(ledger))} if known else {}
+    states = states_of(mailboxes, _epoch(ledger))
     stalled = []
     for name, mailbox, rows, since in due:
         status = states.get(mailbox)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sender import Ledger
-from sender.ledger.stalled import DISCONNECTED, PAUSED, stalled_followups
+from sender.assembly import stalled_followups
+from sender.ledger.stalled import DISCONNECTED, PAUSED
 from sender.sending.agent import Agent
 from tests.sender.world import make_world
 from tests.support.submission import SubmissionServer

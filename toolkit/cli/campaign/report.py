@@ -78,8 +78,8 @@ class Shown:
 
 def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | None,
             unreachable: str | None) -> Shown:
+    from sender.assembly import campaign_pace
     from sender.ledger.campaigns import STEP_COLUMNS
-    from sender.ledger.cap_wait import cap_wait
     from sender.ledger.window_wait import window_wait
 
     status = campaigns.status(name)
@@ -95,7 +95,7 @@ def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | N
     if spec is not None:
         group = sc.group_mailboxes(spec.group)
         pinned = [box for box, counts in status.mailboxes.items() if counts["waiting"]]
-        pace = cap_wait(campaigns.ledger, spec, guard, group, pinned, unreachable)
+        pace = campaign_pace(campaigns.ledger, spec, guard, group, pinned, unreachable)
     return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait, pace,
                  read_stalled(campaigns.ledger, guard, name))
 
@@ -103,7 +103,7 @@ def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | N
 def read_stalled(ledger: Ledger, guard: Guard | None, campaign: str | None = None) -> tuple[Stalled, ...] | None:
     """The due follow-ups of `campaign` (None: all) stalled behind a paused or disconnected mailbox; None when the
     guard cannot be read."""
-    from sender.ledger.stalled import stalled_followups
+    from sender.assembly import stalled_followups
     from warmup.errors import WarmupUnavailable
 
     if guard is None:
