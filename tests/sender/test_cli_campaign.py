@@ -20,6 +20,7 @@ import redis
 
 from sender import Ledger
 from sender.ledger.events import Event, Feedback
+from tests.support.cli import lines_wider_than, run_cli_on_terminal, words_cut
 from warmup import FailureClass, Guard
 from warmup.keys import GroupKeys
 
@@ -322,6 +323,19 @@ def test_status_shows_a_table_per_step_and_per_mailbox(sendhost: Cli, tmp_path: 
     assert [line for line in every.stdout.splitlines() if line.startswith("campaign ")] == [
         "campaign later: draft, group sales, 0 lead(s); sequences ended: none",
         "campaign q1: running, group sales, 2 lead(s); sequences ended: replied 1"]
+
+
+@pytest.mark.parametrize("columns", [100, 120])
+def test_status_on_a_terminal_100_or_120_wide_breaks_no_word(sendhost: Cli, tmp_path: Path, database_url: str,
+                                                            redis_url: str, columns: int) -> None:
+    _status_world(sendhost, tmp_path, database_url)
+    piped = sendhost("campaign", "status", "q1")
+    shown = run_cli_on_terminal("--inventory", str(tmp_path / "inventory.yml"), "--redis-url", redis_url, "campaign",
+                                "--database-url", database_url, "status", "q1", columns=columns, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "unsubscribed" in piped.stdout and BOX1 in piped.stdout
+    assert words_cut(shown.stdout, piped.stdout) == []  # `unsubscrib|ed` and `box1@sender.exa|mple` once
+    assert lines_wider_than(shown.stdout, columns) == []
 
 
 def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
