@@ -205,7 +205,8 @@ def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: 
         "campaign q1: 2 added (first at line 2), 0 already in this campaign, 1 suppressed (first at line 3), "
         "1 in another active campaign (first at line 4)\n"
         f"{tmp_path / 'q1.csv'}: 5 rows; 1 duplicate(s) of an earlier row, not added (line 5 repeats line 2); "
-        "2 time zone(s) defaulted to the campaign's UTC (1 empty, 1 not an IANA name)\n")
+        "2 time zone(s) defaulted to the campaign's UTC (1 empty at line 3, 1 not an IANA name at line 4 "
+        '"Mars/Olympus")\n')
     again = _add(sendhost, tmp_path, "q1", ROWS)
     assert again.stdout.splitlines()[0] == (
         "campaign q1: 0 added, 2 already in this campaign (first at line 2), 1 suppressed (first at line 3), "
@@ -213,6 +214,17 @@ def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: 
     assert _sql(database_url, "SELECT l.address, l.ref, l.timezone FROM sender_leads l JOIN sender_campaigns c "
                 "ON c.id = l.campaign_id WHERE c.name = 'q1' ORDER BY l.id") == [
         ("ann@rcpt.example", "crm-1", "America/New_York"), ("bob@rcpt.example", "crm-5", "Europe/Berlin")]
+
+
+def test_add_leads_names_the_first_lines_whose_time_zone_was_defaulted(sendhost: Cli, tmp_path: Path) -> None:
+    _apply(sendhost, tmp_path)
+    typo = "Europe/" + "Berlinn" * 10  # a long value is shown cut, never whole
+    rows = "".join(f"a{n}@rcpt.example,,{'' if n < 7 else typo},A\n" for n in range(8))
+    result = _add(sendhost, tmp_path, "q1", rows)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1] == (
+        f"{tmp_path / 'q1.csv'}: 8 rows; 8 time zone(s) defaulted to the campaign's UTC (7 empty at lines 2, 3, 4, "
+        f'5, 6, ..., 1 not an IANA name at line 9 "{typo[:40]}...")')
 
 
 def test_add_leads_json(sendhost: Cli, tmp_path: Path) -> None:
@@ -224,7 +236,7 @@ def test_add_leads_json(sendhost: Cli, tmp_path: Path) -> None:
         "campaign": "q1", "file": str(tmp_path / "q1.csv"), "rows": 5, "added": 2, "already": 0, "suppressed": 1,
         "other_campaign": 1, "first_lines": {"added": 2, "suppressed": 3, "other_campaign": 4}, "duplicates": 1,
         "duplicate_lines": [[5, 2]], "timezone_defaulted": 2, "timezone_absent": 1, "timezone_invalid": 1,
-        "timezone": "UTC"}
+        "timezone": "UTC", "timezone_absent_lines": [3], "timezone_invalid_lines": [[4, "Mars/Olympus"]]}
 
 
 def test_the_same_person_spelled_otherwise_in_a_second_campaign_is_refused(sendhost: Cli, tmp_path: Path,
