@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolkit.app import reads_only
 from toolkit.cli.sender.context import SenderContext, ledger_group, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -24,6 +25,7 @@ group = ledger_group("lead", "Leads: one person's steps in every campaign.")
 LEAD_KEYS = ("name", "lead", "address", "ref", "ended", "ended_at")
 
 
+@reads_only
 @group.command("show")
 @click.argument("who", metavar="ID_OR_ADDRESS")
 @format_option()
