@@ -63,7 +63,7 @@ def emit_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequenc
     if title:  # on a line of its own: a title wider than its table is not folded to the table's width
         click.echo(printable(title))
     for layout in fit(header, cells, width):
-        table = Table(show_lines=False)
+        table = Table(show_lines=False) if layout.ruled else Table(box=None, pad_edge=False)
         for index, column in enumerate(layout.header):
             table.add_column(Text(column), overflow="fold",
                              width=None if layout.widths is None else layout.widths[index])

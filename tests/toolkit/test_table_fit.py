@@ -46,16 +46,27 @@ def test_a_table_too_wide_for_its_words_is_turned_one_measure_per_row() -> None:
                         for column in zip(layout.header, *layout.rows, strict=True)]) <= 100
 
 
-def test_turned_tables_take_as_many_rows_as_fit_and_keep_every_row_once() -> None:
+def test_a_table_too_wide_with_rules_drops_them_before_it_is_turned() -> None:
     header = ["slot", "state", "private ip", "public ip", "allocation", "used/budget", "live leases", "gen"]
     rows = [[str(n), "retiring", f"10.213.168.{n}", f"198.51.100.{200 + n}", f"{ALLOCATION[:-1]}{n}", "1/15", "1",
              "2"] for n in range(5)]
-    layouts = fit(header, rows, 100)
-    assert [layout.header[1:] for layout in layouts] == [("0", "1"), ("2", "3"), ("4",)]
+    [layout] = fit(header, rows, 100)  # 109 columns at the narrowest with rules, 99 without
+    assert (layout.header, layout.ruled) == (tuple(header), False)
+    assert layout.widths is not None and drawn_width(layout.widths, ruled=False) == 100 and _words_fit(layout)
+    [wider] = fit(header, rows, 120)
+    assert wider.ruled and wider.widths is None  # at 120 it fits as it is
+
+
+def test_turned_tables_take_as_many_rows_as_fit_and_keep_every_row_once() -> None:
+    rows = [[str(step), *(f"{step:02d}{n}0000" for n in range(10))] for step in range(1, 13)]
+    layouts = fit(STEPS, rows, 100)
+    assert [layout.header[1:] for layout in layouts] == [tuple(str(n) for n in range(1, 9)), ("9", "10", "11", "12")]
     for layout in layouts:
-        assert layout.widths is None or (drawn_width(layout.widths) <= 100 and _words_fit(layout))
-        assert [row[0] for row in layout.rows] == header[1:]
-    assert fit(header, rows, 120)[0].header == tuple(header)  # at 120 the rows fit as they are
+        assert layout.ruled and [row[0] for row in layout.rows] == STEPS[1:]
+        widths = layout.widths or [max(len(cell) for cell in column)
+                                   for column in zip(layout.header, *layout.rows, strict=True)]
+        assert drawn_width(widths) <= 100
+    assert layouts[1].rows[0] == ("waiting", "0900000", "1000000", "1100000", "1200000")
 
 
 def test_a_row_too_wide_even_turned_is_shown_whole() -> None:
