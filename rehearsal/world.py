@@ -128,7 +128,9 @@ def _start(root: Path) -> dict[str, str]:
                                  mailstore.read_address(root))
     env = {"AWS_ENDPOINT_URL": str(parts["aws"]["address"]), **FAKE_KEYS, "AWS_DEFAULT_REGION": REGION,
            "SENDHOST_REDIS_URL": redis_url, "SENDHOST_DATABASE_URL": database_url,
-           "SENDHOST_INVENTORY": str(inventory)}
+           "SENDHOST_INVENTORY": str(inventory),
+           # finds the sandbox from any directory: every sandbox command looks under SENDHOST_STATE_DIR when set
+           "SENDHOST_STATE_DIR": str(root.parent)}
     with private_file(root / "env") as fd:
         os.ftruncate(fd, 0)
         os.write(fd, "".join(f"export {key}={shell_quote(value)}\n" for key, value in env.items()).encode())

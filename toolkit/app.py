@@ -7,7 +7,9 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
+
+import click
 
 from sendhost.errors import ConfigError, SendhostError
 from toolkit.config import Config, Setting, resolve_config, resolve_database_url, resolve_inventory_path
@@ -17,6 +19,18 @@ if TYPE_CHECKING:
     import redis
 
 log = logging.getLogger("sendhost")
+C = TypeVar("C", bound=click.Command)
+# Marks a command that only reads (reads_only): one that starts an embedded server says so, and which it read.
+READS_ONLY = "sendhost_reads_only"
+REDIS_SETTINGS = "no --redis-url, SENDHOST_REDIS_URL, REDIS_URL or inventory sendhost_redis_url"
+DATABASE_SETTINGS = "no --database-url, SENDHOST_DATABASE_URL or inventory sendhost_database_url"
+
+
+def reads_only(command: C) -> C:
+    """Mark `command` (outermost decorator) as one that only reads: when it has to start the embedded Redis or
+    PostgreSQL to read them, it says so on stderr (App.say_embedded_started)."""
+    setattr(command, READS_ONLY, True)
+    return command
 
 
 @dataclass
@@ -70,6 +84,7 @@ class App:
         from sendhost import redis_conn  # late: `sendhost --help` must not pay for the Redis client
 
         setting = self.config.redis_url
+        starting = not setting.value and self.reading and not _embedded_redis_running(self.state_dir)
         try:
             client = redis_conn.connect(setting.value, role=redis_conn.ADMIN, state_dir=self.state_dir,
                                         socket_timeout=socket_timeout,
@@ -81,7 +96,22 @@ class App:
         except BaseException:
             client.close()
             raise
+        if starting:
+            self.say_embedded_started("Redis", REDIS_SETTINGS)
         return client
+
+    @property
+    def reading(self) -> bool:
+        """Whether the command running is one that only reads (reads_only)."""
+        context = click.get_current_context(silent=True)
+        return context is not None and getattr(context.command, READS_ONLY, False)
+
+    def say_embedded_started(self, server: str, unset: str) -> None:
+        """The one line a reading command prints on stderr when it started an embedded server to read it. The
+        server is left running on purpose: every later command of this state directory uses it (a start costs up
+        to seconds), and one stopped under a command that just began using it would fail that command."""
+        click.echo(f"reading the embedded {server} under {self.state_dir}/ ({unset}): started it, and it stays up "
+                   "for the next command (`sendhost embedded stop` stops it)", err=True)
 
     def check_redis(self) -> None:
         """Once per command, before the first use of a configured Redis: RedisRefused (exit 2, naming the URL's
@@ -100,3 +130,9 @@ class App:
         error = SendhostError(message)
         error.exit_code = code
         raise error
+
+
+def _embedded_redis_running(state_dir: Path) -> bool:
+    from sendhost.embedded import embedded_status
+
+    return embedded_status(state_dir).running

@@ -49,16 +49,34 @@ def emit_json(data: Any) -> None:
 
 def emit_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]],
                summary: str | None = None) -> None:
-    table = Table(title=Text(printable(title)) if title else None, show_lines=False, title_justify="left")
-    for column in columns:
-        table.add_column(Text(printable(column)), overflow="fold")
-    for row in rows:
-        table.add_row(*(Text("-" if cell is None else printable(str(cell))) for cell in row))
-    stdout = sys.stdout
-    if stdout.isatty():
-        console = Console(file=stdout, soft_wrap=False, width=max(MIN_TERMINAL_WIDTH, Console().width))
+    """`rows` under `columns` on stdout, `title` above and `summary` below: fitted to a terminal's width without
+    breaking a word (see toolkit.table_fit), each row whole on one line in a pipe or a file."""
+    from toolkit.table_fit import fit
+
+    header = [printable(column) for column in columns]
+    cells = [["-" if cell is None else printable(str(cell)) for cell in row] for row in rows]
+    width = terminal_width(sys.stdout)
+    if width is None:
+        console = Console(file=sys.stdout, soft_wrap=False, width=PIPE_WIDTH, force_terminal=False)
     else:
-        console = Console(file=stdout, soft_wrap=False, width=PIPE_WIDTH, force_terminal=False)
-    console.print(table)
+        console = Console(file=sys.stdout, soft_wrap=False, width=PIPE_WIDTH)
+    if title:  # on a line of its own: a title wider than its table is not folded to the table's width
+        click.echo(printable(title))
+    for layout in fit(header, cells, width):
+        table = Table(show_lines=False) if layout.ruled else Table(box=None, pad_edge=False)
+        for index, column in enumerate(layout.header):
+            table.add_column(Text(column), overflow="fold",
+                             width=None if layout.widths is None else layout.widths[index])
+        for row in layout.rows:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table)
     if summary:
         click.echo(printable(summary))
+
+
+def terminal_width(stream: Any) -> int | None:
+    """The width to fit tables in when `stream` is a terminal (its COLUMNS, at least MIN_TERMINAL_WIDTH); None in a
+    pipe or a file, where every row stays whole on one line."""
+    if not stream.isatty():
+        return None
+    return max(MIN_TERMINAL_WIDTH, Console().width)

@@ -9,7 +9,8 @@ Every row is checked before any is returned, so an import either takes the whole
   needs without a fallback must be there;
 - `email` is reduced to the canonical address (sender.addresses) or refused; the same address twice in the file is
   one lead (the first row), the others counted as duplicates;
-- `timezone` that is empty or not an IANA name falls back to the campaign's, counted in the report;
+- `timezone` that is empty or not an IANA name falls back to the campaign's, counted in the report and the first
+  few such lines named;
 - every value is one line without control characters (it may reach a subject, a header or a terminal), with the
   spaces around it dropped; a value a step needs without a fallback must not be empty;
 - bounded work: a physical line of at most 64 KiB, a value of at most 4,096 characters, at most 100 columns and
@@ -39,6 +40,7 @@ MAX_COLUMNS = 100
 MAX_ROWS = 250_000
 MAX_LEAD_ID = 200
 DUPLICATES_LISTED = 10
+DEFAULTED_LISTED = 5  # of each kind: empty, not an IANA name
 
 
 class LeadsError(SenderConfigError):
@@ -63,6 +65,8 @@ class LeadsReport:
     timezone_absent: int
     timezone_invalid: int
     duplicate_lines: tuple[tuple[int, int], ...]  # (line, line of the row it repeats), the first few
+    timezone_absent_lines: tuple[int, ...] = ()  # the first few lines whose time zone was empty
+    timezone_invalid_lines: tuple[tuple[int, str], ...] = ()  # (line, the time zone as written), the first few
 
     @property
     def timezone_defaulted(self) -> int:
@@ -112,6 +116,8 @@ class _Reader:
         self.required = sorted(spec.required_fields)  # worked out from the templates once, not for every row
         self.zones: dict[str, bool] = {}  # each distinct time zone looked up once
         self.timezone_absent = self.timezone_invalid = 0
+        self.timezone_absent_lines: list[int] = []
+        self.timezone_invalid_lines: list[tuple[int, str]] = []
         self.delimiter = ","  # told by the header line (separator)
 
     def fail(self, line: int, column: str, problem: str) -> LeadsError:
@@ -143,9 +149,10 @@ class _Reader:
                 duplicates.append((line, first_line[lead.email]))
                 continue
             first_line[lead.email] = line
-            leads.append(Lead(line, lead.email, lead.lead_id, self._timezone(lead.timezone), lead.fields))
+            leads.append(Lead(line, lead.email, lead.lead_id, self._timezone(line, lead.timezone), lead.fields))
         report = LeadsReport(rows, len(duplicates), self.timezone_absent, self.timezone_invalid,
-                             tuple(duplicates[:DUPLICATES_LISTED]))
+                             tuple(duplicates[:DUPLICATES_LISTED]), tuple(self.timezone_absent_lines),
+                             tuple(self.timezone_invalid_lines))
         return LeadsFile(tuple(leads), report)
 
     def _header(self, header: list[str]) -> list[str]:
@@ -197,14 +204,18 @@ class _Reader:
             raise self.fail(line, "lead", f"{len(lead_id)} characters; an id has at most {MAX_LEAD_ID}")
         return Lead(line, email, lead_id, values.get("timezone", ""), fields)  # the time zone as given, for now
 
-    def _timezone(self, value: str) -> str:
+    def _timezone(self, line: int, value: str) -> str:
         if not value:
             self.timezone_absent += 1
+            if len(self.timezone_absent_lines) < DEFAULTED_LISTED:
+                self.timezone_absent_lines.append(line)
             return self.spec.pacing.timezone
         if value not in self.zones:
             self.zones[value] = valid_timezone(value)
         if not self.zones[value]:
             self.timezone_invalid += 1
+            if len(self.timezone_invalid_lines) < DEFAULTED_LISTED:
+                self.timezone_invalid_lines.append((line, value))
             return self.spec.pacing.timezone
         return value
 

@@ -11,6 +11,7 @@ import redis
 
 from ippool import Pool
 from tests.conftest import run_cli, run_cli_process
+from tests.support.cli import lines_wider_than, run_cli_on_terminal, words_cut
 from tests.support.net import free_port
 from tests.support.redis_server import private_redis_server
 
@@ -49,6 +50,25 @@ def test_status_table(redis_url: str) -> None:
     lines = [line.rstrip() for line in result.stdout.splitlines()]
     expected = TABLE.format(b0=budgets[0], b1=budgets[1], b2=budgets[2]).splitlines()
     assert lines == expected
+
+
+@pytest.mark.parametrize("columns", [100, 120])
+def test_status_on_a_terminal_100_or_120_wide_breaks_no_id_or_address(redis_url: str, columns: int) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    pool = Pool(client, rng=random.Random(7))
+    pool.register_host("sender-1", "10.213.168.10")
+    for slot in range(4):  # AWS's own lengths: 17 hex digits to an allocation id
+        pool.put_address("sender-1", slot, private_ip=f"10.213.168.{11 + slot}", public_ip=f"198.51.100.{201 + slot}",
+                         allocation_id=f"eipalloc-0c26259e112a3c44{slot}")
+    pool.slots.retire("sender-1", 3)
+    client.close()
+
+    piped = run_cli("--redis-url", redis_url, "pool", "status", "sender-1")
+    shown = run_cli_on_terminal("--redis-url", redis_url, "pool", "status", "sender-1", columns=columns)
+    assert shown.returncode == 0, shown.stderr
+    assert "eipalloc-0c26259e112a3c443" in piped.stdout, piped.stdout
+    assert words_cut(shown.stdout, piped.stdout) == []
+    assert lines_wider_than(shown.stdout, columns) == []
 
 
 def test_status_json_for_one_host(redis_url: str) -> None:

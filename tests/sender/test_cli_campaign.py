@@ -20,6 +20,7 @@ import redis
 
 from sender import Ledger
 from sender.ledger.events import Event, Feedback
+from tests.support.cli import lines_wider_than, run_cli_on_terminal, words_cut
 from warmup import FailureClass, Guard
 from warmup.keys import GroupKeys
 
@@ -204,7 +205,8 @@ def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: 
         "campaign q1: 2 added (first at line 2), 0 already in this campaign, 1 suppressed (first at line 3), "
         "1 in another active campaign (first at line 4)\n"
         f"{tmp_path / 'q1.csv'}: 5 rows; 1 duplicate(s) of an earlier row, not added (line 5 repeats line 2); "
-        "2 time zone(s) defaulted to the campaign's UTC (1 empty, 1 not an IANA name)\n")
+        "2 time zone(s) defaulted to the campaign's UTC (1 empty at line 3, 1 not an IANA name at line 4 "
+        '"Mars/Olympus")\n')
     again = _add(sendhost, tmp_path, "q1", ROWS)
     assert again.stdout.splitlines()[0] == (
         "campaign q1: 0 added, 2 already in this campaign (first at line 2), 1 suppressed (first at line 3), "
@@ -212,6 +214,17 @@ def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: 
     assert _sql(database_url, "SELECT l.address, l.ref, l.timezone FROM sender_leads l JOIN sender_campaigns c "
                 "ON c.id = l.campaign_id WHERE c.name = 'q1' ORDER BY l.id") == [
         ("ann@rcpt.example", "crm-1", "America/New_York"), ("bob@rcpt.example", "crm-5", "Europe/Berlin")]
+
+
+def test_add_leads_names_the_first_lines_whose_time_zone_was_defaulted(sendhost: Cli, tmp_path: Path) -> None:
+    _apply(sendhost, tmp_path)
+    typo = "Europe/" + "Berlinn" * 10  # a long value is shown cut, never whole
+    rows = "".join(f"a{n}@rcpt.example,,{'' if n < 7 else typo},A\n" for n in range(8))
+    result = _add(sendhost, tmp_path, "q1", rows)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1] == (
+        f"{tmp_path / 'q1.csv'}: 8 rows; 8 time zone(s) defaulted to the campaign's UTC (7 empty at lines 2, 3, 4, "
+        f'5, 6, ..., 1 not an IANA name at line 9 "{typo[:40]}...")')
 
 
 def test_add_leads_json(sendhost: Cli, tmp_path: Path) -> None:
@@ -223,7 +236,7 @@ def test_add_leads_json(sendhost: Cli, tmp_path: Path) -> None:
         "campaign": "q1", "file": str(tmp_path / "q1.csv"), "rows": 5, "added": 2, "already": 0, "suppressed": 1,
         "other_campaign": 1, "first_lines": {"added": 2, "suppressed": 3, "other_campaign": 4}, "duplicates": 1,
         "duplicate_lines": [[5, 2]], "timezone_defaulted": 2, "timezone_absent": 1, "timezone_invalid": 1,
-        "timezone": "UTC"}
+        "timezone": "UTC", "timezone_absent_lines": [3], "timezone_invalid_lines": [[4, "Mars/Olympus"]]}
 
 
 def test_the_same_person_spelled_otherwise_in_a_second_campaign_is_refused(sendhost: Cli, tmp_path: Path,
@@ -322,6 +335,19 @@ def test_status_shows_a_table_per_step_and_per_mailbox(sendhost: Cli, tmp_path: 
     assert [line for line in every.stdout.splitlines() if line.startswith("campaign ")] == [
         "campaign later: draft, group sales, 0 lead(s); sequences ended: none",
         "campaign q1: running, group sales, 2 lead(s); sequences ended: replied 1"]
+
+
+@pytest.mark.parametrize("columns", [100, 120])
+def test_status_on_a_terminal_100_or_120_wide_breaks_no_word(sendhost: Cli, tmp_path: Path, database_url: str,
+                                                            redis_url: str, columns: int) -> None:
+    _status_world(sendhost, tmp_path, database_url)
+    piped = sendhost("campaign", "status", "q1")
+    shown = run_cli_on_terminal("--inventory", str(tmp_path / "inventory.yml"), "--redis-url", redis_url, "campaign",
+                                "--database-url", database_url, "status", "q1", columns=columns, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "unsubscribed" in piped.stdout and BOX1 in piped.stdout
+    assert words_cut(shown.stdout, piped.stdout) == []  # `unsubscrib|ed` and `box1@sender.exa|mple` once
+    assert lines_wider_than(shown.stdout, columns) == []
 
 
 def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:

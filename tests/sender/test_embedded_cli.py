@@ -168,6 +168,35 @@ def test_warmup_status_reads_the_embedded_ledgers_health_as_sender_status_does(s
     assert any(" ".join(line.strip("│ ").split()).startswith(f"{MAILBOX} │ 3 │") for line in table.splitlines())
 
 
+def _started(server: str, state: Path) -> str:
+    unset = {"Redis": "no --redis-url, SENDHOST_REDIS_URL, REDIS_URL or inventory sendhost_redis_url",
+             "PostgreSQL": "no --database-url, SENDHOST_DATABASE_URL or inventory sendhost_database_url"}[server]
+    return (f"reading the embedded {server} under {state}/ ({unset}): started it, and it stays up for the next "
+            "command (`sendhost embedded stop` stops it)")
+
+
+@pytest.mark.service
+def test_a_reading_command_that_starts_an_embedded_server_says_which_it_reads_and_that_it_stays_up(
+        state: Path) -> None:
+    env = _env(state)
+    first = run_cli("lead", "show", "eve@rcpt.example", env=env)
+    assert first.returncode == 1 and first.stderr.splitlines()[0] == _started("PostgreSQL", state), first.stderr
+    pool = run_cli("pool", "status", env=env)
+    assert pool.returncode == 0 and pool.stderr == _started("Redis", state) + "\n", pool.stderr
+    shown = _status(state)  # left running on purpose, as the line says: the next command finds them up
+    assert shown["running"] is True and shown["postgres"]["running"] is True  # type: ignore[index]
+    again = run_cli("sender", "status", env=env)
+    assert again.returncode == 0 and again.stderr == "", again.stderr  # said only by the command that started it
+    assert run_cli("warmup", "add", MAILBOX, "--start", "2026-01-01", env=env).returncode == 0
+    assert run_cli("embedded", "stop", env=env).returncode == 0
+    health = run_cli("warmup", "status", env=env)  # it reads the ledger's health as well as Redis
+    assert health.stderr.splitlines()[:2] == [_started("Redis", state), _started("PostgreSQL", state)], health.stderr
+
+    assert run_cli("embedded", "stop", env=env).returncode == 0
+    written = run_cli("sender", "migrate", env=env)  # a command that writes starts them to write: nothing to say
+    assert written.returncode == 0 and "reading the embedded" not in written.stderr, written.stderr
+
+
 @pytest.mark.service
 def test_sender_show_of_a_missing_row_points_at_a_command_that_lists_rows(state: Path, tmp_path: Path) -> None:
     env = _env(state)

@@ -17,6 +17,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,58 @@ def run_cli_process(*args: str, env: dict[str, str] | None = None, cwd: Path | N
         [sys.executable, "-m", "toolkit", *args],
         capture_output=True, text=True, env=cli_env(env), cwd=cwd, timeout=timeout, check=False,
     )
+
+
+def run_cli_on_terminal(*args: str, columns: int, env: dict[str, str] | None = None, cwd: Path | None = None,
+                        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`sendhost ARGS` in a fresh interpreter whose stdout is a terminal (a pty) `columns` wide, as a person at a
+    terminal runs it; stdout as shown there, without its styles (colour, bold) and with its line ends as written."""
+    import pty
+    import select
+    import time
+
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "toolkit", *args], stdin=subprocess.DEVNULL, stdout=secondary,
+                               stderr=subprocess.PIPE, env=cli_env({**(env or {}), "COLUMNS": str(columns)}),
+                               cwd=cwd, close_fds=True)
+    os.close(secondary)
+    shown = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while select.select([primary], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(primary)
+    if time.monotonic() >= deadline:
+        process.kill()
+        raise subprocess.TimeoutExpired(process.args, timeout)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    returncode = process.wait(timeout=30)
+    if process.stderr:
+        process.stderr.close()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode()).replace("\r\n", "\n")
+    return subprocess.CompletedProcess(process.args, returncode, text, stderr)
+
+
+def words_cut(shown: str, whole: str) -> list[str]:
+    """The words in the tables of `whole` (a command's output in a pipe, each row on one line) that no line of
+    `shown` (the same output on a terminal) holds whole: words a table broke across lines to fit the terminal."""
+    lines = shown.splitlines()
+    cells = "\n".join(line for line in whole.splitlines() if line.startswith(("│", "┃")))
+    words = dict.fromkeys(word for word in re.split(r"[\s│┃]+", cells) if word)
+    return [word for word in words if not any(word in line for line in lines)]
+
+
+def lines_wider_than(shown: str, columns: int) -> list[str]:
+    from rich.cells import cell_len
+
+    return [line for line in shown.splitlines() if cell_len(line) > columns]
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,

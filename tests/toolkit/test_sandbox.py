@@ -127,13 +127,58 @@ def rehearse_and_stop(tmp_path: Path, state: dict[str, str]) -> None:
     assert "│ sent         │ 1    │" in ok("sender", "status")
 
     down = run_cli_process("sandbox", "down", env=state, cwd=tmp_path, timeout=60)
-    assert down.returncode == 0 and down.stdout == f"sandbox down: stopped {', '.join(PARTS)}\n", down.stdout
+    assert down.returncode == 0 and down.stdout == \
+        f"sandbox down: stopped {', '.join(PARTS)} in {sandbox} (SENDHOST_STATE_DIR)\n", down.stdout
     assert processes_working_in(sandbox, data) == []
     assert not sandbox.exists() and not data.exists()
     shown = run_cli_process("sandbox", "status", "--format", "json", env=state, cwd=tmp_path)
     assert {part["state"] for part in json.loads(shown.stdout)} == {"down"}
     twice = run_cli_process("sandbox", "down", env=state, cwd=tmp_path)
-    assert twice.returncode == 0 and twice.stdout == "sandbox down: nothing was running\n"
+    assert twice.returncode == 0
+    assert twice.stdout == f"sandbox down: nothing was running in {sandbox} (SENDHOST_STATE_DIR)\n"
+
+
+def test_the_sandbox_is_found_by_its_environment_from_any_directory_and_up_warns_of_another(tmp_path: Path) -> None:
+    first, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    first.mkdir()
+    elsewhere.mkdir()
+    sandbox, second = (first / ".sendhost" / "sandbox").resolve(), (elsewhere / ".sendhost" / "sandbox").resolve()
+    try:
+        up = run_cli_process("sandbox", "up", cwd=first, timeout=120)  # no SENDHOST_STATE_DIR: the directory's
+        assert up.returncode == 0, up.stderr
+        assert f"sandbox up in {sandbox} (the current directory's .sendhost: no SENDHOST_STATE_DIR);" in up.stderr
+        env = exported(up.stdout)
+        assert env["SENDHOST_STATE_DIR"] == str(sandbox.parent)  # what finds it from anywhere
+
+        shown = run_cli_process("sandbox", "status", env=env, cwd=elsewhere)
+        assert shown.stdout.splitlines()[0] == f"sandbox in {sandbox} (SENDHOST_STATE_DIR)"
+        assert "│ aws      │ up    │" in shown.stdout
+        again = run_cli_process("sandbox", "up", env=env, cwd=elsewhere, timeout=120)
+        assert again.returncode == 0 and f"sandbox already up in {sandbox} (SENDHOST_STATE_DIR);" in again.stderr
+        assert "warning" not in again.stderr and not second.exists(), again.stderr  # no second sandbox
+        reply = elsewhere / "reply.eml"
+        reply.write_text("From: Eve <eve@rcpt.example>\nTo: alice@sandbox.test\nSubject: Re: Hi\n\nNo thanks.\n")
+        if HAS_IMAP:
+            delivered = run_cli_process("sandbox", "deliver", "reply.eml", env=env, cwd=elsewhere, timeout=60)
+            assert delivered.stdout == f"delivered reply.eml to the INBOX of alice@sandbox.test, in {sandbox} " \
+                "(SENDHOST_STATE_DIR)\n", delivered.stderr
+
+        # An environment without SENDHOST_STATE_DIR (a shell set up before it was exported) names what it holds.
+        older = {key: value for key, value in env.items() if key != "SENDHOST_STATE_DIR"}
+        fix = f"this shell's environment is the sandbox in {sandbox} (SENDHOST_INVENTORY); to use that one, " \
+              f"`export SENDHOST_STATE_DIR={sandbox.parent}`"
+        refused = run_cli_process("sandbox", "deliver", "reply.eml", env=older, cwd=elsewhere, timeout=60)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert refused.stderr.endswith(f"; looked in {second} (the current directory's .sendhost: no "
+                                       f"SENDHOST_STATE_DIR); {fix}\n"), refused.stderr
+        other = run_cli_process("sandbox", "up", env=older, cwd=elsewhere, timeout=120)
+        assert other.returncode == 0, other.stderr
+        assert other.stderr.splitlines()[0] == f"warning: starting a second sandbox, in {second} (the current " \
+            f"directory's .sendhost: no SENDHOST_STATE_DIR): {fix}"
+    finally:
+        run_cli_process("sandbox", "down", cwd=elsewhere, timeout=60)
+        run_cli_process("sandbox", "down", cwd=first, timeout=60)
+    assert not sandbox.exists() and not second.exists()
 
 
 def folder_messages(imap_settings: dict[str, object], password: str, folder: str) -> list[email.message.Message]:
@@ -192,7 +237,8 @@ def test_a_reply_delivered_in_the_sandbox_stops_the_sequence_and_down_leaves_no_
         reply = tmp_path / "reply.eml"
         reply.write_text(f"From: Eve <eve@rcpt.example>\nTo: Alice <alice@sandbox.test>\nSubject: Re: Hi\n"
                          f"Message-ID: <reply-1@rcpt.example>\nIn-Reply-To: {sent['message_id']}\n\nNo thanks.\n")
-        assert ok("sandbox", "deliver", str(reply)) == f"delivered {reply} to the INBOX of alice@sandbox.test\n"
+        assert ok("sandbox", "deliver", str(reply)) == \
+            f"delivered {reply} to the INBOX of alice@sandbox.test, in {sandbox} (SENDHOST_STATE_DIR)\n"
         assert ok("sender", "inbox", "--once") == "alice@sandbox.test: 1 applied, 1 replied\n"
         [lead] = json.loads(ok("lead", "show", "L-1", "--format", "json"))["leads"]
         assert lead["ended"] == "replied"

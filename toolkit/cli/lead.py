@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import click
 
+from toolkit.app import reads_only
 from toolkit.cli.sender.context import SenderContext, ledger_group, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -26,6 +27,7 @@ LEAD_KEYS = ("name", "lead", "address", "ref", "ended", "ended_at", "ended_note"
              "timezone")
 
 
+@reads_only
 @group.command("show")
 @click.argument("who", metavar="ID_OR_ADDRESS")
 @format_option()

@@ -7,7 +7,7 @@ and why, never that a mailbox is fine.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,17 +71,21 @@ def read_view(url: str | None, why_none: str = "") -> HealthView:
         return HealthView(None, str(exc))
 
 
-def read_embedded_view(state_dir: Path) -> HealthView:
+def read_embedded_view(state_dir: Path, started: Callable[[], None] = lambda: None) -> HealthView:
     """The embedded ledger's health window, the ledger `sender status` reads when none is configured: its server is
-    started when it is stopped, never created (a state directory without one has sent nothing through sendhost)."""
+    started when it is stopped (then `started` is called), never created (a state directory without one has sent
+    nothing through sendhost)."""
     from sender.embedded import embedded_postgres_status, embedded_url
     from sendhost.errors import SendhostError
 
     try:
-        if not embedded_postgres_status(state_dir).created:
+        found = embedded_postgres_status(state_dir)
+        if not found.created:
             return HealthView(None, f"no send ledger yet under {state_dir} (the embedded PostgreSQL is created by the "
                                     "first `sendhost sender` or `campaign` command), or set SENDHOST_DATABASE_URL")
         url = embedded_url(state_dir)
+        if not found.running:
+            started()
     except SendhostError as exc:
         return HealthView(None, str(exc))
     return read_view(url)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sendhost.model import BUDGET, PARK_MINUTES
-from toolkit.app import App
+from toolkit.app import App, reads_only
 from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.cli.pool_doctor import doctor
 from toolkit.cli.pool_wiring import owner_id, pool_context
@@ -31,6 +31,7 @@ def group() -> None:
 group.add_command(doctor)
 
 
+@reads_only
 @group.command("status")
 @click.argument("host", required=False)
 @format_option()

@@ -11,7 +11,7 @@ import click
 
 from sendhost.errors import ConfigError
 from sendhost.model import DEFAULT_GROUP, DEFAULT_TIMEZONE, JITTER_S, MIN_GAP_S
-from toolkit.app import App
+from toolkit.app import DATABASE_SETTINGS, App, reads_only
 from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.cli.warmup_sendlog import read_send_log
 from toolkit.cli.warmup_views import decision_data, render_plan, render_status, wait_words
@@ -179,6 +179,7 @@ def _inventory_mailbox(app: App, address: str) -> Mailbox | None:
     return next((m for m in app.inventory.mailboxes if m.address.lower() == address.lower()), None)
 
 
+@reads_only
 @group.command("status")
 @click.argument("mailboxes", nargs=-1)
 @format_option()
@@ -238,7 +239,9 @@ def _health(app: App) -> HealthView:
         configured = app.database_url().value
     except SenderConfigError as exc:  # a malformed URL: health cannot be read, the warm-up state still can
         return read_view(None, str(exc))
-    return read_view(configured) if configured is not None else read_embedded_view(app.state_dir)
+    if configured is not None:
+        return read_view(configured)
+    return read_embedded_view(app.state_dir, lambda: app.say_embedded_started("PostgreSQL", DATABASE_SETTINGS))
 
 
 @group.command("pause")

@@ -59,6 +59,16 @@ def test_a_time_zone_absent_or_invalid_is_the_campaigns_and_counted(tmp_path: Pa
     assert [lead.timezone for lead in result.leads] == ["Europe/Berlin"] * 3 + ["Asia/Tokyo"]
     assert (result.report.timezone_absent, result.report.timezone_invalid) == (1, 2)
     assert result.report.timezone_defaulted == 3
+    assert result.report.timezone_absent_lines == (2,)
+    assert result.report.timezone_invalid_lines == ((3, "Mars/Olympus"), (4, "../../etc/passwd"))
+
+
+def test_the_first_few_lines_of_each_defaulted_time_zone_are_named(tmp_path: Path, spec: CampaignSpec) -> None:
+    rows = "".join(f"a{n}@rcpt.example,{'' if n % 2 else 'Europe/Berln'},X\n" for n in range(20))
+    result = read_leads(write(tmp_path, "email,timezone,company\n" + rows + "a0@rcpt.example,,X\n"), spec)
+    assert (result.report.timezone_absent, result.report.timezone_invalid) == (10, 10)  # the repeat is no lead
+    assert result.report.timezone_absent_lines == (3, 5, 7, 9, 11)
+    assert result.report.timezone_invalid_lines == tuple((line, "Europe/Berln") for line in (2, 4, 6, 8, 10))
 
 
 def test_no_timezone_column_means_every_lead_sends_in_the_campaigns(tmp_path: Path, spec: CampaignSpec) -> None:

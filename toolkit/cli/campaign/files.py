@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolkit.cli.sender.context import SenderContext, pass_sender
-from toolkit.output import emit_json, format_option
+from toolkit.output import emit_json, format_option, printable
 
 if TYPE_CHECKING:
     from sender.campaigns.leads import LeadsReport
@@ -102,7 +102,9 @@ def render_added(name: str, path: Path, spec: CampaignSpec, report: LeadsReport,
             "campaign": name, "file": str(path), "rows": report.rows, **counts, "first_lines": first_lines,
             "duplicates": report.duplicates, "duplicate_lines": [list(pair) for pair in report.duplicate_lines],
             "timezone_defaulted": report.timezone_defaulted, "timezone_absent": report.timezone_absent,
-            "timezone_invalid": report.timezone_invalid, "timezone": spec.pacing.timezone}
+            "timezone_invalid": report.timezone_invalid, "timezone": spec.pacing.timezone,
+            "timezone_absent_lines": list(report.timezone_absent_lines),
+            "timezone_invalid_lines": [list(pair) for pair in report.timezone_invalid_lines]}
         emit_json(data)
         return
     parts = []
@@ -116,6 +118,22 @@ def render_added(name: str, path: Path, spec: CampaignSpec, report: LeadsReport,
         more = ", ..." if report.duplicates > len(report.duplicate_lines) else ""
         facts.append(f"{report.duplicates} duplicate(s) of an earlier row, not added ({listed}{more})")
     if report.timezone_defaulted:
+        absent = _at_lines(report.timezone_absent, [str(line) for line in report.timezone_absent_lines])
+        invalid = _at_lines(report.timezone_invalid, [f"{line} {_written(zone)}"
+                                                      for line, zone in report.timezone_invalid_lines])
         facts.append(f"{report.timezone_defaulted} time zone(s) defaulted to the campaign's {spec.pacing.timezone} "
-                     f"({report.timezone_absent} empty, {report.timezone_invalid} not an IANA name)")
+                     f"({report.timezone_absent} empty{absent}, {report.timezone_invalid} not an IANA name{invalid})")
     click.echo(f"{path}: " + "; ".join(facts))
+
+
+def _at_lines(count: int, listed: list[str]) -> str:
+    """` at line 4`, ` at lines 4, 9, ...` (the first few of `count`), or nothing when there are none."""
+    if not listed:
+        return ""
+    more = ", ..." if count > len(listed) else ""
+    return f" at line{'s' if count > 1 else ''} {', '.join(listed)}{more}"
+
+
+def _written(value: str, longest: int = 40) -> str:
+    """A lead's value as the file has it, quoted, its length bounded (a value may be 4,096 characters)."""
+    return '"' + printable(value if len(value) <= longest else value[:longest] + "...") + '"'

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolkit.app import reads_only
 from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from warmup import Guard
 
 
+@reads_only
 @click.command("status")
 @click.argument("name", required=False)
 @format_option()

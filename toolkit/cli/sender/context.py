@@ -36,7 +36,15 @@ class SenderContext:
         URL is first asked for."""
         from sender.assembly import LedgerPlace
 
-        return LedgerPlace(self.app.database_url(self.database_url_flag).value, self.app.state_dir)
+        place = LedgerPlace(self.app.database_url(self.database_url_flag).value, self.app.state_dir)
+        if place.embedded and self.app.reading:
+            from sender.embedded import embedded_postgres_status
+            from toolkit.app import DATABASE_SETTINGS
+
+            if not embedded_postgres_status(place.state_dir).running:
+                place.url  # noqa: B018 (starts it here, so the line below is true when it is read)
+                self.app.say_embedded_started("PostgreSQL", DATABASE_SETTINGS)
+        return place
 
     def ledger(self, *, migrated: bool = True) -> Ledger:
         """The ledger; the embedded one is migrated on first use, a configured one must have been migrated."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolkit.app import reads_only
 from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -155,6 +156,7 @@ def start_inbox_reader(sc: SenderContext, stop: threading.Event, every_s: float 
     _reading(sc, url, accounts).start(stop, INBOX_EVERY_S if every_s is None else every_s)
 
 
+@reads_only
 @click.command("health")
 @format_option()
 @pass_sender

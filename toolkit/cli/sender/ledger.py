@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolkit.app import reads_only
 from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -110,6 +111,7 @@ def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str,
             click.echo(f"{entry}: suppressed; {count} row(s) not sent yet withdrawn")
 
 
+@reads_only
 @click.command("status")
 @format_option()
 @pass_sender
@@ -161,6 +163,7 @@ def _render_stalled(stalled: tuple[Stalled, ...] | None, unreachable: str | None
         click.echo(f"{each.campaign}, {each.mailbox}: {each.advice()}")
 
 
+@reads_only
 @click.command("show")
 @click.argument("lead")
 @click.argument("step", type=click.IntRange(min=1))

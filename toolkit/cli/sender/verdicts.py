@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolkit.app import reads_only
 from toolkit.cli.sender.context import EXIT_HELP, SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -31,6 +32,7 @@ imap_timeout_option = click.option(
     metavar="SECONDS", help="The most one mailbox's Sent-folder lookup may take, its login included.")
 
 
+@reads_only
 @click.command("unconfirmed", epilog=f"{LOOK_EXIT} {EXIT_HELP}")
 @click.option("--look", is_flag=True,
               help="Search each row's mailbox's Sent folder (IMAP, read-only) for its Message-ID.")
