@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -132,6 +133,7 @@ def main() -> None:
             print("  ".join(line), f"load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -91,3 +91,15 @@ LEFT JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead
 LEFT JOIN sender_sent g ON g.email_id = e.id
 WHERE l.address = lower(%(who)s) OR l.ref = %(who)s OR (c.kind = 'enqueue' AND l.lead = %(who)s)
 ORDER BY c.name, l.lead, e.step;
+
+-- name: conflict_rows
+-- Rows the agent settled as not handed over (failed, suppressed, cancelled) that a relay or the inbox later
+-- reported sent or delivered: the rank guard kept the agent's answer from the submission server and recorded the
+-- report (version 14); a person decides which was right. One line per report, oldest first.
+SELECT e.id, c.name, e.lead, e.step, e.recipient, e.mailbox, e.status::text, coalesce(e.last_error, ''), f.event,
+       f.source, f.occurred_at, f.detail
+FROM sender_feedback f
+JOIN sender_emails e ON e.id = f.email_id
+JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE f.event IN ('sent', 'delivered') AND f.source <> 'agent' AND e.status IN ('failed', 'suppressed', 'cancelled')
+ORDER BY f.occurred_at, f.id;

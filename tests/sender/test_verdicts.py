@@ -96,6 +96,33 @@ def test_no_unconfirmed_row_says_so(sender_cli: Cli) -> None:
     assert "no row is unconfirmed" in result.stdout
 
 
+def test_conflicts_lists_a_refused_row_a_relay_later_called_delivered(sender_cli: Cli, ledger: Ledger) -> None:
+    enqueued(ledger, "L1")
+    refused, _ = attempted(ledger, "L1", Settle.FAILED, "554 5.7.1 rejected at DATA", BOX)
+    enqueued(ledger, "L2", to="bob@rcpt.example")
+    sent, message_id = attempted(ledger, "L2", Settle.UNCONFIRMED, "timeout after DATA", BOX)
+    assert ledger.resolve(sent, sent=True, note="in Sent Items") == "resolved"
+    feedback = Feedback(ledger)
+    # the relay's word on the refused row: recorded, the row stays failed; on the sent one: no conflict
+    feedback.apply(refused, Event.DELIVERED, source="webhook", ref="relay-1", detail="250 2.0.0 queued as 4F2A")
+    feedback.apply_by_message_id(message_id, Event.DELIVERED, source="webhook", ref="relay-2")
+    result = sender_cli("conflicts", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    (listed,) = json.loads(result.stdout)["conflicts"]
+    reported_at = listed.pop("reported_at")
+    assert listed == {"row": refused, "campaign": "enqueue", "lead": "L1", "step": 1, "recipient": "eve@rcpt.example",
+                      "mailbox": BOX, "status": "failed", "last_error": "554 5.7.1 rejected at DATA",
+                      "reported": "delivered", "source": "webhook", "detail": "250 2.0.0 queued as 4F2A"}
+    assert abs(datetime.fromisoformat(reported_at) - datetime.now(UTC)) < timedelta(minutes=5)
+    table = sender_cli("conflicts")
+    assert "554 5.7.1 rejected at DATA" in table.stdout and "1 report(s) contradict what the agent saw" in table.stdout
+
+
+def test_no_conflict_says_so(sender_cli: Cli) -> None:
+    result = sender_cli("conflicts")
+    assert (result.returncode, result.stdout.strip().splitlines()[-1]) == (0, "no report contradicts the agent")
+
+
 @pytest.mark.parametrize("args", [("unconfirmed", "--look"), ("resolve", "--from-sent")])
 def test_looking_without_an_inventory_exits_2_before_anything(sender_cli: Cli, ledger: Ledger, database_url: str,
                                                               args: tuple[str, ...]) -> None:

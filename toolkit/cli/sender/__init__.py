@@ -1,6 +1,7 @@
 """`sendhost sender`: the send ledger (migrate, roles, enqueue, suppress, status, show, sweep), the agent (run), its
-feedback (web, inbox, health), a person's verdicts (unconfirmed, resolve, retry, reclassify) and the history's
-retirement (retire-history). One module per part; this one holds the group and the `sendhost-sender` script."""
+feedback (web, inbox, health), a person's verdicts (unconfirmed, conflicts, resolve, retry, reclassify) and the
+history's retirement (retire-history). One module per part; this one holds the group and the `sendhost-sender`
+script."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ group = ledger_group("sender", "The sender agent and its PostgreSQL send ledger.
 
 for _command in (ledger.migrate_command, ledger.roles_command, ledger.enqueue_command, ledger.suppress_command,
                  ledger.status_command, ledger.show_command, ledger.sweep_command, run.run_command,
-                 feedback.web_command, feedback.inbox_command, feedback.health_command, verdicts.unconfirmed_command,
-                 verdicts.resolve_command, verdicts.retry_command, reclassify.reclassify_command,
-                 history.retire_history_command):
+                 feedback.web_command, feedback.inbox_command, feedback.health_command,
+                 verdicts.unconfirmed_command, verdicts.conflicts_command, verdicts.resolve_command,
+                 verdicts.retry_command, reclassify.reclassify_command, history.retire_history_command):
     group.add_command(_command)
 
 

@@ -1,4 +1,4 @@
-"""`sendhost sender unconfirmed|resolve|retry`: the rows nobody can decide alone, and a person's answers.
+"""`sendhost sender unconfirmed|conflicts|resolve|retry`: the rows nobody can decide alone, and a person's answers.
 
 An `unconfirmed` row's attempt started and nobody knows whether the server took the message (the connection was
 lost after the end of DATA, or the agent died mid-send): it is never resent by itself. A person looks (in the
@@ -63,6 +63,31 @@ def unconfirmed_command(sc: SenderContext, look: bool, timeout_s: float, fmt: st
             else "no row is unconfirmed"
         emit_table("unconfirmed rows", columns, table, summary)
     _exit_if_failed(looks)
+
+
+@reads_only
+@click.command("conflicts", epilog=EXIT_HELP)
+@format_option()
+@pass_sender
+def conflicts_command(sc: SenderContext, fmt: str | None) -> None:
+    """Rows a relay or the inbox contradicts: the agent saw the server refuse them, a report said sent or delivered.
+
+    The ledger kept the agent's answer (the submission server's definite reply outranks a third party's report) and
+    recorded the report; check the mailbox's Sent folder or the relay's log. Nothing is resent by itself."""
+    from sender.ledger.conflicts import conflicts
+
+    with sc.ledger() as ledger:
+        found = conflicts(ledger)
+    if sc.app.output_format(fmt) == "json":
+        emit_json({"conflicts": [conflict.as_json() for conflict in found]})
+        return
+    columns = ["row", "campaign", "lead", "step", "recipient", "mailbox", "agent settled", "server said", "report",
+               "from", "reported at"]
+    table = [[c.row, c.campaign, c.lead, c.step, c.recipient, c.mailbox, c.status, c.last_error or None, c.reported,
+              c.source, _at(c.reported_at)] for c in found]
+    summary = (f"{len(found)} report(s) contradict what the agent saw: check each row's Sent folder or the relay's "
+               "log; the ledger keeps the agent's answer") if found else "no report contradicts the agent"
+    emit_table("rows a report contradicts", columns, table, summary)
 
 
 @click.command("resolve", epilog=f"With --from-sent, exit 1 once everything is printed if a mailbox could not be "
