@@ -196,35 +196,22 @@ def _destroy_on_a_terminal(env: dict[str, str], host: str, answer: str) -> tuple
     """`sendhost pool destroy HOST` with a terminal (a pty) for stdin and stdout, typing `answer`."""
     import os
     import pty
-    import select
     import subprocess
     import sys
     import time
 
     from tests.support.cli import cli_env as process_env
+    from tests.support.cli import read_terminal
 
     primary, secondary = pty.openpty()
     process = subprocess.Popen([sys.executable, "-m", "toolkit", "pool", "destroy", host], stdin=secondary,
                                stdout=secondary, stderr=secondary, env=process_env(env), close_fds=True)
     os.close(secondary)
     os.write(primary, answer.encode())
-    shown = b""
     deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline:
-            if not select.select([primary], [], [], deadline - time.monotonic())[0]:
-                break
-            try:
-                chunk = os.read(primary, 4096)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        os.close(primary)
-        if process.poll() is None and time.monotonic() >= deadline:
-            process.kill()
+    shown = read_terminal(primary, deadline)
+    if process.poll() is None and time.monotonic() >= deadline:
+        process.kill()
     return process.wait(timeout=30), shown.decode(errors="replace")
 
 

@@ -58,7 +58,6 @@ def run_cli_on_terminal(*args: str, columns: int, env: dict[str, str] | None = N
     """`sendhost ARGS` in a fresh interpreter whose stdout is a terminal (a pty) `columns` wide, as a person at a
     terminal runs it; stdout as shown there, without its styles (colour, bold) and with its line ends as written."""
     import pty
-    import select
     import time
 
     primary, secondary = pty.openpty()
@@ -66,8 +65,26 @@ def run_cli_on_terminal(*args: str, columns: int, env: dict[str, str] | None = N
                                stderr=subprocess.PIPE, env=cli_env({**(env or {}), "COLUMNS": str(columns)}),
                                cwd=cwd, close_fds=True)
     os.close(secondary)
-    shown = b""
     deadline = time.monotonic() + timeout
+    shown = read_terminal(primary, deadline)
+    if time.monotonic() >= deadline:
+        process.kill()
+        raise subprocess.TimeoutExpired(process.args, timeout)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    returncode = process.wait(timeout=30)
+    if process.stderr:
+        process.stderr.close()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode()).replace("\r\n", "\n")
+    return subprocess.CompletedProcess(process.args, returncode, text, stderr)
+
+
+def read_terminal(primary: int, deadline: float) -> bytes:
+    """What a child wrote to the pty whose primary side is `primary` until it closed the terminal or the monotonic
+    `deadline` passed; closes `primary`."""
+    import select
+    import time
+
+    shown = b""
     try:
         while select.select([primary], [], [], max(0.0, deadline - time.monotonic()))[0]:
             try:
@@ -79,15 +96,7 @@ def run_cli_on_terminal(*args: str, columns: int, env: dict[str, str] | None = N
             shown += chunk
     finally:
         os.close(primary)
-    if time.monotonic() >= deadline:
-        process.kill()
-        raise subprocess.TimeoutExpired(process.args, timeout)
-    stderr = process.stderr.read().decode() if process.stderr else ""
-    returncode = process.wait(timeout=30)
-    if process.stderr:
-        process.stderr.close()
-    text = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode()).replace("\r\n", "\n")
-    return subprocess.CompletedProcess(process.args, returncode, text, stderr)
+    return shown
 
 
 def words_cut(shown: str, whole: str) -> list[str]:
