@@ -11,6 +11,7 @@ from sender import Ledger
 from sender.ledger.events import Feedback
 from tests.sender.web_server import WebServer, web_server
 from tests.sender.world import World, make_world
+from tests.support.clock import FakeClock
 from tests.support.postgres_server import fresh_database, postgres_admin_url
 from tests.support.submission import SubmissionServer, submission_server
 
@@ -31,6 +32,14 @@ def database_url(postgres_admin: str) -> Iterator[str]:
 @pytest.fixture
 def ledger(database_url: str) -> Iterator[Ledger]:
     with Ledger.from_url(database_url) as opened:
+        opened.migrate()
+        yield opened
+
+
+@pytest.fixture
+def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
+    """A migrated ledger on the test's fake clock (a module sets its own `clock` fixture to start it elsewhere)."""
+    with Ledger.from_url(database_url, clock=clock) as opened:
         opened.migrate()
         yield opened
 

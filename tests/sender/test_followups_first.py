@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,13 +40,6 @@ group: sales
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(START)
-
-
-@pytest.fixture
-def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
-    with Ledger.from_url(database_url, clock=clock) as opened:
-        opened.migrate()
-        yield opened
 
 
 class Queue:

@@ -4,7 +4,6 @@ and without a clock the database's now() still rules."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -21,13 +20,6 @@ START = datetime(2031, 3, 1, 9, 0, tzinfo=UTC)
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(START.timestamp())
-
-
-@pytest.fixture
-def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
-    with Ledger.from_url(database_url, clock=clock) as opened:
-        opened.migrate()
-        yield opened
 
 
 def _queue(ledger: Ledger, lead: str = "L1", to: str = "a@example.com") -> None:

@@ -7,7 +7,6 @@ correction (`sender_reclassify`) applies its effect under the rank guard, and on
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -42,13 +41,6 @@ steps:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(START)
-
-
-@pytest.fixture
-def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
-    with Ledger.from_url(database_url, clock=clock) as opened:
-        opened.migrate()
-        yield opened
 
 
 def _campaign(tmp_path: Path, ledger: Ledger, leads: dict[str, str], name: str = "q1", extra: str = "") -> None:

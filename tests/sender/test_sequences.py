@@ -6,7 +6,6 @@ rules."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -40,13 +39,6 @@ steps:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(START)
-
-
-@pytest.fixture
-def timed(database_url: str, clock: FakeClock) -> Iterator[Ledger]:
-    with Ledger.from_url(database_url, clock=clock) as opened:
-        opened.migrate()
-        yield opened
 
 
 def _campaign(tmp_path: Path, ledger: Ledger, name: str = "q1", addresses: tuple[str, ...] = ("eve@rcpt.example",),
