@@ -16,7 +16,8 @@ the grant's keys for every function, but Redis runs only functions a library reg
 libraries (`sendhost.lua_library`), so `FCALL anything-else` is refused by Redis itself ("Function not found").
 
 Each grant holds the commands the send path calls on its keys (tests/ippool/test_sender_acl.py holds the function
-commands to what the Lua files call; tests/sender/test_sender_acl_agent.py runs the agent's send cycle as this user).
+commands to what the Lua files call; tests/sender/sending/test_sender_acl_agent.py runs the agent's send cycle as
+this user).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The registry corpora (tools/bounce_corpora.py: flufl.bounce's from PyPI, Mail::D
 from Debian's source package, baunsu's from npm) are fetched by package name once and cached; each mail is read as
 the inbox reads it (`sender.feedback.bounces.parse`) and judged by what its authors' label means for a sender
 (`tools.bounce_corpora.LABELS`). Printed: right / judged per label, overall, and of the labels that are hard
-bounces; tests/sender/test_bounce_corpora.py holds each at 95% or more.
+bounces; tests/sender/feedback/test_bounce_corpora.py holds each at 95% or more.
 
 SET_OF_EMAILS is a checkout of github.com/sisimai/set-of-emails (real bounce mails, maildir/bsd/*.eml);
 GO_SISIMAI a checkout of github.com/sisimai/go-sisimai, whose fact/*_test.go list, per mail, the reason its

@@ -1,7 +1,7 @@
 """The sender's Redis ACL user, on a real Redis 7 and a real 3-node Redis 7 Cluster: it leases, renews and releases on
 its own host, runs the warm-up guard on its own groups, and can neither touch another host's keys or another
 group's warm-up keys, write its host's meta hash, delete or read whole keys, run Lua of its own or load any, nor
-run anything else. (tests/sender/test_sender_acl_agent.py runs the whole agent as this user.)
+run anything else. (tests/sender/sending/test_sender_acl_agent.py runs the whole agent as this user.)
 
 Nor can it write its own host's slot hashes: lease.lua counts a send with INCR on the slot's used key, the only
 write it may make there, so a sender can use up its own budget but never reset it."""

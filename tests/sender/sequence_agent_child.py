@@ -1,5 +1,5 @@
 """Agent processes that SIGKILL themselves at a named step of the send path (sender.sending.agent.CHECKPOINTS), for
-the crash tests of sequences (tests/sender/test_sequence_crashes.py).
+the crash tests of sequences (tests/sender/campaigns/test_sequence_crashes.py).
 
     python -m tests.sender.sequence_agent_child INVENTORY DATABASE_URL REDIS_URL WORKERS
 

@@ -1,5 +1,6 @@
 """Follow-ups stalled behind their mailbox (sender.ledger.stalled), with no service: the ledger's `pinned_due` rows
-and the guard's mailbox states are given. tests/sender/test_stalled.py has them as a real agent leaves them."""
+and the guard's mailbox states are given. tests/sender/sending/test_stalled_followups.py has them as a real agent
+leaves them."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from sender.ledger.events import Feedback
 from sendhost.embedded import stop_embedded
 from tests.conftest import REPO_ROOT
 from tests.sender import inbox_samples as samples
-from tests.sender.test_inbox import _inbox, _inventory, _state, _status
+from tests.sender.feedback.test_inbox import _inbox, _inventory, _state, _status
 from tests.sender.web_server import sent_row
 from tests.support.dovecot import Dovecot, dovecot_server
 

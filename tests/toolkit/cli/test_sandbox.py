@@ -304,7 +304,7 @@ def test_ctrl_c_during_up_leaves_nothing_running(tmp_path: Path, after: str) -> 
     assert all(not root.exists() for root in roots)
 
 
-FIRST_HOST = Path(__file__).resolve().parents[2] / "docs" / "first-host.md"
+FIRST_HOST = Path(__file__).resolve().parents[3] / "docs" / "first-host.md"
 TABLE_CHARS = tuple("┏┃┡│└")
 # What differs between runs: where it ran, ports, AWS ids, the PostgreSQL id, the public addresses moto draws,
 # the times a lead's steps were due, sent and ended.

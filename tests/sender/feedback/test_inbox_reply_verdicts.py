@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from sender.ledger.events import Feedback
+from tests.sender.feedback.test_inbox import BOX0, BOX1, PASSWORDS, _inbox, _inventory, _stop_the_embedded_redis  # noqa: F401
 from tests.sender.inbox_samples import BOX
-from tests.sender.test_inbox import BOX0, BOX1, PASSWORDS, _inbox, _inventory, _stop_the_embedded_redis  # noqa: F401
 from tests.sender.web_server import sent_row
 from tests.support.dovecot import Dovecot, dovecot_server
 
@@ -141,7 +141,7 @@ def test_a_reply_saying_the_lead_left_ends_the_sequence_as_left_in_each_language
 
 def test_a_colleagues_reply_ends_the_leads_sequence_only_where_the_campaign_says_and_never_from_free_mail(
         imap: Dovecot, feedback: Feedback, database_url: str, tmp_path: Path) -> None:
-    from tests.sender.test_reply_verdicts import _campaign, _send
+    from tests.sender.feedback.test_reply_verdicts import _campaign, _send
 
     ledger = feedback.ledger
     _campaign(tmp_path, ledger, {"ann@bigco.example": "", "carl@bigco.example": "", "gil@gmail.com": ""},

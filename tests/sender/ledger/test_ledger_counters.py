@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, run_state_mach
 from sender import Ledger, Status
 from sender.ledger.queries import migrations, query
 from tests.conftest import REPO_ROOT
-from tests.sender.test_sequence_property import prepared, sequence_machine
+from tests.sender.campaigns.test_sequence_property import prepared, sequence_machine
 from tests.support.postgres_server import fresh_database
 
 __all__ = ["prepared"]  # the sequence machine's committed start, a fixture of this module's tests too

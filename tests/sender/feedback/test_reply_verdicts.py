@@ -18,7 +18,7 @@ from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import load_campaign
 from sender.ledger.campaigns import Campaigns, Move
 from sender.ledger.events import Applied, Event, Feedback, Reclassified
-from tests.sender.test_roles import _login_as
+from tests.sender.ledger.test_roles import _login_as
 from tests.support.clock import FakeClock
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC).timestamp()

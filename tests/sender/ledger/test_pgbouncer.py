@@ -23,8 +23,8 @@ from sender.ledger.migrate import latest_version
 from sender.ledger.queries import migrations
 from sender.sending.agent import CHECKPOINTS
 from tests.conftest import REPO_ROOT
-from tests.sender.test_crash import EXPECTED as CRASH_EXPECTED
-from tests.sender.test_schema import _at_version, catalogue
+from tests.sender.ledger.test_schema import _at_version, catalogue
+from tests.sender.sending.test_crash import EXPECTED as CRASH_EXPECTED
 from tests.sender.web_server import web_server
 from tests.sender.world import World, make_world
 from tests.support.cli import run_cli_process
