@@ -249,7 +249,7 @@ all:
 
 def status(state_dir: Path) -> list[Part]:
     """What runs now; starts nothing."""
-    from sender.embedded import embedded_postgres_status
+    from sender.embedded_status import embedded_postgres_status
     from sendhost.embedded import embedded_status
 
     root = sandbox_dir(state_dir)

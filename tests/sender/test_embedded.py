@@ -22,12 +22,12 @@ import pytest
 from sender import embedded_place
 from sender.embedded import (
     Postmaster,
-    embedded_postgres_status,
     embedded_url,
     private_server,
     stop_embedded_postgres,
 )
 from sender.embedded_place import ROOT_HOME, SERVER_USER, bin_dir, locate
+from sender.embedded_status import embedded_postgres_status
 from tests.conftest import REPO_ROOT, run_cli
 
 Cli = Callable[..., CompletedProcess[str]]

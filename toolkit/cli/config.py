@@ -40,7 +40,7 @@ def _embedded_where(app: App, setting: Setting) -> str | None:
         return None
     try:
         if setting.name == "database_url":
-            from sender.embedded import embedded_data_dir
+            from sender.embedded_status import embedded_data_dir
 
             return embedded_data_dir(app.state_dir)
         if setting.name == "redis_url":

@@ -12,7 +12,7 @@ from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.output import emit_json, emit_table, format_option
 
 if TYPE_CHECKING:
-    from sender.embedded import PostgresStatus
+    from sender.embedded_status import PostgresStatus
 
 EXIT_HELP = "Exit 0 ok; 1 a server did not stop; 2 bad state directory (the message names it)."
 SERVERS = ("redis", "postgres")  # `embedded stop SERVER`
@@ -35,7 +35,7 @@ def group() -> None:
 def status(app: App, fmt: str | None) -> None:
     """Whether each embedded server runs, its pid and version, where its state lives, how to reach it and, run as
     root, the system user PostgreSQL runs as (starts nothing)."""
-    from sender.embedded import embedded_postgres_status
+    from sender.embedded_status import embedded_postgres_status
     from sendhost.embedded import embedded_status
 
     shown = embedded_status(app.state_dir)

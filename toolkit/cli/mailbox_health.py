@@ -75,7 +75,8 @@ def read_embedded_view(state_dir: Path, started: Callable[[], None] = lambda: No
     """The embedded ledger's health window, the ledger `sender status` reads when none is configured: its server is
     started when it is stopped (then `started` is called), never created (a state directory without one has sent
     nothing through sendhost)."""
-    from sender.embedded import embedded_postgres_status, embedded_url
+    from sender.embedded import embedded_url
+    from sender.embedded_status import embedded_postgres_status
     from sendhost.errors import SendhostError
 
     try:

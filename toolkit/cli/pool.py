@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sendhost.model import BUDGET, PARK_MINUTES
 from toolkit.app import App, reads_only
 from toolkit.cli.help_format import WholeHelpGroup
 from toolkit.cli.pool_doctor import doctor
+from toolkit.cli.pool_plan import plan
+from toolkit.cli.pool_serving import exporter, sender_acl
 from toolkit.cli.pool_wiring import owner_id, pool_context
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -29,6 +30,9 @@ def group() -> None:
 
 
 group.add_command(doctor)
+group.add_command(plan)
+group.add_command(exporter)
+group.add_command(sender_acl)
 
 
 @reads_only
@@ -276,158 +280,3 @@ def reconcile(app: App, host: str | None, fix: bool, grace_s: float, fmt: str | 
     if open_count:
         app.fail(f"{open_count} difference(s) left: run `sendhost pool reconcile --fix`" if not fix else
                  f"{open_count} difference(s) need a person (see the detail column)")
-
-
-@group.command("plan")
-@click.option("--sends-per-day", type=click.IntRange(min=0), required=True, help="Target sends per day.")
-@click.option("--hosts", type=click.IntRange(min=1), default=None,
-              help="Plan N alike hosts instead of the inventory's (with --slots).")
-@click.option("--slots", type=click.IntRange(min=1), default=None, help="Slots per host, with --hosts.")
-@click.option("--redraw-rate", type=click.FloatRange(min=0), default=0.05, show_default=True,
-              help="Extra allocations per rotation (addresses rejected and parked); a pool with history has its "
-                   "own: sendhost_pool_redraws_total / sendhost_pool_rotations_total.")
-@click.option("--remap-price", type=click.FloatRange(min=0), default=0.10, show_default=True,
-              envvar="SENDHOST_EIP_REMAP_USD", help="USD per Elastic IP remap beyond the free ones (AWS's price).")
-@click.option("--free-remaps", type=click.IntRange(min=0), default=100, show_default=True,
-              envvar="SENDHOST_EIP_FREE_REMAPS", help="Remaps a month AWS does not bill, per region.")
-@click.option("--ipv4-price", type=click.FloatRange(min=0), default=0.005, show_default=True,
-              envvar="SENDHOST_IPV4_USD_PER_HOUR", help="USD per public IPv4 address per hour (AWS's price).")
-@format_option()
-@click.pass_obj
-def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, redraw_rate: float,
-         remap_price: float, free_remaps: int, ipv4_price: float, fmt: str | None) -> None:
-    """EIPs needed, EIP API calls per day against the throttle, monthly IPv4 and remap cost, and each region's
-    EIP quota, summed over the inventory's hosts as they are (or N alike hosts with --hosts and --slots)."""
-    from ippool.errors import IppoolError
-    from ippool.plan import PlanInput, Prices, explanations, inventory_hosts, make_plan, to_json, uniform_hosts
-
-    inventory = app.inventory
-    first = inventory.hosts[0] if inventory is not None and inventory.hosts else None
-    if (hosts is None) != (slots is None):
-        app.fail("pool plan: pass --hosts and --slots together, or neither to plan the inventory's hosts", code=2)
-    if hosts is not None and slots is not None:
-        loads = uniform_hosts(hosts, slots, region=first.region if first else app.config.aws_region.value or
-                              "us-east-1", budget=first.pool.budget if first else BUDGET,
-                              park_minutes=first.pool.park_minutes if first else PARK_MINUTES,
-                              ptr=bool(first and first.pool.ptr))
-    elif inventory is not None and inventory.hosts:
-        loads = inventory_hosts(inventory.hosts)
-    else:
-        app.fail("pool plan: pass --hosts and --slots, or an inventory with sender hosts", code=2)
-    result = make_plan(PlanInput(sends_per_day=sends_per_day, hosts=loads, redraw_rate=redraw_rate,
-                                 prices=Prices(ipv4_price, remap_price, free_remaps)))
-    from toolkit.cli.pool_wiring import make_adapter
-
-    quotas: dict[str, int | None] = {}
-    notes: list[str] = []
-    for region in result.regions:  # quotas are per region: one adapter for each
-        with make_adapter(app, region.region) as aws:
-            try:
-                quotas[region.region] = aws.eip_quota()
-            except IppoolError as exc:
-                quotas[region.region] = None
-                notes.append(f"{region.region}: EIP quota unknown ({exc})")
-    result = result.with_quotas(quotas)
-    increases = [f"request an increase of ec2/L-0263D0A3 in {r.region} to {r.quota_increase_to}"
-                 for r in result.regions if r.quota_increase_to]
-    summary = "; ".join([f"{result.eips_needed} EIPs needed for {sends_per_day:,} sends/day, "
-                         f"${result.monthly_cost_usd:,.2f}/month (remaps ${result.remap_cost_usd:,.2f})",
-                         *increases, *notes])
-    if app.output_format(fmt) == "json":
-        emit_json({**to_json(result, notes), "summary": summary})
-        return
-    emit_table("pool plan", ["quantity", "value", "how"], explanations(result), summary=summary)
-
-
-@group.command("exporter")
-@click.option("--listen", default="127.0.0.1:9464", show_default=True, metavar="HOST:PORT",
-              help="Address to serve /metrics on.")
-@click.pass_obj
-def exporter(app: App, listen: str) -> None:
-    """Serve the pool's and the warm-up guard's Prometheus metrics (read from Redis at each scrape) until SIGTERM
-    or Ctrl-C."""
-    import threading
-
-    from prometheus_client import CollectorRegistry, start_http_server
-
-    from ippool.metrics import PoolCollector
-    from warmup import Guard
-    from warmup.metrics import WarmupCollector
-
-    address, _, port = listen.rpartition(":")
-    if not address or not port.isdigit() or not 0 < int(port) < 65536:
-        app.fail(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9464", code=2)
-    client = app.redis()
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(PoolCollector(client))
-    registry.register(WarmupCollector(Guard(client)))
-    try:
-        server, thread = start_http_server(int(port), addr=address.strip("[]"), registry=registry)
-    except OSError as exc:
-        client.close()
-        app.fail(f"--listen {listen}: cannot listen there ({exc.strerror})", code=2)
-    stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stopped.set())
-    click.echo(f"serving metrics on http://{listen}/metrics", err=True)
-    try:
-        stopped.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-        client.close()
-
-
-@group.command("sender-acl")
-@click.argument("host")
-@click.option("--group", "groups", multiple=True, metavar="GROUP",
-              help="A warm-up group HOST sends for (repeatable); default: the inventory's sendhost_mailbox_groups "
-                   "of HOST, else every group.")
-@click.option("--apply", "apply_", is_flag=True,
-              help="Load sendhost's function library and create or replace the user on the configured Redis (an "
-                   "admin URL), with the password in SENDHOST_SENDER_REDIS_PASSWORD.")
-@click.pass_obj
-def sender_acl(app: App, host: str, groups: tuple[str, ...], apply_: bool) -> None:
-    """Print the Redis ACL rule of HOST's sender user: what the sender agent runs (sendhost's functions, leases on
-    its own host, the warm-up guard of its groups), on the keys it runs it on, nothing else (docs/security.md;
-    Redis >= 7.0). The password shows as >PASSWORD; --apply sets it from the environment (`sendhost provision`
-    applies it itself)."""
-    import os
-
-    from ippool.keys import check_host_name
-    from ippool.sender_acl import apply_sender_acl, sender_acl_command
-    from sendhost.redis_conn import redis_errors
-
-    try:
-        check_host_name(host)
-        served = _served_groups(app, host, groups)
-        if not apply_:
-            click.echo(sender_acl_command(host, served))
-            return
-    except ValueError as exc:
-        app.fail(str(exc), code=2)
-    password = os.environ.get("SENDHOST_SENDER_REDIS_PASSWORD", "")
-    if not password:
-        app.fail("--apply needs the sender's password in SENDHOST_SENDER_REDIS_PASSWORD (from your secret store)",
-                 code=2)
-    client = app.redis()
-    try:
-        with redis_errors(f"create the ACL user of {host}'s sender", client):
-            user = apply_sender_acl(client, host, password, served)
-    except ValueError as exc:  # a Redis too old for the rule
-        app.fail(str(exc), code=2)
-    finally:
-        client.close()
-    click.echo(f"{user}: ACL user set on Redis (its URL: redis[s]://{user}:***@<your Redis>)")
-
-
-def _served_groups(app: App, host: str, groups: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The warm-up groups of HOST's grant: --group, else its inventory's, else None (every group)."""
-    if groups:
-        return groups
-    inventory = app.inventory
-    if inventory is None or not any(h.name == host for h in inventory.hosts):
-        return None
-    return inventory.mailbox_groups_of(inventory.host(host))

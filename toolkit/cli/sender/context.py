@@ -38,7 +38,7 @@ class SenderContext:
 
         place = LedgerPlace(self.app.database_url(self.database_url_flag).value, self.app.state_dir)
         if place.embedded and self.app.reading:
-            from sender.embedded import embedded_postgres_status
+            from sender.embedded_status import embedded_postgres_status
             from toolkit.app import DATABASE_SETTINGS
 
             if not embedded_postgres_status(place.state_dir).running:
