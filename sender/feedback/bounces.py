@@ -29,7 +29,8 @@ from sender.feedback import mime
 from sender.feedback.authentication import dmarc_verdict
 from sender.ledger.events import Verdict
 from warmup import FailureClass
-from warmup.failures import DOMAIN_MISSING, MAILBOX_FULL, RECIPIENT_GONE, SmtpStage, explain_bounce
+from warmup.failure_texts import DOMAIN_MISSING, MAILBOX_FULL, RECIPIENT_GONE
+from warmup.failures import SmtpStage, explain_bounce
 
 log = logging.getLogger("sendhost.sender.inbox")
 
