@@ -257,3 +257,34 @@ def test_cli_plan_refuses_bad_input_naming_it(args: list[str], named: str) -> No
     assert result.returncode == 2
     assert named in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_cli_plan_from_leads_plans_the_fleet_then_its_pool(
+        monkeypatch: pytest.MonkeyPatch, make_adapter: AdapterFactory, stubbed_aws: StubbedAws) -> None:
+    stub_quota(stubbed_aws, 500.0)
+    monkeypatch.setattr("toolkit.cli.pool_wiring.make_adapter", lambda app, region=None: make_adapter(stubbed_aws))
+    result = CliRunner().invoke(cli, ["pool", "plan", "--leads-per-day", "100", "--steps", "3",
+                                      "--mailboxes-per-host", "3", "--slots", "2", "--format", "json"],
+                                env={"SENDHOST_INVENTORY": ""})
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    # 300 sends a day at the ramp's ceiling of 40: 8 mailboxes on 3 hosts, whose pool is then planned for 300.
+    assert (data["fleet"]["mailboxes"], data["fleet"]["hosts"], data["fleet"]["full_volume_day"]) == (8, 3, 43)
+    assert (data["sends_per_day"], data["active_eips"]) == (300, 3 * 2)
+    assert data["summary"].startswith("8 mailboxes on 3 hosts for 100 new leads/day, all of them from day 43; ")
+    assert (data["fleet"]["sends_per_mailbox"], data["fleet"]["binding"]) == (40, "ramp ceiling")
+    assert data["fleet"]["weeks"][0] == {"day": 1, "sends_per_day": 80, "leads_per_day": 26}
+    stubbed_aws.assert_all_answered()
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    ([], "--sends-per-day N"),
+    (["--sends-per-day", "10", "--leads-per-day", "10"], "--leads-per-day N"),
+    (["--leads-per-day", "10", "--hosts", "2", "--slots", "1"], "leave out --hosts"),
+    (["--leads-per-day", "10", "--reply-rate", "1"], "--reply-rate"),
+])
+def test_cli_plan_refuses_a_volume_and_leads_together_or_neither(args: list[str], named: str) -> None:
+    result = run_cli("pool", "plan", *args, env={"SENDHOST_INVENTORY": ""})
+    assert result.returncode == 2, result.stdout
+    assert named in result.stderr
+    assert "Traceback" not in result.stderr

@@ -5,12 +5,29 @@ from __future__ import annotations
 import click
 
 from sendhost.model import BUDGET, PARK_MINUTES
+from sendhost.providers import PROVIDER_PRESETS, PROVIDERS
 from toolkit.app import App
 from toolkit.output import emit_json, emit_table, format_option
+from warmup.fleet_plan import Demand, fleet_json, fleet_rows, plan_fleet
+from warmup.schedule import Ramp
+
+DEFAULT_SLOTS = 4  # a planned host's slots, without --slots or an inventory host to copy
 
 
 @click.command("plan")
-@click.option("--sends-per-day", type=click.IntRange(min=0), required=True, help="Target sends per day.")
+@click.option("--sends-per-day", type=click.IntRange(min=0), default=None, help="Target sends per day.")
+@click.option("--leads-per-day", type=click.IntRange(min=1), default=None,
+              help="Plan the fleet instead: new leads a day, each sent --steps steps; says the mailboxes and hosts "
+                   "it takes and from which day of their ramp it sends them all.")
+@click.option("--steps", type=click.IntRange(min=1), default=3, show_default=True,
+              help="With --leads-per-day: the steps of each lead's sequence.")
+@click.option("--reply-rate", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
+              help="With --leads-per-day: the share of each step's sends that ends its sequence (a reply, a bounce, "
+                   "an unsubscribe); 0 plans for nobody answering.")
+@click.option("--provider", type=click.Choice(PROVIDERS), default="google", show_default=True,
+              help="With --leads-per-day: the mailboxes' provider, whose documented daily limit caps a mailbox.")
+@click.option("--mailboxes-per-host", type=click.IntRange(min=1), default=8, show_default=True,
+              help="With --leads-per-day: mailboxes a host sends for.")
 @click.option("--hosts", type=click.IntRange(min=1), default=None,
               help="Plan N alike hosts instead of the inventory's (with --slots).")
 @click.option("--slots", type=click.IntRange(min=1), default=None, help="Slots per host, with --hosts.")
@@ -25,7 +42,8 @@ from toolkit.output import emit_json, emit_table, format_option
               envvar="SENDHOST_IPV4_USD_PER_HOUR", help="USD per public IPv4 address per hour (AWS's price).")
 @format_option()
 @click.pass_obj
-def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, redraw_rate: float,
+def plan(app: App, sends_per_day: int | None, leads_per_day: int | None, steps: int, reply_rate: float,
+         provider: str, mailboxes_per_host: int, hosts: int | None, slots: int | None, redraw_rate: float,
          remap_price: float, free_remaps: int, ipv4_price: float, fmt: str | None) -> None:
     """EIPs needed, EIP API calls per day against the throttle, monthly IPv4 and remap cost, and each region's
     EIP quota, summed over the inventory's hosts as they are (or N alike hosts with --hosts and --slots)."""
@@ -34,6 +52,19 @@ def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, red
 
     inventory = app.inventory
     first = inventory.hosts[0] if inventory is not None and inventory.hosts else None
+    if (sends_per_day is None) == (leads_per_day is None):
+        app.fail("pool plan: pass --sends-per-day N (the pool for a volume) or --leads-per-day N (the fleet for "
+                 "new leads)", code=2)
+    fleet = None
+    if leads_per_day is not None:
+        if hosts is not None:
+            app.fail("pool plan: --leads-per-day works out the hosts itself; leave out --hosts", code=2)
+        fleet = plan_fleet(Demand(leads_per_day, steps, reply_rate), ramp=Ramp(), provider=provider,
+                           provider_limit=PROVIDER_PRESETS[provider].daily_limit,
+                           mailboxes_per_host=mailboxes_per_host)
+        sends_per_day = fleet.sends_per_day
+        hosts, slots = fleet.hosts, slots or (first.pool.slots if first else DEFAULT_SLOTS)
+    assert sends_per_day is not None
     if (hosts is None) != (slots is None):
         app.fail("pool plan: pass --hosts and --slots together, or neither to plan the inventory's hosts", code=2)
     if hosts is not None and slots is not None:
@@ -64,7 +95,12 @@ def plan(app: App, sends_per_day: int, hosts: int | None, slots: int | None, red
     summary = "; ".join([f"{result.eips_needed} EIPs needed for {sends_per_day:,} sends/day, "
                          f"${result.monthly_cost_usd:,.2f}/month (remaps ${result.remap_cost_usd:,.2f})",
                          *increases, *notes])
+    if fleet is not None:
+        summary = (f"{fleet.mailboxes:,} mailboxes on {fleet.hosts:,} hosts for {leads_per_day:,} new leads/day, "
+                   + (f"all of them from day {fleet.full_volume_day}; " if fleet.full_volume_day else "")
+                   + summary)
     if app.output_format(fmt) == "json":
-        emit_json({**to_json(result, notes), "summary": summary})
+        emit_json({**({"fleet": fleet_json(fleet)} if fleet else {}), **to_json(result, notes), "summary": summary})
         return
-    emit_table("pool plan", ["quantity", "value", "how"], explanations(result), summary=summary)
+    rows = [*(fleet_rows(fleet) if fleet else []), *explanations(result)]
+    emit_table("pool plan", ["quantity", "value", "how"], rows, summary=summary)
