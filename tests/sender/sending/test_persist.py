@@ -7,7 +7,6 @@ import pytest
 
 from sender.errors import LedgerUnavailable
 from sender.sending.persist import PERSIST_FOR_S, persist
-from sender.sending.report import GiveBack, Report
 from tests.sender.sending.fakes import FakeLedger
 
 
@@ -35,9 +34,3 @@ def test_a_ledger_down_past_the_deadline_raises() -> None:
     with pytest.raises(LedgerUnavailable):
         persist(FakeLedger().as_ledger(), write, lambda s: None, monotonic=lambda: now[0])
 
-
-def test_a_give_back_reports_its_reason_unless_it_has_words_of_its_own() -> None:
-    assert GiveBack(30.0, "outside the window").report(3) == Report(3, "blocked", "outside the window")
-    assert GiveBack(5.0, "", detail="redis down").report(3) == Report(3, "blocked", "redis down")
-    assert GiveBack(0.0, "why", kind="rerouted", mailbox="b@x.example", login_failed=True).report(3) == \
-        Report(3, "rerouted", "why", "b@x.example", login_failed=True)
