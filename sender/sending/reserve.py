@@ -9,7 +9,7 @@ from datetime import datetime
 from sender.ledger.store import Claimed, Ledger
 from sender.sending.report import GiveBack
 from sender.sending.windows import Pace
-from warmup import Picker, Reservation
+from warmup import Answer, Picker, Reservation
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
 UNAVAILABLE_DELAY_S = 5.0  # Redis could not answer: try again soon
@@ -58,7 +58,7 @@ class Reserver:
             decision = self._pick(addresses, campaign=pace.campaign, window_left_s=pace.window_left_s)
         if decision.reserved and decision.reservation is not None:
             return decision.reservation
-        if decision.status == "skipped-unavailable":
+        if decision.status is Answer.SKIPPED_UNAVAILABLE:
             delay = UNAVAILABLE_DELAY_S
         elif decision.retry_after_s is None:
             delay = PAUSED_DELAY_S

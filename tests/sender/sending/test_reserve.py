@@ -12,7 +12,7 @@ from sender.sending.report import GiveBack
 from sender.sending.reserve import PAUSED_DELAY_S, UNAVAILABLE_DELAY_S, Reserver
 from sender.sending.windows import Pace
 from tests.sender.sending.fakes import FakeLedger, claimed, reservation
-from warmup import CampaignSlot, Decision
+from warmup import Answer, CampaignSlot, Decision
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
@@ -58,7 +58,7 @@ def reserve(pick: FakePick, **fields: Any) -> Any:
 
 
 def reserved(mailbox: str = "a@sender.example") -> Decision:
-    return Decision("reserved", mailbox, reservation(mailbox))
+    return Decision(Answer.RESERVED, mailbox, reservation(mailbox))
 
 
 def test_a_row_reserves_among_its_groups_mailboxes_with_its_campaigns_pace() -> None:
@@ -113,17 +113,17 @@ def test_a_rebuild_the_inventory_refuses_waits_as_paused() -> None:
 
 
 def test_a_skip_waits_as_long_as_the_guard_says() -> None:
-    back = reserve(FakePick(Decision("skipped-cooldown", "a@sender.example", retry_after_s=42.4, reason="gap")))
+    back = reserve(FakePick(Decision(Answer.SKIPPED_COOLDOWN, "a@sender.example", retry_after_s=42.4, reason="gap")))
     assert back == GiveBack(42.4, "", detail="skipped-cooldown (gap) for 42s")
 
 
 def test_a_skip_already_over_goes_back_at_once() -> None:
-    back = reserve(FakePick(Decision("skipped-cooldown", None, retry_after_s=-3.0)))
+    back = reserve(FakePick(Decision(Answer.SKIPPED_COOLDOWN, None, retry_after_s=-3.0)))
     assert isinstance(back, GiveBack) and back.delay_s == 0.0
 
 
 def test_a_pause_without_an_end_waits_the_paused_delay_and_redis_down_the_short_one() -> None:
-    paused = reserve(FakePick(Decision("skipped-paused", None, reason="paused")))
+    paused = reserve(FakePick(Decision(Answer.SKIPPED_PAUSED, None, reason="paused")))
     assert paused == GiveBack(PAUSED_DELAY_S, "", detail="skipped-paused (paused) for 300s")
-    down = reserve(FakePick(Decision("skipped-unavailable", None, retry_after_s=60.0)))
+    down = reserve(FakePick(Decision(Answer.SKIPPED_UNAVAILABLE, None, retry_after_s=60.0)))
     assert isinstance(down, GiveBack) and down.delay_s == UNAVAILABLE_DELAY_S
