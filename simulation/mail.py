@@ -44,7 +44,7 @@ from sender.settings import AgentSettings
 from sendhost.model import Credential, Mailbox, Submission
 from simulation.errors import SimulationFailed
 from simulation.model import SimInventory
-from warmup import CampaignSlot, Decision, Guard, Reservation
+from warmup import Answer, CampaignSlot, Decision, Guard, Reservation
 
 LOOPBACK_HOST = "127.0.0.1"
 # Source addresses are numbered from here: clear of 127.0.0.1, where the server listens.
@@ -77,7 +77,7 @@ class StartedMailboxes:
         self.last_asked = tuple(a.lower() for a in addresses)
         started = tuple(a for a in addresses if a.lower() in self.started)
         if not started:
-            return Decision("skipped-paused", None, retry_after_s=NOT_STARTED_RETRY_S,
+            return Decision(Answer.SKIPPED_PAUSED, None, retry_after_s=NOT_STARTED_RETRY_S,
                             reason="no mailbox of the group has reached its start date")
         decision = self.guard.pick(started, campaign=campaign, window_left_s=window_left_s)
         self.last_reservation = decision.reservation

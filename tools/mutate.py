@@ -36,7 +36,8 @@ DEFAULT_TIMEOUT_S = 300.0
 # The files the catalogue mutates and the test files it names, each spelled once: a moved file is one line here.
 LEDGER_SQL = "sender/sql/schema.sql"  # the current schema: what a fresh (test) database is made from
 QUERIES_SQL = "sender/sql/queries.sql"
-AGENT = "sender/sending/agent.py"
+ATTEMPT = "sender/sending/attempt.py"
+GATE = "sender/sending/gate.py"
 THREAD_HEADERS = "sender/sending/thread_headers.py"
 INBOX = "sender/feedback/inbox.py"
 OUTCOMES = "sender/sending/outcomes.py"
@@ -123,16 +124,16 @@ ISSUE_31 = (
        "        WHERE status IN ('waiting', 'queued')\n          AND CASE WHEN left(entry, 1)",
        [f"{LEDGER_TESTS}::test_suppression_withdraws_a_row_waiting_to_retry"],
        "suppression withdraws queued rows only, leaving rows that wait to retry"),
-    _m("failed-send-keeps-its-lease", AGENT,
-       "            if lease is not None:\n                # Off the hot path",
-       "            if lease is not None and confirm is not None:\n                # Off the hot path",
+    _m("failed-send-keeps-its-lease", ATTEMPT,
+       "        if self.lease is not None:\n            side_tasks.submit(",
+       "        if self.lease is not None and self.accepted:\n            side_tasks.submit(",
        [f"{AGENT_TESTS}::test_a_refused_send_releases_its_lease_so_a_retiring_slot_is_ready_at_once"],
        "the agent releases a lease only after an accepted send; a refused one holds it until its TTL"),
-    _m("undo-after-attempt-started", AGENT,
-       "if reservation is not None and not attempt_started:", "if reservation is not None:",
+    _m("undo-after-attempt-started", ATTEMPT,
+       "if not self.cancelled and not self.attempt_started:", "if not self.cancelled:",
        [f"{CRASH_TESTS}::test_an_exception_after_the_attempt_started_undoes_nothing"],
        "an exception after the attempt started gives the mailbox's reservation back"),
-    _m("handoff-ignores-suppression", AGENT,
+    _m("handoff-ignores-suppression", ATTEMPT,
        'if outcome != "ok" or message_id is None:', 'if outcome == "lost":',
        [f"{AGENT_TESTS}::test_a_recipient_suppressed_after_the_claim_receives_nothing"],
        "the agent stops only on `lost`, handing over a row the last check found suppressed"),
@@ -196,7 +197,7 @@ CAUGHT = (
        "('replied', 6), ('bounced', 7)", "('replied', 7), ('bounced', 6)",
        [f"{EVENTS_TESTS}::test_the_documented_rank_is_the_databases"],
        "a reply outranks a bounce"),
-    _m("redelivered-attempt-retried", AGENT,
+    _m("redelivered-attempt-retried", GATE,
        "ledger.settle(row.id, Settle.UNCONFIRMED,\n", "ledger.settle(row.id, Settle.RETRY,\n",
        [f"{AGENT_TESTS}::test_a_redelivered_row_with_an_attempt_takes_the_crash_path"],
        "a row claimed again after its attempt had started is queued to retry, not settled unconfirmed"),
@@ -376,7 +377,7 @@ ISSUE_24 = (
        "WHEN NOT c.allow_other_campaigns AND EXISTS (", "WHEN false AND EXISTS (",
        [f"{SEQUENCE_DELIVERY_TESTS}::test_one_address_in_two_campaigns_however_spelled_gets_one_sequence"],
        "an address already in an active campaign is added to another, and mailed by both"),
-    _m("step-subject-not-recorded", AGENT,
+    _m("step-subject-not-recorded", ATTEMPT,
        "message_id_for(row.idempotency_key, mailbox.address), content.headers.subject)",
        "message_id_for(row.idempotency_key, mailbox.address), None)",
        [SEQUENCE_RUN],

@@ -149,7 +149,7 @@ class Reply:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Classification:
     """A class and the name of the rule that decided it (see RULES)."""
 
     failure: FailureClass
@@ -337,7 +337,7 @@ def _enhanced_from_text(text: str) -> str:
 
 
 def explain(code: int | None, enhanced_code: str | None = None, text: str = "",
-            stage: SmtpStage | None = None, remote: bool = False) -> Verdict:
+            stage: SmtpStage | None = None, remote: bool = False) -> Classification:
     """The class of a failed send and the rule that decided it. See `classify`."""
     text = text or ""
     enhanced = (enhanced_code or "").strip()
@@ -351,7 +351,7 @@ def explain(code: int | None, enhanced_code: str | None = None, text: str = "",
     reply = Reply(code, enhanced, text, SmtpStage(stage) if stage is not None else None, remote)
     for rule in RULES:
         if rule.applies(reply):
-            return Verdict(rule.failure, rule.name)
+            return Classification(rule.failure, rule.name)
     raise AssertionError("unreachable: the last rules cover every 4xx and 5xx reply")  # pragma: no cover
 
 
@@ -396,7 +396,7 @@ def classify_bounce(status: str, diagnostic: str = "", report_text: str = "",
 
 
 def explain_bounce(status: str, diagnostic: str = "", report_text: str = "",
-                   stage: SmtpStage | None = None) -> Verdict:
+                   stage: SmtpStage | None = None) -> Classification:
     """The class of a bounce and the rule that decided it, from its (RFC 3464) `Status` and `Diagnostic-Code`.
 
     A diagnostic of type `smtp` quotes the remote server's reply, which is classified as such; any other
@@ -424,7 +424,7 @@ def explain_bounce(status: str, diagnostic: str = "", report_text: str = "",
             return explain(code, enhanced or _enhanced_from_text(text) or status, text, stage, remote=True)
     if kind == "x-unix" and detail.strip().isdigit():
         exited = FailureClass.RECIPIENT if detail.strip() in _SYSEXITS_RECIPIENT else FailureClass.TRANSIENT
-        return Verdict(exited, "sysexits")
+        return Classification(exited, "sysexits")
     return explain(int(status[0]) * 100 + 50, status, detail.strip(), remote=True)
 
 

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import redis
 
@@ -47,8 +48,19 @@ log = logging.getLogger("sendhost.warmup")
 T = TypeVar("T")
 DEFAULT_RAMP = Ramp()
 
-Status = Literal["reserved", "skipped-paused", "skipped-cooldown", "skipped-daily-limit", "skipped-not-started",
-                 "skipped-campaign-cap", "skipped-unavailable"]
+
+
+class Answer(StrEnum):
+    """The guard's answer to a reservation (`Decision.status`): reserved, or why not (the reserve script's words)."""
+
+    RESERVED = "reserved"
+    SKIPPED_PAUSED = "skipped-paused"
+    SKIPPED_COOLDOWN = "skipped-cooldown"
+    SKIPPED_DAILY_LIMIT = "skipped-daily-limit"
+    SKIPPED_NOT_STARTED = "skipped-not-started"
+    SKIPPED_CAMPAIGN_CAP = "skipped-campaign-cap"
+    SKIPPED_UNAVAILABLE = "skipped-unavailable"
+
 REBUILD_LOCK_S = 30.0  # how long a rebuild lock lives, and is waited for, when its holder died
 CALL_PLAN_CACHE = 1024
 # Settled tokens are remembered this long: far longer than a send can stay in flight.
@@ -104,7 +116,7 @@ class Reservation:
 
 @dataclass(frozen=True)
 class Decision:
-    status: Status
+    status: Answer
     mailbox: str | None
     reservation: Reservation | None = None
     retry_after_s: float | None = None  # None with skipped-paused: until resumed
@@ -112,7 +124,7 @@ class Decision:
 
     @property
     def reserved(self) -> bool:
-        return self.status == "reserved"
+        return self.status is Answer.RESERVED
 
 
 @dataclass(frozen=True)
@@ -311,8 +323,8 @@ class Guard:
                 first = addresses[0].lower()
                 reservation = Reservation(token="", mailbox=first, group="", day="", count=0, cap=0,
                                           at_ms=0, unguarded=True)
-                return Decision("reserved", first, reservation, reason=f"fail-open: {exc}")
-            return Decision("skipped-unavailable", None, retry_after_s=None, reason=str(exc))
+                return Decision(Answer.RESERVED, first, reservation, reason=f"fail-open: {exc}")
+            return Decision(Answer.SKIPPED_UNAVAILABLE, None, retry_after_s=None, reason=str(exc))
 
     def _call_plan(self, addresses: Sequence[str]) -> tuple[list[str], keys.GroupKeys, list[str]]:
         """Validated addresses, their group and the script's KEYS; cached, since a sender asks for the same
@@ -353,7 +365,7 @@ class Guard:
                 continue
             if kind == "skipped-campaign-cap":
                 retry_ms, _now, reason = rest[0], rest[1], "\t".join(rest[2:])
-                return Decision("skipped-campaign-cap", None, retry_after_s=int(retry_ms) / 1000,
+                return Decision(Answer.SKIPPED_CAMPAIGN_CAP, None, retry_after_s=int(retry_ms) / 1000,
                                 reason=f"campaign {campaign.name if campaign else '?'}: {reason}")
             mailbox_address = wanted[int(index) - 1]
             if kind == "unknown":
@@ -364,11 +376,11 @@ class Guard:
                                           int(count), int(cap), int(at_ms),
                                           campaign=campaign.name if campaign else None,
                                           campaign_day=campaign.day if campaign else None)
-                return Decision("reserved", mailbox_address, reservation)
+                return Decision(Answer.RESERVED, mailbox_address, reservation)
             retry_ms, _now, *reason_parts = rest
             reason = "\t".join(reason_parts)  # the reason comes last; a person may have typed a tab in it
             retry = None if int(retry_ms) < 0 else int(retry_ms) / 1000
-            return Decision(kind, mailbox_address, retry_after_s=retry, reason=reason)
+            return Decision(Answer(kind), mailbox_address, retry_after_s=retry, reason=reason)
         raise WarmupConfigError(f"no schedule day covers now for {', '.join(wanted)}: is `now` before the "
                                 "mailbox's start date?")
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from warmup.errors import WarmupConfigError
 
-Verdict = Literal["ok", "hold", "pause"]
+RateGate = Literal["ok", "hold", "pause"]  # what a spam rate means for the ramp
 
 HOLD_AT = 0.001  # 0.1%: the ramp stops rising
 PAUSE_AT = 0.003  # 0.3%: Gmail's hard line; sending pauses and the ramp steps back
@@ -15,7 +15,7 @@ PAUSE_AT = 0.003  # 0.3%: Gmail's hard line; sending pauses and the ramp steps b
 AMBIGUOUS_FROM = Decimal("0.1")
 
 
-def verdict(rate: float) -> Verdict:
+def verdict(rate: float) -> RateGate:
     """What a day's spam rate (a fraction) means: ok, hold the ramp, or pause and step back."""
     if rate >= PAUSE_AT:
         return "pause"

@@ -22,7 +22,7 @@ from sendhost.model import JITTER_S, MIN_GAP_S, Mailbox
 from warmup import keys
 from warmup.days import counts_on, format_duration, local_day, midnight_ms, parse_member, schedule_rows
 from warmup.errors import UnknownMailbox, WarmupConfigError
-from warmup.health import Verdict, format_rate, verdict
+from warmup.health import RateGate, format_rate, verdict
 from warmup.schedule import DayCap, Ramp, cap_on, plan
 from warmup.scripts import GuardScripts
 
@@ -119,7 +119,7 @@ class SpamRecord:
     scope: str
     day: date
     rate: float
-    verdict: Verdict
+    verdict: RateGate
     paused: tuple[str, ...]
     cap_changes: tuple[CapChange, ...] = ()
     mailboxes: tuple[str, ...] = ()  # every mailbox the rate applies to

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Literal
 
-from warmup.health import Verdict, verdict
+from warmup.health import RateGate, verdict
 
 DayState = Literal["not-started", "week-one", "ramp", "held", "stepped-back", "ceiling"]
 
@@ -57,7 +57,7 @@ def plan(start: date, until: date, ramp: Ramp = Ramp(), history: Mapping[date, f
     days: list[DayCap] = []
     level = 0  # steps earned so far
     streak = 0  # healthy days since the last step
-    last_verdict: Verdict = "ok"
+    last_verdict: RateGate = "ok"
     day = start
     number = 1
     while day <= until:
@@ -87,7 +87,7 @@ def _cap(number: int, level: int, ramp: Ramp) -> int:
     return min(ramp.ceiling, ramp.week_one_cap + ramp.step * level)
 
 
-def _state(number: int, level: int, ramp: Ramp, last_verdict: Verdict) -> DayState:
+def _state(number: int, level: int, ramp: Ramp, last_verdict: RateGate) -> DayState:
     if number <= 7:
         return "week-one"
     if last_verdict == "pause":

@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from sender.ledger.events import Feedback
 from warmup import Guard
-from warmup.health import Verdict, format_rate, verdict
+from warmup.health import RateGate, format_rate, verdict
 
 log = logging.getLogger("sendhost.sender.health")
 
@@ -35,7 +35,7 @@ class Gate(StrEnum):
     UNAVAILABLE = "unavailable"  # the ledger could not be read: a check never reports fine when it could not look
 
 
-_GATE_OF: dict[Verdict, Gate] = {"ok": Gate.OK, "hold": Gate.HOLDING_RAMP, "pause": Gate.PAUSED}
+_GATE_OF: dict[RateGate, Gate] = {"ok": Gate.OK, "hold": Gate.HOLDING_RAMP, "pause": Gate.PAUSED}
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class MailboxHealth:
         return self.sent >= BOUNCE_MIN_SENT and self.bounce_rate >= BOUNCE_PAUSE_AT
 
     @property
-    def verdict(self) -> Verdict:
+    def verdict(self) -> RateGate:
         """The spam-rate gate's verdict, or pause when the hard-bounce rate pauses."""
         return "pause" if self.bounce_pauses else verdict(self.complaint_rate)
 

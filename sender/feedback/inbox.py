@@ -30,7 +30,7 @@ from sender.feedback import mime
 from sender.feedback.bounces import MessageKind, Parsed, parse
 from sender.feedback.colleagues import colleague_domain
 from sender.feedback.imap import ImapFailure, first_line, logged_in, quote
-from sender.feedback.reply_kinds import AWAY_DEFAULT, ReplyKind, Verdict, classify
+from sender.feedback.reply_kinds import AWAY_DEFAULT, ReplyKind, ReplyReading, classify
 from sender.ledger.events import Applied, Event, Feedback, SentRow
 from sendhost.model import Mailbox
 
@@ -225,7 +225,7 @@ class InboxReader:
         return report
 
 
-def read_reply(raw: bytes, parsed: Parsed, today: date) -> Verdict | None:
+def read_reply(raw: bytes, parsed: Parsed, today: date) -> ReplyReading | None:
     """A reply or an automatic reply as a person reads it (sender.feedback.reply_kinds): its Subject and the newest
     part of its text body; None for any other kind of message. `today` is the day it is read, from which a return
     date's year and the hold are counted."""
@@ -237,7 +237,7 @@ def read_reply(raw: bytes, parsed: Parsed, today: date) -> Verdict | None:
                     received=today, sender=parsed.sender or "")
 
 
-def reply_event(read: Verdict, parsed: Parsed) -> tuple[Event, str]:
+def reply_event(read: ReplyReading, parsed: Parsed) -> tuple[Event, str]:
     """The event a reply's verdict is: one asking us to stop is an unsubscribe (the address is suppressed in this
     pass); one saying the lead left ends the sequence as `left`, naming the addresses it gives (never mailed by
     themselves); an automatic one never ends the sequence (it holds the lead: hold_why); any other is a reply."""
@@ -251,7 +251,7 @@ def reply_event(read: Verdict, parsed: Parsed) -> tuple[Event, str]:
     return Event.REPLIED, parsed.detail
 
 
-def hold_why(read: Verdict) -> str:
+def hold_why(read: ReplyReading) -> str:
     """Why an automatic reply holds its lead, as `lead show` says it."""
     if read.back_on is not None:
         return f"an automatic reply: back on {read.back_on.isoformat()}"

@@ -111,7 +111,9 @@ _DATE = re.compile(
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ReplyReading:
+    """What reading a reply tells: its kind, the rule that told it, and what an automatic or LEFT reply adds."""
+
     kind: ReplyKind
     rule: str  # "<kind>/<language>" of the matching row, or "header" for an automatic reply told by its headers
     back_on: date | None = None  # an automatic reply's return date, when it names one
@@ -135,7 +137,7 @@ def newest_part(text: str) -> str:
     return "\n".join(kept)[:MAX_SCAN]
 
 
-def classify(subject: str, body: str, *, automatic: bool, received: date, sender: str = "") -> Verdict:
+def classify(subject: str, body: str, *, automatic: bool, received: date, sender: str = "") -> ReplyReading:
     """What the reply (its Subject, its text body) says. `automatic` is what its headers say (Auto-Submitted,
     X-Autoreply, ...); `received` is the reply's date, from which a return date's year and the hold are counted."""
     subject = subject[:300]
@@ -144,14 +146,14 @@ def classify(subject: str, body: str, *, automatic: bool, received: date, sender
     if auto_rule is not None:
         back = return_date(text, received)
         hold = min(back + timedelta(days=1), received + AWAY_CAP) if back else received + AWAY_DEFAULT
-        return Verdict(ReplyKind.AUTOMATIC, auto_rule, back_on=back, hold_until=hold)
+        return ReplyReading(ReplyKind.AUTOMATIC, auto_rule, back_on=back, hold_until=hold)
     words = subject + "\n" + text
     for kind in KIND_ORDER:
         rule = _first(kind, words)
         if rule is not None:
             named = _named(text, sender) if kind is ReplyKind.LEFT else ()
-            return Verdict(kind, rule, named=named)
-    return Verdict(ReplyKind.PERSON, "person")
+            return ReplyReading(kind, rule, named=named)
+    return ReplyReading(ReplyKind.PERSON, "person")
 
 
 def _first(kind: ReplyKind, text: str) -> str | None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
 from simulation.summary import MEANINGS, explain
 from tests.conftest import run_cli
-from warmup.guard import Status
+from warmup.guard import Answer
 
 
 @pytest.mark.slow
@@ -39,7 +38,7 @@ def test_every_outcome_counted_is_explained_and_stderr_stays_empty(tmp_path: Pat
 
 
 def test_every_guard_status_has_a_meaning() -> None:
-    for status in get_args(Status):
-        if status != "reserved":
+    for status in Answer:
+        if status is not Answer.RESERVED:
             assert status in MEANINGS, status
     assert explain("something-new") == "no explanation recorded for this outcome (please report it)"
