@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from joserfc.jwk import RSAKey
 
 from sender.postmaster.api import Credentials, PostmasterApi
 from sender.postmaster.credentials import ServiceAccount
 from sender.postmaster.errors import PostmasterRefused, PostmasterUnavailable
 from sendhost.errors import ConfigError
-from tests.support.postmaster_fake import FakePostmasterTools, fake_postmaster_tools
+from tests.support.postmaster_fake import FakePostmasterTools, fake_postmaster_tools, write_service_account_key
 
 pytestmark = pytest.mark.service  # each test serves the fake on loopback
 
@@ -152,16 +151,7 @@ def test_a_403_is_refused_naming_the_domain_and_the_fix(fake: FakePostmasterTool
 
 @pytest.fixture
 def key_file(tmp_path: Path, fake: FakePostmasterTools) -> Path:
-    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    fake.service_account_key = RSAKey.import_key(private.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    path = tmp_path / "postmaster-sa.json"
-    path.write_text(json.dumps({"type": "service_account", "client_email": fake.service_account_email,
-                                "private_key_id": "k1", "private_key": pem, "token_uri": f"{fake.url}/token"}))
-    path.chmod(0o600)
-    return path
+    return write_service_account_key(fake, tmp_path / "postmaster-sa.json")
 
 
 def test_a_service_account_signs_a_jwt_for_the_read_only_scope(fake: FakePostmasterTools, key_file: Path) -> None:

@@ -27,9 +27,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
@@ -207,6 +210,20 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     fake: FakePostmasterTools
+
+
+def write_service_account_key(fake: FakePostmasterTools, path: Path) -> Path:
+    """A new service account key in Google's JSON at `path` (0600), its token_uri the fake's, which now checks
+    assertions with its public half."""
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    fake.service_account_key = RSAKey.import_key(private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    path.write_text(json.dumps({"type": "service_account", "client_email": fake.service_account_email,
+                                "private_key_id": "k1", "private_key": pem, "token_uri": f"{fake.url}/token"}))
+    path.chmod(0o600)
+    return path
 
 
 @contextmanager
