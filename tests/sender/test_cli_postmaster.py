@@ -47,8 +47,8 @@ def postmaster_cli(cli: Cli, database_url: str, redis_url: str, tmp_path: Path,
     inventory = _inventory(tmp_path, f"service_account_key_file: '{key}', api_url: '{fake.url}'")
     assert cli("sender", "--database-url", database_url, "migrate", cwd=tmp_path).returncode == 0
 
-    def run(*args: str, where: Path = inventory) -> CompletedProcess[str]:
-        return cli("--inventory", str(where), "--redis-url", redis_url, *args, cwd=tmp_path)
+    def run(*args: str, where: Path = inventory, env: dict[str, str] | None = None) -> CompletedProcess[str]:
+        return cli("--inventory", str(where), "--redis-url", redis_url, *args, cwd=tmp_path, env=env)
 
     run.database_url = database_url  # type: ignore[attr-defined]
     return run
@@ -66,9 +66,14 @@ def test_sync_shows_each_domain_and_what_the_gates_did(postmaster_cli: Cli, fake
     assert f"{DOMAIN} on {held}: spam rate 0.15% (Postmaster Tools) is at or above 0.1%: the ramp holds" in lines
     assert (f"{DOMAIN} on {paused}: spam rate 0.31% (Postmaster Tools) is at or above 0.3%: paused {BOX}; the ramp "
             "steps back") in lines
-    status = postmaster_cli("warmup", "status", BOX, "--format", "json")
+    status = postmaster_cli("warmup", "status", BOX, "--format", "json", env={"SENDHOST_DATABASE_URL": database_url})
     (row,) = json.loads(status.stdout)
     assert row["state"] == "paused" and f"on {paused} for {DOMAIN}" in row["reason"]
+    assert {k: row["postmaster"][k] for k in ("domain", "date", "spam_ratio", "reputation", "verdict")} == {
+        "domain": DOMAIN, "date": str(paused), "spam_ratio": 0.0031, "reputation": "LOW", "verdict": "pause"}
+    table = postmaster_cli("warmup", "status", BOX, env={"SENDHOST_DATABASE_URL": database_url}).stdout.splitlines()
+    at = table.index("spam rate as Postmaster Tools reports it")
+    assert f"│ {DOMAIN} │ {paused} │ 0.31%     │ pause │ LOW        │ {paused}    │" in table[at:], "\n".join(table)
 
 
 def test_sync_json_names_the_days_without_data(postmaster_cli: Cli, fake: FakePostmasterTools,
