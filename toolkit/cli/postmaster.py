@@ -71,8 +71,9 @@ def sync_command(sc: SenderContext, only: tuple[str, ...], days: int | None, fmt
         for domain in result.domains:
             with_ratio = [d for d in domain.days if d.spam_ratio is not None]
             last = with_ratio[-1] if with_ratio else None
+            shown = last or (domain.days[-1] if domain.days else None)  # whose reputation is shown
             rows.append((domain.domain, last.day if last else "no data", _rate(last.spam_ratio) if last else "-",
-                         (domain.days[-1].reputation or "-") if domain.days else "-",
+                         (shown.reputation if shown else None) or "-",
                          f"{len(with_ratio)} of {len(domain.missing) + len(with_ratio)}" if domain.first else "-"))
             lines += [told.words(domain.domain) for told in domain.told if told.verdict != "ok"]
             if domain.problem:
