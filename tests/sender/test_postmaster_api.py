@@ -1,7 +1,8 @@
 """The Postmaster Tools client (sender.postmaster.api and .credentials) against a local FAKE of Google's API speaking
 its documented JSON (tests/support/postmaster_fake.py): pages followed to the end, days Google has no ratio for
 kept as no data, 429 asked again after Retry-After within a bound, 401 renewed once then refused naming the fix,
-403 refused naming the domain, a service account's signed JWT exchanged for a token."""
+403 refused naming the domain, a service account's signed JWT exchanged for a token, an OAuth grant renewed by
+the token keeper."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from sender.postmaster.api import Credentials, PostmasterApi
-from sender.postmaster.credentials import ServiceAccount
+from sender.postmaster.credentials import ServiceAccount, credentials_for
 from sender.postmaster.errors import PostmasterRefused, PostmasterUnavailable
 from sendhost.errors import ConfigError
+from sendhost.model import POSTMASTER_SCOPE, OAuthSettings, PostmasterSettings
+from tests.support.oauth_server import authorization_server
 from tests.support.postmaster_fake import FakePostmasterTools, fake_postmaster_tools, write_service_account_key
 
 pytestmark = pytest.mark.service  # each test serves the fake on loopback
@@ -184,3 +187,32 @@ def test_a_key_file_that_is_not_a_service_account_key_is_bad_input(tmp_path: Pat
     path.write_text(json.dumps({"installed": {"client_id": "x"}}))
     with pytest.raises(ConfigError, match=r"client.json is not a service account key"):
         ServiceAccount(path, None)
+
+
+def test_an_oauth_grant_is_kept_by_the_token_keeper_and_a_revoked_one_names_authorize(
+        fake: FakePostmasterTools, tmp_path: Path) -> None:
+    """The Google account's grant (`sendhost postmaster authorize` wrote its refresh token) against the test
+    authorization server: its access token reads the fake; once revoked, a 401 renews, the grant is refused, and the
+    message names the command that fixes it."""
+    fake.set_day(DOMAIN, START, 0.0007)
+    with authorization_server(client_secret=None) as server:
+
+        class Live(set[str]):  # the fake takes what the authorization server issued and still honours
+            def __contains__(self, token: object) -> bool:
+                return token in server.state.access_tokens
+
+        fake.access_tokens = Live()
+        token_file = tmp_path / "postmaster.token"
+        token_file.write_text(server.state.issue_refresh_token("ops@sender.example") + "\n")
+        token_file.chmod(0o600)
+        settings = PostmasterSettings(oauth=OAuthSettings(
+            provider="google", client_id="sendhost-test", token_url=server.token_url, scope=POSTMASTER_SCOPE,
+            refresh_token_file=str(token_file)), api_url=fake.url)
+        api, _ = _api(fake, credentials_for(settings, env={}))
+        assert [d.spam_ratio for d in api.traffic_stats(DOMAIN, START, START + timedelta(days=1))] == [0.0007]
+        assert len(server.state.grants) == 1
+        server.state.revoke("ops@sender.example")
+        fake.answer_next(401)
+        with pytest.raises(PostmasterRefused, match=r"refresh refused \(invalid_grant\); run sendhost postmaster "
+                                                    r"authorize, signed in as a user of the domain"):
+            api.traffic_stats(DOMAIN, START, START + timedelta(days=1))
