@@ -1,17 +1,26 @@
 """`sendhost postmaster sync`, run as a user runs it, against a local FAKE of Google Postmaster Tools (tests/support/
 postmaster_fake.py), a real PostgreSQL and a real Redis: the domains' figures shown and told to the warm-up gates,
-Google's refusals (401, 403) one line naming the domain and the fix with exit 2, a missing setting exit 2."""
+Google's refusals (401, 403) one line naming the domain and the fix with exit 2, a missing setting exit 2; and
+`postmaster authorize` against the test authorization server."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from subprocess import CompletedProcess
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import requests
 
+from tests.support.oauth_server import authorization_server
 from tests.support.postmaster_fake import FakePostmasterTools, fake_postmaster_tools, write_service_account_key
 
 pytestmark = pytest.mark.service  # each test serves the fake on loopback
@@ -121,3 +130,32 @@ def test_without_sendhost_postmaster_sync_says_what_to_add(cli: Cli, tmp_path: P
                  "sync", cwd=tmp_path)
     assert result.returncode == 2
     assert "no sendhost_postmaster; add it with oauth:" in result.stderr
+
+
+def test_authorize_takes_the_loopback_redirect_and_writes_the_refresh_token_0600(tmp_path: Path) -> None:
+    """`sendhost postmaster authorize` against the test authorization server: the page it names signs the person in
+    and redirects to its loopback listener; the code is exchanged (PKCE) and the refresh token written, mode 0600,
+    asking for the read-only postmaster scope."""
+    with authorization_server(client_secret=None) as server:
+        server.state.signed_in_as = "ops@sender.example"
+        token_file = tmp_path / "secrets" / "postmaster.token"
+        inventory = _inventory(tmp_path, (
+            f"oauth: {{provider: google, client_id: sendhost-test, token_url: '{server.token_url}', "
+            f"authorization_url: '{server.base}/authorize', refresh_token_file: '{token_file}'}}"))
+        sendhost = str(Path(sys.executable).with_name("sendhost"))
+        child = subprocess.Popen([sendhost, "--inventory", str(inventory), "postmaster", "authorize"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        assert child.stdout is not None
+        prompt = child.stdout.readline()
+        found = re.search(r"open (\S+) in a browser", prompt)
+        assert found, prompt + (child.stderr.read() if child.stderr else "")
+        assert parse_qs(urlsplit(found[1]).query)["scope"] == ["https://www.googleapis.com/auth/postmaster.readonly"]
+        browser = requests.Session()
+        browser.trust_env = False  # straight to loopback
+        page = browser.get(found[1], timeout=30)
+        assert page.status_code == 200 and "Authorization received" in page.text
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+        assert server.state.refresh_tokens.get(token_file.read_text().strip()) == "ops@sender.example"
+        assert f"wrote the refresh token to {token_file} (mode 0600)" in out
