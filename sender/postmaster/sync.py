@@ -4,8 +4,8 @@ would be (warmup.health: 0.1% holds the ramp, 0.3% pauses the domain's mailboxes
 
 The gates hear of a day once: when its ratio is new, or Google revised it (the ledger's `applied_ratio` says what
 they were told), so a person who resumed a mailbox is not overruled by the same figure read again, and a figure the
-guard could not be told of (Redis down) is told at the next sync. A day with no ratio is stored as no data (NULL,
-never 0) and told to no one: it changes nothing.
+guard could not be told of (Redis down), or that Redis lost, is told at the next sync. A day with no ratio is stored
+as no data (NULL, never 0) and told to no one: it changes nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from warmup.errors import WarmupConfigError, WarmupUnavailable
 from warmup.health import format_rate
 
 log = logging.getLogger("sendhost.sender.postmaster")
+
+KEPT_DAYS = 120  # how far back the gates are told of a day again when Redis lost it (Postmaster Tools keeps 120)
 
 
 @dataclass(frozen=True)
@@ -101,15 +103,25 @@ def sync(api: PostmasterApi, ledger: Ledger, guard: Guard | None, domains: Itera
         for day in stats:
             ledger.run("postmaster_record", {"domain": domain, "day": day.day, "spam_ratio": day.spam_ratio,
                                              "reputation": day.reputation}, "postmaster sync")
-        told, problem = tell_gates(ledger, guard, domain) if guard is not None else ((), None)
+        told, problem = tell_gates(ledger, guard, domain, today - timedelta(days=KEPT_DAYS)) \
+            if guard is not None else ([], None)
         result.domains.append(DomainSync(domain, tuple(stats), tuple(told), problem, first, end))
     return result
 
 
-def tell_gates(ledger: Ledger, guard: Guard, domain: str) -> tuple[list[Told], str | None]:
-    """Tell the warm-up gates of each of `domain`'s days they have not heard of, oldest first."""
+def tell_gates(ledger: Ledger, guard: Guard, domain: str, since: date) -> tuple[list[Told], str | None]:
+    """Tell the warm-up gates of each of `domain`'s days since `since` they have not heard of, oldest first: a ratio
+    new or revised since they were told, or one the guard no longer holds (Redis lost it: the gates are rebuilt
+    from the ledger, as the send counters are)."""
     told: list[Told] = []
-    for day, ratio in ledger.fetch_all("postmaster_to_apply", {"domain": domain}, "postmaster sync"):
+    try:
+        held = guard.spam_rates(domain)
+    except WarmupUnavailable as exc:
+        return told, f"not told to the warm-up gates yet (the next sync tells them): {exc}"
+    rows = ledger.fetch_all("postmaster_ratios", {"domain": domain, "since": since}, "postmaster sync")
+    for day, ratio, was_told in rows:
+        if was_told and day in held:
+            continue
         try:
             record = guard.record_spam_rate(float(ratio), day, domain=domain)
         except WarmupConfigError as exc:  # no mailbox of the domain under warm-up: kept, told when there is one

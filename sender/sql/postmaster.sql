@@ -7,11 +7,11 @@ SELECT sender_postmaster_record(%(domain)s, %(day)s, %(spam_ratio)s, %(reputatio
 -- name: postmaster_applied
 SELECT sender_postmaster_applied(%(domain)s, %(day)s, %(ratio)s);
 
--- name: postmaster_to_apply
--- The days of a domain whose ratio the warm-up gates have not been told of yet (new, or revised by Google); a day
+-- name: postmaster_ratios
+-- A domain's days with a ratio since %(since)s, and whether the warm-up gates were told of that ratio; a day
 -- without a ratio is never one of them: it changes nothing.
-SELECT day, spam_ratio FROM sender_postmaster_days
-WHERE domain = lower(%(domain)s) AND spam_ratio IS NOT NULL AND applied_ratio IS DISTINCT FROM spam_ratio
+SELECT day, spam_ratio, applied_ratio IS NOT DISTINCT FROM spam_ratio AS told FROM sender_postmaster_days
+WHERE domain = lower(%(domain)s) AND spam_ratio IS NOT NULL AND day >= %(since)s
 ORDER BY day;
 
 -- name: postmaster_latest

@@ -137,3 +137,20 @@ def test_a_domain_the_account_does_not_see_is_named_with_the_fix(fake: FakePostm
     assert domain.problem == ("other.example is not in Postmaster Tools for ops@sender.example: add and verify it "
                               "at https://postmaster.google.com")
     assert latest(ledger) == []
+
+
+def test_a_figure_redis_lost_is_told_again(fake: FakePostmasterTools, ledger: Ledger, guard: Guard,
+                                           redis_url: str) -> None:
+    """The ledger is the record: when Redis lost the domain's rates (and with them the pause), the next sync tells
+    the gates again, as the send counters are rebuilt from the ledger."""
+    day = TODAY - timedelta(days=2)
+    fake.set_day(DOMAIN, day, 0.0033)
+    assert [t[2] for t in _sync(fake, ledger, guard)] == ["pause"]
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        client.delete(domain_health(DOMAIN))  # what a Redis that came back empty holds of the domain
+    finally:
+        client.close()
+    guard.resume(BOX)
+    assert _sync(fake, ledger, guard) == [(day, 0.0033, "pause", (BOX,))]
+    assert guard.spam_rates(DOMAIN) == {day: 0.0033}
