@@ -125,6 +125,12 @@ def test_a_domain_not_in_postmaster_tools_is_exit_2_with_the_fix(postmaster_cli:
                                           "https://postmaster.google.com")
 
 
+def test_a_domain_that_is_not_one_is_bad_input(postmaster_cli: Cli, database_url: str) -> None:
+    result = postmaster_cli("postmaster", "--database-url", database_url, "sync", "--domain", "not a domain")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: --domain 'not a domain' is not a domain name like example.com"
+
+
 def test_without_sendhost_postmaster_sync_says_what_to_add(cli: Cli, tmp_path: Path, database_url: str) -> None:
     result = cli("--inventory", str(_inventory(tmp_path, None)), "postmaster", "--database-url", database_url,
                  "sync", cwd=tmp_path)

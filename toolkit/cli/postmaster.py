@@ -51,9 +51,13 @@ def sync_command(sc: SenderContext, only: tuple[str, ...], days: int | None, fmt
     from sender.postmaster.credentials import credentials_for
     from sender.postmaster.sync import sending_domains, sync
     from toolkit.cli.warmup import _synced_guard
+    from toolkit.inventory_schema import DOMAIN_RE
 
     settings = _settings(sc)
     inventory = sc.app.require_inventory()
+    for name in only:
+        if not DOMAIN_RE.match(name.lower().rstrip(".")):
+            raise ConfigError(f"--domain {name!r} is not a domain name like example.com")
     domains = [d.lower().rstrip(".") for d in only] or sending_domains(
         settings.domains, [d.name for d in inventory.domains], [m.domain for m in inventory.mailboxes])
     if not domains:
@@ -77,7 +81,8 @@ def sync_command(sc: SenderContext, only: tuple[str, ...], days: int | None, fmt
                          f"{len(with_ratio)} of {len(domain.missing) + len(with_ratio)}" if domain.first else "-"))
             lines += [told.words(domain.domain) for told in domain.told if told.verdict != "ok"]
             if domain.problem:
-                lines.append(f"{domain.domain}: {domain.problem}")
+                named = domain.problem.startswith(domain.domain)
+                lines.append(domain.problem if named else f"{domain.domain}: {domain.problem}")
         emit_table("Postmaster Tools", ["domain", "last day", "spam rate", "reputation", "days with data"], rows,
                    summary="\n".join(lines) or None)
     if result.problems:
