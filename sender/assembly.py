@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sender.ledger.cap_wait import CapWait
     from sender.ledger.events import Feedback
     from sender.ledger.stalled import Stalled
-    from sendhost.model import Mailbox
+    from sendhost.model import Mailbox, PostmasterSettings
 
 INBOX_EVERY_S = 60.0
 
@@ -93,13 +93,14 @@ class SenderMachinery:
               checkpoint: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
               side_tasks: Executor | None = None, pick: Picker | None = None,
               source_address: Callable[[Lease], str | None] | None = None,
-              mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None) -> Agent:
+              mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None,
+              daily: Callable[[], object] | None = None) -> Agent:
         """The agent for `settings` (one host's mailboxes) over the shared parts; `pick` and `source_address`
         replace the guard's pick and the lease's source address, `mailbox_settings` re-reads the inventory's
-        mailboxes (see `Agent`)."""
+        mailboxes, `daily` runs once a day (see `Agent`)."""
         return Agent(settings, self.guard, self.pool, unsubscribe_key=unsubscribe_key,
                      checkpoint=checkpoint, env=env, side_tasks=side_tasks, clock=self.clock or time.time,
-                     pick=pick, source_address=source_address, mailbox_settings=mailbox_settings)
+                     pick=pick, source_address=source_address, mailbox_settings=mailbox_settings, daily=daily)
 
 
 def build_sender(client: redis.Redis, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,
@@ -137,10 +138,13 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
                 unsubscribe_key_file: str | None = None, env: Mapping[str, str] | None = None,
                 checkpoint: Callable[[str], None] | None = None,
                 clock: Callable[[], float] | None = None,
-                mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None) -> tuple[Agent, Callable[[], Ledger]]:
+                mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None,
+                postmaster: PostmasterSettings | None = None,
+                postmaster_domains: Sequence[str] = ()) -> tuple[Agent, Callable[[], Ledger]]:
     """The agent of one host, and a factory of ledger connections for its workers, all on `clock`. A missing
     secret, a ledger not migrated or a bad key file is bad input now, not a failed send at 3 a.m.
-    `mailbox_settings` re-reads the inventory's mailboxes each sweep cycle, for their warm-up settings."""
+    `mailbox_settings` re-reads the inventory's mailboxes each sweep cycle, for their warm-up settings; with
+    `postmaster`, the agent reads `postmaster_domains` from Postmaster Tools once a day (sender.postmaster)."""
     for mailbox in settings.mailboxes:
         assert mailbox.smtp is not None  # AgentSettings holds only mailboxes that submit
         check_credential(mailbox.smtp.credential, env)
@@ -148,8 +152,14 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
         key = unsubscribe_key(opened, unsubscribe_key_file)
     machinery = build_sender(hot_path_client(redis_url, state_dir), clock=clock)
     url = ledger.url
+    daily = None
+    if postmaster is not None:
+        from sender.postmaster.daily import DailySync
+
+        daily = DailySync(postmaster, postmaster_domains, lambda: connect_ledger(url, clock), machinery.guard,
+                          env=env, clock=clock or time.time)
     return (machinery.agent(settings, unsubscribe_key=key, checkpoint=checkpoint, env=env,
-                            mailbox_settings=mailbox_settings),
+                            mailbox_settings=mailbox_settings, daily=daily),
             lambda: connect_ledger(url, clock))
 
 

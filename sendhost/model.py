@@ -249,3 +249,24 @@ class SshTarget:
     user: str  # ansible_user, else (as Ansible does) whoever runs it
     key_file: Path | None  # ansible_ssh_private_key_file
     known_hosts: Path  # UserKnownHostsFile from ansible_ssh_common_args, else DEFAULT_KNOWN_HOSTS
+
+
+# --- the provider's spam rate ------------------------------------------------------------------------------------
+
+POSTMASTER_API_URL = "https://gmailpostmastertools.googleapis.com"
+POSTMASTER_SCOPE = "https://www.googleapis.com/auth/postmaster.readonly"  # read-only: the one it needs
+POSTMASTER_DAYS = 14  # days read back at each sync: Google revises a day's figures for a day or two
+
+
+@dataclass(frozen=True)
+class PostmasterSettings:
+    """How `sendhost postmaster sync` reads Google Postmaster Tools (`sendhost_postmaster`): as a Google account, an
+    OAuth grant like a mailbox's (`oauth`, scope POSTMASTER_SCOPE, `sendhost postmaster authorize` writes its
+    refresh token), or as a service account (`service_account_key_file`, acting for `subject` when set)."""
+
+    oauth: OAuthSettings | None = None
+    service_account_key_file: str | None = None
+    subject: str | None = None  # service account: the user it acts for (domain-wide delegation); None: itself
+    domains: tuple[str, ...] = ()  # the domains read; empty: every domain of sendhost_domains
+    api_url: str = POSTMASTER_API_URL
+    days: int = POSTMASTER_DAYS

@@ -7,6 +7,7 @@ defaults are the model's.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from dataclasses import dataclass, field, fields
@@ -35,6 +36,9 @@ from sendhost.model import (
     OAUTH_SCOPES,
     OAUTH_TOKEN_URLS,
     PARK_MINUTES,
+    POSTMASTER_API_URL,
+    POSTMASTER_DAYS,
+    POSTMASTER_SCOPE,
     SENDING_MODES,
     SMTP_PORT,
     SMTP_SECURITY,
@@ -44,12 +48,13 @@ from sendhost.model import (
     Mailbox,
     OAuthSettings,
     PoolPolicy,
+    PostmasterSettings,
     SenderHost,
     Submission,
 )
 from sendhost.private_paths import refresh_token_file_problem
 from sendhost.providers import PROVIDER_PRESETS, PROVIDERS, ProviderPreset
-from toolkit.inventory_schema import Checker
+from toolkit.inventory_schema import DOMAIN_RE, Checker
 from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
 SENDER_GROUP = "senders"
@@ -59,6 +64,9 @@ HOST_KEYS = {"sendhost_instance_id", "sendhost_region", "sendhost_primary_ip", "
 GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl", "sendhost_pool_name"}
 # The sender agent's settings (see docs/sender.md).
 GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_key_file"}
+# The provider's spam rate (docs/postmaster.md): how Google Postmaster Tools is read.
+GLOBAL_KEYS |= {"sendhost_postmaster"}
+POSTMASTER_KEYS = {"oauth", "service_account_key_file", "subject", "domains", "api_url", "days"}
 # The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
 # each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
 POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
@@ -86,6 +94,7 @@ class Inventory:
     database_url_line: int = 0
     unsubscribe_base_url: str | None = None
     unsubscribe_key_file: str | None = None
+    postmaster: PostmasterSettings | None = None
 
     def host(self, name: str) -> SenderHost:
         for host in self.hosts:
@@ -133,10 +142,12 @@ def load_inventory(path: Path, *, require_refresh_tokens: bool = False) -> Inven
                              pattern=POOL_NAME_PATTERN,
                              expected="a pool name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric")
     sender_settings = _sender_settings(check, global_vars)
+    postmaster = _postmaster(check, global_vars) if "sendhost_postmaster" in global_vars else None
     return Inventory(
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
         redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,
-        redis_url_vaulted=isinstance(global_vars.get("sendhost_redis_url"), Vaulted), **sender_settings,
+        redis_url_vaulted=isinstance(global_vars.get("sendhost_redis_url"), Vaulted), postmaster=postmaster,
+        **sender_settings,
     )
 
 
@@ -578,3 +589,50 @@ def _sender_settings(check: Checker, global_vars: LineDict) -> dict[str, Any]:
                             default="") or None
     return {"database_url": database_url, "database_url_line": check.line_of(global_vars, "sendhost_database_url"),
             "unsubscribe_base_url": base_url.rstrip("/") if base_url else None, "unsubscribe_key_file": key_file}
+
+
+def _postmaster(check: Checker, global_vars: LineDict) -> PostmasterSettings:
+    """`sendhost_postmaster`: how Google Postmaster Tools is read, as an OAuth grant (an oauth block like a mailbox's,
+    its scope the read-only Postmaster one) or a service account's key file; exactly one of the two."""
+    where = "sendhost_postmaster"
+    block = check.mapping(global_vars, "sendhost_postmaster", where)
+    check.known_keys(block, POSTMASTER_KEYS, where)
+    key_file = check.string(block, "service_account_key_file", f"{where}.service_account_key_file", default="") or None
+    if ("oauth" in block) == (key_file is not None):
+        check.fail(block, "oauth" if "oauth" in block else "service_account_key_file", where,
+                   "give exactly one of oauth: {provider: google, client_id: ..., refresh_token_file: ...} or "
+                   "service_account_key_file: PATH")
+    oauth = None
+    if "oauth" in block:
+        oauth_block = check.mapping(block, "oauth", f"{where}.oauth")
+        needs_token = check.require_refresh_tokens
+        check.require_refresh_tokens = False  # its fix is `postmaster authorize`, checked below
+        try:
+            oauth = _oauth(check, where, block, "postmaster", None)
+        finally:
+            check.require_refresh_tokens = needs_token
+        if oauth.provider != "google":
+            check.fail(oauth_block, "provider", f"{where}.oauth.provider", "Postmaster Tools is Google's: write "
+                       "provider: google")
+        if "scope" not in oauth_block:
+            oauth = dataclasses.replace(oauth, scope=POSTMASTER_SCOPE)
+        if needs_token and (problem := refresh_token_file_problem(oauth.refresh_token_file)):
+            check.fail(oauth_block, "refresh_token_file", f"{where}.oauth.refresh_token_file",
+                       f"{problem}; run sendhost postmaster authorize")
+    subject = check.string(block, "subject", f"{where}.subject", default="") or None
+    if subject is not None and key_file is None:
+        check.fail(block, "subject", f"{where}.subject", "subject is a service account setting (the user it acts "
+                   "for); remove it, or use service_account_key_file")
+    domains = []
+    for index, name in enumerate(check.str_list(block, "domains", f"{where}.domains", default=[])):
+        ascii_name = _ascii_domain(name)
+        if not DOMAIN_RE.match(ascii_name):
+            check.fail(block, "domains", f"{where}.domains[{index}]", f"{name!r} is not a domain name like "
+                       "example.com")
+        domains.append(ascii_name)
+    api_url = check.string(block, "api_url", f"{where}.api_url", default=POSTMASTER_API_URL).rstrip("/")
+    if not api_url.startswith(("https://", "http://127.", "http://localhost")):
+        check.fail(block, "api_url", f"{where}.api_url", f"{api_url!r} is not an https:// URL")
+    days = check.integer(block, "days", f"{where}.days", default=POSTMASTER_DAYS, minimum=1)
+    return PostmasterSettings(oauth=oauth, service_account_key_file=key_file, subject=subject, domains=tuple(domains),
+                              api_url=api_url, days=days)

@@ -248,6 +248,12 @@ class Guard:
             rate, day, self.mailboxes.now_ms(self._now(now)), domain=domain.lower() if domain else None,
             mailbox=mailbox))
 
+    def spam_rates(self, domain: str) -> dict[date, float]:
+        """The spam rates recorded for `domain`, per day (what `record_spam_rate` wrote, by hand or from Postmaster
+        Tools); empty when none are, or Redis lost them."""
+        found = self._admin(lambda: self._client.hgetall(keys.domain_health(domain.lower())))
+        return {date.fromisoformat(str(day)): float(rate) for day, rate in found.items()}
+
     def status(self, addresses: Iterable[str] | None = None, now: float | None = None) -> list[MailboxStatus]:
         def read() -> list[MailboxStatus]:
             wanted = [validate_address(a) for a in addresses] if addresses else self.mailboxes.addresses()

@@ -12,6 +12,12 @@ the ledger nothing.
     sendhost_sender_followups_due{mailbox}                due follow-ups that may go only from this mailbox (the
                                                           one that sent the lead's step before)
     sendhost_sender_followups_oldest_due_age_seconds{mailbox}   since when the oldest of them is due
+    sendhost_sender_postmaster_spam_ratio{domain}         the user-reported spam ratio of the domain's last day
+                                                          with one, as Google Postmaster Tools reports it (a
+                                                          fraction: 0.001 is 0.1%); no series before one was read
+    sendhost_sender_postmaster_spam_ratio_day_timestamp_seconds{domain}   that day (its UTC midnight)
+    sendhost_sender_postmaster_reputation{domain, reputation}   1 for that day's domain reputation (HIGH, MEDIUM,
+                                                          LOW, BAD)
 
 A mailbox's follow-ups stall while the warm-up guard holds it paused or disconnected: the alerting rule
 SendhostFollowupsStalled joins the first with `sendhost pool exporter`'s sendhost_warmup_mailbox_paused.
@@ -24,6 +30,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from datetime import time as time_of_day
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -33,6 +40,7 @@ from sender.feedback.health import WINDOW
 from sender.ledger.events import Feedback
 from sender.ledger.stalled import pinned_due
 from sender.ledger.store import Ledger
+from sender.postmaster.sync import latest
 
 log = logging.getLogger("sendhost.sender.metrics")
 
@@ -60,6 +68,13 @@ class LedgerCollector(Collector):
                                       "mailbox (it sent the lead's step before).", labels=["mailbox"])
         followups_age = GaugeMetricFamily(f"{PREFIX}_followups_oldest_due_age_seconds", "Seconds since the oldest "
                                           "due follow-up pinned to this mailbox became due.", labels=["mailbox"])
+        spam_ratio = GaugeMetricFamily(f"{PREFIX}_postmaster_spam_ratio", "User-reported spam ratio of the "
+                                       "domain's last day with one, as Google Postmaster Tools reports it.",
+                                       labels=["domain"])
+        spam_day = GaugeMetricFamily(f"{PREFIX}_postmaster_spam_ratio_day_timestamp_seconds", "The day of "
+                                     "sendhost_sender_postmaster_spam_ratio (its UTC midnight).", labels=["domain"])
+        reputation = GaugeMetricFamily(f"{PREFIX}_postmaster_reputation", "1 for the domain reputation Postmaster "
+                                       "Tools reported on that day.", labels=["domain", "reputation"])
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
         try:
             with self._pool.connection(timeout=5) as conn:
@@ -83,13 +98,21 @@ class LedgerCollector(Collector):
                     sends.add_metric([mailbox], seen["sent"])
                     bounces.add_metric([mailbox], seen["bounced"])
                     complaints.add_metric([mailbox], seen["complained"])
+                for last in latest(ledger):
+                    if last.day is None or last.spam_ratio is None:
+                        continue  # no day with a ratio yet: no data, never a 0
+                    spam_ratio.add_metric([last.domain], last.spam_ratio)
+                    spam_day.add_metric([last.domain], datetime.combine(last.day, time_of_day.min, UTC).timestamp())
+                    if last.reputation:
+                        reputation.add_metric([last.domain, last.reputation], 1)
         except Exception as exc:  # a scrape must answer even when the ledger does not
             log.warning("metrics: the ledger did not answer: %s", str(exc).splitlines()[0] if str(exc) else exc)
             up.add_metric([], 0)
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age)
+        yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age, spam_ratio,
+                    spam_day, reputation)
 
 
 class CachedCollector(Collector):

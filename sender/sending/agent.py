@@ -51,7 +51,8 @@ log = logging.getLogger("sendhost.sender")
 CHECKPOINTS = ("claimed", "reserved", "leased", "attempt_started", "submitted", "recorded")
 ONCE_HORIZON_S = 60.0  # --once waits out blocks up to this long, then leaves the rest for a later run
 SWEEP_EVERY_S = 60.0
-# the history's months are made two months ahead (sender.ledger.history): at the start, then once a day
+# the history's months are made two months ahead (sender.ledger.history), and the daily task (the Postmaster Tools
+# sync) runs: at the start, then once a day
 PARTITIONS_EVERY_S = 86400.0
 IDLE_POLL_S = 1.0
 
@@ -82,13 +83,14 @@ class Agent:
                  pick: Picker | None = None,
                  source_address: Callable[[Lease], str | None] | None = None,
                  mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None,
-                 tokens: TokenKeeper | None = None) -> None:
+                 tokens: TokenKeeper | None = None, daily: Callable[[], object] | None = None) -> None:
         """`clock` (epoch seconds) is the time of the counter rebuild; give the guard the same one. `pick` reserves
         a mailbox among a group's (default `guard.pick`); `source_address` is the address a lease's send binds to
         (default the lease's `source_ip`). The simulation passes both (sender.assembly builds it).
         `mailbox_settings` reads the inventory's mailboxes as they are now, whose warm-up settings reach the guard
         at the start and each sweep cycle (default: those of `settings`, read once). `tokens` keeps the OAuth
-        mailboxes' access tokens (default: one that pauses a mailbox whose grant is refused)."""
+        mailboxes' access tokens (default: one that pauses a mailbox whose grant is refused). `daily` runs once a
+        day on the side tasks (the Postmaster Tools sync, sender.postmaster.daily): it must catch its own errors."""
         self.settings = settings
         self.guard = guard
         self.pool = pool
@@ -113,6 +115,7 @@ class Agent:
                                   self._side_tasks, source_address or (lambda lease: lease.source_ip),
                                   open_refreshing, settings.smtp_timeout_s)
         self._settler = Settler(guard, pool.retire_blamed, settings.retry_delay_s, self._persist, self._checkpoint)
+        self._daily = daily
 
     @property
     def groups(self) -> list[str]:
@@ -206,6 +209,8 @@ class Agent:
                 if index == 0 and (last_partitions is None
                                    or time.monotonic() - last_partitions >= PARTITIONS_EVERY_S):
                     _make_partitions(ledger)
+                    if self._daily is not None:  # beside the sending, never in its way
+                        self._side_tasks.submit(self._daily)
                     last_partitions = time.monotonic()
                 if index == 0 and time.monotonic() - last_sweep >= SWEEP_EVERY_S:
                     requeued, unconfirmed = ledger.sweep(self.settings.sweep_after_s)

@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 16: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 18: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -235,6 +235,36 @@ CREATE TABLE sender_inbox_marks (
     last_uid bigint NOT NULL DEFAULT 0,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Each sending domain's days as Google Postmaster Tools reports them (version 18, sender.postmaster): a day with no
+-- ratio is NULL, never 0; applied_ratio is what the warm-up gates were told of.
+CREATE TABLE sender_postmaster_days (
+    domain text NOT NULL CHECK (domain = lower(domain) AND domain <> ''),
+    day date NOT NULL,
+    -- user-reported spam / mail to the inbox, a fraction (0.003 is 0.3%); NULL: Google reported no ratio that day
+    spam_ratio double precision CHECK (spam_ratio >= 0 AND spam_ratio <= 1),
+    reputation text CHECK (reputation IN ('HIGH', 'MEDIUM', 'LOW', 'BAD')),  -- NULL: none reported
+    fetched_at timestamptz NOT NULL,
+    applied_ratio double precision,  -- the ratio the warm-up gates were told of; NULL: none yet
+    PRIMARY KEY (domain, day)
+);
+
+-- One day's figures as read from Postmaster Tools: written, or rewritten when Google revised them.
+CREATE FUNCTION sender_postmaster_record(p_domain text, p_day date, p_spam_ratio double precision,
+                                         p_reputation text, p_now timestamptz DEFAULT NULL)
+RETURNS void LANGUAGE sql AS $$
+    INSERT INTO sender_postmaster_days AS d (domain, day, spam_ratio, reputation, fetched_at)
+    VALUES (lower(p_domain), p_day, p_spam_ratio, p_reputation, coalesce(p_now, now()))
+    ON CONFLICT (domain, day) DO UPDATE
+        SET spam_ratio = excluded.spam_ratio, reputation = excluded.reputation, fetched_at = excluded.fetched_at;
+$$;
+
+-- The warm-up gates were told of p_ratio for the domain's day (unless the day was revised meanwhile).
+CREATE FUNCTION sender_postmaster_applied(p_domain text, p_day date, p_ratio double precision)
+RETURNS void LANGUAGE sql AS $$
+    UPDATE sender_postmaster_days SET applied_ratio = p_ratio
+    WHERE domain = lower(p_domain) AND day = p_day AND spam_ratio = p_ratio;
+$$;
 
 CREATE FUNCTION sender_status_ranks() RETURNS TABLE (status text, rank integer) LANGUAGE sql IMMUTABLE AS $$
     VALUES ('waiting', 0), ('queued', 0), ('retry', 0), ('sending', 1), ('failed', 2), ('cancelled', 2),

@@ -258,6 +258,7 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
     (tmp_path / "secrets" / "alice-imap.pw").write_text("alice-imap-pw\n")
     (tmp_path / "keys").mkdir()
     (tmp_path / "keys" / "unsub.key").write_text("unsubscribe-signing-key\n")
+    (tmp_path / "keys" / "sa.json").write_text('{"type": "service_account"}\n')
     smtp = {"host": "smtp.gmail.com", "port": 587, "security": "starttls"}
     mailboxes = [
         {"address": "alice@example.com", "domain": "example.com", "start": "2026-11-02",
@@ -277,6 +278,7 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
         "sendhost_mailboxes": mailboxes,
         "sendhost_unsubscribe_base_url": "https://u.example.com",
         "sendhost_unsubscribe_key_file": "keys/unsub.key",  # relative: read beside the inventory
+        "sendhost_postmaster": {"service_account_key_file": "keys/sa.json", "days": 7},
     }
     inventory.write_text(yaml.safe_dump(data, sort_keys=False))
     for name, value in {**CLI_ENV, "SENDHOST_SECRET_TEST_BOB": "bob-s3cret",
@@ -298,7 +300,8 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
               for path in secrets.iterdir()}
     assert copies == {"alice@example.com.password": ("alice-pw\n", "0o600", daemon_uid),
                       "alice@example.com.imap.password": ("alice-imap-pw\n", "0o600", daemon_uid),
-                      "unsubscribe.key": ("unsubscribe-signing-key\n", "0o600", daemon_uid)}
+                      "unsubscribe.key": ("unsubscribe-signing-key\n", "0o600", daemon_uid),
+                      "postmaster-sa.json": ('{"type": "service_account"}\n', "0o600", daemon_uid)}
     written = yaml.safe_load((files / "sendhost" / "inventory.yml").read_text())
     alice, bob, carol = mailboxes
     assert written == {"all": {
@@ -312,6 +315,7 @@ def test_the_agent_inventory_names_host_copies_of_every_secret(fresh_host: SshHo
             ],
             "sendhost_unsubscribe_base_url": "https://u.example.com",
             "sendhost_unsubscribe_key_file": f"{secrets}/unsubscribe.key",
+            "sendhost_postmaster": {"service_account_key_file": f"{secrets}/postmaster-sa.json", "days": 7},
         },
         "children": {"senders": {"hosts": {"sender-t": {
             "sendhost_instance_id": "i-0123456789abcdef0", "sendhost_region": "us-east-1",

@@ -27,6 +27,7 @@ GROUPS: dict[str, str] = {
     "lead": "toolkit.cli.lead:group",
     "mailbox": "toolkit.cli.mailbox:group",
     "pool": "toolkit.cli.pool:group",
+    "postmaster": "toolkit.cli.postmaster:group",
     "provision": "toolkit.cli.provision:command",
     "sandbox": "toolkit.cli.sandbox:group",
     "sender": "toolkit.cli.sender:group",

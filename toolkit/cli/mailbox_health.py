@@ -18,6 +18,7 @@ from toolkit.output import emit_table
 
 if TYPE_CHECKING:
     from sender.feedback.health import MailboxHealth
+    from sender.postmaster.sync import Latest
 
 TITLE = "mailbox health, last 7 days"
 COLUMNS = ("mailbox", "sent", "hard bounces", "complaints", "gate")
@@ -30,6 +31,7 @@ class HealthView:
 
     counts: Mapping[str, Mapping[str, int]] | None
     unavailable: str | None = None
+    postmaster: tuple[Latest, ...] = ()  # each domain's last figures from Postmaster Tools (sender.postmaster)
 
     def mailboxes(self, also: Iterable[str] = ()) -> list[str]:
         """The mailboxes the ledger counted in the window and `also` (lower-case, sorted)."""
@@ -59,6 +61,7 @@ def read_view(url: str | None, why_none: str = "") -> HealthView:
 
     from sender.feedback.health import read_health
     from sender.ledger.events import Feedback
+    from sender.postmaster.sync import latest
     from sendhost.errors import SendhostError
 
     if url is None:
@@ -66,7 +69,7 @@ def read_view(url: str | None, why_none: str = "") -> HealthView:
     try:
         with Feedback.from_url(url, connect_timeout=HEALTH_CONNECT_TIMEOUT_S) as feedback:
             feedback.ledger.check_schema()
-            return HealthView(read_health(feedback, datetime.now(UTC)))
+            return HealthView(read_health(feedback, datetime.now(UTC)), postmaster=tuple(latest(feedback.ledger)))
     except SendhostError as exc:
         return HealthView(None, str(exc))
 
@@ -110,3 +113,31 @@ def render_health(view: HealthView, mailboxes: Sequence[str]) -> None:
         click.echo("mailbox health: no mailbox sent in the last 7 days")
         return
     emit_table(TITLE, COLUMNS, rows)
+
+
+POSTMASTER_TITLE = "spam rate as Postmaster Tools reports it"
+POSTMASTER_COLUMNS = ("domain", "day", "spam rate", "gate", "reputation", "last reported")
+
+
+def postmaster_json(view: HealthView, domain: str | None) -> dict[str, object] | None:
+    """`domain`'s last figures from Postmaster Tools, with the gate they make; None when none were read."""
+    from warmup.health import verdict
+
+    for found in view.postmaster:
+        if found.domain == domain:
+            gate = verdict(found.spam_ratio) if found.spam_ratio is not None else None
+            return {**found.to_json(), "verdict": gate}
+    return None
+
+
+def render_postmaster(view: HealthView, domains: Sequence[str]) -> None:
+    """The last day with a spam rate of each of `domains` that Postmaster Tools reported on (none: nothing shown)."""
+    from warmup.health import format_rate, verdict
+
+    wanted = set(domains)
+    rows = [(found.domain, found.day or "no data", format_rate(found.spam_ratio) if found.spam_ratio is not None
+             else "no data", verdict(found.spam_ratio) if found.spam_ratio is not None else "-",
+             found.reputation or "-", found.last_reported)
+            for found in view.postmaster if found.domain in wanted]
+    if rows:
+        emit_table(POSTMASTER_TITLE, POSTMASTER_COLUMNS, rows)

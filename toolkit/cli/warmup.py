@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from sendhost.model import Mailbox
     from toolkit.cli.mailbox_health import HealthView
     from warmup import Guard
+    from warmup.mailboxes import MailboxStatus
     from warmup.schedule import DayCap, Ramp
 
 EXIT_HELP = ("Exit 0 ok; 1 reserve skipped or Redis unreachable; 2 bad input or configuration, a Redis refusing the "
@@ -203,7 +204,7 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
         notes = [f"not in {_store(app)} yet: {', '.join(pending)} (listed in the inventory; the next "
                  "`warmup reserve`, `pause` or `record` adds them)"] if pending else []
         render_status(rows, output, None, notes=notes if output != "json" else [],
-                      health=_health(app) if rows else None)
+                      health=_health(app) if rows else None, domains=_domains(guard, rows))
         return
     rows = guard.status()
     known = {row.address for row in rows}
@@ -216,7 +217,8 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
     elif not rows:
         notes.append("no mailbox is under warm-up; add one with `sendhost warmup add ADDRESS --start DATE` or list "
                      "it under sendhost_mailboxes in the inventory")
-    render_status(rows, output, None, notes=notes if output != "json" else [], health=_health(app) if rows else None)
+    render_status(rows, output, None, notes=notes if output != "json" else [], health=_health(app) if rows else None,
+                  domains=_domains(guard, rows))
     if rows:
         return
     lost = guard.mailboxes.lost_note()
@@ -228,6 +230,11 @@ def status(app: App, mailboxes: tuple[str, ...], fmt: str | None) -> None:
         app.fail(f"{_store(app)} holds no warm-up state, though the inventory lists {len(missing)} mailbox"
                  f"{'es' if len(missing) != 1 else ''}: it was lost or never written; if these mailboxes have "
                  "sent, rebuild today's counters with `sendhost warmup import-sends LOG`", 1)
+
+
+def _domains(guard: Guard, rows: list[MailboxStatus]) -> dict[str, str]:
+    """Each mailbox's sending domain, whose spam rate Postmaster Tools reports."""
+    return {row.address: guard.settings(row.address).domain for row in rows}
 
 
 def _health(app: App) -> HealthView:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,16 +26,21 @@ def decision_data(decision: Decision) -> dict[str, Any]:
 
 
 def render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, notes: Sequence[str] = (),
-                  health: HealthView | None = None) -> None:
-    """The status table (and, given `health`, each mailbox's health table), or the JSON list of mailboxes."""
+                  health: HealthView | None = None, domains: Mapping[str, str] | None = None) -> None:
+    """The status table (and, given `health`, each mailbox's health table and its domain's spam rate as Postmaster
+    Tools reports it, `domains` naming each mailbox's domain), or the JSON list of mailboxes."""
+    domains = domains or {}
     if fmt == "json":
+        from toolkit.cli.mailbox_health import postmaster_json
+
         emit_json([{
             "mailbox": s.address, "group": s.group, "day": s.day.isoformat(), "day_number": s.day_number,
             "cap": s.cap, "reserved": s.reserved, "sent": s.sent,
             "next_eligible": s.next_eligible.isoformat() if s.next_eligible else None,
             "state": s.state, "reason": s.reason, "breaker": s.breaker, "failures_in_window": s.failures_in_window,
             "trips_today": s.trips_today,
-            **({"health": health.json_of(s.address)} if health is not None else {}),
+            **({"health": health.json_of(s.address),
+                "postmaster": postmaster_json(health, domains.get(s.address))} if health is not None else {}),
         } for s in rows])
         return
     lines = [f"{s.address}: {s.state}: {s.reason}" for s in rows if s.reason]
@@ -50,9 +55,10 @@ def render_status(rows: list[MailboxStatus], fmt: str, summary: str | None, note
                  s.state, s.breaker) for s in rows],
                summary="\n".join(lines) or None)
     if health is not None and rows:
-        from toolkit.cli.mailbox_health import render_health
+        from toolkit.cli.mailbox_health import render_health, render_postmaster
 
         render_health(health, [s.address for s in rows])
+        render_postmaster(health, sorted({domains[s.address] for s in rows if s.address in domains}))
 
 
 def when_words(at: datetime, now: datetime) -> str:

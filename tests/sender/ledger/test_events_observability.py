@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import httpx
@@ -58,6 +59,25 @@ def test_the_ledger_metrics_tell_what_the_ledger_holds(web: WebServer, feedback:
     assert seen[("sendhost_sender_queue_oldest_due_age_seconds", ())] >= 0
 
 
+def _postmaster_day(feedback: Feedback, domain: str, day: date, ratio: float | None, reputation: str | None) -> None:
+    feedback.ledger.run("postmaster_record", {"domain": domain, "day": day, "spam_ratio": ratio,
+                                              "reputation": reputation}, "test")
+
+
+def test_the_ledger_metrics_show_each_domains_last_spam_rate_and_its_day(web: WebServer, feedback: Feedback) -> None:
+    """As Postmaster Tools reported it (sender.postmaster): the last day with a ratio, never a later day without
+    one (no data, never 0), and a domain with no ratio yet has no series."""
+    _postmaster_day(feedback, "s.example", date(2026, 11, 28), 0.0015, "MEDIUM")
+    _postmaster_day(feedback, "s.example", date(2026, 11, 29), None, None)  # too little mail that day
+    _postmaster_day(feedback, "quiet.example", date(2026, 11, 29), None, "HIGH")
+    seen = _scrape(web)
+    assert seen[("sendhost_sender_postmaster_spam_ratio", (("domain", "s.example"),))] == 0.0015
+    assert seen[("sendhost_sender_postmaster_spam_ratio_day_timestamp_seconds", (("domain", "s.example"),))] == \
+        datetime(2026, 11, 28, tzinfo=UTC).timestamp()
+    assert seen[("sendhost_sender_postmaster_reputation", (("domain", "s.example"), ("reputation", "MEDIUM")))] == 1
+    assert not [key for key in seen if ("domain", "quiet.example") in key[1]]
+
+
 def _followups_due(feedback: Feedback, *leads: tuple[str, str]) -> None:
     """Each (lead, mailbox)'s step 1 sent from the mailbox, then its step 2 queued behind it: due now, and only from
     that mailbox (every step 1 first: sent_row claims whatever is due)."""
@@ -98,6 +118,7 @@ def _metric_names(expr: str) -> set[str]:
 
 def test_the_rules_and_the_dashboard_name_only_metrics_that_exist(web: WebServer, feedback: Feedback) -> None:
     _followups_due(feedback, ("L1", BOX))  # a follow-up waiting, so its metrics have a sample
+    _postmaster_day(feedback, "s.example", date(2026, 11, 28), 0.0015, "MEDIUM")  # and a domain's spam rate
     served = {name for name, _labels in _scrape(web)}
     # the pool's metrics come from `sendhost pool exporter` (ippool.metrics): counters get _total
     pool_source = (REPO_ROOT / "ippool" / "metrics.py").read_text()

@@ -52,6 +52,7 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
     """The agent for one host of the inventory, and a factory of ledger connections for its workers."""
     from sender.assembly import build_agent as assemble
     from sender.errors import SenderConfigError
+    from sender.postmaster.sync import sending_domains
     from sender.settings import AgentSettings
 
     inventory = sc.app.require_inventory()
@@ -67,9 +68,13 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
                              unsubscribe_base_url=inventory.unsubscribe_base_url or "", smtp_timeout_s=smtp_timeout_s)
     app = sc.app
     app.check_redis()  # a wrong password is exit 2 now, not every row `blocked` by an "unavailable" guard
+    postmaster = inventory.postmaster
+    # once a day, this host's own domains (or the ones sendhost_postmaster names) from Postmaster Tools
+    domains = sending_domains(postmaster.domains, (), [m.domain for m in mailboxes]) if postmaster else []
     return assemble(settings, sc.place, redis_url=app.config.redis_url.value, state_dir=app.state_dir,
                     unsubscribe_key_file=inventory.unsubscribe_key_file, env=app.env, checkpoint=checkpoint,
-                    mailbox_settings=InventoryMailboxes(inventory.path))
+                    mailbox_settings=InventoryMailboxes(inventory.path), postmaster=postmaster,
+                    postmaster_domains=domains)
 
 
 @click.command("run")
