@@ -157,14 +157,15 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
 
 
 def campaign_pace(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Iterable[str] | None,
-                  pinned: Iterable[str] = (), unreachable: str | None = None) -> CapWait:
+                  pinned: Iterable[str] = (), unreachable: str | None = None, state: str = "running") -> CapWait:
     """What of `spec`'s campaign waits for a cap now (sender.ledger.cap_wait), the caps read from `guard`
     (sender.guard_view); `guard` None, or one that fails, leaves the cap part unknown (why: `unreachable`, or the
     guard's error)."""
     from sender.guard_view import campaign_reader
     from sender.ledger.cap_wait import cap_wait
 
-    return cap_wait(ledger, spec, None if guard is None else campaign_reader(guard, spec, group, pinned), unreachable)
+    return cap_wait(ledger, spec, None if guard is None else campaign_reader(guard, spec, group, pinned), unreachable,
+                    state)
 
 
 def stalled_followups(ledger: Ledger, guard: Guard, campaign: str | None = None) -> list[Stalled]:

@@ -61,7 +61,7 @@ def _mailbox_day(guard: Guard, status: MailboxStatus, in_group: bool, share: int
     if per_mailbox is not None and share >= per_mailbox:
         frees.append(campaign_day_ends)
     return MailboxDay(status.address, status.state, in_group, status.day, status.sent, status.reserved,
-                      status.cap, share, max(frees) if frees else None)
+                      status.cap, share, max(frees) if frees else None, status.next_eligible, status.reason)
 
 
 def mailbox_states(guard: Guard, mailboxes: Sequence[str], now: float | None) -> dict[str, MailboxStatus]:

@@ -356,11 +356,15 @@ def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
                           "unconfirmed", "suppressed", "cancelled"), 0)
     one = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)
     assert set(one.pop("pace")) == {"now", "due", "unknown", "campaign_cap", "mailbox_cap", "mailboxes"}
+    # bob's step 1, the one row not sent yet, in the one line of its reason
+    assert one.pop("waits") == {"rows": 1, "unknown": None, "window_closes": None,
+                                "lines": [{"reason": "due", "rows": 1, "where": None, "until": None}]}
     assert one == {"name": "q1", "state": "running", "group": "sales", "leads": 2, "ended": {"replied": 1},
                    "steps": {"1": {**zero, "queued": 1, "replied": 1}, "2": {**zero, "cancelled": 1}, "3": zero},
                    "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None, "stalled": []}
     every = json.loads(sendhost("campaign", "status", "--format", "json").stdout)
-    assert [c["name"] for c in every] == ["later", "q1"] and {**every[1], "pace": None} == {**one, "pace": None}
+    assert [c["name"] for c in every] == ["later", "q1"]
+    assert {**every[1], "pace": None, "waits": None} == {**one, "pace": None, "waits": None}
     assert _one_line_error(sendhost("campaign", "status", "nope")).startswith("error: no campaign 'nope'")
 
 
@@ -383,7 +387,13 @@ def test_status_counts_the_rows_due_that_wait_for_the_window_and_when_it_opens(
     assert opens.utcoffset() == ZoneInfo("America/New_York").utcoffset(opens.replace(tzinfo=None))
     assert (opens.hour, opens.minute) == (0, 0) and opens.date() > local_today
     table = sendhost("campaign", "status", "q1").stdout
-    assert f"q1: 2 row(s) due wait for the sending window, which next opens {shown['window']['opens']}" in table
+    assert f"q1: window closed now; it next opens {opens.isoformat(timespec='minutes')}\n" in table
+    # each row in the one line of its lead's time zone, until that zone's midnight after the skipped days
+    chicago = opens.astimezone(ZoneInfo("America/Chicago")) + timedelta(hours=1)
+    assert ("q1: 2 row(s) not sent yet:\n"
+            f"  1 wait for their window (America/New_York) until {opens:%a} 00:00 {opens.isoformat()[-6:]}\n"
+            f"  1 wait for their window (America/Chicago) until {chicago:%a} 00:00 {chicago.isoformat()[-6:]}\n"
+            ) in table
 
 
 def _guarded(redis_url: str, *full: str) -> tuple[Guard, datetime]:
@@ -425,9 +435,8 @@ def test_status_shows_the_rows_due_and_each_mailbox_against_its_cap(sendhost: Cl
         BOX1: day, BOX2: {**day, "state": "daily-limit", "sent": cap, "reserved": cap,
                           "frees": _utc_midnight_after(now)}}
     table = sendhost("campaign", "status", "q1").stdout
-    assert "q1: 2 row(s) due now (" in table
-    assert f"q1: campaign day {now.date()}: 0 reserved (no daily cap)\nq1: 0 row(s) wait for a mailbox's cap\n" \
-        in table
+    assert "q1: 2 row(s) not sent yet:\n  2 are due now\n" in table
+    assert f"q1: campaign day {now.date()}: 0 reserved (no daily cap)\n" in table
     assert f"{BOX2} | {now.date()} | {cap} | {cap} | {cap} | daily-limit | 0" in _table_rows(table)
 
 
@@ -436,7 +445,8 @@ def test_rows_wait_for_a_mailbox_cap_when_every_mailbox_they_may_use_is_at_it(
     _guarded(redis_url, BOX1)
     _ready(sendhost, tmp_path, "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\ncy@rcpt.example,,,Cy\n")
     _send(database_url)  # ann's step 1 went through BOX1: her step 2 waits for BOX1
-    _sql(database_url, "UPDATE sender_emails SET not_before = now() WHERE lead = 'ann@rcpt.example' AND step = 2")
+    _sql(database_url, "UPDATE sender_emails SET not_before = now(), due_at = now() "
+                       "WHERE lead = 'ann@rcpt.example' AND step = 2")
     tomorrow = datetime.combine(datetime.now(UTC).date() + timedelta(days=1), time(0), UTC)
     pace = _pace(sendhost)
     # ann's step 2 may go only from BOX1, which is full; bob's and cy's step 1 may go from BOX2, which has room
@@ -451,7 +461,8 @@ def test_rows_wait_for_a_mailbox_cap_when_every_mailbox_they_may_use_is_at_it(
     pace = _pace(sendhost)
     assert (pace["due"], pace["mailbox_cap"]["rows"]) == (0, 3)
     table = sendhost("campaign", "status", "q1").stdout
-    assert f"q1: 3 row(s) wait for a mailbox's cap (the first frees {tomorrow.isoformat(timespec='seconds')})" \
+    # a line per mailbox that frees first for its rows (BOX1 and BOX2 free at the same midnight: the first named)
+    assert f"q1: 3 row(s) not sent yet:\n  3 wait for a mailbox's cap until {tomorrow:%a} 00:00 UTC, {BOX1}\n" \
         in table
 
 
@@ -482,7 +493,10 @@ def test_rows_wait_for_the_campaign_cap_once_its_day_count_reaches_it(
     assert pace["campaign_cap"] == {"day": day.isoformat(), "ends": ends, "cap": 3, "reserved": 3, "rows": 2}
     assert datetime.fromisoformat(pace["now"]).utcoffset() == datetime.now(new_york).utcoffset()
     table = sendhost("campaign", "status", "q1").stdout
-    assert f"q1: campaign day {day}: 3 of 3 reserved; 2 row(s) wait for the campaign's cap (until {ends})" in table
+    assert f"q1: campaign day {day}: 3 of 3 reserved (the day ends {ends})" in table
+    midnight = datetime.fromisoformat(ends)
+    assert (f"q1: 2 row(s) not sent yet:\n  2 wait for the campaign's daily cap until {midnight:%a} 00:00 "
+            f"{ends[-6:]}\n") in table
 
 
 def test_status_says_it_could_not_look_at_the_caps_when_redis_is_down(sendhost: Cli, tmp_path: Path) -> None:
@@ -497,6 +511,7 @@ def test_status_says_it_could_not_look_at_the_caps_when_redis_is_down(sendhost: 
     result = sendhost("campaign", "status", "q1", redis=down)
     assert result.returncode == 0, result.stderr
     assert "q1: what waits for a cap is unknown: couldn't look (Redis unreachable" in result.stdout
+    assert "q1: 1 row(s) not sent yet (the mailboxes' part unknown: couldn't look, Redis unreachable" in result.stdout
 
 
 def _stalled_world(sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str) -> tuple[Guard, datetime]:
