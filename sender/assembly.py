@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from sender.ledger.cap_wait import CapWait
     from sender.ledger.events import Feedback
     from sender.ledger.stalled import Stalled
+    from sender.ledger.waits import Waits
     from sendhost.model import Mailbox
 
 INBOX_EVERY_S = 60.0
@@ -166,6 +167,28 @@ def campaign_pace(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group
 
     return cap_wait(ledger, spec, None if guard is None else campaign_reader(guard, spec, group, pinned), unreachable,
                     state)
+
+
+def enqueue_waits(ledger: Ledger, guard: Guard | None, groups: Mapping[str, Sequence[str]],
+                  unreachable: str | None = None) -> Waits:
+    """The rows of `sender enqueue` not sent yet, each in one reason (sender.ledger.waits): no window, no campaign
+    cap; the mailboxes of `groups` read from `guard` (None, or one that fails: their part unknown)."""
+    from sender.guard_view import mailbox_days
+    from sender.ledger.waits import Conditions, gather, read_rows
+    from warmup.errors import WarmupUnavailable
+
+    now = ledger.now() or datetime.now(UTC)
+    rows = read_rows(ledger, "enqueue", now)
+    days = None
+    if guard is not None and rows:
+        wanted = {box for group in {facts.group for facts, _n in rows} for box in groups.get(group, ())}
+        wanted |= {facts.pinned for facts, _n in rows if facts.pinned}
+        try:
+            days = mailbox_days(guard, wanted, now)
+        except WarmupUnavailable as exc:
+            unreachable = str(exc)
+    conditions = Conditions(now, "running", "UTC", mailboxes=days, groups=groups)
+    return gather(rows, conditions, None if days is not None or not rows else unreachable or "not read")
 
 
 def stalled_followups(ledger: Ledger, guard: Guard, campaign: str | None = None) -> list[Stalled]:

@@ -368,3 +368,17 @@ def test_a_stopping_worker_gives_back_the_row_it_claimed_ahead(world: World) -> 
         waiting = ledger.show("L1", 1)
     assert waiting is not None and waiting.row["status"] == "queued"
     assert [event["kind"] for event in waiting.events][-1] == "unclaimed"
+
+
+def test_run_once_says_what_each_row_left_waits_for_and_until_when(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer, cli: Any) -> None:
+    """`2 blocked, 1 sent` alone said nothing: each row left is in the one line of what holds it, with its time."""
+    long = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, min_gap_s=600)
+    long.enqueue(3)
+    result = cli(*long.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=long.tmp)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "1 sent" in lines[0]
+    assert lines[1] == "enqueue: 2 row(s) not sent yet:"
+    assert lines[2].startswith("  2 wait for a mailbox's gap or pace until ")
+    assert lines[2].endswith(" UTC, box0@sender.example") and len(lines) == 3

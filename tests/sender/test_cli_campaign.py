@@ -396,6 +396,24 @@ def test_status_counts_the_rows_due_that_wait_for_the_window_and_when_it_opens(
             ) in table
 
 
+def test_a_paused_campaign_says_what_resumes_it_and_a_stopped_one_shows_no_window_or_pace(
+        sendhost: Cli, tmp_path: Path) -> None:
+    today = datetime.now(UTC).date()
+    text = CAMPAIGN.format(name="q1") + f"skip_dates: [{today - timedelta(days=1)}, {today}, {today + timedelta(1)}]\n"
+    _apply(sendhost, tmp_path, "q1", text)
+    assert _add(sendhost, tmp_path, "q1", "ann@rcpt.example,,,Ann\n").returncode == 0
+    assert sendhost("campaign", "start", "q1").returncode == 0
+    running = sendhost("campaign", "status", "q1").stdout
+    assert "q1: window closed now; it next opens " in running and "q1: campaign day " in running
+    assert sendhost("campaign", "pause", "q1").returncode == 0
+    paused = sendhost("campaign", "status", "q1").stdout
+    assert "q1: 1 row(s) not sent yet:\n  1 wait for the campaign, which is paused (`sendhost campaign resume q1`)\n" \
+        in paused
+    assert sendhost("campaign", "stop", "q1").returncode == 0
+    stopped = sendhost("campaign", "status", "q1").stdout
+    assert "window" not in stopped and "campaign day" not in stopped and "q1: 0 row(s) not sent yet\n" in stopped
+
+
 def _guarded(redis_url: str, *full: str) -> tuple[Guard, datetime]:
     """BOX1 and BOX2 under the warm-up guard as the inventory has them (an agent's start puts them there), the
     mailboxes `full` at today's cap (their send log shows a cap's worth today); the guard, and the sends' time."""

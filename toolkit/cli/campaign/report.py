@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sender.ledger.cap_wait import CapWait
     from sender.ledger.stalled import Stalled
     from sender.ledger.store import Ledger
+    from sender.ledger.waits import Waits
     from sender.ledger.window_wait import WindowWait
     from warmup import Guard
 
@@ -155,11 +156,45 @@ def render_window(name: str, wait: WindowWait | None) -> None:
     click.echo(f"{name}: window closed now; it next opens {opens}")
 
 
-def render_waits(name: str, pace: CapWait) -> None:
+def every_waits(sc: SenderContext, ledger: Ledger, guard: Guard | None,
+                unreachable: str | None) -> dict[str, Waits]:
+    """Each campaign's rows not sent yet (those of `sender enqueue` as `enqueue`), each in one reason; a campaign
+    with none is left out. For `sender status` and `sender run --once`."""
+    from sender.assembly import campaign_pace, enqueue_waits
+    from sender.ledger.campaigns import Campaigns
+
+    campaigns = Campaigns(ledger)
+    found: dict[str, Waits] = {}
+    for name in campaigns.names():
+        head = ledger.fetch_one("campaign_head", {"name": name}, f"status of {name}")
+        spec = campaigns.spec(name)
+        if head is None or spec is None:
+            continue
+        pace = campaign_pace(ledger, spec, guard, sc.group_mailboxes(spec.group), (), unreachable, str(head[0]))
+        if pace.waits is not None and pace.waits.rows:
+            found[name] = pace.waits
+    inventory = sc.app.inventory
+    groups: dict[str, list[str]] = {}
+    for mailbox in inventory.mailboxes if inventory is not None else ():
+        groups.setdefault(mailbox.group, []).append(mailbox.address.lower())
+    enqueued = enqueue_waits(ledger, guard, groups, unreachable)
+    if enqueued.rows:
+        found["enqueue"] = enqueued
+    return found
+
+
+def render_every_waits(found: dict[str, Waits]) -> None:
+    for name, waits in found.items():
+        render_waits(name, waits)
+
+
+def render_waits(name: str, waits: Waits | CapWait | None) -> None:
     """Every row not sent yet, in the one line of the reason it waits for (sender.ledger.waits)."""
+    from sender.ledger.cap_wait import CapWait
     from sender.ledger.waits import describe
 
-    waits = pace.waits
+    if isinstance(waits, CapWait):
+        waits = waits.waits
     if waits is None:
         return
     known = "" if waits.unknown is None else f" (the mailboxes' part unknown: couldn't look, {waits.unknown})"

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from sender import Ledger
+    from sender.ledger.waits import Waits
     from sender.sending.agent import Agent, Report
     from sendhost.model import Mailbox
 
@@ -99,16 +100,33 @@ def run_command(sc: SenderContext, host_name: str | None, workers: int, once: bo
     counts: dict[str, int] = {}
     for report in reports:
         counts[report.kind] = counts.get(report.kind, 0) + 1
+    waits = _waits_left(sc) if once else {}
     if sc.app.output_format(fmt) == "json":
-        emit_json({"outcomes": counts})
+        emit_json({"outcomes": counts, **({"waits": {n: w.as_json() for n, w in waits.items()}} if once else {})})
     else:
+        from toolkit.cli.campaign.report import render_every_waits
+
         click.echo(", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing was due")
+        render_every_waits(waits)  # what `blocked` (and every row left) waits for, and until when
     stuck = [r for r in reports if r.unreachable or r.login_failed]
     if once and stuck:
         what = ("could not reach their submission server" if all(r.unreachable for r in stuck)
                 else "could not reach or log in to their submission server")
         sc.app.fail(f"{len(stuck)} send(s) {what}; first, via {stuck[0].mailbox}: {stuck[0].detail}"
                     f"{_source_hint(sc, agent, stuck[0])}", 1)
+
+
+def _waits_left(sc: SenderContext) -> dict[str, Waits]:
+    """After `--once`: each campaign's rows not sent, by the one reason each waits for (as `sender status`)."""
+    from toolkit.cli.campaign.report import every_waits
+
+    guard, unreachable = sc.status_guard()
+    try:
+        with sc.ledger() as ledger:
+            return every_waits(sc, ledger, guard, unreachable)
+    finally:
+        if guard is not None:
+            guard.close()
 
 
 def _source_hint(sc: SenderContext, agent: Agent, report: Report) -> str:
