@@ -62,6 +62,7 @@ class CapWait:
     mailboxes: tuple[MailboxDay, ...]
     unknown: str | None = None
     waits: Waits | None = None  # every row not sent yet, each in one reason
+    conditions: Conditions | None = None  # what holds the campaign's rows now (for one row's reason: lead show)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -135,4 +136,4 @@ def cap_wait(ledger: Ledger, spec: CampaignSpec, read: GuardRead | None, unreach
                    found.count(Reason.MAILBOX_CAP) if known else None,
                    mailbox_until.astimezone(tz) if mailbox_until else None,
                    tuple(view.mailboxes.values()) if view else (), None if known else unreachable or "not read",
-                   found)
+                   found, conditions)

@@ -267,3 +267,18 @@ def describe(line: WaitLine, waits: Waits, campaign: str) -> str:
     if line.where is not None and line.reason is not Reason.WINDOW:
         text += f", {line.where}"
     return text
+
+
+def short(wait: Wait, tz: ZoneInfo, now: datetime) -> str:
+    """One row's reason for a table cell, its time on `tz`'s clock: `window (Asia/Tokyo) until Mon 08:00 +09:00`,
+    `gap until 21:34 UTC, alice@x.example`."""
+    text = wait.reason.value
+    if wait.reason is Reason.WINDOW:
+        text += f" ({wait.where})"
+    elif wait.reason is Reason.CAMPAIGN_PAUSED:
+        text = f"the campaign ({wait.where})"
+    if wait.until is not None:
+        text += f" until {when(wait.until, tz, now)}"
+    if wait.where is not None and wait.reason not in (Reason.WINDOW, Reason.CAMPAIGN_PAUSED):
+        text += f", {wait.where}"
+    return text

@@ -426,6 +426,87 @@ def _guarded(redis_url: str, *full: str) -> tuple[Guard, datetime]:
     return guard, now
 
 
+def _shape_due(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    pass
+
+
+def _shape_scheduled(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_emails SET not_before = now() + interval '1 hour', due_at = now() + interval '1 hour'")
+
+
+def _shape_window(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_campaigns SET source = source || %s WHERE name = 'q1'",
+         f"skip_dates: [{datetime.now(UTC).date() - timedelta(1)}, {datetime.now(UTC).date()}, "
+         f"{datetime.now(UTC).date() + timedelta(1)}]\n")
+
+
+def _shape_campaign_cap(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_campaigns SET source = source || 'daily_cap: 1\n' WHERE name = 'q1'")
+    redis_client.hset(GroupKeys("sales").campaign("q1"), mapping={"day": datetime.now(UTC).date().isoformat(),
+                                                                   "day_count": 1})
+
+
+def _shape_mailbox_paused(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    guard.pause(BOX1)
+    guard.pause(BOX2)
+
+
+def _shape_mailbox_cap(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    for box in (BOX1, BOX2):
+        guard.import_sends([(box, datetime.now(UTC))] * guard.status([box])[0].cap, now=time_module.time() + 1)
+
+
+def _shape_gap(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    for box in (BOX1, BOX2):
+        decision = guard.pick([box])
+        assert decision.reservation is not None
+        guard.confirm(decision.reservation)
+
+
+def _shape_backoff(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_emails SET status = 'retry', attempts = 1, not_before = now() + interval '30 minutes'")
+
+
+def _shape_put_back(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_emails SET not_before = now() + interval '5 minutes'")
+
+
+def _shape_sending(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    with Ledger.from_url(db) as ledger:
+        assert ledger.claim("w", 1, ["sales"], [BOX1])
+
+
+def _shape_campaign_paused(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    assert sendhost("campaign", "pause", "q1").returncode == 0
+
+
+SHAPES = {"due": _shape_due, "scheduled": _shape_scheduled, "window": _shape_window,
+          "campaign-cap": _shape_campaign_cap, "mailbox-paused": _shape_mailbox_paused,
+          "mailbox-cap": _shape_mailbox_cap, "gap": _shape_gap, "backoff": _shape_backoff,
+          "put-back": _shape_put_back, "sending": _shape_sending, "campaign-paused": _shape_campaign_paused}
+
+
+@pytest.mark.parametrize("reason", list(SHAPES), ids=list(SHAPES))
+def test_a_row_held_for_one_reason_is_in_exactly_that_line_of_campaign_status_and_lead_show(
+        sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str, redis_client: redis.Redis,
+        reason: str) -> None:
+    """Eve's one row, shaped as the agent, the guard or a person leaves it, in one line of `campaign status` and
+    in her step's "waits for" in `lead show` (`waiting`, an earlier step not sent, has only unit tests: a campaign
+    file's later step is made when the one before is sent)."""
+    guard, _now = _guarded(redis_url)
+    _ready(sendhost, tmp_path)
+    SHAPES[reason](sendhost, database_url, guard, redis_client)
+    shown = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)["waits"]
+    assert [(line["reason"], line["rows"]) for line in shown["lines"]] == [(reason, 1)]
+    assert shown["rows"] == 1
+    (step,) = json.loads(sendhost("lead", "show", "eve@bigco.example", "--format", "json").stdout)["leads"][0]["steps"]
+    assert step["waits_for"]["reason"] == reason
+    table = sendhost("lead", "show", "eve@bigco.example").stdout
+    assert f" | {step['waits_for']['text']} | " in _table_rows(table)[0]
+    if reason in ("window", "campaign-cap", "mailbox-cap", "gap", "backoff", "put-back", "scheduled"):
+        assert step["waits_for"]["until"] is not None and " until " in step["waits_for"]["text"]
+
+
 def _pace(sendhost: Cli, name: str = "q1", **kw: str) -> dict[str, Any]:
     result = sendhost("campaign", "status", name, "--format", "json", **kw)
     assert result.returncode == 0, result.stderr
