@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from ippool import Lease, Pool
 from sender.campaigns.template import TemplateError
@@ -31,6 +31,7 @@ from sender.ledger.history import make_partitions
 from sender.ledger.store import Claimed, Ledger, Settle
 from sender.oauth import TokenKeeper, TokenUnavailable
 from sender.oauth.opening import open_refreshing
+from sender.sending.activity import Activity
 from sender.sending.compose import compose
 from sender.sending.counters import rebuild
 from sender.sending.guard_settings import GuardSettings
@@ -84,6 +85,7 @@ class Report:
     unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
     login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
+    until: datetime | None = None  # a row put back (blocked): until when, when known
 
 
 def _close(opening: Future[SubmissionSession | Result]) -> None:
@@ -131,6 +133,8 @@ class Agent:
         self._side_tasks = side_tasks or ThreadPoolExecutor(max_workers=64, thread_name_prefix="sender-side")
         # worker -> the row its last send's record claimed in the same round trip (Agent._record), sent next
         self._claimed_ahead: dict[str, Claimed] = {}
+        # worker -> the row its last send_one took, for the activity line of its report (sender.sending.activity)
+        self._last_claimed: dict[str, Claimed] = {}
         self._windows = Windows()
         self._guard_settings = GuardSettings(mailbox_settings or (lambda: settings.mailboxes), self._mailboxes)
 
@@ -153,6 +157,7 @@ class Agent:
         if not claimed:
             return None
         row = claimed[0]
+        self._last_claimed[worker] = row
         self._checkpoint("claimed")
         if row.attempt_id is not None:
             # An earlier attempt started and nobody knows how it ended: finish the writes, never send.
@@ -164,7 +169,7 @@ class Agent:
         if closed is not None:
             # Outside the lead's sending window: back to the queue until it opens, before any mailbox is reserved.
             ledger.unclaim(row.id, closed.delay_s, closed.why)
-            return Report(row.id, "blocked", closed.why)
+            return Report(row.id, "blocked", closed.why, until=closed.opens)
         url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.idempotency_key))
         try:
             content = compose(row, url)
@@ -285,7 +290,8 @@ class Agent:
         else:
             delay = max(decision.retry_after_s, 0.0)
         ledger.unclaim(row.id, delay, "")
-        return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s")
+        return Report(row.id, "blocked", f"{decision.status} ({decision.reason or ''}) for {delay:.0f}s",
+                      until=now + timedelta(seconds=delay))
 
     def _settle(self, ledger: Ledger, row: Claimed, reservation: Reservation, mailbox: Mailbox,
                 source_ip: str | None, result: Result, message_id: str | None = None,
@@ -361,8 +367,9 @@ class Agent:
     # --- the loop -----------------------------------------------------------------------------------------------
 
     def work(self, ledger_factory: Callable[[], Ledger], index: int, *, once: bool, stop: threading.Event,
-             reports: list[Report] | None = None) -> None:
-        """One worker: send until `stop` (or, with `once`, until nothing is due within a minute)."""
+             reports: list[Report] | None = None, activity: Activity | None = None) -> None:
+        """One worker: send until `stop` (or, with `once`, until nothing is due within a minute). `activity` is
+        told each row's report and each idle turn (its lines: sender.sending.activity)."""
         worker = f"{self.worker_prefix}:{index}"
         ledger: Ledger | None = None
         last_sweep = 0.0
@@ -410,7 +417,11 @@ class Agent:
             if report is not None:
                 if reports is not None:
                     reports.append(report)
+                if activity is not None:
+                    activity.row(report, self._last_claimed.pop(worker, None))
                 continue
+            if activity is not None:
+                activity.idle(due)
             if once and (due is None or due > ONCE_HORIZON_S):
                 break
             stop.wait(IDLE_POLL_S if due is None else min(max(due, 0.01), IDLE_POLL_S))
@@ -419,14 +430,15 @@ class Agent:
             ledger.close()
 
     def run(self, ledger_factory: Callable[[], Ledger], workers: int = 1, *, once: bool = False,
-            stop: threading.Event | None = None) -> list[Report]:
-        """Run `workers` threads on this host until stopped (or, with `once`, until nothing is due soon)."""
+            stop: threading.Event | None = None, activity: Activity | None = None) -> list[Report]:
+        """Run `workers` threads on this host until stopped (or, with `once`, until nothing is due soon), telling
+        `activity` what each row became."""
         stop = stop or threading.Event()
         with ledger_factory() as ledger:
             self.prepare(ledger)
         reports: list[Report] = []
         threads = [threading.Thread(target=self.work, args=(ledger_factory, i),
-                                    kwargs={"once": once, "stop": stop, "reports": reports},
+                                    kwargs={"once": once, "stop": stop, "reports": reports, "activity": activity},
                                     name=f"sender-{i}", daemon=True) for i in range(workers)]
         for thread in threads:
             thread.start()
