@@ -30,6 +30,12 @@ COPY sender_leads_import (line, address, ref, timezone, fields) FROM STDIN;
 -- name: add_leads
 SELECT outcome, leads, first_line FROM sender_add_leads(%(name)s, %(now)s);
 
+-- name: lead_other_campaign
+-- The active campaign (running, paused or draft, its sequence not ended: sender_active_leads) other than `name`
+-- that holds `address`, the one add-leads names for its first lead refused as in another active campaign.
+SELECT c.name FROM sender_active_leads a JOIN sender_campaigns c ON c.id = a.campaign_id
+WHERE a.address = %(address)s AND c.name <> %(name)s ORDER BY c.name LIMIT 1;
+
 -- name: campaign_move
 SELECT sender_campaign_move(%(name)s, %(move)s, %(now)s)::text;
 

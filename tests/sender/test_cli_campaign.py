@@ -203,14 +203,14 @@ def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: 
     assert first.returncode == 0, first.stderr
     assert first.stdout == (
         "campaign q1: 2 added (first at line 2), 0 already in this campaign, 1 suppressed (first at line 3), "
-        "1 in another active campaign (first at line 4)\n"
+        "1 in another active campaign (first at line 4, in campaign other)\n"
         f"{tmp_path / 'q1.csv'}: 5 rows; 1 duplicate(s) of an earlier row, not added (line 5 repeats line 2); "
         "2 time zone(s) defaulted to the campaign's UTC (1 empty at line 3, 1 not an IANA name at line 4 "
         '"Mars/Olympus")\n')
     again = _add(sendhost, tmp_path, "q1", ROWS)
     assert again.stdout.splitlines()[0] == (
         "campaign q1: 0 added, 2 already in this campaign (first at line 2), 1 suppressed (first at line 3), "
-        "1 in another active campaign (first at line 4)")
+        "1 in another active campaign (first at line 4, in campaign other)")
     assert _sql(database_url, "SELECT l.address, l.ref, l.timezone FROM sender_leads l JOIN sender_campaigns c "
                 "ON c.id = l.campaign_id WHERE c.name = 'q1' ORDER BY l.id") == [
         ("ann@rcpt.example", "crm-1", "America/New_York"), ("bob@rcpt.example", "crm-5", "Europe/Berlin")]
@@ -234,7 +234,8 @@ def test_add_leads_json(sendhost: Cli, tmp_path: Path) -> None:
     result = _add(sendhost, tmp_path, "q1", ROWS, "--format", "json")
     assert json.loads(result.stdout) == {
         "campaign": "q1", "file": str(tmp_path / "q1.csv"), "rows": 5, "added": 2, "already": 0, "suppressed": 1,
-        "other_campaign": 1, "first_lines": {"added": 2, "suppressed": 3, "other_campaign": 4}, "duplicates": 1,
+        "other_campaign": 1, "first_lines": {"added": 2, "suppressed": 3, "other_campaign": 4},
+        "other_campaign_first": "other", "duplicates": 1,
         "duplicate_lines": [[5, 2]], "timezone_defaulted": 2, "timezone_absent": 1, "timezone_invalid": 1,
         "timezone": "UTC", "timezone_absent_lines": [3], "timezone_invalid_lines": [[4, "Mars/Olympus"]]}
 
@@ -245,7 +246,7 @@ def test_the_same_person_spelled_otherwise_in_a_second_campaign_is_refused(sendh
     _apply(sendhost, tmp_path)
     result = _add(sendhost, tmp_path, "q1", "Eve@Bigco.example,,,Eve\n")
     assert result.stdout.splitlines()[0] == ("campaign q1: 0 added, 0 already in this campaign, 0 suppressed, "
-                                             "1 in another active campaign (first at line 2)")
+                                             "1 in another active campaign (first at line 2, in campaign other)")
     assert _sql(database_url, "SELECT c.name FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id "
                 "WHERE l.address = 'eve@bigco.example'") == [("other",)]
 
@@ -285,19 +286,24 @@ def test_start_pause_resume_stop_and_the_moves_a_state_refuses(sendhost: Cli, tm
     _apply(sendhost, tmp_path)
     assert _add(sendhost, tmp_path, "q1", "ann@rcpt.example,,,Ann\n").returncode == 0
     assert _one_line_error(sendhost("campaign", "pause", "q1")) == (
-        "error: pause q1: the ledger refused it: campaign q1 is draft: it cannot pause")
+        "error: pause q1: the ledger refused it: campaign q1 is draft: it cannot pause; a draft is started: "
+        "`sendhost campaign start q1`")
     assert _due(database_url) == 0
     assert sendhost("campaign", "start", "q1").stdout == "campaign q1: running\n"
     assert _due(database_url) == 1
     assert sendhost("campaign", "pause", "q1").stdout == "campaign q1: paused\n"
     assert _due(database_url) == 0
+    assert _one_line_error(sendhost("campaign", "start", "q1")) == (  # `start` is a draft's: say what resumes it
+        "error: start q1: the ledger refused it: campaign q1 is paused: it cannot start; `start` is for a draft: "
+        "`sendhost campaign resume q1` runs it again")
     resumed = sendhost("campaign", "resume", "q1", "--format", "json")
     assert json.loads(resumed.stdout) == {"campaign": "q1", "state": "running"}
     assert _due(database_url) == 1
     assert sendhost("campaign", "stop", "q1").stdout == "campaign q1: stopped\n"
     assert _due(database_url) == 0
     assert _one_line_error(sendhost("campaign", "start", "q1")) == (
-        "error: start q1: the ledger refused it: campaign q1 is stopped: it cannot start")
+        "error: start q1: the ledger refused it: campaign q1 is stopped: it cannot start; a stopped campaign stays "
+        "stopped: apply a new one to send again")
     assert _one_line_error(sendhost("campaign", "resume", "nope")) == (
         "error: resume nope: the ledger refused it: no campaign nope; `sendhost campaign status` lists them")
 
