@@ -158,7 +158,8 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
 
 
 def campaign_pace(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Iterable[str] | None,
-                  pinned: Iterable[str] = (), unreachable: str | None = None, state: str = "running") -> CapWait:
+                  pinned: Iterable[str] = (), unreachable: str | None = None, state: str = "running",
+                  count_rows: bool = True) -> CapWait:
     """What of `spec`'s campaign waits for a cap now (sender.ledger.cap_wait), the caps read from `guard`
     (sender.guard_view); `guard` None, or one that fails, leaves the cap part unknown (why: `unreachable`, or the
     guard's error)."""
@@ -166,7 +167,7 @@ def campaign_pace(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group
     from sender.ledger.cap_wait import cap_wait
 
     return cap_wait(ledger, spec, None if guard is None else campaign_reader(guard, spec, group, pinned), unreachable,
-                    state)
+                    state, count_rows)
 
 
 def enqueue_waits(ledger: Ledger, guard: Guard | None, groups: Mapping[str, Sequence[str]],

@@ -105,10 +105,11 @@ def day_start(day: date, tz: ZoneInfo) -> datetime:
 
 
 def cap_wait(ledger: Ledger, spec: CampaignSpec, read: GuardRead | None, unreachable: str | None = None,
-             state: str = "running") -> CapWait:
+             state: str = "running", count_rows: bool = True) -> CapWait:
     """The pace of `spec`'s campaign (in `state`) now. `read` gives what the guard says of the campaign's
     mailboxes (its group's and those its rows are pinned to), or why it could not; None, or a failed read, leaves
-    the cap part unknown (why: `unreachable`, or the read's answer)."""
+    the cap part unknown (why: `unreachable`, or the read's answer). `count_rows` False: only the conditions,
+    its rows not read (one lead's steps are classified by the caller)."""
     tz = zone(spec.pacing.timezone, "UTC")
     now = (ledger.now() or datetime.now(UTC)).astimezone(tz)
     day = now.date()
@@ -127,7 +128,7 @@ def cap_wait(ledger: Ledger, spec: CampaignSpec, read: GuardRead | None, unreach
         now, state, spec.pacing.timezone, Schedule.of(spec.pacing), day_ends if campaign_full else None,
         view.mailboxes if view else None,
         {spec.group: [m.address for m in view.mailboxes.values() if m.in_group]} if view else {})
-    found = gather(read_rows(ledger, spec.name, now), conditions,
+    found = gather(read_rows(ledger, spec.name, now) if count_rows else [], conditions,
                          None if known else unreachable or "not read")
     mailbox_until = found.first(Reason.MAILBOX_CAP)
     return CapWait(now, day, day_ends, spec.pacing.daily_cap, spec.pacing.max_per_mailbox_per_day,

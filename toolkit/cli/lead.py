@@ -151,7 +151,7 @@ def _waits_for(sc: SenderContext, ledger: Ledger, leads: list[dict[str, Any]], n
                 else:
                     head = ledger.fetch_one("campaign_head", {"name": name}, f"status of {name}")
                     pace = campaign_pace(ledger, spec, guard, sc.group_mailboxes(spec.group), pinned, unreachable,
-                                         str(head[0]) if head else "running")
+                                         str(head[0]) if head else "running", count_rows=False)
                     assert pace.conditions is not None
                     conditions[name] = pace.conditions
             wait = classify(step["facts"], conditions[name])
