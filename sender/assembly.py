@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from sender.ledger.cap_wait import CapWait
     from sender.ledger.events import Feedback
     from sender.ledger.stalled import Stalled
+    from sender.ledger.waits import Conditions, Waits
     from sendhost.model import Mailbox, PostmasterSettings
 
 INBOX_EVERY_S = 60.0
@@ -167,14 +168,52 @@ def build_agent(settings: AgentSettings, ledger: LedgerPlace, *, redis_url: str 
 
 
 def campaign_pace(ledger: Ledger, spec: CampaignSpec, guard: Guard | None, group: Iterable[str] | None,
-                  pinned: Iterable[str] = (), unreachable: str | None = None) -> CapWait:
+                  pinned: Iterable[str] = (), unreachable: str | None = None, state: str = "running",
+                  count_rows: bool = True) -> CapWait:
     """What of `spec`'s campaign waits for a cap now (sender.ledger.cap_wait), the caps read from `guard`
     (sender.guard_view); `guard` None, or one that fails, leaves the cap part unknown (why: `unreachable`, or the
     guard's error)."""
     from sender.guard_view import campaign_reader
     from sender.ledger.cap_wait import cap_wait
 
-    return cap_wait(ledger, spec, None if guard is None else campaign_reader(guard, spec, group, pinned), unreachable)
+    return cap_wait(ledger, spec, None if guard is None else campaign_reader(guard, spec, group, pinned), unreachable,
+                    state, count_rows)
+
+
+def enqueue_waits(ledger: Ledger, guard: Guard | None, groups: Mapping[str, Sequence[str]],
+                  unreachable: str | None = None) -> Waits:
+    """The rows of `sender enqueue` not sent yet, each in one reason (sender.ledger.waits): no window, no campaign
+    cap; the mailboxes of `groups` read from `guard` (None, or one that fails: their part unknown)."""
+    from sender.ledger.waits import gather, read_rows
+
+    now = ledger.now() or datetime.now(UTC)
+    rows = read_rows(ledger, "enqueue", now)
+    if not rows:
+        return gather(rows, enqueue_conditions(now, None, groups, ())[0])
+    pinned = {facts.pinned for facts, _n in rows if facts.pinned}
+    conditions, unreachable = enqueue_conditions(now, guard, groups, pinned, unreachable,
+                                                 {facts.group for facts, _n in rows})
+    return gather(rows, conditions, unreachable)
+
+
+def enqueue_conditions(now: datetime, guard: Guard | None, groups: Mapping[str, Sequence[str]],
+                       pinned: Iterable[str], unreachable: str | None = None,
+                       used: Iterable[str] | None = None) -> tuple[Conditions, str | None]:
+    """What holds the rows of `sender enqueue` now: the mailboxes of `groups` (those `used`, None: all) and
+    `pinned`, read from `guard`; and why they could not be read (None: they were)."""
+    from sender.guard_view import mailbox_days
+    from sender.ledger.waits import Conditions
+    from warmup.errors import WarmupUnavailable
+
+    days = None
+    if guard is not None:
+        wanted = {box for group in (groups if used is None else used) for box in groups.get(group, ())}
+        try:
+            days = mailbox_days(guard, wanted | set(pinned), now)
+        except WarmupUnavailable as exc:
+            unreachable = str(exc)
+    return (Conditions(now, "running", "UTC", mailboxes=days, groups=groups),
+            None if days is not None else unreachable or "not read")
 
 
 def stalled_followups(ledger: Ledger, guard: Guard, campaign: str | None = None) -> list[Stalled]:

@@ -61,7 +61,7 @@ def _mailbox_day(guard: Guard, status: MailboxStatus, in_group: bool, share: int
     if per_mailbox is not None and share >= per_mailbox:
         frees.append(campaign_day_ends)
     return MailboxDay(status.address, status.state, in_group, status.day, status.sent, status.reserved,
-                      status.cap, share, max(frees) if frees else None)
+                      status.cap, share, max(frees) if frees else None, status.next_eligible, status.reason)
 
 
 def mailbox_states(guard: Guard, mailboxes: Sequence[str], now: float | None) -> dict[str, MailboxStatus]:
@@ -69,3 +69,13 @@ def mailbox_states(guard: Guard, mailboxes: Sequence[str], now: float | None) ->
     WarmupUnavailable when Redis cannot be read."""
     known = [mailbox for mailbox in mailboxes if guard.knows(mailbox)]
     return {s.address: s for s in guard.status(known, now=now)} if known else {}
+
+
+def mailbox_days(guard: Guard, addresses: Iterable[str], now: datetime) -> dict[str, MailboxDay]:
+    """The guard's day of each of `addresses` at `now`, outside any campaign (the rows of `sender enqueue`).
+    WarmupUnavailable when Redis cannot be read."""
+    wanted = sorted({a.lower() for a in addresses})
+    known = [a for a in wanted if guard.knows(a)]
+    statuses = {s.address: s for s in guard.status(known, now=now.timestamp())} if known else {}
+    return {a: MailboxDay(a, NOT_GUARDED, True) if a not in statuses else
+            _mailbox_day(guard, statuses[a], True, 0, None, now) for a in wanted}

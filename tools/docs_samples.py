@@ -194,6 +194,10 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
         "a walk through a campaign over days of a running agent: due times and Message-IDs come from the clock",
     ("docs/campaigns.md", "q1-founders: 4 follow-up(s) due since "):
         "one line of a status: a mailbox disconnected for hours while its leads' follow-ups fell due",
+    ("docs/sender.md", "1 sent"):
+        "a real agent's --once run: the time a mailbox's gap ends comes from the clock",
+    ("docs/sender.md", "INFO sendhost.sender.activity: sent row 1 (lead L0, step 1) "):
+        "a running agent's lines: source addresses, replies and times of real sends",
     ("docs/campaigns.md", "$ sendhost lead show Eve@rcpt.example"):
         "sent times and Message-IDs of a real agent's sends",
     ("docs/campaigns.md", "$ sendhost campaign pause q1-founders"):

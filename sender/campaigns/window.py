@@ -69,6 +69,24 @@ class Schedule:
                     best = candidate
         return best
 
+    def closes(self, instant: datetime, tz: ZoneInfo) -> datetime | None:
+        """When the window open at `instant` next closes (its range's end on `tz`'s wall clock, a range ending at
+        24:00 running into the next day's from 00:00), in UTC; None when it is closed at `instant`."""
+        if not self.is_open(instant, tz):
+            return None
+        end = instant
+        for _ in range(len(DAYS) + len(self.skip_dates) + 2):  # an always-open week ends at its first skip date
+            local = end.astimezone(tz)
+            minutes = local.hour * 60 + local.minute + (local.second + local.microsecond / 1e6) / 60
+            hour_range = next(r for r in self.hours if r.start <= minutes < r.end)
+            if hour_range.end < 1440:
+                wall = datetime.combine(local.date(), time(hour_range.end // 60, hour_range.end % 60), tzinfo=tz)
+                return wall.astimezone(UTC)
+            end = _midnight(local.date() + timedelta(days=1), tz)
+            if not self.is_open(end, tz):
+                return end
+        return None  # open all week: it never closes
+
     def open_seconds_left(self, instant: datetime, tz: ZoneInfo) -> float:
         """Real seconds from `instant` to the end of its local day on `tz` during which the window is open (what
         the guard spreads a mailbox's remaining sends over), exactly as `is_open` reads the clock across a DST

@@ -1,17 +1,10 @@
 """What of a campaign waits for a cap now, and each of its mailboxes' day against its cap: for `campaign status`.
 
-Rows waiting to be claimed whose lead's window is open now (those of a closed window wait for it: window_wait.py)
-are sorted into:
-- waiting for the campaign's cap, when the campaign's reservations on its local day reached `daily_cap`: every such
-  row due by the end of that day (nothing of the campaign goes before it ends);
-- waiting for a mailbox's cap, when every mailbox the row may go from (the one it is pinned to, else each mailbox of
-  the campaign's group) is at its cap (the mailbox's day cap, or the campaign's `max_per_mailbox_per_day`): every
-  such row due by the instant the first of those mailboxes frees;
-- due: due now, and nothing above holds it.
-"Due by" and not "due now" because the agent puts a row a cap refused back until the cap frees, so the row's due
-time moved to that instant. The counts come from the warm-up guard in Redis: when it cannot be read, the cap part is
-unknown (None, "couldn't look"), never 0, and every row due now counts as due. The guard is read by the caller's
-`read` (sender.guard_view, composed in sender.assembly): the ledger does not import the warm-up package.
+Each row not sent yet is put in one reason by sender.ledger.waits (due now, its window, the campaign's cap, a
+mailbox's cap, gap or pause, ...); the counts here (due, the campaign's cap, a mailbox's cap) are those lines, so
+that they agree with them. The mailboxes' days come from the warm-up guard in Redis: when it cannot be read, the
+cap part is unknown (None, "couldn't look"), never 0, and every row due now counts as due. The guard is read by the
+caller's `read` (sender.guard_view, composed in sender.assembly): the ledger does not import the warm-up package.
 """
 
 from __future__ import annotations
@@ -24,6 +17,7 @@ from zoneinfo import ZoneInfo
 from sender.campaigns.spec import CampaignSpec
 from sender.campaigns.window import Schedule, zone
 from sender.ledger.store import Ledger
+from sender.ledger.waits import Conditions, Reason, Waits, gather, read_rows
 
 NOT_GUARDED = "not under the guard"  # a mailbox's state before an agent or `warmup add` put it there
 
@@ -42,6 +36,8 @@ class MailboxDay:
     cap: int | None = None
     campaign: int | None = None  # the campaign's reservations on it, on the campaign's day
     frees: datetime | None = None  # when its cap frees for the campaign, if it is at a cap
+    eligible: datetime | None = None  # the guard's next eligible time (cooldown, cap, not started); None: paused
+    reason: str | None = None  # the guard's words for its state
 
     def as_json(self) -> dict[str, object]:
         return {"state": self.state, "day": self.day.isoformat() if self.day else None, "sent": self.sent,
@@ -65,6 +61,8 @@ class CapWait:
     mailbox_cap_until: datetime | None  # when the first mailbox they wait for frees, in the campaign's time zone
     mailboxes: tuple[MailboxDay, ...]
     unknown: str | None = None
+    waits: Waits | None = None  # every row not sent yet, each in one reason
+    conditions: Conditions | None = None  # what holds the campaign's rows now (for one row's reason: lead show)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -106,10 +104,12 @@ def day_start(day: date, tz: ZoneInfo) -> datetime:
     return datetime.fromtimestamp(datetime.combine(day, time(0), tz).timestamp(), tz)
 
 
-def cap_wait(ledger: Ledger, spec: CampaignSpec, read: GuardRead | None, unreachable: str | None = None) -> CapWait:
-    """The pace of `spec`'s campaign now. `read` gives what the guard says of the campaign's mailboxes (its group's
-    and those its rows are pinned to), or why it could not; None, or a failed read, leaves the cap part unknown (why:
-    `unreachable`, or the read's answer)."""
+def cap_wait(ledger: Ledger, spec: CampaignSpec, read: GuardRead | None, unreachable: str | None = None,
+             state: str = "running", count_rows: bool = True) -> CapWait:
+    """The pace of `spec`'s campaign (in `state`) now. `read` gives what the guard says of the campaign's
+    mailboxes (its group's and those its rows are pinned to), or why it could not; None, or a failed read, leaves
+    the cap part unknown (why: `unreachable`, or the read's answer). `count_rows` False: only the conditions,
+    its rows not read (one lead's steps are classified by the caller)."""
     tz = zone(spec.pacing.timezone, "UTC")
     now = (ledger.now() or datetime.now(UTC)).astimezone(tz)
     day = now.date()
@@ -121,33 +121,20 @@ def cap_wait(ledger: Ledger, spec: CampaignSpec, read: GuardRead | None, unreach
             unreachable = answer
         else:
             view = answer
-    capped = view.frees() if view else {}
-    group_until = view.group_frees() if view else None
     campaign_full = view is not None and spec.pacing.daily_cap is not None and \
         view.sent_today >= spec.pacing.daily_cap
-    rows = ledger.fetch_all("campaign_due_rows", {
-        "name": spec.name, "at": now, "day_ends": day_ends if campaign_full else None,
-        "mailboxes": list(capped), "untils": list(capped.values()), "group_until": group_until,
-        "horizon": max([now, day_ends, *capped.values()])}, f"status of {spec.name}")
-    schedule = Schedule.of(spec.pacing)
-    due = campaign_rows = mailbox_rows = 0
-    mailbox_until: datetime | None = None
-    for lead_tz, pinned_to, due_now, by_day_end, by_free in rows:
-        if schedule is not None and not schedule.is_open(now, zone(lead_tz, spec.pacing.timezone)):
-            continue  # waits for the window
-        if view is None:
-            due += int(due_now)
-        elif campaign_full:
-            campaign_rows += int(by_day_end)
-        elif (pinned_to is None and group_until is not None) or (pinned_to is not None and pinned_to in capped):
-            mailbox_rows += int(by_free)
-            frees = group_until if pinned_to is None else capped[pinned_to]
-            if by_free and frees is not None:
-                mailbox_until = frees if mailbox_until is None else min(mailbox_until, frees)
-        else:
-            due += int(due_now)
     known = view is not None
-    return CapWait(now, day, day_ends, spec.pacing.daily_cap, spec.pacing.max_per_mailbox_per_day, due,
-                   view.sent_today if view else None, campaign_rows if known else None,
-                   mailbox_rows if known else None, mailbox_until.astimezone(tz) if mailbox_until else None,
-                   tuple(view.mailboxes.values()) if view else (), None if known else unreachable or "not read")
+    conditions = Conditions(
+        now, state, spec.pacing.timezone, Schedule.of(spec.pacing), day_ends if campaign_full else None,
+        view.mailboxes if view else None,
+        {spec.group: [m.address for m in view.mailboxes.values() if m.in_group]} if view else {})
+    found = gather(read_rows(ledger, spec.name, now) if count_rows else [], conditions,
+                         None if known else unreachable or "not read")
+    mailbox_until = found.first(Reason.MAILBOX_CAP)
+    return CapWait(now, day, day_ends, spec.pacing.daily_cap, spec.pacing.max_per_mailbox_per_day,
+                   found.count(Reason.DUE), view.sent_today if view else None,
+                   found.count(Reason.CAMPAIGN_CAP) if known else None,
+                   found.count(Reason.MAILBOX_CAP) if known else None,
+                   mailbox_until.astimezone(tz) if mailbox_until else None,
+                   tuple(view.mailboxes.values()) if view else (), None if known else unreachable or "not read",
+                   found, conditions)

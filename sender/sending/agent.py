@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from ippool import Lease, Pool
@@ -28,6 +29,7 @@ from sender.ledger.history import make_partitions
 from sender.ledger.store import Claimed, Ledger
 from sender.oauth import TokenKeeper
 from sender.oauth.opening import open_refreshing
+from sender.sending.activity import Activity
 from sender.sending.attempt import Attempt, Attempts, Held
 from sender.sending.claim import Claims
 from sender.sending.counters import rebuild
@@ -116,6 +118,8 @@ class Agent:
                                   open_refreshing, settings.smtp_timeout_s)
         self._settler = Settler(guard, pool.retire_blamed, settings.retry_delay_s, self._persist, self._checkpoint)
         self._daily = daily
+        # worker -> the row its last send_one took, for the activity line of its report (sender.sending.activity)
+        self._last_claimed: dict[str, Claimed] = {}
 
     @property
     def groups(self) -> list[str]:
@@ -137,6 +141,7 @@ class Agent:
         row = self._claims.next(ledger, worker)
         if row is None:
             return None
+        self._last_claimed[worker] = row
         self._checkpoint("claimed")
         ready = self._gate.check(ledger, row)
         if not isinstance(ready, Ready):
@@ -176,7 +181,8 @@ class Agent:
         """The one way a claimed row goes back to the queue unsent: due again after `back.delay_s`, with
         `back.reason` in its history."""
         ledger.unclaim(row, back.delay_s, back.reason)
-        return back.report(row)
+        until = datetime.fromtimestamp(self._clock(), UTC) + timedelta(seconds=back.delay_s) if back.delay_s else None
+        return back.report(row, until)
 
     def _record(self, worker: str) -> Callable[[Ledger, Claimed, str], None]:
         return lambda ledger, row, reply: self._claims.record(ledger, row, reply, worker, self._persist)
@@ -195,8 +201,9 @@ class Agent:
     # --- the loop -----------------------------------------------------------------------------------------------
 
     def work(self, ledger_factory: Callable[[], Ledger], index: int, *, once: bool, stop: threading.Event,
-             reports: list[Report] | None = None) -> None:
-        """One worker: send until `stop` (or, with `once`, until nothing is due within a minute)."""
+             reports: list[Report] | None = None, activity: Activity | None = None) -> None:
+        """One worker: send until `stop` (or, with `once`, until nothing is due within a minute). `activity` is
+        told each row's report and each idle turn (its lines: sender.sending.activity)."""
         worker = f"{self.worker_prefix}:{index}"
         ledger: Ledger | None = None
         last_sweep = 0.0
@@ -246,7 +253,11 @@ class Agent:
             if report is not None:
                 if reports is not None:
                     reports.append(report)
+                if activity is not None:
+                    activity.row(report, self._last_claimed.pop(worker, None))
                 continue
+            if activity is not None:
+                activity.idle(due)
             if once and (due is None or due > ONCE_HORIZON_S):
                 break
             stop.wait(IDLE_POLL_S if due is None else min(max(due, 0.01), IDLE_POLL_S))
@@ -255,14 +266,15 @@ class Agent:
             ledger.close()
 
     def run(self, ledger_factory: Callable[[], Ledger], workers: int = 1, *, once: bool = False,
-            stop: threading.Event | None = None) -> list[Report]:
-        """Run `workers` threads on this host until stopped (or, with `once`, until nothing is due soon)."""
+            stop: threading.Event | None = None, activity: Activity | None = None) -> list[Report]:
+        """Run `workers` threads on this host until stopped (or, with `once`, until nothing is due soon), telling
+        `activity` what each row became."""
         stop = stop or threading.Event()
         with ledger_factory() as ledger:
             self.prepare(ledger)
         reports: list[Report] = []
         threads = [threading.Thread(target=self.work, args=(ledger_factory, i),
-                                    kwargs={"once": once, "stop": stop, "reports": reports},
+                                    kwargs={"once": once, "stop": stop, "reports": reports, "activity": activity},
                                     name=f"sender-{i}", daemon=True) for i in range(workers)]
         for thread in threads:
             thread.start()

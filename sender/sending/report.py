@@ -8,6 +8,7 @@ row, or the ledger did).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class Report:
     unreachable: bool = False  # the submission server could not be reached or its certificate did not verify
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
     login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
+    until: datetime | None = None  # a row put back (blocked): until when, when known
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,9 @@ class GiveBack:
     mailbox: str | None = None
     login_failed: bool = False
 
-    def report(self, row: int) -> Report:
+    def report(self, row: int, until: datetime | None = None) -> Report:
         return Report(row, self.kind, self.reason if self.detail is None else self.detail, self.mailbox,
-                      login_failed=self.login_failed)
+                      login_failed=self.login_failed, until=until)
 
 
 Stop = GiveBack | Report  # what a step returns instead of its product when the row goes no further

@@ -30,6 +30,12 @@ COPY sender_leads_import (line, address, ref, timezone, fields) FROM STDIN;
 -- name: add_leads
 SELECT outcome, leads, first_line FROM sender_add_leads(%(name)s, %(now)s);
 
+-- name: lead_other_campaign
+-- The active campaign (running, paused or draft, its sequence not ended: sender_active_leads) other than `name`
+-- that holds `address`, the one add-leads names for its first lead refused as in another active campaign.
+SELECT c.name FROM sender_active_leads a JOIN sender_campaigns c ON c.id = a.campaign_id
+WHERE a.address = %(address)s AND c.name <> %(name)s ORDER BY c.name LIMIT 1;
+
 -- name: campaign_move
 SELECT sender_campaign_move(%(name)s, %(move)s, %(now)s)::text;
 
@@ -84,7 +90,7 @@ WHERE e.status = 'unconfirmed' ORDER BY e.attempt_started_at NULLS LAST, e.id;
 -- Every row of every lead of a person, by address or by the caller's id, in campaign and step order; what ended
 -- the lead's sequence, and an automatic reply's hold (version 16).
 SELECT c.name, l.lead, l.address, l.ref, l.ended, l.ended_at, l.ended_note, l.held_until, l.held_why, l.timezone,
-       e.id, e.step, e.status::text, e.not_before,
+       e.id, e.step, e.status::text, e.not_before, e.due_at, e.mailbox_group,
        e.mailbox, e.pinned_mailbox, e.message_id, e.sent_subject, g.accepted_at
 FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
 LEFT JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead

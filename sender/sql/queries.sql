@@ -69,6 +69,19 @@ LEFT JOIN unnest(%(mailboxes)s::text[], %(untils)s::timestamptz[]) AS u (mailbox
 WHERE c.name = %(name)s AND e.status IN ('queued', 'retry') AND e.not_before <= %(horizon)s::timestamptz
 GROUP BY 1, 2;
 
+-- name: campaign_wait_rows
+-- Its rows not sent yet (waiting, queued, retry, in flight), grouped as sender.ledger.waits classifies them: status,
+-- lead time zone (NULL: the campaign's), group, pinned mailbox, not due yet at `at` (due_at: its delay or a hold,
+-- as the claim reads it), held past `at` by a put-back or a backoff (not_before); how many, and the earliest time the
+-- claim may take one of them. For `campaign status` and `lead show`.
+SELECT e.status::text, l.timezone, e.mailbox_group, e.pinned_mailbox, e.due_at > %(at)s::timestamptz,
+       e.not_before > %(at)s::timestamptz, count(*), min(greatest(e.not_before, e.due_at))
+FROM sender_emails e
+JOIN sender_campaigns c ON c.id = e.campaign_id
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+WHERE c.name = %(name)s AND e.status IN ('waiting', 'queued', 'retry', 'sending')
+GROUP BY 1, 2, 3, 4, 5, 6;
+
 -- name: unclaim
 SELECT sender_unclaim(%(id)s, %(delay_s)s, %(why)s, %(now)s);
 

@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 18: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 20: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -715,7 +715,15 @@ BEGIN
     END IF;
     IF c.state = 'stopped' OR (p_move = 'start' AND c.state <> 'draft')
        OR (p_move = 'resume' AND c.state <> 'paused') OR (p_move = 'pause' AND c.state <> 'running') THEN
-        RAISE EXCEPTION 'campaign % is %: it cannot %', p_name, c.state, p_move USING ERRCODE = 'check_violation';
+        -- the move that does what was meant, where there is one: a paused campaign is resumed, a draft started
+        RAISE EXCEPTION 'campaign % is %: it cannot %', p_name, c.state, p_move ||
+            CASE WHEN c.state = 'paused' AND p_move = 'start'
+                     THEN format('; `start` is for a draft: `sendhost campaign resume %s` runs it again', p_name)
+                 WHEN c.state = 'draft' AND p_move IN ('resume', 'pause')
+                     THEN format('; a draft is started: `sendhost campaign start %s`', p_name)
+                 WHEN c.state = 'stopped' THEN '; a stopped campaign stays stopped: apply a new one to send again'
+                 ELSE '' END
+            USING ERRCODE = 'check_violation';
     END IF;
     UPDATE sender_campaigns SET state = target, updated_at = now_at WHERE id = c.id;
     IF target = 'running' THEN

@@ -87,6 +87,8 @@ def expected_unit(files: Path, venv: Path) -> str:
         f"ExecStart={venv}/bin/sendhost-sender --host sender-t\n"
         "Restart=on-failure\n"
         "RestartSec=5\n"
+        "StandardError=journal\n"
+        "SyslogIdentifier=sendhost-sender\n"
         "NoNewPrivileges=true\n"
         "PrivateTmp=true\n"
         "\n"

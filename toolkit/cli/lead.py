@@ -47,6 +47,7 @@ def show_command(sc: SenderContext, who: str, fmt: str | None) -> None:
         for lead in leads:  # a hold that is over, or of a sequence that ended, holds nothing
             if lead["ended"] or lead["held_until"] is None or lead["held_until"] <= now:
                 lead["held_until"] = lead["held_why"] = None
+        _waits_for(sc, ledger, leads, now)
         if out == "json":
             for lead in leads:
                 for step in lead["steps"]:
@@ -86,8 +87,9 @@ def _leads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if row["id"] is not None:
             leads[key]["steps"].append({"id": row["id"], "step": row["step"], "status": row["status"],
                                         "mailbox": row["mailbox"] or row["pinned_mailbox"],
-                                        "due": row["not_before"], "sent_at": row["accepted_at"],
-                                        "message_id": row["message_id"], "subject": row["sent_subject"]})
+                                        "due": max(row["not_before"], row["due_at"]), "sent_at": row["accepted_at"],
+                                        "message_id": row["message_id"], "subject": row["sent_subject"],
+                                        "waits_for": None, "_row": row})
     return list(leads.values())
 
 
@@ -101,9 +103,89 @@ def render_lead(lead: dict[str, Any]) -> None:
     if lead["held_until"] is not None:
         end += f"; held until {_local(lead['held_until'], lead['timezone'])}: {lead['held_why']}"
     click.echo(f"campaign {lead['campaign']}: {who}{ref}; sequence {end}")
-    emit_table(None, ["step", "status", "mailbox", "due", "sent at", "Message-ID"],
-               [(s["step"], s["status"], s["mailbox"], _when(s["due"]), _when(s["sent_at"]), s["message_id"])
+    local = _zone(lead)
+    emit_table(None, ["step", "status", "mailbox", "due (UTC)", f"due ({local.key})" if local else "due there",
+                      "waits for", "sent at", "Message-ID"],
+               [(s["step"], s["status"], s["mailbox"], _utc(s["due"]) if s["status"] in WAITS else None,
+                 _there(s["due"], local) if s["status"] in WAITS else None,
+                 s["waits_for"]["text"] if s["waits_for"] else None, _when(s["sent_at"]), s["message_id"])
                 for s in lead["steps"]])
+
+
+WAITS = ("waiting", "queued", "retry", "sending")  # a step not sent yet: its due time and what it waits for
+
+
+def _waits_for(sc: SenderContext, ledger: Ledger, leads: list[dict[str, Any]], now: datetime) -> None:
+    """Each step not sent yet: the one reason it waits for and until when (sender.ledger.waits), as `campaign
+    status` counts it; the guard read once (unread: the mailboxes' part left out, as there)."""
+    from sender.assembly import campaign_pace, enqueue_conditions
+    from sender.ledger.campaigns import Campaigns
+    from sender.ledger.waits import Conditions, RowFacts, classify, short
+
+    waiting = [(lead, step) for lead in leads for step in lead["steps"] if step["status"] in WAITS]
+    for lead in leads:
+        for step in lead["steps"]:
+            row = step.pop("_row")
+            step["facts"] = RowFacts(row["status"], row["timezone"], row["mailbox_group"], row["pinned_mailbox"],
+                                     row["due_at"] > now, row["not_before"] > now, step["due"])
+    if not waiting:
+        for lead in leads:
+            for step in lead["steps"]:
+                step.pop("facts")
+        return
+    guard, unreachable = sc.status_guard()
+    conditions: dict[str, Conditions] = {}
+    try:
+        campaigns = Campaigns(ledger)
+        for lead, step in waiting:
+            name = lead["campaign"]
+            if name not in conditions:
+                pinned = [s["facts"].pinned for s in lead["steps"] if s["facts"].pinned]
+                spec = campaigns.spec(name) if name != "enqueue" else None
+                if spec is None:
+                    groups: dict[str, list[str]] = {}
+                    inventory = sc.app.inventory
+                    for mailbox in inventory.mailboxes if inventory is not None else ():
+                        groups.setdefault(mailbox.group, []).append(mailbox.address.lower())
+                    conditions[name] = enqueue_conditions(now, guard, groups, pinned, unreachable)[0]
+                else:
+                    head = ledger.fetch_one("campaign_head", {"name": name}, f"status of {name}")
+                    pace = campaign_pace(ledger, spec, guard, sc.group_mailboxes(spec.group), pinned, unreachable,
+                                         str(head[0]) if head else "running", count_rows=False)
+                    assert pace.conditions is not None
+                    conditions[name] = pace.conditions
+            wait = classify(step["facts"], conditions[name])
+            tz = _zone(lead) or ZoneInfo(conditions[name].timezone)
+            lead["zone"] = tz.key  # the lead's own, else its campaign's
+            step["waits_for"] = {"reason": wait.reason.value, "where": wait.where,
+                                 "until": wait.until.isoformat(timespec="seconds") if wait.until else None,
+                                 "text": short(wait, tz, now)}
+    finally:
+        if guard is not None:
+            guard.close()
+        for lead in leads:
+            for step in lead["steps"]:
+                step.pop("facts", None)
+
+
+def _zone(lead: dict[str, Any]) -> ZoneInfo | None:
+    """The lead's time zone: its own, else (once a step of it waits) its campaign's; None: neither known."""
+    from sender.campaigns.pacing import valid_timezone
+
+    timezone = lead.get("zone") or lead["timezone"]
+    return ZoneInfo(timezone) if timezone and valid_timezone(timezone) else None
+
+
+def _utc(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value is not None else None
+
+
+def _there(value: datetime | None, tz: ZoneInfo | None) -> str | None:
+    """A due time on the lead's wall clock, with its offset."""
+    if value is None or tz is None:
+        return None
+    local = value.astimezone(tz)
+    return f"{local:%Y-%m-%d %H:%M} {local.isoformat()[-6:]}"
 
 
 def _local(value: datetime, timezone: str | None) -> str:

@@ -203,14 +203,14 @@ def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: 
     assert first.returncode == 0, first.stderr
     assert first.stdout == (
         "campaign q1: 2 added (first at line 2), 0 already in this campaign, 1 suppressed (first at line 3), "
-        "1 in another active campaign (first at line 4)\n"
+        "1 in another active campaign (first at line 4, in campaign other)\n"
         f"{tmp_path / 'q1.csv'}: 5 rows; 1 duplicate(s) of an earlier row, not added (line 5 repeats line 2); "
         "2 time zone(s) defaulted to the campaign's UTC (1 empty at line 3, 1 not an IANA name at line 4 "
         '"Mars/Olympus")\n')
     again = _add(sendhost, tmp_path, "q1", ROWS)
     assert again.stdout.splitlines()[0] == (
         "campaign q1: 0 added, 2 already in this campaign (first at line 2), 1 suppressed (first at line 3), "
-        "1 in another active campaign (first at line 4)")
+        "1 in another active campaign (first at line 4, in campaign other)")
     assert _sql(database_url, "SELECT l.address, l.ref, l.timezone FROM sender_leads l JOIN sender_campaigns c "
                 "ON c.id = l.campaign_id WHERE c.name = 'q1' ORDER BY l.id") == [
         ("ann@rcpt.example", "crm-1", "America/New_York"), ("bob@rcpt.example", "crm-5", "Europe/Berlin")]
@@ -234,7 +234,8 @@ def test_add_leads_json(sendhost: Cli, tmp_path: Path) -> None:
     result = _add(sendhost, tmp_path, "q1", ROWS, "--format", "json")
     assert json.loads(result.stdout) == {
         "campaign": "q1", "file": str(tmp_path / "q1.csv"), "rows": 5, "added": 2, "already": 0, "suppressed": 1,
-        "other_campaign": 1, "first_lines": {"added": 2, "suppressed": 3, "other_campaign": 4}, "duplicates": 1,
+        "other_campaign": 1, "first_lines": {"added": 2, "suppressed": 3, "other_campaign": 4},
+        "other_campaign_first": "other", "duplicates": 1,
         "duplicate_lines": [[5, 2]], "timezone_defaulted": 2, "timezone_absent": 1, "timezone_invalid": 1,
         "timezone": "UTC", "timezone_absent_lines": [3], "timezone_invalid_lines": [[4, "Mars/Olympus"]]}
 
@@ -245,7 +246,7 @@ def test_the_same_person_spelled_otherwise_in_a_second_campaign_is_refused(sendh
     _apply(sendhost, tmp_path)
     result = _add(sendhost, tmp_path, "q1", "Eve@Bigco.example,,,Eve\n")
     assert result.stdout.splitlines()[0] == ("campaign q1: 0 added, 0 already in this campaign, 0 suppressed, "
-                                             "1 in another active campaign (first at line 2)")
+                                             "1 in another active campaign (first at line 2, in campaign other)")
     assert _sql(database_url, "SELECT c.name FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id "
                 "WHERE l.address = 'eve@bigco.example'") == [("other",)]
 
@@ -285,19 +286,24 @@ def test_start_pause_resume_stop_and_the_moves_a_state_refuses(sendhost: Cli, tm
     _apply(sendhost, tmp_path)
     assert _add(sendhost, tmp_path, "q1", "ann@rcpt.example,,,Ann\n").returncode == 0
     assert _one_line_error(sendhost("campaign", "pause", "q1")) == (
-        "error: pause q1: the ledger refused it: campaign q1 is draft: it cannot pause")
+        "error: pause q1: the ledger refused it: campaign q1 is draft: it cannot pause; a draft is started: "
+        "`sendhost campaign start q1`")
     assert _due(database_url) == 0
     assert sendhost("campaign", "start", "q1").stdout == "campaign q1: running\n"
     assert _due(database_url) == 1
     assert sendhost("campaign", "pause", "q1").stdout == "campaign q1: paused\n"
     assert _due(database_url) == 0
+    assert _one_line_error(sendhost("campaign", "start", "q1")) == (  # `start` is a draft's: say what resumes it
+        "error: start q1: the ledger refused it: campaign q1 is paused: it cannot start; `start` is for a draft: "
+        "`sendhost campaign resume q1` runs it again")
     resumed = sendhost("campaign", "resume", "q1", "--format", "json")
     assert json.loads(resumed.stdout) == {"campaign": "q1", "state": "running"}
     assert _due(database_url) == 1
     assert sendhost("campaign", "stop", "q1").stdout == "campaign q1: stopped\n"
     assert _due(database_url) == 0
     assert _one_line_error(sendhost("campaign", "start", "q1")) == (
-        "error: start q1: the ledger refused it: campaign q1 is stopped: it cannot start")
+        "error: start q1: the ledger refused it: campaign q1 is stopped: it cannot start; a stopped campaign stays "
+        "stopped: apply a new one to send again")
     assert _one_line_error(sendhost("campaign", "resume", "nope")) == (
         "error: resume nope: the ledger refused it: no campaign nope; `sendhost campaign status` lists them")
 
@@ -356,11 +362,15 @@ def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
                           "unconfirmed", "suppressed", "cancelled"), 0)
     one = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)
     assert set(one.pop("pace")) == {"now", "due", "unknown", "campaign_cap", "mailbox_cap", "mailboxes"}
+    # bob's step 1, the one row not sent yet, in the one line of its reason
+    assert one.pop("waits") == {"rows": 1, "unknown": None, "window_closes": None,
+                                "lines": [{"reason": "due", "rows": 1, "where": None, "until": None}]}
     assert one == {"name": "q1", "state": "running", "group": "sales", "leads": 2, "ended": {"replied": 1},
                    "steps": {"1": {**zero, "queued": 1, "replied": 1}, "2": {**zero, "cancelled": 1}, "3": zero},
                    "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None, "stalled": []}
     every = json.loads(sendhost("campaign", "status", "--format", "json").stdout)
-    assert [c["name"] for c in every] == ["later", "q1"] and {**every[1], "pace": None} == {**one, "pace": None}
+    assert [c["name"] for c in every] == ["later", "q1"]
+    assert {**every[1], "pace": None, "waits": None} == {**one, "pace": None, "waits": None}
     assert _one_line_error(sendhost("campaign", "status", "nope")).startswith("error: no campaign 'nope'")
 
 
@@ -383,7 +393,31 @@ def test_status_counts_the_rows_due_that_wait_for_the_window_and_when_it_opens(
     assert opens.utcoffset() == ZoneInfo("America/New_York").utcoffset(opens.replace(tzinfo=None))
     assert (opens.hour, opens.minute) == (0, 0) and opens.date() > local_today
     table = sendhost("campaign", "status", "q1").stdout
-    assert f"q1: 2 row(s) due wait for the sending window, which next opens {shown['window']['opens']}" in table
+    assert f"q1: window closed now; it next opens {opens.isoformat(timespec='minutes')}\n" in table
+    # each row in the one line of its lead's time zone, until that zone's midnight after the skipped days
+    chicago = opens.astimezone(ZoneInfo("America/Chicago")) + timedelta(hours=1)
+    assert ("q1: 2 row(s) not sent yet:\n"
+            f"  1 wait for their window (America/New_York) until {opens:%a} 00:00 {opens.isoformat()[-6:]}\n"
+            f"  1 wait for their window (America/Chicago) until {chicago:%a} 00:00 {chicago.isoformat()[-6:]}\n"
+            ) in table
+
+
+def test_a_paused_campaign_says_what_resumes_it_and_a_stopped_one_shows_no_window_or_pace(
+        sendhost: Cli, tmp_path: Path) -> None:
+    today = datetime.now(UTC).date()
+    text = CAMPAIGN.format(name="q1") + f"skip_dates: [{today - timedelta(days=1)}, {today}, {today + timedelta(1)}]\n"
+    _apply(sendhost, tmp_path, "q1", text)
+    assert _add(sendhost, tmp_path, "q1", "ann@rcpt.example,,,Ann\n").returncode == 0
+    assert sendhost("campaign", "start", "q1").returncode == 0
+    running = sendhost("campaign", "status", "q1").stdout
+    assert "q1: window closed now; it next opens " in running and "q1: campaign day " in running
+    assert sendhost("campaign", "pause", "q1").returncode == 0
+    paused = sendhost("campaign", "status", "q1").stdout
+    assert "q1: 1 row(s) not sent yet:\n  1 wait for the campaign, which is paused (`sendhost campaign resume q1`)\n" \
+        in paused
+    assert sendhost("campaign", "stop", "q1").returncode == 0
+    stopped = sendhost("campaign", "status", "q1").stdout
+    assert "window" not in stopped and "campaign day" not in stopped and "q1: 0 row(s) not sent yet\n" in stopped
 
 
 def _guarded(redis_url: str, *full: str) -> tuple[Guard, datetime]:
@@ -396,6 +430,87 @@ def _guarded(redis_url: str, *full: str) -> tuple[Guard, datetime]:
     for box in full:
         guard.import_sends([(box, now)] * guard.status([box])[0].cap, now=now.timestamp() + 1)
     return guard, now
+
+
+def _shape_due(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    pass
+
+
+def _shape_scheduled(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_emails SET not_before = now() + interval '1 hour', due_at = now() + interval '1 hour'")
+
+
+def _shape_window(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_campaigns SET source = source || %s WHERE name = 'q1'",
+         f"skip_dates: [{datetime.now(UTC).date() - timedelta(1)}, {datetime.now(UTC).date()}, "
+         f"{datetime.now(UTC).date() + timedelta(1)}]\n")
+
+
+def _shape_campaign_cap(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_campaigns SET source = source || 'daily_cap: 1\n' WHERE name = 'q1'")
+    redis_client.hset(GroupKeys("sales").campaign("q1"), mapping={"day": datetime.now(UTC).date().isoformat(),
+                                                                   "day_count": 1})
+
+
+def _shape_mailbox_paused(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    guard.pause(BOX1)
+    guard.pause(BOX2)
+
+
+def _shape_mailbox_cap(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    for box in (BOX1, BOX2):
+        guard.import_sends([(box, datetime.now(UTC))] * guard.status([box])[0].cap, now=time_module.time() + 1)
+
+
+def _shape_gap(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    for box in (BOX1, BOX2):
+        decision = guard.pick([box])
+        assert decision.reservation is not None
+        guard.confirm(decision.reservation)
+
+
+def _shape_backoff(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_emails SET status = 'retry', attempts = 1, not_before = now() + interval '30 minutes'")
+
+
+def _shape_put_back(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    _sql(db, "UPDATE sender_emails SET not_before = now() + interval '5 minutes'")
+
+
+def _shape_sending(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    with Ledger.from_url(db) as ledger:
+        assert ledger.claim("w", 1, ["sales"], [BOX1])
+
+
+def _shape_campaign_paused(sendhost: Cli, db: str, guard: Guard, redis_client: redis.Redis) -> None:
+    assert sendhost("campaign", "pause", "q1").returncode == 0
+
+
+SHAPES = {"due": _shape_due, "scheduled": _shape_scheduled, "window": _shape_window,
+          "campaign-cap": _shape_campaign_cap, "mailbox-paused": _shape_mailbox_paused,
+          "mailbox-cap": _shape_mailbox_cap, "gap": _shape_gap, "backoff": _shape_backoff,
+          "put-back": _shape_put_back, "sending": _shape_sending, "campaign-paused": _shape_campaign_paused}
+
+
+@pytest.mark.parametrize("reason", list(SHAPES), ids=list(SHAPES))
+def test_a_row_held_for_one_reason_is_in_exactly_that_line_of_campaign_status_and_lead_show(
+        sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str, redis_client: redis.Redis,
+        reason: str) -> None:
+    """Eve's one row, shaped as the agent, the guard or a person leaves it, in one line of `campaign status` and
+    in her step's "waits for" in `lead show` (`waiting`, an earlier step not sent, has only unit tests: a campaign
+    file's later step is made when the one before is sent)."""
+    guard, _now = _guarded(redis_url)
+    _ready(sendhost, tmp_path)
+    SHAPES[reason](sendhost, database_url, guard, redis_client)
+    shown = json.loads(sendhost("campaign", "status", "q1", "--format", "json").stdout)["waits"]
+    assert [(line["reason"], line["rows"]) for line in shown["lines"]] == [(reason, 1)]
+    assert shown["rows"] == 1
+    (step,) = json.loads(sendhost("lead", "show", "eve@bigco.example", "--format", "json").stdout)["leads"][0]["steps"]
+    assert step["waits_for"]["reason"] == reason
+    table = sendhost("lead", "show", "eve@bigco.example").stdout
+    assert f" | {step['waits_for']['text']} | " in _table_rows(table)[0]
+    if reason in ("window", "campaign-cap", "mailbox-cap", "gap", "backoff", "put-back", "scheduled"):
+        assert step["waits_for"]["until"] is not None and " until " in step["waits_for"]["text"]
 
 
 def _pace(sendhost: Cli, name: str = "q1", **kw: str) -> dict[str, Any]:
@@ -425,9 +540,8 @@ def test_status_shows_the_rows_due_and_each_mailbox_against_its_cap(sendhost: Cl
         BOX1: day, BOX2: {**day, "state": "daily-limit", "sent": cap, "reserved": cap,
                           "frees": _utc_midnight_after(now)}}
     table = sendhost("campaign", "status", "q1").stdout
-    assert "q1: 2 row(s) due now (" in table
-    assert f"q1: campaign day {now.date()}: 0 reserved (no daily cap)\nq1: 0 row(s) wait for a mailbox's cap\n" \
-        in table
+    assert "q1: 2 row(s) not sent yet:\n  2 are due now\n" in table
+    assert f"q1: campaign day {now.date()}: 0 reserved (no daily cap)\n" in table
     assert f"{BOX2} | {now.date()} | {cap} | {cap} | {cap} | daily-limit | 0" in _table_rows(table)
 
 
@@ -436,7 +550,8 @@ def test_rows_wait_for_a_mailbox_cap_when_every_mailbox_they_may_use_is_at_it(
     _guarded(redis_url, BOX1)
     _ready(sendhost, tmp_path, "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\ncy@rcpt.example,,,Cy\n")
     _send(database_url)  # ann's step 1 went through BOX1: her step 2 waits for BOX1
-    _sql(database_url, "UPDATE sender_emails SET not_before = now() WHERE lead = 'ann@rcpt.example' AND step = 2")
+    _sql(database_url, "UPDATE sender_emails SET not_before = now(), due_at = now() "
+                       "WHERE lead = 'ann@rcpt.example' AND step = 2")
     tomorrow = datetime.combine(datetime.now(UTC).date() + timedelta(days=1), time(0), UTC)
     pace = _pace(sendhost)
     # ann's step 2 may go only from BOX1, which is full; bob's and cy's step 1 may go from BOX2, which has room
@@ -451,7 +566,8 @@ def test_rows_wait_for_a_mailbox_cap_when_every_mailbox_they_may_use_is_at_it(
     pace = _pace(sendhost)
     assert (pace["due"], pace["mailbox_cap"]["rows"]) == (0, 3)
     table = sendhost("campaign", "status", "q1").stdout
-    assert f"q1: 3 row(s) wait for a mailbox's cap (the first frees {tomorrow.isoformat(timespec='seconds')})" \
+    # a line per mailbox that frees first for its rows (BOX1 and BOX2 free at the same midnight: the first named)
+    assert f"q1: 3 row(s) not sent yet:\n  3 wait for a mailbox's cap until {tomorrow:%a} 00:00 UTC, {BOX1}\n" \
         in table
 
 
@@ -482,7 +598,10 @@ def test_rows_wait_for_the_campaign_cap_once_its_day_count_reaches_it(
     assert pace["campaign_cap"] == {"day": day.isoformat(), "ends": ends, "cap": 3, "reserved": 3, "rows": 2}
     assert datetime.fromisoformat(pace["now"]).utcoffset() == datetime.now(new_york).utcoffset()
     table = sendhost("campaign", "status", "q1").stdout
-    assert f"q1: campaign day {day}: 3 of 3 reserved; 2 row(s) wait for the campaign's cap (until {ends})" in table
+    assert f"q1: campaign day {day}: 3 of 3 reserved (the day ends {ends})" in table
+    midnight = datetime.fromisoformat(ends)
+    assert (f"q1: 2 row(s) not sent yet:\n  2 wait for the campaign's daily cap until {midnight:%a} 00:00 "
+            f"{ends[-6:]}\n") in table
 
 
 def test_status_says_it_could_not_look_at_the_caps_when_redis_is_down(sendhost: Cli, tmp_path: Path) -> None:
@@ -497,6 +616,7 @@ def test_status_says_it_could_not_look_at_the_caps_when_redis_is_down(sendhost: 
     result = sendhost("campaign", "status", "q1", redis=down)
     assert result.returncode == 0, result.stderr
     assert "q1: what waits for a cap is unknown: couldn't look (Redis unreachable" in result.stdout
+    assert "q1: 1 row(s) not sent yet (the mailboxes' part unknown: couldn't look, Redis unreachable" in result.stdout
 
 
 def _stalled_world(sendhost: Cli, tmp_path: Path, database_url: str, redis_url: str) -> tuple[Guard, datetime]:

@@ -11,8 +11,10 @@ from zoneinfo import ZoneInfo
 from sender.campaigns.spec import CampaignSpec, load_applied
 from sender.ledger.cap_wait import CapWait, GuardRead, GuardView, MailboxDay, cap_wait, day_start
 from sender.ledger.store import Ledger
+from sender.ledger.waits import Reason
 
 BERLIN = ZoneInfo("Europe/Berlin")
+NOON = datetime(2026, 3, 10, 11, 0, tzinfo=UTC)  # a Tuesday, 12:00 in Berlin
 A, B, PINNED = "a@sender.example", "b@sender.example", "p@sender.example"
 
 
@@ -22,8 +24,8 @@ def spec(pacing: str = "daily_cap: 10\nmax_per_mailbox_per_day: 3\n") -> Campaig
 
 
 class Rows:
-    """The ledger at its boundary: its clock, and the `campaign_due_rows` it answers (lead's time zone, pinned
-    mailbox, due now, due by the campaign's day end, due by the mailbox's freeing), with the query's values kept."""
+    """The ledger at its boundary: its clock, and the `campaign_wait_rows` it answers (status, lead's time zone,
+    group, pinned mailbox, not due yet, put back, how many, the earliest time), with the query's values kept."""
 
     def __init__(self, now: datetime, rows: Sequence[tuple[Any, ...]] = ()) -> None:
         self._now, self._rows = now, list(rows)
@@ -33,16 +35,20 @@ class Rows:
         return self._now
 
     def fetch_all(self, name: str, params: dict[str, Any], what: str) -> list[tuple[Any, ...]]:
-        assert name == "campaign_due_rows"
+        assert name == "campaign_wait_rows"
         self.asked = params
         return self._rows
+
+
+def due(tz: str | None = None, pinned: str | None = None, n: int = 1) -> tuple[Any, ...]:
+    """`n` queued rows due now (the query's shape)."""
+    return ("queued", tz, "default", pinned, False, False, n, NOON)
 
 
 def pace_of(ledger: Rows, campaign: CampaignSpec, read: GuardRead | None, unreachable: str | None = None) -> CapWait:
     return cap_wait(cast(Ledger, ledger), campaign, read, unreachable)
 
 
-NOON = datetime(2026, 3, 10, 11, 0, tzinfo=UTC)  # a Tuesday, 12:00 in Berlin
 TONIGHT = datetime(2026, 3, 11, tzinfo=BERLIN)
 
 
@@ -55,15 +61,16 @@ def view(sent_today: int = 0, *days: MailboxDay) -> GuardView:
 
 
 def test_the_guard_unread_leaves_every_cap_unknown_and_every_row_due_now_due() -> None:
-    ledger = Rows(NOON, [(None, None, 1, 1, 1), (None, PINNED, 0, 1, 1), (None, None, 1, 1, 1)])
+    later = ("queued", None, "default", PINNED, True, True, 1, NOON + timedelta(days=2))
+    ledger = Rows(NOON, [due(), later, due()])
     pace = pace_of(ledger, spec(), None, "Redis refused the connection")
     assert (pace.due, pace.sent_today, pace.campaign_cap_rows, pace.mailbox_cap_rows) == (2, None, None, None)
     assert pace.unknown == "Redis refused the connection" and pace.mailboxes == ()
-    assert ledger.asked["day_ends"] is None and ledger.asked["mailboxes"] == []
+    assert ledger.asked == {"name": "q1", "at": NOON.astimezone(BERLIN)}
 
 
 def test_a_failed_read_says_why_in_unknown() -> None:
-    pace = pace_of(Rows(NOON, [(None, None, 1, 1, 1)]), spec(), lambda now, ends: "Error 111 connecting",
+    pace = pace_of(Rows(NOON, [due()]), spec(), lambda now, ends: "Error 111 connecting",
                     "never used")
     assert (pace.unknown, pace.due, pace.campaign_cap_rows) == ("Error 111 connecting", 1, None)
 
@@ -92,47 +99,46 @@ def test_a_midnight_that_dst_skips_starts_the_day_at_the_first_instant_after_it(
     assert day_start(date(2026, 9, 5), santiago).isoformat() == "2026-09-05T00:00:00-04:00"
 
 
-def test_a_campaign_at_its_daily_cap_holds_every_row_due_by_its_day_end() -> None:
-    ledger = Rows(NOON, [(None, None, 1, 1, 0), (None, PINNED, 0, 1, 0), (None, None, 0, 0, 0)])
+def test_a_campaign_at_its_daily_cap_holds_every_row_due_until_its_day_ends() -> None:
+    put_back = ("retry", None, "default", PINNED, False, True, 1, NOON + timedelta(hours=1))
+    ledger = Rows(NOON, [due(), put_back])
     pace = pace_of(ledger, spec(), lambda now, ends: view(10, day(A, None)))
     assert (pace.due, pace.campaign_cap_rows, pace.mailbox_cap_rows, pace.sent_today) == (0, 2, 0, 10)
-    assert ledger.asked["day_ends"] == TONIGHT
+    assert pace.waits is not None and pace.waits.first(Reason.CAMPAIGN_CAP) == TONIGHT
 
 
 def test_below_its_daily_cap_the_campaign_holds_nothing() -> None:
-    ledger = Rows(NOON, [(None, None, 1, 1, 0)])
+    ledger = Rows(NOON, [due()])
     pace = pace_of(ledger, spec(), lambda now, ends: view(9, day(A, None)))
     assert (pace.due, pace.campaign_cap_rows) == (1, 0)
-    assert ledger.asked["day_ends"] is None
 
 
 def test_a_row_pinned_to_a_capped_mailbox_waits_until_that_mailbox_frees() -> None:
     frees = datetime(2026, 3, 10, 15, 0, tzinfo=UTC)
-    ledger = Rows(NOON, [(None, PINNED, 0, 0, 1), (None, A, 1, 1, 1)])
+    ledger = Rows(NOON, [due(pinned=PINNED), due(pinned=A)])
     pace = pace_of(ledger, spec(), lambda now, ends: view(0, day(PINNED, frees, in_group=False), day(A, None)))
     assert (pace.due, pace.mailbox_cap_rows, pace.mailbox_cap_until) == (1, 1, frees.astimezone(BERLIN))
-    assert ledger.asked["mailboxes"] == [PINNED] and ledger.asked["untils"] == [frees]
-    assert ledger.asked["horizon"] == TONIGHT
 
 
 def test_an_unpinned_row_waits_only_when_every_mailbox_of_the_group_is_capped_until_the_first_frees() -> None:
     early, late = datetime(2026, 3, 10, 14, tzinfo=UTC), datetime(2026, 3, 10, 16, tzinfo=UTC)
-    row = (None, None, 1, 1, 1)
+    row = due()
     one_free = pace_of(Rows(NOON, [row]), spec(), lambda now, ends: view(0, day(A, early), day(B, None)))
     assert (one_free.due, one_free.mailbox_cap_rows, one_free.mailbox_cap_until) == (1, 0, None)
     ledger = Rows(NOON, [row])
     all_capped = pace_of(ledger, spec(), lambda now, ends: view(0, day(A, late), day(B, early)))
     assert (all_capped.due, all_capped.mailbox_cap_rows, all_capped.mailbox_cap_until) == (0, 1, early)
-    assert ledger.asked["group_until"] == early
 
 
-def test_a_row_whose_leads_window_is_closed_counts_nowhere_its_own_zone_before_the_campaigns() -> None:
+def test_a_row_whose_leads_window_is_closed_waits_for_it_its_own_zone_before_the_campaigns() -> None:
     window = "window:\n  days: [tue]\n  hours: [\"09:00-17:00\"]\ndaily_cap: 10\n"
     # 12:00 in Berlin, 06:00 in New York, 20:00 in Tokyo: only Berlin's (the campaign's, for no zone) is open
-    ledger = Rows(NOON, [(None, None, 1, 1, 1), ("America/New_York", None, 1, 1, 1), ("Asia/Tokyo", None, 1, 1, 1),
-                         ("Not/AZone", None, 1, 1, 1)])
+    ledger = Rows(NOON, [due(), due("America/New_York"), due("Asia/Tokyo"), due("Not/AZone")])
     pace = pace_of(ledger, spec(window), lambda now, ends: view(0, day(A, None)))
     assert pace.due == 2  # the campaign's zone, and the one a lead's invalid zone falls back to
+    assert pace.waits is not None
+    assert [(line.reason, line.where, line.rows) for line in pace.waits.lines if line.reason is Reason.WINDOW] == [
+        (Reason.WINDOW, "America/New_York", 1), (Reason.WINDOW, "Asia/Tokyo", 1)]
 
 
 def test_the_json_names_each_cap_and_each_mailbox() -> None:

@@ -12,6 +12,7 @@ from ippool.states import SlotState
 from sender.sending.agent import Agent
 from sender.sending.tokens import verify_token
 from tests.sender.world import HOST, PRIMARY, SLOTS, UNSUBSCRIBE_BASE, World, make_world
+from tests.support.cli import run_cli_process
 from tests.support.submission import Scripted, SubmissionServer
 
 
@@ -368,3 +369,38 @@ def test_a_stopping_worker_gives_back_the_row_it_claimed_ahead(world: World) -> 
         waiting = ledger.show("L1", 1)
     assert waiting is not None and waiting.row["status"] == "queued"
     assert [event["kind"] for event in waiting.events][-1] == "unclaimed"
+
+
+def test_run_once_says_what_each_row_left_waits_for_and_until_when(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer, cli: Any) -> None:
+    """`2 blocked, 1 sent` alone said nothing: each row left is in the one line of what holds it, with its time;
+    and the agent's own lines, from a process of its own as on a host (where the journal keeps its stderr)."""
+    long = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1, min_gap_s=600)
+    long.enqueue(3)
+    result = run_cli_process(*long.cli_args("run", "--once", "--smtp-timeout", "5"), cwd=long.tmp)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "1 sent" in lines[0]
+    assert lines[1] == "enqueue: 2 row(s) not sent yet:"
+    assert lines[2].startswith("  2 wait for a mailbox's gap or pace until ")
+    assert lines[2].endswith(" UTC, box0@sender.example") and len(lines) == 3
+    # and the agent said what it did, at the default level: the send, and each row put back with until when
+    said = [line for line in result.stderr.splitlines() if line.startswith("INFO sendhost.sender.activity: ")]
+    sent = [line for line in said if " sent row " in line]
+    assert len(sent) == 1 and sent[0].endswith(": 2.0.0 OK queued"), said  # the server's reply
+    assert "sent row 1 (lead L0, step 1) via box0@sender.example from " in sent[0]  # and the source IP
+    put_back = [line for line in said if " put back row " in line]
+    assert len(put_back) == 2 and all(" until " in line and "skipped-cooldown" in line for line in put_back), said
+
+
+def test_run_quiet_says_nothing_of_each_send(
+        tmp_path: Path, database_url: str, redis_url: str, submission: SubmissionServer, cli: Any) -> None:
+    world = make_world(tmp_path, database_url, redis_url, submission, mailboxes=1)
+    world.enqueue(1)
+    result = run_cli_process(*world.cli_args("run", "--once", "--quiet", "--smtp-timeout", "5"), cwd=world.tmp)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("1 sent") and "sendhost.sender.activity" not in result.stderr
+    world.enqueue(1, prefix="M", to=lambda n: "other@rcpt.example")
+    levelled = run_cli_process(*world.cli_args("run", "--once", "--log-level", "warning"), cwd=world.tmp)
+    assert levelled.returncode == 0 and levelled.stdout.startswith("1 sent"), levelled.stderr
+    assert "sendhost.sender.activity" not in levelled.stderr

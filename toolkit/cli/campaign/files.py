@@ -11,7 +11,10 @@ from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, format_option, printable
 
 if TYPE_CHECKING:
-    from sender.campaigns.leads import LeadsReport
+    from collections.abc import Sequence
+
+    from sender import Ledger
+    from sender.campaigns.leads import Lead, LeadsReport
     from sender.campaigns.spec import CampaignSpec
     from sender.ledger.campaigns import AddedLeads, Applied
 
@@ -90,16 +93,30 @@ def add_leads_command(sc: SenderContext, name: str, path: Path, fmt: str | None)
             sc.app.fail(f"no campaign {name!r}; create it first with `sendhost campaign apply FILE.yml`", 2)
         leads = read_leads(path, spec)
         added = campaigns.add_leads(name, leads.leads)
-    render_added(name, path, spec, leads.report, added, sc.app.output_format(fmt))
+        other = _other_campaign(ledger, name, leads.leads, added)
+    render_added(name, path, spec, leads.report, added, sc.app.output_format(fmt), other)
+
+
+def _other_campaign(ledger: Ledger, name: str, leads: Sequence[Lead], added: AddedLeads) -> str | None:
+    """The campaign holding the first lead refused as in another active campaign; None: none was."""
+    from sender.ledger.campaigns import LeadOutcome
+
+    line = added.first_lines.get(LeadOutcome.OTHER_CAMPAIGN)
+    address = next((lead.email for lead in leads if lead.line == line), None) if line is not None else None
+    if address is None:
+        return None
+    found = ledger.fetch_one("lead_other_campaign", {"address": address, "name": name}, f"add leads to {name}")
+    return str(found[0]) if found else None
 
 
 def render_added(name: str, path: Path, spec: CampaignSpec, report: LeadsReport, added: AddedLeads,
-                 fmt: str) -> None:
+                 fmt: str, other: str | None = None) -> None:
     counts = {outcome.value: n for outcome, n in added.counts.items()}
     first_lines = {outcome.value: line for outcome, line in added.first_lines.items()}
     if fmt == "json":
         data: dict[str, Any] = {
             "campaign": name, "file": str(path), "rows": report.rows, **counts, "first_lines": first_lines,
+            "other_campaign_first": other,
             "duplicates": report.duplicates, "duplicate_lines": [list(pair) for pair in report.duplicate_lines],
             "timezone_defaulted": report.timezone_defaulted, "timezone_absent": report.timezone_absent,
             "timezone_invalid": report.timezone_invalid, "timezone": spec.pacing.timezone,
@@ -110,6 +127,8 @@ def render_added(name: str, path: Path, spec: CampaignSpec, report: LeadsReport,
     parts = []
     for key, words in OUTCOME_WORDS:
         where = f" (first at line {first_lines[key]})" if counts.get(key) and key in first_lines else ""
+        if key == "other_campaign" and other is not None and where:
+            where = f" (first at line {first_lines[key]}, in campaign {other})"
         parts.append(f"{counts.get(key, 0)} {words}{where}")
     click.echo(f"campaign {name}: " + ", ".join(parts))
     facts = [f"{report.rows} rows"]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sender.ledger.cap_wait import CapWait
     from sender.ledger.stalled import Stalled
     from sender.ledger.store import Ledger
+    from sender.ledger.waits import Waits
     from sender.ledger.window_wait import WindowWait
     from warmup import Guard
 
@@ -56,9 +57,13 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
         if number:
             click.echo()
         render_status(shown.status)
-        render_window(shown.status.name, shown.window)
+        stopped = shown.status.state.value == "stopped"
+        if not stopped:  # a stopped campaign sends nothing more: no window, no pace
+            render_window(shown.status.name, shown.window)
         if shown.pace is not None:
-            render_pace(shown.status.name, shown.pace)
+            render_waits(shown.status.name, shown.pace)
+            if not stopped:
+                render_pace(shown.status.name, shown.pace)
         render_stalled(shown.stalled)
 
 
@@ -75,6 +80,7 @@ class Shown:
     def as_json(self) -> dict[str, Any]:
         return {**self.status.as_json(), "window": self.window.as_json() if self.window else None,
                 "pace": self.pace.as_json() if self.pace else None,
+                "waits": self.pace.waits.as_json() if self.pace and self.pace.waits else None,
                 "stalled": None if self.stalled is None else [s.as_json() for s in self.stalled]}
 
 
@@ -92,12 +98,12 @@ def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | N
     # every step of the file, those no lead has reached yet at 0
     steps = {number: dict.fromkeys(STEP_COLUMNS, 0) for number in range(1, len(spec.steps) + 1)} if spec else {}
     steps.update(status.steps)
-    wait = window_wait(campaigns.ledger, spec) if spec else None
-    pace = None
+    wait = pace = None
     if spec is not None:
         group = sc.group_mailboxes(spec.group)
         pinned = [box for box, counts in status.mailboxes.items() if counts["waiting"]]
-        pace = campaign_pace(campaigns.ledger, spec, guard, group, pinned, unreachable)
+        pace = campaign_pace(campaigns.ledger, spec, guard, group, pinned, unreachable, status.state.value)
+        wait = window_wait(campaigns.ledger, spec, pace.waits)
     return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait, pace,
                  read_stalled(campaigns.ledger, guard, name))
 
@@ -143,26 +149,71 @@ def render_window(name: str, wait: WindowWait | None) -> None:
     if wait is None:
         click.echo(f"{name}: no sending window (any day, any hour)")
         return
-    opens = wait.opens.isoformat() if wait.opens else "never"
-    click.echo(f"{name}: {wait.rows} row(s) due wait for the sending window, which next opens {opens}")
+    if wait.closes is not None:
+        click.echo(f"{name}: window open now until {wait.closes.isoformat(timespec='minutes')}")
+        return
+    opens = wait.opens.isoformat(timespec="minutes") if wait.opens else "never"
+    click.echo(f"{name}: window closed now; it next opens {opens}")
+
+
+def every_waits(sc: SenderContext, ledger: Ledger, guard: Guard | None,
+                unreachable: str | None) -> dict[str, Waits]:
+    """Each campaign's rows not sent yet (those of `sender enqueue` as `enqueue`), each in one reason; a campaign
+    with none is left out. For `sender status` and `sender run --once`."""
+    from sender.assembly import campaign_pace, enqueue_waits
+    from sender.ledger.campaigns import Campaigns
+
+    campaigns = Campaigns(ledger)
+    found: dict[str, Waits] = {}
+    for name in campaigns.names():
+        head = ledger.fetch_one("campaign_head", {"name": name}, f"status of {name}")
+        spec = campaigns.spec(name)
+        if head is None or spec is None:
+            continue
+        pace = campaign_pace(ledger, spec, guard, sc.group_mailboxes(spec.group), (), unreachable, str(head[0]))
+        if pace.waits is not None and pace.waits.rows:
+            found[name] = pace.waits
+    inventory = sc.app.inventory
+    groups: dict[str, list[str]] = {}
+    for mailbox in inventory.mailboxes if inventory is not None else ():
+        groups.setdefault(mailbox.group, []).append(mailbox.address.lower())
+    enqueued = enqueue_waits(ledger, guard, groups, unreachable)
+    if enqueued.rows:
+        found["enqueue"] = enqueued
+    return found
+
+
+def render_every_waits(found: dict[str, Waits]) -> None:
+    for name, waits in found.items():
+        render_waits(name, waits)
+
+
+def render_waits(name: str, waits: Waits | CapWait | None) -> None:
+    """Every row not sent yet, in the one line of the reason it waits for (sender.ledger.waits)."""
+    from sender.ledger.cap_wait import CapWait
+    from sender.ledger.waits import describe
+
+    if isinstance(waits, CapWait):
+        waits = waits.waits
+    if waits is None:
+        return
+    known = "" if waits.unknown is None else f" (the mailboxes' part unknown: couldn't look, {waits.unknown})"
+    click.echo(f"{name}: {waits.rows} row(s) not sent yet{known}" + (":" if waits.rows else ""))
+    for line in waits.lines:
+        click.echo(f"  {describe(line, waits, name)}")
 
 
 def render_pace(name: str, pace: CapWait) -> None:
     from sender.ledger.cap_wait import NOT_GUARDED
 
-    click.echo(f"{name}: {pace.due} row(s) due now ({pace.now.isoformat(timespec='seconds')})")
     if pace.unknown is not None:
         click.echo(f"{name}: what waits for a cap is unknown: couldn't look ({pace.unknown})")
         return
     if pace.daily_cap is None:
         click.echo(f"{name}: campaign day {pace.day}: {pace.sent_today} reserved (no daily cap)")
     else:
-        click.echo(f"{name}: campaign day {pace.day}: {pace.sent_today} of {pace.daily_cap} reserved; "
-                   f"{pace.campaign_cap_rows} row(s) wait for the campaign's cap (until "
+        click.echo(f"{name}: campaign day {pace.day}: {pace.sent_today} of {pace.daily_cap} reserved (the day ends "
                    f"{pace.day_ends.isoformat(timespec='seconds')})")
-    frees = f" (the first frees {pace.mailbox_cap_until.isoformat(timespec='seconds')})" \
-        if pace.mailbox_cap_until else ""
-    click.echo(f"{name}: {pace.mailbox_cap_rows} row(s) wait for a mailbox's cap{frees}")
     if pace.mailboxes:
         share = f"{name} today" + (f" (max {pace.per_mailbox_cap})" if pace.per_mailbox_cap else "")
         emit_table(f"{name}: mailboxes today", ["mailbox", "day", "sent", "reserved", "cap", "state", share],

@@ -116,11 +116,12 @@ def suppress_command(sc: SenderContext, addresses: tuple[str, ...], reason: str,
 @format_option()
 @pass_sender
 def status_command(sc: SenderContext, fmt: str | None) -> None:
-    """Rows per status, the follow-ups stalled behind a paused or disconnected mailbox (since when, and what to do;
+    """Rows per status, each campaign's rows not sent yet by the one reason each waits for (until when), the
+    follow-ups stalled behind a paused or disconnected mailbox (since when, and what to do;
     read from the warm-up guard), and each mailbox's last 7 days: sends, hard bounces, complaints, their rates and
     what the warm-up gates make of them (ok, holding-ramp, paused)."""
     from sender.ledger.stalled import pinned_due
-    from toolkit.cli.campaign.report import read_stalled
+    from toolkit.cli.campaign.report import every_waits, read_stalled, render_every_waits
     from toolkit.cli.mailbox_health import read_view, render_health
 
     url = sc.place.url
@@ -128,22 +129,27 @@ def status_command(sc: SenderContext, fmt: str | None) -> None:
     unreachable = None
     with sc.ledger() as ledger:
         counts = ledger.counts()
-        if pinned_due(ledger):  # only then is a mailbox's state worth reading from Redis
+        waiting = sum(counts.get(status, 0) for status in ("waiting", "queued", "retry", "sending"))
+        guard = None
+        if waiting:  # only then is a mailbox's state worth reading from Redis
             guard, unreachable = sc.status_guard()
-            try:
-                stalled = read_stalled(ledger, guard)
-            finally:
-                if guard is not None:
-                    guard.close()
+        try:
+            if pinned_due(ledger):
+                stalled = read_stalled(ledger, guard) if guard is not None else None
+            waits = every_waits(sc, ledger, guard, unreachable) if waiting else {}
+        finally:
+            if guard is not None:
+                guard.close()
     view = read_view(url)
     inventory = sc.app.inventory
     mailboxes = view.mailboxes([m.address for m in inventory.mailboxes] if inventory is not None else [])
     if sc.app.output_format(fmt) == "json":
-        emit_json({"counts": counts,
+        emit_json({"counts": counts, "waits": {name: each.as_json() for name, each in waits.items()},
                    "stalled_followups": None if stalled is None else [s.as_json() for s in stalled],
                    "health": [view.json_of(mailbox) for mailbox in mailboxes]})
     else:
         emit_table("send ledger", ["status", "rows"], list(counts.items()))
+        render_every_waits(waits)
         _render_stalled(stalled, unreachable)
         render_health(view, mailboxes)
 

@@ -14,8 +14,12 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from sender import Ledger
+    from sender.ledger.waits import Waits
     from sender.sending.agent import Agent, Report
     from sendhost.model import Mailbox
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class InventoryMailboxes:
@@ -84,14 +88,25 @@ def build_agent(sc: SenderContext, host_name: str | None, checkpoint: Callable[[
 @click.option("--once", is_flag=True, help="Send every due row (waiting out gaps up to a minute), then exit.")
 @click.option("--smtp-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1, 600),
               help="Seconds to wait for each SMTP reply; the lease covers every wait of one conversation.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Warnings and errors only: no line per send, put-back or idle minute.")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), envvar="SENDHOST_LOG_LEVEL",
+              help="The level of sendhost's own loggers on stderr (env SENDHOST_LOG_LEVEL); default: info for the "
+                   "agent's line per send, put-back and idle minute, warning for the rest (-v: info, -vv: debug).")
 @format_option()
 @pass_sender
 def run_command(sc: SenderContext, host_name: str | None, workers: int, once: bool, smtp_timeout: float,
-                fmt: str | None) -> None:
-    """Drain the ledger: claim, reserve a mailbox, lease a source IP, submit, record."""
+                quiet: bool, log_level: str | None, fmt: str | None) -> None:
+    """Drain the ledger: claim, reserve a mailbox, lease a source IP, submit, record.
+
+    On stderr (the journal under systemd), at the default level: a line per send (row, lead, step, mailbox, source
+    IP, the server's reply), per row put back (why, until when) and a summary per idle minute."""
     import signal
     import threading
 
+    from sender.sending.activity import Activity
+
+    _set_log_level(sc, quiet, log_level)
     agent, ledger_factory = build_agent(sc, host_name, smtp_timeout_s=smtp_timeout)
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
@@ -100,20 +115,57 @@ def run_command(sc: SenderContext, host_name: str | None, workers: int, once: bo
         from toolkit.cli.sender.feedback import start_inbox_reader
 
         start_inbox_reader(sc, stop)
-    reports = agent.run(ledger_factory, workers, once=once, stop=stop)
+    reports = agent.run(ledger_factory, workers, once=once, stop=stop, activity=Activity())
     counts: dict[str, int] = {}
     for report in reports:
         counts[report.kind] = counts.get(report.kind, 0) + 1
+    waits = _waits_left(sc) if once else {}
     if sc.app.output_format(fmt) == "json":
-        emit_json({"outcomes": counts})
+        emit_json({"outcomes": counts, **({"waits": {n: w.as_json() for n, w in waits.items()}} if once else {})})
     else:
+        from toolkit.cli.campaign.report import render_every_waits
+
         click.echo(", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing was due")
+        render_every_waits(waits)  # what `blocked` (and every row left) waits for, and until when
     stuck = [r for r in reports if r.unreachable or r.login_failed]
     if once and stuck:
         what = ("could not reach their submission server" if all(r.unreachable for r in stuck)
                 else "could not reach or log in to their submission server")
         sc.app.fail(f"{len(stuck)} send(s) {what}; first, via {stuck[0].mailbox}: {stuck[0].detail}"
                     f"{_source_hint(sc, agent, stuck[0])}", 1)
+
+
+def _set_log_level(sc: SenderContext, quiet: bool, level: str | None) -> None:
+    """The agent's activity lines at INFO unless --quiet; --log-level sets every sendhost logger (as -v does)."""
+    import logging
+
+    from sender.sending.activity import log as activity_log
+    from toolkit.logging_setup import OWN_LOGGERS
+
+    if level is not None:
+        for name in OWN_LOGGERS:
+            logging.getLogger(name).setLevel(level.upper())
+        activity_log.setLevel(level.upper())
+        return
+    if quiet:
+        activity_log.setLevel(logging.WARNING)
+    elif not sc.app.verbose:
+        activity_log.setLevel(logging.INFO)
+    else:
+        activity_log.setLevel(logging.NOTSET)  # as -v / -vv set sendhost's loggers
+
+
+def _waits_left(sc: SenderContext) -> dict[str, Waits]:
+    """After `--once`: each campaign's rows not sent, by the one reason each waits for (as `sender status`)."""
+    from toolkit.cli.campaign.report import every_waits
+
+    guard, unreachable = sc.status_guard()
+    try:
+        with sc.ledger() as ledger:
+            return every_waits(sc, ledger, guard, unreachable)
+    finally:
+        if guard is not None:
+            guard.close()
 
 
 def _source_hint(sc: SenderContext, agent: Agent, report: Report) -> str:
