@@ -104,7 +104,7 @@ def render_lead(lead: dict[str, Any]) -> None:
         end += f"; held until {_local(lead['held_until'], lead['timezone'])}: {lead['held_why']}"
     click.echo(f"campaign {lead['campaign']}: {who}{ref}; sequence {end}")
     local = _zone(lead)
-    emit_table(None, ["step", "status", "mailbox", "due (UTC)", f"due ({local.key})" if local else "due there",
+    emit_table(None, ["step", "status", "mailbox", "due (UTC)", f"due there ({local.key})" if local else "due there",
                       "waits for", "sent at", "Message-ID"],
                [(s["step"], s["status"], s["mailbox"], _utc(s["due"]) if s["status"] in WAITS else None,
                  _there(s["due"], local) if s["status"] in WAITS else None,

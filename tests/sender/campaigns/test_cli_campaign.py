@@ -699,6 +699,21 @@ def test_lead_show_by_address_in_any_spelling(sendhost: Cli, tmp_path: Path, dat
     assert zoe.stdout.splitlines()[0] == "campaign q1: zoe@xn--bcher-kva.example; sequence going on", zoe.stderr
 
 
+@pytest.mark.parametrize("columns", [100, 120])
+def test_lead_show_on_a_terminal_100_or_120_wide_breaks_no_word(sendhost: Cli, tmp_path: Path, database_url: str,
+                                                                redis_url: str, columns: int) -> None:
+    _ready(sendhost, tmp_path, "eve@bigco.example,crm-4127,Asia/Tokyo,Eve\n")
+    _send(database_url)
+    piped = sendhost("lead", "show", "eve@bigco.example")
+    assert "scheduled until " in piped.stdout and "due there (Asia/Tokyo)" in piped.stdout
+    shown = run_cli_on_terminal("--inventory", str(tmp_path / "inventory.yml"), "--redis-url", redis_url, "lead",
+                                "--database-url", database_url, "show", "eve@bigco.example", columns=columns,
+                                cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert words_cut(shown.stdout, piped.stdout) == []
+    assert lines_wider_than(shown.stdout, columns) == []
+
+
 def test_lead_show_says_until_when_an_automatic_reply_holds_the_lead_on_its_clock(sendhost: Cli, tmp_path: Path,
                                                                                    database_url: str) -> None:
     _ready(sendhost, tmp_path, "eve@bigco.example,crm-4127,Europe/Berlin,Eve\n")
