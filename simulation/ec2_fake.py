@@ -3,7 +3,10 @@ addresses straight back the way AWS does) over moto, plus reverse DNS, which mot
 
 Named fake. A DescribeAddresses is answered again from the last identical one as long as no call that may change
 anything was made since (anything but a read: AWS's answer could not have changed), so the pool worker's reads
-of its parked addresses and the simulation's own read-back between two cycles cost one request, not one each.
+of its parked addresses and the simulation's own read-back between two cycles cost one request, not one each; an
+instance type's limits (DescribeInstanceTypes), which AWS never changes, are asked once per type. The tags of a
+released address go the way they go in AWS, by AWS's own doing: dropped from moto's store (in this process, see
+simulation.sandbox) without a request of the tool's.
 
 Reverse DNS (ModifyAddressAttribute / DescribeAddressesAttribute / ResetAddressAttribute) is kept in
 memory per allocation and behaves as AWS does, on the simulated clock: an update answers PENDING and is served only
@@ -40,9 +43,15 @@ class SimulatedEc2(ReusingEc2StandIn):
         self._ptr_ready_at: dict[str, float] = {}  # allocation id -> when its pending update is served
         self._ptr_reset_until: dict[str, float] = {}  # allocation id -> until when release answers PtrSet
         self._described: dict[str, dict[str, Any]] = {}  # DescribeAddresses' parameters -> AWS's answer, until a write
+        self._instance_types: dict[str, dict[str, Any]] = {}  # DescribeInstanceTypes' parameters -> AWS's answer
 
     def _call(self, service: str, operation: str, subject: str, **params: Any) -> dict[str, Any]:
         """The adapter's call; a DescribeAddresses asked again with nothing written since gets AWS's last answer."""
+        if service == "ec2" and operation == "DescribeInstanceTypes":
+            asked = json.dumps(params, sort_keys=True)
+            if asked not in self._instance_types:
+                self._instance_types[asked] = super()._call(service, operation, subject, **params)
+            return copy.deepcopy(self._instance_types[asked])
         if service != "ec2" or operation != "DescribeAddresses":
             if not is_read(operation):
                 self._described.clear()
@@ -72,6 +81,13 @@ class SimulatedEc2(ReusingEc2StandIn):
         """Forget the EIP's PTR; release stays refused for `ptr_release_delay_s` (moto has no ResetAddressAttribute)."""
         self.reverse_dns.pop(allocation_id, None)
         self._ptr_reset_until[allocation_id] = self._clock() + self.ptr_release_delay_s
+
+    def _drop_tags(self, allocation_id: str, keys: list[str]) -> None:
+        """The released address's tags, dropped from moto's own store, as its DeleteTags of the keys would (no request)."""
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.ec2.models import ec2_backends
+
+        ec2_backends[DEFAULT_ACCOUNT_ID][self.region].delete_tag_keys([allocation_id], keys)
 
     def release_address(self, allocation_id: str) -> bool:
         """Release through the stand-in, answering InvalidAddress.PtrSet while AWS would still hold a PTR."""

@@ -149,7 +149,16 @@ def sandbox(region: str) -> Iterator[tuple[redis.Redis, Path]]:
 
 
 def session_factory(region: str) -> Any:
-    """boto3 sessions with the fake keys spelled out (so no credential chain is consulted at all)."""
+    """A boto3 session with the fake keys spelled out (so no credential chain is consulted at all), made on the
+    first call and given to every later one: each new session parsed the service models again (EC2's is megabytes
+    of JSON), and one thread of one simulation needs only one."""
     import boto3
 
-    return lambda: boto3.Session(region_name=region, **{k.lower(): v for k, v in FAKE_AWS_ENV.items()})
+    made: list[Any] = []
+
+    def session() -> Any:
+        if not made:
+            made.append(boto3.Session(region_name=region, **{k.lower(): v for k, v in FAKE_AWS_ENV.items()}))
+        return made[0]
+
+    return session

@@ -59,3 +59,18 @@ def test_a_describe_asked_again_with_nothing_written_since_is_answered_without_a
     assert [a.allocation_id for a in ec2.describe_pool_addresses("pool-a")] == [second.allocation_id]
     assert aws_calls.count("ec2:DescribeAddresses") == 5
     ec2.close()
+
+
+def test_a_released_address_tags_are_gone_and_an_instance_type_is_asked_once(
+        clock: FakeClock, sleeper: SleepRecorder, aws_calls: CallRecorder) -> None:
+    ec2 = SimulatedEc2(lambda: boto3.Session(region_name=REGION), REGION, seed=1, clock=clock, sleep=sleeper,
+                       rng=random.Random(0), on_call=aws_calls)
+    address = ec2.allocate_address(pool_tags("pool-a", "sender-1", 0, EipState.ACTIVE))
+    ec2.create_tags(address.allocation_id, {"extra": "kept until the release"})
+    assert ec2.release_address(address.allocation_id) is True
+    tags = boto3.client("ec2", region_name=REGION).describe_tags(
+        Filters=[{"Name": "resource-id", "Values": [address.allocation_id]}])["Tags"]
+    assert tags == []  # as in AWS: a released address keeps no tags
+    assert ec2.max_private_ips_per_interface("c5.large") == ec2.max_private_ips_per_interface("c5.large") > 1
+    assert aws_calls.count("ec2:DescribeInstanceTypes") == 1
+    ec2.close()
