@@ -17,7 +17,7 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -182,6 +182,10 @@ class Pool:
     def status(self, host: str | None = None, now: float | None = None) -> list[HostStatus]:
         """State of one host or of every host: see `SlotStore.status`."""
         return self.slots.status(host, now)
+
+    def status_of(self, hosts: Sequence[str], now: float | None = None) -> list[HostStatus]:
+        """State of each of `hosts`, in order, in a few round trips however many: see `SlotStore.status_of`."""
+        return self.slots.status_of(hosts, now)
 
     def retire_blamed(self, lease: Lease) -> bool:
         """A receiving server refused the send because of `lease`'s address (its reputation, a block list): use up

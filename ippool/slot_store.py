@@ -29,7 +29,7 @@ from ippool.errors import PoolConfigError, PoolOperationFailed
 from ippool.keys import HOSTS_KEY, HostKeys
 from ippool.scripts import PoolScripts
 from ippool.states import SlotState
-from ippool.status import HostStatus, SlotStatus, read_host, text
+from ippool.status import HostStatus, SlotStatus, read_hosts, text
 from sendhost.model import BUDGET
 
 
@@ -238,10 +238,16 @@ class SlotStore:
     def status(self, host: str | None = None, now: float | None = None) -> list[HostStatus]:
         """State of one host (PoolConfigError when it is not registered) or of every host, read at `now`
         (default: Redis TIME) so expired leases do not count as live."""
-        names = [host] if host is not None else self.hosts()
+        return self.status_of([host] if host is not None else self.hosts(), now)
+
+    def status_of(self, hosts: Sequence[str], now: float | None = None) -> list[HostStatus]:
+        """State of each of `hosts`, in order, in three round trips at most however many (PoolConfigError naming
+        the first that is not registered), read at `now` as `status` is."""
+        names = list(hosts)
         with _redis_op("read pool status"):
             now_ms = self._now_ms(now)
-            found = [(name, read_host(self._client, self._checked_keys(name), now_ms)) for name in names]
+            states = read_hosts(self._client, [self._checked_keys(name) for name in names], now_ms)
+            found = list(zip(names, states, strict=True))
         missing = [name for name, state in found if state is None]
         if missing:
             known = ", ".join(self.hosts()) or "none"

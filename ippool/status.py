@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -69,21 +70,38 @@ class HostStatus:
                 "budget_max": self.budget[1], "slots": [slot.to_json() for slot in self.slots]}
 
 
-def read_host(client: Any, keys: HostKeys, now_ms: int) -> HostStatus | None:
-    """The host's state, or None when it is not registered. Leases with expiry <= now_ms are not counted."""
-    meta = {text(k): text(v) for k, v in client.hgetall(keys.meta).items()}
-    if "primary_ip" not in meta:
-        return None
-    count = int(meta.get("slot_count", 0))
+def read_hosts(client: Any, hosts: Sequence[HostKeys], now_ms: int) -> list[HostStatus | None]:
+    """Each host's state, in order (None for a host not registered; leases with expiry <= now_ms are not counted),
+    in two round trips however many hosts: every host's meta in one pipeline, then every registered host's slots
+    and live leases in another (a fleet's status, or a sampler reading every host, is not two trips per host)."""
+    if not hosts:
+        return []
     # Plain reads, no transaction: on Redis Cluster a pipeline of same-slot keys goes to one node either way.
     pipe = client.pipeline(transaction=False)
-    for index in range(count):
-        pipe.hgetall(keys.slot(index))
-        pipe.get(keys.used(index))
-    pipe.zrangebyscore(keys.leases, f"({now_ms}", "+inf")
-    *replies, live_members = pipe.execute()
-    live = Counter(text(member).split(":", 1)[0] for member in live_members)
-    slots = tuple(SlotStatus.from_hash(index, replies[2 * index], live[str(index)], used=replies[2 * index + 1])
-                  for index in range(count))
-    return HostStatus(host=keys.host, primary_ip=meta["primary_ip"],
-                      budget=(int(meta.get("budget_min", 0)), int(meta.get("budget_max", 0))), slots=slots)
+    for keys in hosts:
+        pipe.hgetall(keys.meta)
+    metas = [{text(k): text(v) for k, v in reply.items()} for reply in pipe.execute()]
+    counts = [int(meta.get("slot_count", 0)) if "primary_ip" in meta else None for meta in metas]
+    pipe = client.pipeline(transaction=False)
+    for keys, count in zip(hosts, counts, strict=True):
+        if count is None:
+            continue
+        for index in range(count):
+            pipe.hgetall(keys.slot(index))
+            pipe.get(keys.used(index))
+        pipe.zrangebyscore(keys.leases, f"({now_ms}", "+inf")
+    replies = iter(pipe.execute() if any(count is not None for count in counts) else [])
+    found: list[HostStatus | None] = []
+    for keys, meta, count in zip(hosts, metas, counts, strict=True):
+        if count is None:
+            found.append(None)
+            continue
+        slot_replies = [next(replies) for _ in range(2 * count)]
+        live = Counter(text(member).split(":", 1)[0] for member in next(replies))
+        slots = tuple(SlotStatus.from_hash(index, slot_replies[2 * index], live[str(index)],
+                                           used=slot_replies[2 * index + 1])
+                      for index in range(count))
+        found.append(HostStatus(host=keys.host, primary_ip=meta["primary_ip"],
+                                budget=(int(meta.get("budget_min", 0)), int(meta.get("budget_max", 0))),
+                                slots=slots))
+    return found

@@ -253,8 +253,10 @@ class _Loop:
             return  # every sender is busy: the first to finish looks again
         index = self._free.popleft()
         sender = self.senders[index]
+        leases = sender.mail.sources.leases
         retry_at = sender.attempt()
-        self.pool_worker.leased()
+        if sender.mail.sources.leases != leases:
+            self.pool_worker.leased()  # an attempt that leased nothing (the guard refused) left the pool as it was
         if sender.in_flight is not None:
             self._sent(sender.in_flight.send, sender.in_flight.delivery)
             self.at(sender.in_flight.done_at, lambda: self._finish(index))

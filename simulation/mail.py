@@ -102,8 +102,10 @@ class LoopbackSources:
         self.sources: dict[str, SourceAddress] = {}
         self._by_key: dict[tuple[str, str | None, int | None, int | None], str] = {}
         self.last_lease: Lease | None = None
+        self.leases = 0  # how many leases it was asked about: every lease the agents took
 
     def __call__(self, lease: Lease) -> str:
+        self.leases += 1
         key = (lease.host, lease.public_ip, lease.slot, lease.generation)
         loopback = self._by_key.get(key)
         if loopback is None:

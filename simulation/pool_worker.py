@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ippool import Pool
 from ippool.assembly import PoolMachinery
@@ -49,6 +49,11 @@ class PoolWorker:
         self.held = 0
         self._by_command: set[tuple[str, int, int]] = set()  # (host, slot, generation) retired by on-call
         self._leasable: int | None = None  # read from Redis at the last sample, until the pool changes
+        # The pool's changes so far (leases, cycles, on-call), and how many there had been when a look found no
+        # slot ready. A slot becomes ready only when it is leased (its budget spent) and its leases are gone; the
+        # agents release each lease within the send, so with no change since, no slot can have become ready.
+        self._changes = 0
+        self._none_ready_at: int | None = None
 
     def provision(self) -> None:
         """`pool create` for every host: slot IPs, one tagged and associated EIP per slot, slots in Redis."""
@@ -64,13 +69,16 @@ class PoolWorker:
     def cycle(self) -> None:
         """One pool worker cycle, when there is work: a slot ready to rotate or a parked EIP past its deadline."""
         now = self.clock()
+        due = any(parked.until <= now for parked in self._parked.values())
+        if not due and self._none_ready_at == self._changes:
+            return  # no slot was ready at the last look and the pool has not changed since: none is now
         names = [world.host.name for world in self.hosts]
         ready = self.pool.slots.ready_by_host(names, now=now)
-        due = any(parked.until <= now for parked in self._parked.values())
         if not any(ready.values()) and not due:
+            self._none_ready_at = self._changes
             return
         # only a host with a slot ready now can rotate in this cycle (the clock stands still during it)
-        before = {name: self._slots(name) for name in names if ready[name]}
+        before = self._slots_of([name for name in names if ready[name]])
         report = self.worker.run_cycle()
         self.leased()
         for result in report.rotations:
@@ -95,20 +103,29 @@ class PoolWorker:
         """Slots active and under budget, across hosts: the addresses in service now. Read again only after the
         pool changed: most samples of a night fall where nothing leased, rotated or retired."""
         if self._leasable is None:
-            self._leasable = sum(1 for world in self.hosts for slot in self._slots(world.host.name).values()
+            every_host = self._slots_of([world.host.name for world in self.hosts])
+            self._leasable = sum(1 for slots in every_host.values() for slot in slots.values()
                                  if slot.state == SlotState.ACTIVE and slot.used < slot.budget)
         return self._leasable
 
     def leased(self) -> None:
         """The pool may have changed (a sender's attempt leased, a cycle rotated, on-call retired): read it again."""
         self._leasable = None
+        self._changes += 1
 
     @property
     def parked_count(self) -> int:
         return len(self._parked)
 
     def _slots(self, host: str) -> dict[int, SlotStatus]:
-        return {slot.slot: slot for slot in self.pool.status(host, now=self.clock())[0].slots}
+        return self._slots_of([host])[host]
+
+    def _slots_of(self, hosts: Sequence[str]) -> dict[str, dict[int, SlotStatus]]:
+        """Each host's slots, every host read at once (a fleet's sample is a few round trips, not two per host)."""
+        if not hosts:
+            return {}
+        return {status.host: {slot.slot: slot for slot in status.slots}
+                for status in self.pool.status_of(hosts, now=self.clock())}
 
     def _diff(self, host: str, before: dict[int, SlotStatus]) -> None:
         for index, after in self._slots(host).items():

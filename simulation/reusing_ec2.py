@@ -91,8 +91,7 @@ class ReusingEc2StandIn(Ec2Adapter):
         released = super().release_address(allocation_id)
         keys = self._tag_keys.pop(allocation_id, set())
         if released and keys:
-            # AWS's own doing, not a call of the tool's: past the adapter's pacing and its on_call hook
-            self._client("ec2").delete_tags(Resources=[allocation_id], Tags=[{"Key": key} for key in sorted(keys)])
+            self._drop_tags(allocation_id, sorted(keys))
         public_ip = self._ip_by_allocation.pop(allocation_id, None)
         if released and public_ip is not None:
             self._held.discard(public_ip)
@@ -100,6 +99,10 @@ class ReusingEc2StandIn(Ec2Adapter):
                 self._recently_released.remove(public_ip)
             self._recently_released.append(public_ip)
         return released
+
+    def _drop_tags(self, allocation_id: str, keys: list[str]) -> None:
+        """AWS's own doing, not a call of the tool's: past the adapter's pacing and its on_call hook."""
+        self._client("ec2").delete_tags(Resources=[allocation_id], Tags=[{"Key": key} for key in keys])
 
     @property
     def recently_released(self) -> tuple[str, ...]:

@@ -129,16 +129,18 @@ def _wait_until_it_answers(client: redis.Redis, process: subprocess.Popen[bytes]
 
 @contextmanager
 def sandbox(region: str) -> Iterator[tuple[redis.Redis, Path]]:
-    """Embedded Redis + moto (its tag lookups indexed: simulation.moto_tags) + fake AWS credentials in a temporary
-    directory removed at the end."""
+    """Embedded Redis + moto (its tag lookups indexed: simulation.moto_tags; each class's actions read once:
+    simulation.moto_actions) + fake AWS credentials in a temporary directory removed at the end."""
     # A short prefix under the temp dir keeps the Unix socket path well under the 108-byte limit.
     state_dir = Path(tempfile.mkdtemp(prefix="sendhost-sim-"))
     try:
         from moto import mock_aws  # late: moto is heavy, and it must patch botocore before any client exists
 
+        from simulation.moto_actions import cached_action_names
         from simulation.moto_tags import indexed_tags
 
-        with fake_aws_env(state_dir, region), mock_aws(), indexed_tags(), embedded_redis(state_dir) as client:
+        with (fake_aws_env(state_dir, region), mock_aws(), indexed_tags(), cached_action_names(),
+              embedded_redis(state_dir) as client):
             yield client, state_dir
     except redis.RedisError as exc:
         raise SimulationFailed(f"the simulation's embedded Redis failed: {exc}") from exc
@@ -147,7 +149,16 @@ def sandbox(region: str) -> Iterator[tuple[redis.Redis, Path]]:
 
 
 def session_factory(region: str) -> Any:
-    """boto3 sessions with the fake keys spelled out (so no credential chain is consulted at all)."""
+    """A boto3 session with the fake keys spelled out (so no credential chain is consulted at all), made on the
+    first call and given to every later one: each new session parsed the service models again (EC2's is megabytes
+    of JSON), and one thread of one simulation needs only one."""
     import boto3
 
-    return lambda: boto3.Session(region_name=region, **{k.lower(): v for k, v in FAKE_AWS_ENV.items()})
+    made: list[Any] = []
+
+    def session() -> Any:
+        if not made:
+            made.append(boto3.Session(region_name=region, **{k.lower(): v for k, v in FAKE_AWS_ENV.items()}))
+        return made[0]
+
+    return session

@@ -21,10 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import requests
-from authlib.integrations.base_client.errors import OAuthError
-from authlib.integrations.requests_client import OAuth2Session
-
 from sender.oauth.errors import TokenUnavailable
 from sender.oauth.files import host_lock, read_json, read_text, token_files, write_json, write_private
 from sendhost.errors import SecretUnavailable
@@ -188,6 +184,11 @@ class TokenKeeper:
         earlier = self._refused.get(str(token_file))
         if earlier is not None and earlier[0] == refresh_token:  # refused before, not authorized again since
             raise self._refusal(mailbox, token_file, refresh_token, earlier[1])
+        # late: an agent whose mailboxes all submit with a password never pays for the OAuth client's import
+        import requests
+        from authlib.integrations.base_client.errors import OAuthError
+        from authlib.integrations.requests_client import OAuth2Session
+
         secret = settings.client_secret(self._env)
         session = OAuth2Session(settings.client_id, secret, scope=settings.scope,
                                 token_endpoint_auth_method="client_secret_post" if secret else "none")

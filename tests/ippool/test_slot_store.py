@@ -155,6 +155,35 @@ def test_status_reads_every_field(pool: Pool) -> None:
     lease.release()
 
 
+
+def test_status_of_several_hosts_is_each_host_status_in_order_in_two_round_trips(pool: Pool,
+                                                                                    clock: FakeClock) -> None:
+    for host, slots in (("sender-1", 2), ("sender-2", 3), ("sender-3", 1)):
+        register(pool, host, slots=slots)
+    held = pool.lease("sender-2", ttl_s=60)  # a live lease, and one expired by the time of reading
+    pool.lease("sender-3", ttl_s=5)
+    set_used(pool, "sender-1", 1, pool.slots.slot_status("sender-1", 1).budget)  # spent: ready
+    clock.advance(10)
+    names = ["sender-3", "sender-1", "sender-2"]
+    commands: list[object] = []
+    client = pool.slots._client
+    original = client.pipeline
+    client.pipeline = lambda *a, **k: (commands.append("pipeline"), original(*a, **k))[1]  # type: ignore[method-assign]
+    try:
+        together = pool.status_of(names)
+    finally:
+        client.pipeline = original  # type: ignore[method-assign]
+    assert commands == ["pipeline", "pipeline"]
+    assert together == [pool.status(name)[0] for name in names]
+    assert [h.host for h in together] == names
+    assert [s.live_leases for s in together[2].slots] == [1, 0, 0] and together[0].slots[0].live_leases == 0
+    assert together[1].slots[1].state == "ready"
+    assert pool.status_of([]) == []
+    with pytest.raises(PoolConfigError, match=re.escape("host 'ghost' is not registered in Redis")):
+        pool.status_of(["sender-1", "ghost"])
+    held.release()
+
+
 @pytest.mark.parametrize(("call", "message"), [
     (lambda p: p.register_host("h", "not-an-ip"), "primary_ip 'not-an-ip' is not an IP address"),
     (lambda p: p.register_host("h", "10.0.0.1", budget=(9, 3)), "need 1 <= low <= high"),
