@@ -12,6 +12,9 @@ the ledger nothing.
     sendhost_sender_followups_due{mailbox}                due follow-ups that may go only from this mailbox (the
                                                           one that sent the lead's step before)
     sendhost_sender_followups_oldest_due_age_seconds{mailbox}   since when the oldest of them is due
+    sendhost_sender_step_rows{campaign,step,mailbox,outcome}    what worked (docs/tracking.md): rows sent, and of
+                                                          those delivered, replied, bounced, unsubscribed, clicked
+                                                          and opened (by a person; opens an estimate)
 
 A mailbox's follow-ups stall while the warm-up guard holds it paused or disconnected: the alerting rule
 SendhostFollowupsStalled joins the first with `sendhost pool exporter`'s sendhost_warmup_mailbox_paused.
@@ -30,6 +33,7 @@ from prometheus_client.registry import Collector
 from psycopg_pool import ConnectionPool
 
 from sender.feedback.health import WINDOW
+from sender.ledger.campaigns import WORKED_COLUMNS, Campaigns
 from sender.ledger.events import Feedback
 from sender.ledger.stalled import pinned_due
 from sender.ledger.store import Ledger
@@ -60,6 +64,10 @@ class LedgerCollector(Collector):
                                       "mailbox (it sent the lead's step before).", labels=["mailbox"])
         followups_age = GaugeMetricFamily(f"{PREFIX}_followups_oldest_due_age_seconds", "Seconds since the oldest "
                                           "due follow-up pinned to this mailbox became due.", labels=["mailbox"])
+        worked = GaugeMetricFamily(f"{PREFIX}_step_rows", "Rows of a campaign's step sent from a mailbox (outcome "
+                                   "sent), and of those delivered, replied, bounced, unsubscribed, clicked and opened "
+                                   "by a person (opened: an estimate).", labels=["campaign", "step", "mailbox",
+                                                                                  "outcome"])
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
         try:
             with self._pool.connection(timeout=5) as conn:
@@ -83,13 +91,18 @@ class LedgerCollector(Collector):
                     sends.add_metric([mailbox], seen["sent"])
                     bounces.add_metric([mailbox], seen["bounced"])
                     complaints.add_metric([mailbox], seen["complained"])
+                for line in Campaigns(ledger).worked():
+                    labels = [line.campaign, str(line.step), line.mailbox]
+                    worked.add_metric([*labels, "sent"], line.sent)
+                    for column in WORKED_COLUMNS:
+                        worked.add_metric([*labels, column], line.counts[column])
         except Exception as exc:  # a scrape must answer even when the ledger does not
             log.warning("metrics: the ledger did not answer: %s", str(exc).splitlines()[0] if str(exc) else exc)
             up.add_metric([], 0)
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age)
+        yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age, worked)
 
 
 class CachedCollector(Collector):

@@ -167,7 +167,7 @@ class Agent:
             return Report(row.id, "blocked", closed.why)
         url = unsubscribe_url(self.settings.unsubscribe_base_url, make_token(self._key, row.idempotency_key))
         try:
-            content = compose(row, url)
+            content = compose(row, url, self._windows.tracking(ledger, row), self._key)
         except (TemplateError, ValueError) as exc:  # a lead that cannot fill its step: nothing can be sent
             why = f"cannot compose: {exc}"
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.FAILED, why))
@@ -225,7 +225,8 @@ class Agent:
             session = opening.result()
             result = session if isinstance(session, Result) else session.hand_over(
                 build_message(mailbox=mailbox.address, to=row.recipient, subject=content.headers, text=content.body,
-                              message_id=message_id, unsubscribe=url, now=now), row.recipient)
+                              message_id=message_id, unsubscribe=url, now=now, open_image=content.open_image),
+                row.recipient)
             self._checkpoint("submitted")
             report = self._settle(ledger, row, reserved, mailbox, source_ip, result, message_id, lease, worker)
             if result.kind is ResultKind.ACCEPTED:
