@@ -183,3 +183,51 @@ def test_tokens_that_are_not_a_rows_own_link_get_a_bare_404(tmp_path: Path, worl
         response = httpx.get(f"{web.base}/c/{bad}", headers={"User-Agent": BROWSER})
         assert (response.status_code, response.text, response.headers.get("location")) == (404, "not found\n", None)
     assert _engagement(world.database_url) == []
+
+
+OPEN_RE = re.compile(rf'<img src="https://{re.escape(TRACKING_DOMAIN)}/o/([A-Za-z0-9_-]+)" width="1" height="1"')
+
+
+def _opens(database_url: str) -> list[tuple[str, str]]:
+    with psycopg.connect(database_url) as conn:
+        return [(str(v), str(r)) for v, r in conn.execute(
+            "SELECT verdict, rule FROM sender_engagement WHERE kind = 'open' ORDER BY id").fetchall()]
+
+
+def test_opens_when_on_label_the_proxies_and_count_only_a_person_and_a_walk_of_every_link_is_a_scanners(
+        tmp_path: Path, world: World, web: WebServer) -> None:
+    with Ledger.from_url(world.database_url) as ledger:
+        _campaign(tmp_path, ledger, "opens",
+                  f"tracking: {{clicks: true, opens: true, domain: {TRACKING_DOMAIN}}}\n", "ann@rcpt.example")
+    agent, factory = world.agent()
+    one_pass(agent, factory)
+    (received,) = world.server.recorder.snapshot()
+    message = email.message_from_bytes(received.message.as_bytes(), policy=email.policy.default)
+    assert message.get_content_type() == "multipart/alternative"
+    html_part = message.get_body(("html",))
+    assert html_part is not None
+    (token,) = OPEN_RE.findall(html_part.get_content())
+    clicks = CLICK_RE.findall(html_part.get_content())
+    assert len(clicks) == 2  # the HTML part carries the same text, links tracked as in the plain one
+
+    with psycopg.connect(world.database_url) as conn:
+        conn.execute("UPDATE sender_sent SET accepted_at = accepted_at - interval '1 hour'")
+    for agent_string in ("Mozilla/5.0", "Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com "
+                         "GoogleImageProxy)", BROWSER):
+        response = httpx.get(f"{web.base}/o/{token}", headers={"User-Agent": agent_string})
+        assert (response.status_code, response.headers["content-type"]) == (200, "image/gif")
+    assert _opens(world.database_url) == [("apple_proxy", "apple_proxy"), ("google_proxy", "google_proxy"),
+                                          ("human", "")]
+    assert httpx.get(f"{web.base}/o/{clicks[0]}").status_code == 404  # a click token is no open token
+
+    # a machine with a browser's agent walks both links within the second: both clicks end as a scanner's
+    for click_token in clicks:
+        assert httpx.get(f"{web.base}/c/{click_token}", headers={"User-Agent": BROWSER}).status_code == 302
+    assert [(verdict, rule) for _, verdict, rule in _engagement(world.database_url)] == [
+        ("scanner", "every_link_same_second")] * 2
+    with Ledger.from_url(world.database_url) as ledger:
+        status = Campaigns(ledger).status("opens")
+        assert status is not None and status.opens
+        (line,) = status.worked
+        assert (line.sent, line.counts["opened"], line.counts["clicked"]) == (1, 1, 0)
+        assert status.as_json()["worked"][0]["opened_is_estimate"] is True
