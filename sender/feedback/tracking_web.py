@@ -15,7 +15,6 @@ import base64
 import logging
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 
 from psycopg_pool import ConnectionPool
 from starlette.concurrency import run_in_threadpool
@@ -23,11 +22,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from sender.campaigns.template import TemplateError
-from sender.feedback.engagement import BURST_S, Hit, classify_click, classify_open
+from sender.feedback.clicks import follow
+from sender.feedback.engagement import Hit, classify_open
 from sender.ledger.events import Feedback
 from sender.ledger.store import Ledger
-from sender.sending.links import body_with_mark, links_of
 
 log = logging.getLogger("sendhost.sender.web")
 
@@ -46,30 +44,17 @@ def tracking_routes(pool: ConnectionPool, link_of: Callable[[str], tuple[uuid.UU
     verdict)` counts each request in the process's metrics."""
 
     def click(token: str, method: str, user_agent: str) -> str | None:
-        found = link_of(token)
-        if found is None:
-            return None
-        key, index = found
+        named = link_of(token)
+        if named is None:
+            return None  # not ours: no query at all
         with pool.connection() as conn:
-            feedback = Feedback(Ledger(conn))
-            row = feedback.tracked_row(key)
-            if row is None:
-                return None
-            try:
-                links = links_of(body_with_mark(row.body, row.fields))
-            except TemplateError:  # a lead's fields changed since the send so that its body no longer renders
-                return None
-            if index >= len(links):
-                return None
-            since = row.now - timedelta(seconds=BURST_S)
-            verdict, rule = classify_click(Hit(
-                method, user_agent, (row.now - row.accepted_at).total_seconds(), len(links), index,
-                feedback.links_clicked_since(row.id, since)))
-            feedback.record_engagement(row.id, "click", index, verdict.value, rule,
-                                       since if rule == "every_link_same_second" else None)
-        count("click", verdict.value)
-        log.info("click: row %d link %d: %s%s", row.id, index + 1, verdict, f" ({rule})" if rule else "")
-        return links[index]
+            followed = follow(Feedback(Ledger(conn)), named, method, user_agent)
+        if followed is None:
+            return None
+        count("click", followed.verdict.value)
+        log.info("click: row %d link %d: %s%s", followed.row, followed.link + 1, followed.verdict,
+                 f" ({followed.rule})" if followed.rule else "")
+        return followed.target
 
     def opened(token: str, method: str, user_agent: str) -> bool:
         key = open_of(token)

@@ -98,6 +98,7 @@ class Worked:
     mailbox: str
     sent: int
     counts: dict[str, int]  # WORKED_COLUMNS -> rows
+    scanned: int = 0  # rows a scanner clicked: never counted as clicked (docs/tracking.md)
 
     def rate(self, column: str) -> float:
         """The share of the rows sent (0.0 with none sent)."""
@@ -215,8 +216,8 @@ class Campaigns:
     def worked(self, name: str | None = None) -> list[Worked]:
         """What worked per step and mailbox, of campaign `name` (None: every campaign file)."""
         return [Worked(str(campaign), int(step), str(mailbox), int(sent),
-                       dict(zip(WORKED_COLUMNS, (int(n) for n in counts), strict=True)))
-                for campaign, step, mailbox, sent, *counts in self.ledger.fetch_all(
+                       dict(zip(WORKED_COLUMNS, (int(n) for n in counts), strict=True)), int(scanned))
+                for campaign, step, mailbox, sent, *counts, scanned in self.ledger.fetch_all(
                     "campaign_worked", {"campaign": name}, "what worked")]
 
     def reassign(self, name: str, from_mailbox: str, to_mailbox: str) -> int:

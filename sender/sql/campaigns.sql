@@ -108,7 +108,8 @@ ORDER BY f.occurred_at, f.id;
 -- What worked (docs/tracking.md#what-worked): per step and sending mailbox, the rows sent (accepted by the
 -- provider), and of those the rows delivered (a relay said so, or the recipient replied or clicked), replied (a
 -- reply or a `left` one), bounced, unsubscribed (or complained), clicked by a person (sender_engagement's `human`
--- verdict), opened by a person (an estimate). A row counts once per column, whatever its status ranks as now.
+-- verdict), opened by a person (an estimate); last, the rows a scanner clicked (never counted as clicks: shown apart
+-- by the simulation's summary). A row counts once per column, whatever its status ranks as now.
 -- %(campaign)s NULL: every campaign file's.
 SELECT c.name, e.step, lower(g.mailbox), count(*),
        count(*) FILTER (WHERE e.status IN ('delivered', 'replied') OR f.delivered OR k.clicked),
@@ -116,7 +117,8 @@ SELECT c.name, e.step, lower(g.mailbox), count(*),
        count(*) FILTER (WHERE e.status = 'bounced' OR f.bounced),
        count(*) FILTER (WHERE e.status IN ('unsubscribed', 'complained') OR f.unsubscribed),
        count(*) FILTER (WHERE k.clicked),
-       count(*) FILTER (WHERE k.opened)
+       count(*) FILTER (WHERE k.opened),
+       count(*) FILTER (WHERE k.scanned)
 FROM sender_sent g
 JOIN sender_emails e ON e.id = g.email_id
 JOIN sender_campaigns c ON c.id = e.campaign_id
@@ -127,8 +129,10 @@ LEFT JOIN LATERAL (
     FROM sender_feedback x WHERE x.email_id = e.id AND x.verdict <> 'fail'
 ) AS f ON true
 LEFT JOIN LATERAL (
-    SELECT bool_or(y.kind = 'click') AS clicked, bool_or(y.kind = 'open') AS opened
-    FROM sender_engagement y WHERE y.email_id = e.id AND y.verdict = 'human'
+    SELECT bool_or(y.kind = 'click' AND y.verdict = 'human') AS clicked,
+           bool_or(y.kind = 'open' AND y.verdict = 'human') AS opened,
+           bool_or(y.kind = 'click' AND y.verdict = 'scanner') AS scanned
+    FROM sender_engagement y WHERE y.email_id = e.id
 ) AS k ON true
 WHERE c.kind = 'file' AND (%(campaign)s::text IS NULL OR c.name = %(campaign)s)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
