@@ -231,3 +231,9 @@ def test_opens_when_on_label_the_proxies_and_count_only_a_person_and_a_walk_of_e
         (line,) = status.worked
         assert (line.sent, line.counts["opened"], line.counts["clicked"]) == (1, 1, 0)
         assert status.as_json()["worked"][0]["opened_is_estimate"] is True
+    shown = run_cli("--inventory", str(world.inventory), "--redis-url", world.redis_url, "campaign", "--database-url",
+                    world.database_url, "status", "opens", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    head = lines.index("opens: what worked (rates over sent)")
+    assert "opened (estimate)" in lines[head + 2] and "1 (100.0%)" in lines[head + 4], shown.stdout
