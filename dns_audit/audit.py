@@ -24,6 +24,7 @@ from dns_audit.resolver import LiveResolver, Resolver, covers, describe
 from dns_audit.spf import audit_spf, authorize_ips
 from dns_audit.tls import MAX_PROBES, TlsProbe, audit_mx_tls
 from dns_audit.tlsrpt import audit_tlsrpt
+from dns_audit.tracking import HTTPS_PORT, audit_tracking
 
 PROFILES = ("gmail-bulk", "baseline")
 # Google's bulk-sender rules add DMARC and From alignment to the all-senders floor.
@@ -82,6 +83,7 @@ class DomainTarget:
     spf_includes: tuple[str, ...] = ()
     dmarc_floor: str | None = None
     declared_at: Location | None = None  # the inventory line declaring the domain (for report locations)
+    tracking_domains: tuple[str, ...] = ()  # the tracking domains of its campaigns (docs/tracking.md)
 
     @property
     def direct(self) -> bool:
@@ -96,6 +98,7 @@ class AuditOptions:
     tls: TlsProbe | None = field(default_factory=TlsProbe)  # None: no network probes (zone-file audits)
     concurrency: int = 20
     deadline: float = 60.0  # seconds for one whole domain
+    https_port: int = HTTPS_PORT  # where a tracking domain's HTTPS is probed
 
     def runs(self, check: str) -> bool:
         return not (self.profile == "baseline" and check in BULK_ONLY_CHECKS)
@@ -124,6 +127,9 @@ class _DomainRun:
             self._check("tlsrpt", audit_tlsrpt(r, t.domain)),
             self._check("dnsbl", audit_dnsbl(r, t.domain, list(t.ips), list(self.options.ip_zones),
                                              list(self.options.domain_zones))),
+            *([self._check("tracking", audit_tracking(r, list(t.tracking_domains), list(self.options.domain_zones),
+                                                      self.options.tls, self.options.https_port))]
+              if t.tracking_domains else []),
         )
 
     async def _policy(self, envelope: str) -> None:
@@ -219,7 +225,8 @@ class _DomainRun:
         checks = []
         findings: list[Finding] = []
         required = REQUIRED.get(self.options.profile, ()) + (("ptr",) if self.target.direct else ())
-        for name in CHECK_ORDER:
+        # the tracking check only where a campaign names a tracking domain: other reports stay as they were
+        for name in CHECK_ORDER + (("tracking",) if self.target.tracking_domains else ()):
             if name in self.results:
                 checks.append(Check(name, check_status(self.results[name])))
                 findings.extend(self.results[name])

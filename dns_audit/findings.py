@@ -253,6 +253,21 @@ CATALOG: dict[str, FindingRule] = {
         "RFC 5782 §2.1"),
     "dnsbl.lookup_failed": FindingRule(
         "error", "The list did not answer: retry, or check the list's zone name.", "RFC 5782"),
+    "tracking.unresolved": FindingRule(
+        "error", "Point the tracking domain at the host of `sendhost sender web` (an A or AAAA record).",
+        "docs/tracking.md"),
+    "tracking.lookup_failed": FindingRule(
+        "error", "Check the tracking domain's nameservers: its address lookup timed out or failed.",
+        "docs/tracking.md"),
+    "tracking.tls_invalid": FindingRule(
+        "error", "Serve a certificate valid for the tracking domain (e.g. from Let's Encrypt) in front of "
+        "`sendhost sender web`: a link that warns is a link nobody follows.", "docs/tracking.md"),
+    "tracking.https_unreachable": FindingRule(
+        "error", "Serve HTTPS on the tracking domain (port 443) in front of `sendhost sender web`.",
+        "docs/tracking.md"),
+    "tracking.listed": FindingRule(
+        "error", "Stop sending with this tracking domain, find out why it is listed and request delisting; a "
+        "fresh domain of your own is the usual way out.", "RFC 5782; docs/tracking.md"),
     "audit.no_data": FindingRule(
         "error",
         "Add the domain's zone file (<domain>.zone) to --zone-dir, or pass --nameserver to audit it live.",

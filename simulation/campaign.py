@@ -36,17 +36,20 @@ CAMPAIGN_FILE = """\
 name: {name}
 group: {group}
 fields: [first_name]
+tracking: {{clicks: true, domain: t.simulation.example}}    # links rewritten to redirects on our own domain
 steps:
   - subject: "A question, {{first_name|there}}"
     body: |
       Hello {{first_name|there}},
 
-      a short note from the simulation. Would a call next week help?
+      a short note from the simulation. Would a call next week help? The two-minute version:
+      https://www.simulation.example/overview
 
       Not interested? {{unsubscribe_url}}
   - delay: 3d    # after step 1 was sent; no subject: a reply in its thread
     body: |
-      Following up on my note below, {{first_name|there}}: is this on your radar?
+      Following up on my note below, {{first_name|there}}: is this on your radar? A customer's story:
+      https://www.simulation.example/story
   - delay: 4d
     body: |
       Last one from me, {{first_name|there}}. If the timing is wrong, no reply needed.

@@ -11,6 +11,7 @@ behind them and AWS's address reuse (the named EC2 stand-in) are simulated.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import random
@@ -27,6 +28,7 @@ from sender.ledger.campaigns import CampaignStatus
 from sender.ledger.events import Feedback
 from simulation import events
 from simulation.campaign import LeadFeed, SequenceRow, sequence_rows
+from simulation.clicks import Click, Clickers, take_click
 from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
 from simulation.ec2_fake import SimulatedEc2
@@ -126,10 +128,12 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                                       plan=config.campaign, now=start_s)
                 recipients = Recipients(random.Random(seeds.randrange(2**32)), config.reactions)
                 paths = FeedbackPaths(Feedback(mail.ledger), mail.unsubscribe_key)
+                # a generator of its own, not drawn from `seeds`: the run's other draws stay as they were
+                clickers = Clickers(random.Random(f"clicks:{config.seed}"), config.reactions)
                 meter = ConnectionMeter(client, mail.ledger.url or "") if config.measure_connections else None
                 try:
                     _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
-                          progress, _Campaign(feed, recipients, paths), meter).run(start_s)
+                          progress, _Campaign(feed, recipients, paths, clickers), meter).run(start_s)
                     if meter is not None:
                         meter.finish()
                 finally:
@@ -173,6 +177,7 @@ class _Campaign:
     feed: LeadFeed
     recipients: Recipients
     paths: FeedbackPaths
+    clickers: Clickers | None = None
 
 
 class _Loop:
@@ -272,6 +277,13 @@ class _Loop:
         reaction = self.campaign.recipients.receive(delivery, self.clock())
         if reaction is not None:
             self.at(reaction.at, lambda: self._react(reaction))
+        if self.campaign.clickers is not None:
+            for click in self.campaign.clickers.receive(delivery, self.clock()):
+                self.at(click.at, functools.partial(self._click, click))
+
+    def _click(self, click: Click) -> None:
+        paths = self.campaign.paths
+        self.log.clicks.append(take_click(paths.feedback, paths.unsubscribe_key, click, self.clock()))
 
     def _react(self, reaction: Reaction) -> None:
         taken = self.campaign.paths.take(reaction, self.clock())

@@ -94,6 +94,17 @@ class Released:
 
 
 @dataclass(frozen=True)
+class Clicked:
+    """A click on a tracked link as the ledger took it (simulation.clicks): its verdict, or `unmatched`."""
+
+    at: float
+    recipient: str
+    message_id: str
+    row: int | None
+    verdict: str  # human | scanner | unmatched
+
+
+@dataclass(frozen=True)
 class Reacted:
     """A recipient's reaction as the ledger took it (simulation.recipients): a bounce, a reply, an unsubscribe, an
     out-of-office, a reply asking to be removed."""
@@ -130,8 +141,9 @@ class EventLog:
     released: list[Released] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     reactions: list[Reacted] = field(default_factory=list)
+    clicks: list[Clicked] = field(default_factory=list)
 
     def to_json(self) -> dict[str, list[dict[str, Any]]]:
         return {name: [asdict(event) for event in getattr(self, name)]
                 for name in ("sends", "skips", "placements", "retirements", "parked", "released", "samples",
-                             "reactions")}
+                             "reactions", "clicks")}

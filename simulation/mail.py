@@ -53,6 +53,7 @@ UNSUBSCRIBE_BASE_URL = "https://unsubscribe.invalid"  # never fetched: the simul
 SMTP_TIMEOUT_S = 10.0
 NOT_STARTED_RETRY_S = 3600.0
 _LINK = re.compile(r"<([^<>]+)>")  # the links of a List-Unsubscribe header
+_CLICK = re.compile(r"https://[^\s/]+/c/[A-Za-z0-9_-]+")  # a tracked link (sender.sending.links)
 
 
 # --- the clock and the addresses ---------------------------------------------------------------------------------
@@ -159,6 +160,7 @@ class Delivery:
     in_reply_to: str | None = None
     references: tuple[str, ...] = ()
     unsubscribe_url: str | None = None  # the https link of List-Unsubscribe
+    click_urls: tuple[str, ...] = ()  # the tracked links of its text (docs/tracking.md)
 
 
 @dataclass
@@ -182,13 +184,15 @@ class SubmissionRecorder:
         login = session.auth_data if isinstance(session.auth_data, str) else ""
         in_reply_to = message["In-Reply-To"]
         links = _LINK.findall(str(message.get("List-Unsubscribe", "")))
+        text = message.get_payload(decode=True) if not message.is_multipart() else b""
+        clicks = tuple(_CLICK.findall(text.decode("utf-8", "replace") if isinstance(text, bytes) else ""))
         with self.lock:
             for rcpt in envelope.rcpt_tos:
                 self.deliveries.append(Delivery(
                     session.peer[0], login, str(envelope.mail_from), rcpt.lower(), str(message["Message-ID"]),
                     str(message.get("Subject", "")), str(in_reply_to) if in_reply_to else None,
                     tuple(str(message.get("References", "")).split()),
-                    next((link for link in links if link.startswith("https:")), None)))
+                    next((link for link in links if link.startswith("https:")), None), clicks))
         return "250 2.0.0 OK queued"
 
 

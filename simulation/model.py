@@ -40,6 +40,9 @@ class Reactions:
     bounce_after_s: tuple[float, float] = (60.0, 900.0)  # the recipient's server reports within minutes
     reply_mean_s: float = 8 * 3600.0  # people answer within hours, some after days
     unsubscribe_mean_s: float = 2 * 3600.0
+    click: tuple[float, ...] = (0.05, 0.04, 0.02)  # a person clicks a tracked link of the message, per step
+    click_mean_s: float = 4 * 3600.0
+    scanned: float = 0.1  # recipients whose mail gateway walks every link of every message as it arrives
 
     def at_step(self, rates: tuple[float, ...], step: int) -> float:
         return rates[min(step, len(rates)) - 1] if rates else 0.0

@@ -122,8 +122,8 @@ STEP_PARTS = (("sent, no answer", "unanswered", "#4c78a8"), ("replied", "replied
               ("failed", "failed", "#9d755d"), ("cancelled: the sequence had ended", "cancelled", "#bab0ac"),
               ("queued at the end", "queued", "#72b7b2"), ("waiting at the end", "waiting", "#b279a2"))
 BAR_H, BAR_GAP = 26, 14
-STEP_COLUMNS = ("step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "failed",
-                "cancelled", "queued", "waiting", "gap, days (min, median)")
+STEP_COLUMNS = ("step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "clicked",
+                "scanner clicks", "failed", "cancelled", "queued", "waiting", "gap, days (min, median)")
 
 
 def _campaigns(result: SimResult, summary: Summary) -> str:
@@ -133,8 +133,10 @@ def _campaigns(result: SimResult, summary: Summary) -> str:
         return ""
     parts = ["<h2>Campaign</h2><p>Each lead gets step 1, then each later step its delay after the step before was "
              "sent, from the same mailbox, in the same thread; a reply, a bounce or an unsubscribe ends its sequence. "
-             "<i>sent</i> counts every step handed over, the replied, bounced and unsubscribed among them; the gap is "
-             "how long after the step before a step went.</p>"]
+             "<i>sent</i> counts every step handed over, the replied, bounced and unsubscribed among them; "
+             "<i>clicked</i> the rows a person clicked a tracked link of, <i>scanner clicks</i> the rows a mail "
+             "gateway's scanner walked (never counted as clicks); the gap is how long after the step before a step "
+             "went.</p>"]
     for line in summary.campaigns:
         parts.append(_figure(f"chart-steps-{line.name}", f"{line.name}: what became of each step ({line.leads} leads)",
                              _steps_chart(line)))
@@ -186,7 +188,8 @@ def _step_table(line: CampaignLine) -> str:
     rows = "".join(
         f"<tr><td>{step.step}</td><td>{escape(step.delay)}</td>"
         f"<td>{escape(step.subject) if step.subject else '<i>reply in the thread</i>'}</td><td>{step.sent}</td>"
-        f"<td>{step.replied}</td><td>{step.bounced}</td><td>{step.unsubscribed}</td><td>{step.failed}</td>"
+        f"<td>{step.replied}</td><td>{step.bounced}</td><td>{step.unsubscribed}</td><td>{step.clicked}</td>"
+        f"<td>{step.scanned}</td><td>{step.failed}</td>"
         f"<td>{step.cancelled}</td><td>{step.queued}</td><td>{step.waiting}</td>"
         f"<td>{_days(step.min_after_previous_s, step.median_after_previous_s)}</td></tr>"
         for step in line.steps)

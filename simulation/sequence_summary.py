@@ -42,6 +42,8 @@ class StepLine:
     waiting: int  # behind its lead's previous step, or its campaign not running
     min_after_previous_s: float | None  # the shortest gap between this step's send and the previous one's
     median_after_previous_s: float | None
+    clicked: int = 0  # rows a person clicked a tracked link of (docs/tracking.md)
+    scanned: int = 0  # rows a scanner clicked: never counted as clicked
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,9 @@ def campaign_lines(specs: list[CampaignSpec], statuses: list[CampaignStatus],
             continue
         steps = [_step_line(step.number, format_duration(step.delay_s),
                             step.subject.text if step.subject else None, status.steps.get(step.number, {}),
-                            gaps.get((spec.name, step.number), []))
+                            gaps.get((spec.name, step.number), []),
+                            sum(w.counts["clicked"] for w in status.worked if w.step == step.number),
+                            sum(w.scanned for w in status.worked if w.step == step.number))
                  for step in spec.steps]
         ended = {reason: status.ended[reason] for reason in (*END_REASONS, *sorted(status.ended))
                  if reason in status.ended}
@@ -80,7 +84,7 @@ def campaign_lines(specs: list[CampaignSpec], statuses: list[CampaignStatus],
 
 
 def _step_line(number: int, delay: str, subject: str | None, columns: dict[str, int],
-               gaps: list[float]) -> StepLine:
+               gaps: list[float], clicked: int = 0, scanned: int = 0) -> StepLine:
     count = columns.get
     return StepLine(
         number, delay, subject, sent=count("sent", 0) + sum(count(name, 0) for name in ANSWERED),
@@ -88,7 +92,7 @@ def _step_line(number: int, delay: str, subject: str | None, columns: dict[str, 
         failed=count("failed", 0) + count("unconfirmed", 0) + count("suppressed", 0),
         cancelled=count("cancelled", 0), queued=count("queued", 0), waiting=count("waiting", 0),
         min_after_previous_s=min(gaps) if gaps else None,
-        median_after_previous_s=statistics.median(gaps) if gaps else None)
+        median_after_previous_s=statistics.median(gaps) if gaps else None, clicked=clicked, scanned=scanned)
 
 
 def _gaps(rows: list[SequenceRow]) -> dict[tuple[str, int], list[float]]:

@@ -451,7 +451,32 @@ ISSUE_39 = (
        "counters rebuilt from the ledger miss the sends of a mailbox the inventory spells with capitals"),
 )
 
-CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24 + ISSUE_25 + ISSUE_26_WEB + ISSUE_39
+ENGAGEMENT_TESTS = "tests/sender/feedback/test_engagement.py"
+TRACKING_DELIVERY_TESTS = "tests/sender/feedback/test_tracking_delivery.py"
+CAMPAIGNS_SQL = "sender/sql/campaigns.sql"
+# Issue 41: clicks and opens, humans told from scanners, only a person's clicks counted.
+ISSUE_41 = (
+    _m("click-head-counts-as-a-person", "sender/feedback/engagement.py",
+       'lambda hit: hit.method.upper() == "HEAD"),', 'lambda hit: False),',
+       [f"{ENGAGEMENT_TESTS}::test_each_click_rule_and_its_order"],
+       "a HEAD request (a link checker) is judged a person's click"),
+    _m("click-at-delivery-is-a-person", "sender/feedback/engagement.py",
+       "hit.seconds_after_acceptance < AT_DELIVERY_S", "hit.seconds_after_acceptance < 0",
+       [f"{ENGAGEMENT_TESTS}::test_each_click_rule_and_its_order"],
+       "a click seconds after the provider's acceptance is judged a person's"),
+    _m("worked-counts-scanner-clicks", CAMPAIGNS_SQL,
+       "bool_or(y.kind = 'click' AND y.verdict = 'human') AS clicked",
+       "bool_or(y.kind = 'click') AS clicked",
+       [f"{TRACKING_DELIVERY_TESTS}::test_a_link_followed_from_the_delivered_message_redirects_and_counts_once_a_"
+        "person_clicks"],
+       "what worked counts a scanner's clicks as clicks"),
+    _m("click-redirects-past-the-rows-links", "sender/feedback/clicks.py",
+       "if index >= len(links):", "if index > len(links):",
+       [f"{TRACKING_DELIVERY_TESTS}::test_tokens_that_are_not_a_rows_own_link_get_a_bare_404"],
+       "a token naming an index past the row's links is answered (not a bare 404)"),
+)
+
+CATALOGUE = ISSUE_31 + CAUGHT + FOUND + ISSUE_24 + ISSUE_25 + ISSUE_26_WEB + ISSUE_39 + ISSUE_41
 
 
 @dataclass(frozen=True)

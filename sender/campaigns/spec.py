@@ -24,7 +24,10 @@ from sender.safe_text import header_problem, text_problem
 from sendhost.yaml_lines import load_yaml_with_lines
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}\Z")
-TOP_KEYS = ("name", "group", "fields", "steps", "stop_on_domain_reply", *PACING_KEYS)
+TOP_KEYS = ("name", "group", "fields", "steps", "stop_on_domain_reply", "tracking", *PACING_KEYS)
+TRACKING_KEYS = ("clicks", "opens", "domain")
+# A host name of two labels or more (`t.example.com`): the campaign's own, never a shared tracking host.
+DOMAIN_RE = re.compile(r"(?=.{4,253}\Z)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]\Z")
 STEP_KEYS = ("delay", "subject", "body")
 # The leads CSV's own columns: never merge fields.
 RESERVED_COLUMNS = ("email", "lead", "timezone")
@@ -47,6 +50,23 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Tracking:
+    """The campaign's `tracking:` (docs/tracking.md): click redirects and an open image on its own domain; all off
+    by default."""
+
+    clicks: bool = False
+    opens: bool = False
+    domain: str | None = None
+
+    @property
+    def on(self) -> bool:
+        return self.clicks or self.opens
+
+
+NO_TRACKING = Tracking()
+
+
+@dataclass(frozen=True)
 class CampaignSpec:
     name: str
     group: str
@@ -56,6 +76,7 @@ class CampaignSpec:
     path: str = field(default="", compare=False)
     # a reply from another address at a lead's domain (never a free-mail one) ends the lead's sequence
     stop_on_domain_reply: bool = False
+    tracking: Tracking = NO_TRACKING
 
     @property
     def required_fields(self) -> frozenset[str]:
@@ -98,7 +119,26 @@ def load_campaign(path: Path, known_groups: Collection[str] | None = None, *, te
     declared = _fields(keys)
     steps = _steps(keys, declared)
     return CampaignSpec(name, group, declared, steps, parse_pacing(keys), str(path),
-                        stop_on_domain_reply=keys.flag("stop_on_domain_reply", False))
+                        stop_on_domain_reply=keys.flag("stop_on_domain_reply", False), tracking=_tracking(keys))
+
+
+def _tracking(keys: Keys) -> Tracking:
+    node = keys.get("tracking", None)
+    if node is None:
+        return NO_TRACKING
+    inner = keys.child("tracking", node, keys.line("tracking"))
+    inner.only(TRACKING_KEYS)
+    clicks, opens = inner.flag("clicks", False), inner.flag("opens", False)
+    domain = inner.text("domain", None)
+    if domain is not None:
+        domain = domain.strip().lower().rstrip(".")
+        if not DOMAIN_RE.match(domain):
+            inner.fail("domain", f"{domain!r} is not a host name; write the tracking host of your own domain, like "
+                       "t.example.com")
+    if (clicks or opens) and domain is None:
+        inner.fail(None, "tracking needs a domain of your own (domain: t.example.com, pointed at `sendhost sender "
+                   "web`): shared tracking hosts sit on URI blocklists")
+    return Tracking(clicks, opens, domain)
 
 
 def _fields(keys: Keys) -> tuple[str, ...]:

@@ -18,6 +18,9 @@ the ledger nothing.
     sendhost_sender_postmaster_spam_ratio_day_timestamp_seconds{domain}   that day (its UTC midnight)
     sendhost_sender_postmaster_reputation{domain, reputation}   1 for that day's domain reputation (HIGH, MEDIUM,
                                                           LOW, BAD)
+    sendhost_sender_step_rows{campaign,step,mailbox,outcome}    what worked (docs/tracking.md): rows sent, and of
+                                                          those delivered, replied, bounced, unsubscribed, clicked
+                                                          and opened (by a person; opens an estimate)
 
 A mailbox's follow-ups stall while the warm-up guard holds it paused or disconnected: the alerting rule
 SendhostFollowupsStalled joins the first with `sendhost pool exporter`'s sendhost_warmup_mailbox_paused.
@@ -37,6 +40,7 @@ from prometheus_client.registry import Collector
 from psycopg_pool import ConnectionPool
 
 from sender.feedback.health import WINDOW
+from sender.ledger.campaigns import WORKED_COLUMNS, Campaigns
 from sender.ledger.events import Feedback
 from sender.ledger.stalled import pinned_due
 from sender.ledger.store import Ledger
@@ -75,6 +79,10 @@ class LedgerCollector(Collector):
                                      "sendhost_sender_postmaster_spam_ratio (its UTC midnight).", labels=["domain"])
         reputation = GaugeMetricFamily(f"{PREFIX}_postmaster_reputation", "1 for the domain reputation Postmaster "
                                        "Tools reported on that day.", labels=["domain", "reputation"])
+        worked = GaugeMetricFamily(f"{PREFIX}_step_rows", "Rows of a campaign's step sent from a mailbox (outcome "
+                                   "sent), and of those delivered, replied, bounced, unsubscribed, clicked and opened "
+                                   "by a person (opened: an estimate).", labels=["campaign", "step", "mailbox",
+                                                                                  "outcome"])
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
         try:
             with self._pool.connection(timeout=5) as conn:
@@ -105,6 +113,11 @@ class LedgerCollector(Collector):
                     spam_day.add_metric([last.domain], datetime.combine(last.day, time_of_day.min, UTC).timestamp())
                     if last.reputation:
                         reputation.add_metric([last.domain, last.reputation], 1)
+                for line in Campaigns(ledger).worked():
+                    labels = [line.campaign, str(line.step), line.mailbox]
+                    worked.add_metric([*labels, "sent"], line.sent)
+                    for column in WORKED_COLUMNS:
+                        worked.add_metric([*labels, column], line.counts[column])
         except Exception as exc:  # a scrape must answer even when the ledger does not
             log.warning("metrics: the ledger did not answer: %s", str(exc).splitlines()[0] if str(exc) else exc)
             up.add_metric([], 0)
@@ -112,7 +125,7 @@ class LedgerCollector(Collector):
             return
         up.add_metric([], 1)
         yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age, spam_ratio,
-                    spam_day, reputation)
+                    spam_day, reputation, worked)
 
 
 class CachedCollector(Collector):

@@ -3,6 +3,7 @@
     POST /u/<token>   body List-Unsubscribe=One-Click: suppress the row's recipient (200, idempotent)
     GET  /u/<token>   a small page with a confirm button; a GET alone never unsubscribes (link scanners follow it)
     POST /events      JSON {id, message_id, event, at} (or a list of them), X-Sendhost-Signature: t=<unix s>,v1=<hex>
+    GET  /c/<token>   a tracked link's redirect, GET /o/<token> the open image (sender.feedback.tracking_web)
     GET  /healthz     200 when the ledger answers
     GET  /metrics/    Prometheus, on its own listener (default loopback), never on the public one
 
@@ -43,10 +44,11 @@ from sender.errors import LedgerUnavailable
 from sender.feedback import signature
 from sender.feedback.guard import BodyTooLarge, GuardedH11Protocol, limit_log_rate, read_capped
 from sender.feedback.metrics import CachedCollector, LedgerCollector
+from sender.feedback.tracking_web import tracking_routes
 from sender.ledger import connection as db
 from sender.ledger.events import FROM_READING, Applied, Event, Feedback
 from sender.ledger.store import Ledger
-from sender.sending.tokens import verify_row_id_token, verify_token
+from sender.sending.tokens import verify_link_token, verify_open_token, verify_row_id_token, verify_token
 
 log = logging.getLogger("sendhost.sender.web")
 
@@ -79,6 +81,21 @@ class WebKeys:
                 return found
         return None
 
+    def link_of(self, token: str) -> tuple[uuid.UUID, int] | None:
+        """(idempotency key, link index) of a click token made with one of the keys."""
+        for key in self.unsubscribe:
+            found = verify_link_token(key, token)
+            if found is not None:
+                return found
+        return None
+
+    def open_of(self, token: str) -> uuid.UUID | None:
+        for key in self.unsubscribe:
+            found = verify_open_token(key, token)
+            if found is not None:
+                return found
+        return None
+
     def row_id_of(self, token: str) -> int | None:
         """The row id of a first-form token (mail sent before version 9): the ledger decides whether it still
         counts (Feedback.row_of_row_id_token)."""
@@ -96,6 +113,8 @@ class Metrics:
                                     ["method", "outcome"], registry=self.registry)
         self.events = Counter("sendhost_feedback_events", "Relay events received, by outcome.", ["outcome"],
                               registry=self.registry)
+        self.tracking = Counter("sendhost_tracking_requests", "Tracked-link clicks and open-image loads, by verdict "
+                                "(unknown: a token not ours).", ["kind", "verdict"], registry=self.registry)
 
 
 def ledger_metrics(pool: ConnectionPool) -> Metrics:
@@ -272,6 +291,8 @@ def create_app(pool: ConnectionPool, keys: WebKeys, metrics: Metrics | None = No
         Route("/u/{token}", unsubscribe_post, methods=["POST"]),
         Route("/events", events, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
+        *tracking_routes(pool, keys.link_of, keys.open_of, lambda kind, verdict: metrics.tracking.labels(
+            kind, verdict).inc()),
     ])
 
 
@@ -313,7 +334,7 @@ def _text_problem(value: str) -> str | None:
 
 def _parse_events(body: bytes, now: datetime) -> tuple[list[dict[str, Any]], list[dict[str, str]], str | None]:
     """The events of a request body, each checked (`at` against `now`), and those of a type the ledger does not
-    apply (`opened`, `clicked`, a vendor's own: id and type, skipped, so one of them does not hold back the
+    apply (a vendor's own, like `processed`: id and type, skipped, so one of them does not hold back the
     batch's bounces, which the relay would retry for ever); or a problem naming the first bad one (nothing
     applied)."""
     try:

@@ -85,6 +85,32 @@ STEP_COLUMNS = ("waiting", "queued", "sent", "replied", "bounced", "unsubscribed
                 "suppressed", "cancelled")
 
 
+# What worked (docs/tracking.md#what-worked), per step and mailbox: rows sent, then of those, each column.
+WORKED_COLUMNS = ("delivered", "replied", "bounced", "unsubscribed", "clicked", "opened")
+
+
+@dataclass(frozen=True)
+class Worked:
+    """One line of what worked: a campaign's step from one mailbox, rows sent and what became of them."""
+
+    campaign: str
+    step: int
+    mailbox: str
+    sent: int
+    counts: dict[str, int]  # WORKED_COLUMNS -> rows
+    scanned: int = 0  # rows a scanner clicked: never counted as clicked (docs/tracking.md)
+
+    def rate(self, column: str) -> float:
+        """The share of the rows sent (0.0 with none sent)."""
+        return self.counts[column] / self.sent if self.sent else 0.0
+
+    def as_json(self, opens: bool) -> dict[str, Any]:
+        shown = [c for c in WORKED_COLUMNS if opens or c != "opened"]
+        return {"step": self.step, "mailbox": self.mailbox, "sent": self.sent,
+                **{c: self.counts[c] for c in shown}, "rates": {c: round(self.rate(c), 4) for c in shown},
+                **({"opened_is_estimate": True} if opens else {})}
+
+
 @dataclass(frozen=True)
 class CampaignStatus:
     name: str
@@ -94,11 +120,13 @@ class CampaignStatus:
     ended: dict[str, int]  # sequences ended, by reason
     steps: dict[int, dict[str, int]]  # step -> column -> rows
     mailboxes: dict[str, dict[str, int]]  # mailbox -> {"sent": ..., "waiting": ...}
+    worked: tuple[Worked, ...] = ()  # per step and mailbox, step order
+    opens: bool = False  # the campaign counts opens: the `opened` column is shown, as an estimate
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "state": self.state.value, "group": self.group, "leads": self.leads,
                 "ended": self.ended, "steps": {str(k): v for k, v in self.steps.items()},
-                "mailboxes": self.mailboxes}
+                "mailboxes": self.mailboxes, "worked": [w.as_json(self.opens) for w in self.worked]}
 
 
 class Campaigns:
@@ -178,7 +206,19 @@ class Campaigns:
         for mailbox, sent, waiting in self.ledger.fetch_all("campaign_mailboxes", {"name": name},
                                                             f"status of {name}"):
             mailboxes[str(mailbox)] = {"sent": int(sent), "waiting": int(waiting)}
-        return CampaignStatus(name, State(state), str(group), int(leads), ended, steps, mailboxes)
+        try:
+            spec = self.spec(name)
+        except CampaignError:  # a file as applied that no longer parses: its status is still worth reading
+            spec = None
+        return CampaignStatus(name, State(state), str(group), int(leads), ended, steps, mailboxes,
+                              tuple(self.worked(name)), spec is not None and spec.tracking.opens)
+
+    def worked(self, name: str | None = None) -> list[Worked]:
+        """What worked per step and mailbox, of campaign `name` (None: every campaign file)."""
+        return [Worked(str(campaign), int(step), str(mailbox), int(sent),
+                       dict(zip(WORKED_COLUMNS, (int(n) for n in counts), strict=True)), int(scanned))
+                for campaign, step, mailbox, sent, *counts, scanned in self.ledger.fetch_all(
+                    "campaign_worked", {"campaign": name}, "what worked")]
 
     def reassign(self, name: str, from_mailbox: str, to_mailbox: str) -> int:
         """Move the leads of `name` that wait for `from_mailbox` to `to_mailbox`; how many rows moved."""

@@ -38,10 +38,12 @@ class Event(StrEnum):
     AUTO_REPLIED = "auto_replied"  # out-of-office and other automatic replies: noted, the sequence goes on (held)
     LEFT = "left"  # a reply saying the lead left or is the wrong person: replied, the sequence ends as `left`
     COLLEAGUE_REPLIED = "colleague_replied"  # another address at the lead's domain replied: the sequence ends
+    OPENED = "opened"  # a relay's report of an open: recorded only (docs/tracking.md)
+    CLICKED = "clicked"  # a relay's report of a click: recorded only
 
 
 # What only reading a reply tells (sender.feedback.inbox, a person's reclassify): never a relay's to report, so
-# `/events` ignores them as it ignores `opened`.
+# `/events` ignores them.
 FROM_READING = frozenset({Event.LEFT, Event.COLLEAGUE_REPLIED})
 
 
@@ -72,6 +74,18 @@ class Reclassified(StrEnum):
     OUTRANKED = "outranked"  # the row already stands above what the verdict gives it: the rank guard kept it
     NOT_SENT = "not_sent"  # no attempt of the row ever started: nothing came back about it
     NO_ROW = "no_row"
+
+
+@dataclass(frozen=True)
+class TrackedRow:
+    """A sent campaign row a click or open token names: what its links are read from, when the provider accepted
+    it, and the ledger's time now."""
+
+    id: int
+    body: str
+    fields: dict[str, str]
+    accepted_at: datetime
+    now: datetime
 
 
 @dataclass(frozen=True)
@@ -161,6 +175,27 @@ class Feedback:
         """The row an unsubscribe token names: its random idempotency key, never handed out twice."""
         row = self.ledger.fetch_one("row_of_idempotency_key", {"key": key}, "find a row by idempotency key")
         return None if row is None else int(row[0])
+
+    def tracked_row(self, key: uuid.UUID) -> TrackedRow | None:
+        """The sent campaign row with idempotency key `key` (a click or open token's), else None."""
+        row = self.ledger.fetch_one("tracked_row", {"key": key}, "find a tracked row")
+        if row is None:
+            return None
+        email_id, body, fields, accepted_at, now = row
+        return TrackedRow(int(email_id), str(body), {str(k): str(v) for k, v in fields.items()}, accepted_at, now)
+
+    def links_clicked_since(self, email_id: int, since: datetime) -> frozenset[int]:
+        """The links of row `email_id` clicked after `since` with a `human` verdict so far."""
+        return frozenset(int(link) for link in self.ledger.fetch_value(
+            "links_clicked_since", {"id": email_id, "since": since}, f"clicks of row {email_id}"))
+
+    def record_engagement(self, email_id: int, kind: str, link: int | None, verdict: str, rule: str,
+                          relabel_since: datetime | None = None) -> str:
+        """Record a click (`kind` click, its link) or an open with its verdict: informational, no status changes
+        (sender_record_engagement). `relabel_since`: the row's earlier ones since then get this verdict too."""
+        return self._answer("record_engagement", {"id": email_id, "kind": kind, "link": link, "verdict": verdict,
+                                                  "rule": rule, "relabel_since": relabel_since},
+                            f"record a {kind} of row {email_id}")
 
     def row_of_row_id_token(self, email_id: int) -> int | None:
         """The row a first-form token (the row's id) names, only while the ledger still accepts those: a row whose

@@ -94,7 +94,8 @@ class Attempt:
         session = self.opening.result()
         return session if isinstance(session, Result) else session.hand_over(
             build_message(mailbox=self.mailbox.address, to=row.recipient, subject=content.headers,
-                          text=content.body, message_id=self.message_id, unsubscribe=unsubscribe, now=now),
+                          text=content.body, message_id=self.message_id, unsubscribe=unsubscribe, now=now,
+                          open_image=content.open_image),
             row.recipient)
 
 

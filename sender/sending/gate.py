@@ -52,7 +52,7 @@ class Gate:
             return GiveBack(closed.delay_s, closed.why)
         url = unsubscribe_url(self._base_url, make_token(self._key, row.idempotency_key))
         try:
-            content = compose(row, url)
+            content = compose(row, url, self._windows.tracking(ledger, row), self._key)
         except (TemplateError, ValueError) as exc:  # a lead that cannot fill its step: nothing can be sent
             why = f"cannot compose: {exc}"
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.FAILED, why))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.policy import EmailPolicy
@@ -62,10 +63,11 @@ def unsubscribe_url(base_url: str, token: str) -> str:
 
 
 def build_message(*, mailbox: str, to: str, subject: str | ThreadHeaders, text: str, message_id: str,
-                  unsubscribe: str, now: datetime | None = None) -> EmailMessage:
+                  unsubscribe: str, now: datetime | None = None, open_image: str | None = None) -> EmailMessage:
     """A plain-text message from `mailbox` to `to`, with List-Unsubscribe (https and mailto) and
     List-Unsubscribe-Post; the body gets the unsubscribe link where it has a placeholder, else at the end.
-    `subject` as ThreadHeaders also sets the reply headers of a follow-up in its thread."""
+    `subject` as ThreadHeaders also sets the reply headers of a follow-up in its thread. With `open_image` (a
+    campaign that counts opens) an HTML alternative of the same text carries a 1x1 image at that URL."""
     message = EmailMessage(policy=SENDING_POLICY)
     message["From"] = mailbox
     message["To"] = to
@@ -82,4 +84,10 @@ def build_message(*, mailbox: str, to: str, subject: str | ThreadHeaders, text: 
     else:
         body = f"{text.rstrip()}\n\n--\nUnsubscribe: {unsubscribe}\n"
     message.set_content(body)
+    if open_image is not None:
+        # The text as written, escaped, kept as the reader sees it in the plain part; the image last.
+        message.add_alternative(
+            "<!doctype html><html><body><div style=\"white-space:pre-wrap\">" + html.escape(body) + "</div>"
+            f"<img src=\"{html.escape(open_image, quote=True)}\" width=\"1\" height=\"1\" alt=\"\">"
+            "</body></html>\n", subtype="html")
     return message

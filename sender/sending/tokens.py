@@ -1,5 +1,5 @@
-"""Unsubscribe tokens: the row's random idempotency key and an HMAC-SHA256 tag over it, URL-safe; the feedback
-endpoint verifies them.
+"""Unsubscribe tokens (and tracking's click and open tokens, the same way): the row's random idempotency key and
+an HMAC-SHA256 tag over it, URL-safe; the feedback endpoint verifies them.
 
 The key, not the row's id: ids are a sequence, and a ledger restored from an older dump hands the same ids out
 again, so a link naming an id would unsubscribe whoever got that id next. The idempotency key is random
@@ -22,6 +22,12 @@ _KEY_CONTEXT = b"unsubscribe-key:"  # not the row-id form's context: neither for
 _ROW_ID = struct.Struct(">Q")
 _ROW_ID_CONTEXT = b"unsubscribe:"
 _ROW_ID_TOKEN_CHARS = -(-(_ROW_ID.size + TAG_BYTES) * 4 // 3)  # 32 characters
+# Tracking tokens (docs/tracking.md): the same key, contexts of their own, so that no click or open token
+# unsubscribes anyone and no unsubscribe token opens a redirect.
+_LINK = struct.Struct(">H")  # the link's index in the step's body
+_LINK_CONTEXT = b"click:"
+_LINK_TOKEN_CHARS = -(-(_KEY_BYTES + _LINK.size + TAG_BYTES) * 4 // 3)  # 46 characters
+_OPEN_CONTEXT = b"open:"
 
 
 def make_token(key: bytes, idempotency_key: uuid.UUID) -> str:
@@ -37,6 +43,40 @@ def verify_token(key: bytes, token: str) -> uuid.UUID | None:
         return None
     payload, tag = raw[:_KEY_BYTES], raw[_KEY_BYTES:]
     if not hmac.compare_digest(tag, _tag(key, _KEY_CONTEXT, payload)):
+        return None
+    return uuid.UUID(bytes=payload)
+
+
+def make_link_token(key: bytes, idempotency_key: uuid.UUID, index: int) -> str:
+    """A click token: the row's idempotency key and the index of one link of its body (from 0), tagged."""
+    payload = idempotency_key.bytes + _LINK.pack(index)
+    return _encode(payload + _tag(key, _LINK_CONTEXT, payload))
+
+
+def verify_link_token(key: bytes, token: str) -> tuple[uuid.UUID, int] | None:
+    """(idempotency key, link index) of a click token made with `key`, in canonical form only."""
+    raw = _decode(token, _LINK_TOKEN_CHARS)
+    size = _KEY_BYTES + _LINK.size
+    if raw is None or len(raw) != size + TAG_BYTES:
+        return None
+    payload, tag = raw[:size], raw[size:]
+    if not hmac.compare_digest(tag, _tag(key, _LINK_CONTEXT, payload)):
+        return None
+    return uuid.UUID(bytes=payload[:_KEY_BYTES]), int(_LINK.unpack(payload[_KEY_BYTES:])[0])
+
+
+def make_open_token(key: bytes, idempotency_key: uuid.UUID) -> str:
+    """An open token: the row's idempotency key, tagged in a context of its own."""
+    payload = idempotency_key.bytes
+    return _encode(payload + _tag(key, _OPEN_CONTEXT, payload))
+
+
+def verify_open_token(key: bytes, token: str) -> uuid.UUID | None:
+    raw = _decode(token, _TOKEN_CHARS)
+    if raw is None or len(raw) != _KEY_BYTES + TAG_BYTES:
+        return None
+    payload, tag = raw[:_KEY_BYTES], raw[_KEY_BYTES:]
+    if not hmac.compare_digest(tag, _tag(key, _OPEN_CONTEXT, payload)):
         return None
     return uuid.UUID(bytes=payload)
 

@@ -3,8 +3,9 @@
 A row's window is its campaign's, as last applied (sender_campaigns.source), read on the wall clock of the lead's
 own time zone, else the campaign's. The file is parsed once per campaign and file: the claim gives a hash of the
 file, and a new hash (an `apply`) makes the next claim parse it again. Rows of `enqueue` have no window.
-The same parse gives what the guard's reservation needs (`pace`): the campaign's slot (its local day and caps) and
-the open time left in the row's window today, over which the guard spreads the mailbox's remaining sends.
+The same parse gives the campaign's tracking (`tracking`, for compose) and what the guard's reservation needs
+(`pace`): the campaign's slot (its local day and caps) and the open time left in the row's window today, over which
+the guard spreads the mailbox's remaining sends.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
 from sender.campaigns.pacing import Pacing
-from sender.campaigns.spec import load_applied
+from sender.campaigns.spec import NO_TRACKING, Tracking, load_applied
 from sender.campaigns.window import Schedule, zone
 from sender.ledger.store import Claimed, Ledger
 from sendhost.errors import ConfigError
@@ -36,6 +37,7 @@ class _Applied:
     timezone: str
     error: str | None = None
     pacing: Pacing | None = None
+    tracking: Tracking = NO_TRACKING
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,12 @@ class Windows:
             left = applied.schedule.open_seconds_left(now, zone(row.lead_timezone, applied.timezone))
         return Pace(slot, left)
 
+    def tracking(self, ledger: Ledger, row: Claimed) -> Tracking:
+        """What the row's campaign file says of click and open tracking (none for `enqueue`)."""
+        if row.campaign_id is None or row.source_hash is None:
+            return NO_TRACKING
+        return self._of(ledger, row.campaign_id, row.source_hash).tracking
+
     def _of(self, ledger: Ledger, campaign_id: int, source_hash: str) -> _Applied:
         with self._lock:
             cached = self._applied.get(campaign_id)
@@ -113,8 +121,9 @@ class Windows:
             return _Applied(str(campaign_id), None, "UTC", f"campaign {campaign_id} is gone")
         name, source, stored_hash = found
         try:
-            pacing = load_applied(name, source).pacing
-            applied = _Applied(name, Schedule.of(pacing), pacing.timezone, pacing=pacing)
+            spec = load_applied(name, source)
+            pacing = spec.pacing
+            applied = _Applied(name, Schedule.of(pacing), pacing.timezone, pacing=pacing, tracking=spec.tracking)
         except ConfigError as exc:
             log.error("sender: %s; its rows wait until it is applied again", exc)
             applied = _Applied(name, None, "UTC", f"the applied file does not parse: {exc}")

@@ -109,3 +109,36 @@ JOIN sender_emails e ON e.id = f.email_id
 JOIN sender_campaigns c ON c.id = e.campaign_id
 WHERE f.event IN ('sent', 'delivered') AND f.source <> 'agent' AND e.status IN ('failed', 'suppressed', 'cancelled')
 ORDER BY f.occurred_at, f.id;
+
+-- name: campaign_worked
+-- What worked (docs/tracking.md#what-worked): per step and sending mailbox, the rows sent (accepted by the
+-- provider), and of those the rows delivered (a relay said so, or the recipient replied or clicked), replied (a
+-- reply or a `left` one), bounced, unsubscribed (or complained), clicked by a person (sender_engagement's `human`
+-- verdict), opened by a person (an estimate); last, the rows a scanner clicked (never counted as clicks: shown apart
+-- by the simulation's summary). A row counts once per column, whatever its status ranks as now.
+-- %(campaign)s NULL: every campaign file's.
+SELECT c.name, e.step, lower(g.mailbox), count(*),
+       count(*) FILTER (WHERE e.status IN ('delivered', 'replied') OR f.delivered OR k.clicked),
+       count(*) FILTER (WHERE e.status = 'replied' OR f.replied),
+       count(*) FILTER (WHERE e.status = 'bounced' OR f.bounced),
+       count(*) FILTER (WHERE e.status IN ('unsubscribed', 'complained') OR f.unsubscribed),
+       count(*) FILTER (WHERE k.clicked),
+       count(*) FILTER (WHERE k.opened),
+       count(*) FILTER (WHERE k.scanned)
+FROM sender_sent g
+JOIN sender_emails e ON e.id = g.email_id
+JOIN sender_campaigns c ON c.id = e.campaign_id
+LEFT JOIN LATERAL (
+    SELECT bool_or(x.event = 'delivered') AS delivered, bool_or(x.event IN ('replied', 'left')) AS replied,
+           bool_or(x.event = 'bounced') AS bounced,
+           bool_or(x.event IN ('unsubscribed', 'complained')) AS unsubscribed
+    FROM sender_feedback x WHERE x.email_id = e.id AND x.verdict <> 'fail'
+) AS f ON true
+LEFT JOIN LATERAL (
+    SELECT bool_or(y.kind = 'click' AND y.verdict = 'human') AS clicked,
+           bool_or(y.kind = 'open' AND y.verdict = 'human') AS opened,
+           bool_or(y.kind = 'click' AND y.verdict = 'scanner') AS scanned
+    FROM sender_engagement y WHERE y.email_id = e.id
+) AS k ON true
+WHERE c.kind = 'file' AND (%(campaign)s::text IS NULL OR c.name = %(campaign)s)
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;

@@ -90,3 +90,31 @@ SELECT email_id, answer FROM sender_colleague_reply(%(mailbox)s, %(sender)s, %(r
 
 -- name: reclassify
 SELECT sender_reclassify(%(id)s, %(as)s, %(note)s, %(now)s);
+
+-- name: tracked_row
+-- The row a click or open token names (docs/tracking.md): a campaign row whose message went out, with what its
+-- links are read from (its body as stored and its lead's fields) and when the provider accepted it.
+SELECT e.id, e.body, l.fields, g.accepted_at, coalesce(%(now)s::timestamptz, now())
+FROM sender_emails e
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_sent g ON g.email_id = e.id
+WHERE e.idempotency_key = %(key)s AND l.fields IS NOT NULL;
+
+-- name: links_clicked_since
+-- The links of a row clicked since %(since)s by what looked like a person so far: what "every link in the same
+-- second" reads (a click a rule already gave to a scanner is its own burst, not a person's).
+SELECT coalesce(array_agg(DISTINCT link), '{}') FROM sender_engagement
+WHERE email_id = %(id)s AND kind = 'click' AND at > %(since)s AND verdict = 'human';
+
+-- name: record_engagement
+SELECT sender_record_engagement(%(id)s, %(kind)s, %(link)s, %(verdict)s, %(rule)s, %(relabel_since)s, %(now)s);
+
+-- name: row_text
+-- A campaign row's body as stored and its lead's fields: what its tracked links are read from (lead show).
+SELECT e.body, l.fields FROM sender_emails e
+JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+WHERE e.id = %(id)s AND l.fields IS NOT NULL;
+
+-- name: row_clicks
+SELECT link, verdict, count(*) FROM sender_engagement WHERE email_id = %(id)s AND kind = 'click'
+GROUP BY link, verdict ORDER BY link, verdict;

@@ -210,8 +210,10 @@ CREATE TABLE sender_settings (
 CREATE TABLE sender_feedback (
     id bigserial PRIMARY KEY,
     email_id bigint NOT NULL REFERENCES sender_emails (id),
+    -- opened and clicked (version 17): a relay's, recorded only
     event text NOT NULL CHECK (event IN ('sent', 'delivered', 'deferred', 'auto_replied', 'replied', 'bounced',
-                                         'unsubscribed', 'complained', 'left', 'colleague_replied')),
+                                         'unsubscribed', 'complained', 'left', 'colleague_replied', 'opened',
+                                         'clicked')),
     source text NOT NULL,          -- agent | inbox | one-click | webhook | person
     ref text NOT NULL,             -- what makes a replay a replay: the webhook's time, the IMAP message, ...
     mailbox text,                  -- the sending mailbox of the row, for health per mailbox
@@ -227,6 +229,19 @@ CREATE INDEX sender_feedback_mailbox ON sender_feedback (mailbox, event, occurre
 CREATE INDEX sender_feedback_occurred ON sender_feedback (occurred_at);  -- the health window's (version 10)
 -- A colleague's reply by its reference (version 16): read again, it names the lead it ended (sender_colleague_reply).
 CREATE INDEX sender_feedback_colleague ON sender_feedback (ref) WHERE event = 'colleague_replied';
+
+-- Clicks on tracked links and loads of the open image (version 17, docs/tracking.md), with their verdict and the
+-- rule that gave it: informational, no status is ever read from here.
+CREATE TABLE sender_engagement (
+    id bigserial PRIMARY KEY,
+    email_id bigint NOT NULL REFERENCES sender_emails (id),
+    kind text NOT NULL CHECK (kind IN ('click', 'open')),
+    link integer CHECK ((kind = 'click') = (link IS NOT NULL) AND (link IS NULL OR link >= 0)),
+    verdict text NOT NULL CHECK (verdict IN ('human', 'scanner', 'apple_proxy', 'google_proxy')),
+    rule text NOT NULL DEFAULT '',
+    at timestamptz NOT NULL
+);
+CREATE INDEX sender_engagement_email ON sender_engagement (email_id, at);
 
 -- Where each mailbox's inbox reader got to: a message is read once per (mailbox, UIDVALIDITY).
 CREATE TABLE sender_inbox_marks (
@@ -1265,6 +1280,32 @@ BEGIN
         RETURN 'no_row';
     END IF;
     RETURN sender_apply_event(found, p_event, p_at, p_source, p_ref, p_detail, p_verdict, p_now);
+END
+$$;
+
+-- A click or an open (version 17): recorded with its verdict and in the row's history, never a status or a
+-- sequence change. p_relabel_since: the row's earlier ones since then get this verdict too (a scanner's burst).
+CREATE FUNCTION sender_record_engagement(p_email bigint, p_kind text, p_link integer, p_verdict text, p_rule text,
+                                         p_relabel_since timestamptz, p_now timestamptz DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM sender_emails WHERE id = p_email) THEN
+        RETURN 'no_row';
+    END IF;
+    INSERT INTO sender_engagement (email_id, kind, link, verdict, rule, at)
+    VALUES (p_email, p_kind, p_link, p_verdict, coalesce(p_rule, ''), now_at);
+    -- every link of the message in one burst: the clicks of the burst before this one were a scanner's too
+    IF p_relabel_since IS NOT NULL THEN
+        UPDATE sender_engagement SET verdict = p_verdict, rule = coalesce(p_rule, '')
+        WHERE email_id = p_email AND kind = p_kind AND at >= p_relabel_since AND verdict <> p_verdict;
+    END IF;
+    PERFORM sender_event(p_email, CASE p_kind WHEN 'click' THEN 'clicked' ELSE 'opened' END,
+                         concat_ws(' ', CASE WHEN p_link IS NOT NULL THEN 'link ' || (p_link + 1) END,
+                                   p_verdict || CASE WHEN coalesce(p_rule, '') <> '' THEN ' (' || p_rule || ')'
+                                                     ELSE '' END), p_now);
+    RETURN 'recorded';
 END
 $$;
 

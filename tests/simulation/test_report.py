@@ -317,3 +317,13 @@ def test_each_campaign_has_its_sends_per_day_by_step(report: tuple[Path, SimResu
                        if row.accepted_at is not None)
     assert drawn == dict(expected)
     assert {step for _day, step in drawn} == {1, 2, 3} and sum(drawn.values()) == len(result.delivered)
+
+
+def test_the_step_table_shows_the_clicks_of_people_and_of_scanners(report: tuple[Path, SimResult]) -> None:
+    path, result = report
+    [campaign] = summarize(result).campaigns
+    page = path.read_text()
+    assert "<th>clicked</th><th>scanner clicks</th>" in page
+    for step in campaign.steps:
+        assert (f"<td>{step.unsubscribed}</td><td>{step.clicked}</td><td>{step.scanned}</td>") in page
+    assert campaign.steps[0].clicked > 0

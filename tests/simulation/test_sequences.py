@@ -143,3 +143,21 @@ def test_the_summary_counts_each_step_as_the_ledger_holds_it(simulate: Callable[
 
 def _step(result: SimResult, message_id: str | None) -> int | None:
     return next((row.step for row in result.sequences if row.message_id == message_id), None)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:1])
+def test_recipients_click_people_and_scanners_and_the_summary_counts_each_step_apart(
+        simulate: Callable[..., SimResult], seed: int) -> None:
+    result = simulate(seed)
+    [campaign] = summarize(result).campaigns
+    verdicts = Counter(click.verdict for click in result.log.clicks)
+    assert verdicts["human"] > 0 and verdicts["scanner"] > 0 and verdicts["unmatched"] == 0, verdicts
+    rows: dict[str, set[tuple[int | None, int | None]]] = defaultdict(set)
+    for click in result.log.clicks:
+        rows[click.verdict].add((_step(result, click.message_id), click.row))
+    for line in campaign.steps:
+        # a row a scanner walked (even one a person clicked too) counts apart; only a person's click is a click
+        assert line.clicked == sum(1 for step, _row in rows["human"] if step == line.step), line
+        assert line.scanned == sum(1 for step, _row in rows["scanner"] if step == line.step), line
+    assert campaign.steps[0].clicked > 0 and campaign.steps[0].scanned > 0
+    assert campaign.steps[2].clicked == campaign.steps[2].scanned == 0  # step 3 carries no link

@@ -100,6 +100,25 @@ def _explicit_inventory(app: App, inventory_path: str | None) -> Inventory | Non
     return app.inventory if setting.value and setting.source != "default" else None
 
 
+def _with_tracking(targets: list[DomainTarget], campaigns: tuple[str, ...]) -> list[DomainTarget]:
+    """Each campaign's tracking domain, checked with the audited domain it is a name under (the longest such),
+    else with the first domain audited."""
+    import dataclasses
+
+    from sender.campaigns.spec import load_campaign
+
+    for path in campaigns:
+        tracking = load_campaign(Path(path)).tracking
+        if not tracking.on or tracking.domain is None or not targets:
+            continue
+        domain = tracking.domain
+        under = [t for t in targets if domain == t.domain or domain.endswith("." + t.domain)]
+        index = targets.index(max(under, key=lambda t: len(t.domain))) if under else 0
+        targets[index] = dataclasses.replace(targets[index],
+                                             tracking_domains=(*targets[index].tracking_domains, domain))
+    return targets
+
+
 def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_origins: list[str],
              selectors: tuple[str, ...], ips: tuple[str, ...], envelope: str | None,
              mode: str | None) -> tuple[list[DomainTarget], tuple[str, ...]]:
@@ -186,12 +205,17 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
                    "the mailbox provider; direct: they deliver to MX and must pass SPF and PTR.")
 @click.option("--waive", "waivers", multiple=True, metavar="CODE",
               help="Do not count findings with this code (e.g. ptr.skipped) against the gate; printed as waived.")
+@click.option("--campaign", "campaigns", multiple=True, metavar="FILE", type=click.Path(dir_okay=False),
+              help="A campaign file whose tracking domain to check: resolves, HTTPS valid for the name, on no URI "
+                   "blocklist of the --dnsbl zones (repeatable; docs/tracking.md).")
+@click.option("--tracking-port", type=click.IntRange(1, 65535), default=443, show_default=True,
+              help="The port a tracking domain's HTTPS is probed on.")
 @click.pass_obj
 def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_dir: str | None,
           nameservers: tuple[str, ...], selectors: tuple[str, ...], ips: tuple[str, ...], envelope_domain: str | None,
           profile: str, smtp_port: int, ca_file: str | None, dnsbl_zones: tuple[str, ...], concurrency: int,
           timeout: float, retries: int, deadline: float, fmt: str | None, fail_on: str, sending_mode: str | None,
-          waivers: tuple[str, ...]) -> None:
+          waivers: tuple[str, ...], campaigns: tuple[str, ...], tracking_port: int) -> None:
     """Audit each domain's mail DNS and MX TLS; findings have stable codes (spf.lookup_limit, dkim.weak_key, ...)."""
     from dns_audit.audit import AuditOptions, run_audit
     from dns_audit.dnsbl import DEFAULT_DOMAIN_ZONES, DEFAULT_IP_ZONES
@@ -208,6 +232,7 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
     origins = list(getattr(resolver, "origins", []))
     targets, inventory_dnsbl = _targets(app, domains, inventory_path, origins, selectors, ips, envelope_domain,
                                         sending_mode)
+    targets = _with_tracking(targets, campaigns)
     # A finding's zone line is its own record's; one about an absent record has none (a zone file's first line is
     # no record of it). Only an inventory line declaring the domain stands in (targets' declared_at).
     no_data = not any(covers(resolver, t.domain) for t in targets)
@@ -220,6 +245,7 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
         tls=TlsProbe(port=smtp_port, ca_file=ca_file, timeout=max(timeout * 3, 1.0)) if network else None,
         concurrency=concurrency,
         deadline=deadline,
+        https_port=tracking_port,
     )
     done = [0]
 

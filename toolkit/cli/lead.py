@@ -37,7 +37,8 @@ def show_command(sc: SenderContext, who: str, fmt: str | None) -> None:
 
     ID_OR_ADDRESS is an address (in any spelling), a leads file's `lead` id, or an enqueued lead's id. For each
     campaign: each step's status, mailbox, send time and Message-ID, and why the sequence ended (with what the
-    reply that ended it named), or until when an automatic reply holds it; JSON adds each row's history. Exit 1
+    reply that ended it named), or until when an automatic reply holds it; where the campaign tracks clicks, each
+    sent step's links as written and as sent, with their clicks by verdict; JSON adds each row's history. Exit 1
     when no campaign has such a lead."""
     out = sc.app.output_format(fmt)
     with sc.ledger() as ledger:
@@ -48,6 +49,7 @@ def show_command(sc: SenderContext, who: str, fmt: str | None) -> None:
             if lead["ended"] or lead["held_until"] is None or lead["held_until"] <= now:
                 lead["held_until"] = lead["held_why"] = None
         _waits_for(sc, ledger, leads, now)
+        _add_links(ledger, leads)
         if out == "json":
             for lead in leads:
                 for step in lead["steps"]:
@@ -62,6 +64,27 @@ def show_command(sc: SenderContext, who: str, fmt: str | None) -> None:
         if number:
             click.echo()
         render_lead(lead)
+
+
+def _add_links(ledger: Ledger, leads: list[dict[str, Any]]) -> None:
+    """Each sent step of a campaign that tracks clicks gets its links: original, tracked, clicks by verdict."""
+    from sender.campaigns.spec import CampaignError
+    from sender.ledger.campaigns import Campaigns
+    from sender.ledger.engagement import tracked_links
+
+    domains: dict[str, str | None] = {}
+    for lead in leads:
+        name = lead["campaign"]
+        if name not in domains:
+            try:
+                spec = Campaigns(ledger).spec(name)
+            except CampaignError:
+                spec = None
+            domains[name] = spec.tracking.domain if spec is not None and spec.tracking.clicks else None
+        for step in lead["steps"]:
+            domain = domains[name]
+            if domain is not None and step["sent_at"] is not None:
+                step["links"] = [link.as_json() for link in tracked_links(ledger, step["id"], domain)]
 
 
 def _rows(ledger: Ledger, who: str) -> list[dict[str, Any]]:
@@ -110,6 +133,12 @@ def render_lead(lead: dict[str, Any]) -> None:
                  _there(s["due"], local) if s["status"] in WAITS else None,
                  s["waits_for"]["text"] if s["waits_for"] else None, _when(s["sent_at"]), s["message_id"])
                 for s in lead["steps"]])
+    links = [(s["step"], link) for s in lead["steps"] for link in s.get("links", ())]
+    if links:
+        emit_table(None, ["step", "link", "as written", "as sent", "clicks"],
+                   [(step, link["link"], link["original"], link["tracked"],
+                     ", ".join(f"{n} {verdict}" for verdict, n in sorted(link["clicks"].items())) or "none")
+                    for step, link in links])
 
 
 WAITS = ("waiting", "queued", "retry", "sending")  # a step not sent yet: its due time and what it waits for

@@ -283,11 +283,13 @@ def _render_campaigns(summary: Summary) -> None:
     """Per step of each campaign, and how its sequences ended (`campaign status`, read from the ledger)."""
     for line in summary.campaigns:
         emit_table(f"campaign {line.name} (group {line.group}): {line.leads} leads, each step at the end of the run",
-                   ["step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "failed", "cancelled",
-                    "queued", "waiting", "after the step before (min, median)"],
+                   ["step", "delay", "subject", "sent", "replied", "bounced", "unsubscribed", "clicked",
+                    "scanner clicks", "failed", "cancelled", "queued", "waiting",
+                    "after the step before (min, median)"],
                    [(step.step, step.delay, step.subject or "(reply in the thread)", step.sent, step.replied,
-                     step.bounced, step.unsubscribed, step.failed, step.cancelled, step.queued, step.waiting,
-                     _gap(step.min_after_previous_s, step.median_after_previous_s)) for step in line.steps])
+                     step.bounced, step.unsubscribed, step.clicked, step.scanned, step.failed, step.cancelled,
+                     step.queued, step.waiting, _gap(step.min_after_previous_s, step.median_after_previous_s))
+                    for step in line.steps])
     if summary.campaigns:
         emit_table("how the sequences ended", ["campaign", "end", "leads"],
                    [(line.name, reason, count) for line in summary.campaigns

@@ -327,11 +327,14 @@ def test_status_shows_a_table_per_step_and_per_mailbox(sendhost: Cli, tmp_path: 
     assert result.stdout.splitlines()[0] == "campaign q1: running, group sales, 2 lead(s); sequences ended: replied 1"
     assert _table_rows(result.stdout, "┃") == [
         "step | waiting | queued | sent | replied | bounced | unsubscribed | failed | unconfirmed | suppressed | "
-        "cancelled", "mailbox | sent | waiting follow-ups", "mailbox | day | sent | reserved | cap | state | q1 today"]
+        "cancelled", "step | mailbox | sent | delivered | replied | bounced | unsubscribed | clicked",
+        "mailbox | sent | waiting follow-ups", "mailbox | day | sent | reserved | cap | state | q1 today"]
     assert _table_rows(result.stdout) == [
         "1 | 0 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0",
         "2 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 1",
         "3 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0",
+        # what worked: ann's step 1, sent and replied to (a reply proves delivery), each over the rows sent
+        f"1 | {BOX1} | 1 | 1 (100.0%) | 1 (100.0%) | 0 (0.0%) | 0 (0.0%) | 0 (0.0%)",
         f"{BOX1} | 1 | 0",  # mailbox | sent | waiting follow-ups (ann's step 2 was cancelled by her reply)
         # the group's mailboxes today: no agent has put them under the guard yet
         f"{BOX1} | - | - | - | - | not under the guard yet | -",
@@ -367,7 +370,11 @@ def test_status_json(sendhost: Cli, tmp_path: Path, database_url: str) -> None:
                                 "lines": [{"reason": "due", "rows": 1, "where": None, "until": None}]}
     assert one == {"name": "q1", "state": "running", "group": "sales", "leads": 2, "ended": {"replied": 1},
                    "steps": {"1": {**zero, "queued": 1, "replied": 1}, "2": {**zero, "cancelled": 1}, "3": zero},
-                   "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None, "stalled": []}
+                   "mailboxes": {BOX1: {"sent": 1, "waiting": 0}}, "window": None, "stalled": [],
+                   "worked": [{"step": 1, "mailbox": BOX1, "sent": 1, "delivered": 1, "replied": 1, "bounced": 0,
+                               "unsubscribed": 0, "clicked": 0,
+                               "rates": {"delivered": 1.0, "replied": 1.0, "bounced": 0.0, "unsubscribed": 0.0,
+                                         "clicked": 0.0}}]}
     every = json.loads(sendhost("campaign", "status", "--format", "json").stdout)
     assert [c["name"] for c in every] == ["later", "q1"]
     assert {**every[1], "pace": None, "waits": None} == {**one, "pace": None, "waits": None}

@@ -147,3 +147,24 @@ def test_the_guide_shows_the_shipped_examples_as_they_are() -> None:
     leads = (REPO_ROOT / "leads.example.csv").read_text(encoding="utf-8")
     assert f"```yaml\n{example}```" in guide
     assert f"```csv\n{leads}```" in guide
+
+
+def test_tracking_is_off_unless_the_file_turns_it_on(tmp_path: Path) -> None:
+    assert not load_campaign(write(tmp_path, MINIMAL)).tracking.on
+    tracked = load_campaign(write(tmp_path, MINIMAL + "tracking: {clicks: true, domain: T.Example.com.}\n"))
+    assert (tracked.tracking.clicks, tracked.tracking.opens, tracked.tracking.domain) == (True, False,
+                                                                                         "t.example.com")
+
+
+@pytest.mark.parametrize(("tracking", "expected"), [
+    ("tracking: {clicks: true}", "8: tracking: tracking needs a domain of your own (domain: t.example.com"),
+    ("tracking: {opens: true}", "8: tracking: tracking needs a domain of your own"),
+    ("tracking: {clicks: true, domain: 'https://t.example.com'}", "8: tracking.domain: 'https://t.example.com' is "
+                                                                 "not a host name"),
+    ("tracking: {clicks: true, domain: localhost}", "8: tracking.domain: 'localhost' is not a host name"),
+    ("tracking: {clicks: yes please, domain: t.example.com}", "8: tracking.clicks: expected true or false"),
+    ("tracking: {links: true}", "8: tracking.links: unknown key; the keys here are clicks, opens, domain"),
+    ("tracking: true", "8: tracking: expected a mapping of keys, got true/false"),
+])
+def test_tracking_without_a_domain_of_its_own_is_refused(tmp_path: Path, tracking: str, expected: str) -> None:
+    assert refused(tmp_path, MINIMAL + tracking + "\n", {"sales"}).startswith(expected)

@@ -171,20 +171,37 @@ def test_events_apply_through_the_rank_guard(web: WebServer, feedback: Feedback)
 
 
 def test_a_batch_applies_its_bounces_and_answers_which_types_it_ignored(web: WebServer, feedback: Feedback) -> None:
-    # A relay retries a refused batch: one `opened` must not hold back the bounce beside it for ever (issue 39).
+    # A relay retries a refused batch: one vendor's event must not hold back the bounce beside it for ever (issue 39).
     _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
     now = time.time()
-    batch = [{"id": "e1", "message_id": message_id, "event": "opened", "at": _at(now) + "Z"},
+    batch = [{"id": "e1", "message_id": message_id, "event": "processed", "at": _at(now) + "Z"},
              {"id": "e2", "message_id": message_id, "event": "bounced", "at": _at(now) + "Z", "detail": "5.1.1"},
-             {"id": "e3", "event": "processed"},
-             {"id": "e4", "message_id": message_id, "event": "clicked", "at": "whenever"}]
+             {"id": "e3", "event": "dropped"}]
     response = _post_events(web, batch)
     assert response.status_code == 200, response.text
     assert response.json() == {"results": ["applied"],
-                               "ignored": [{"id": "e1", "event": "opened"}, {"id": "e3", "event": "processed"},
-                                           {"id": "e4", "event": "clicked"}]}
+                               "ignored": [{"id": "e1", "event": "processed"}, {"id": "e3", "event": "dropped"}]}
     shown = feedback.ledger.show("L1", 1)
     assert shown is not None and shown.row["status"] == "bounced"
+
+
+def test_a_relays_opened_and_clicked_are_recorded_and_change_nothing(web: WebServer, feedback: Feedback) -> None:
+    # issue 41: informational, under the rank guard: the row stays `delivered`, its sequence goes on
+    _row, message_id = sent_row(feedback, "L1", "alice@rcpt.example")
+    now = time.time()
+    batch = [{"id": "e1", "message_id": message_id, "event": "delivered", "at": _at(now, -60) + "Z"},
+             {"id": "e2", "message_id": message_id, "event": "opened", "at": _at(now, -30) + "Z"},
+             {"id": "e3", "message_id": message_id, "event": "clicked", "at": _at(now) + "Z", "detail": "link 1"}]
+    response = _post_events(web, batch)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"results": ["applied", "recorded", "recorded"]}
+    assert _post_events(web, batch).json() == {"results": ["replay", "replay", "replay"]}
+    shown = feedback.ledger.show("L1", 1)
+    assert shown is not None and shown.row["status"] == "delivered"
+    assert [(f["event"], f["source"]) for f in shown.feedback] == [("delivered", "webhook"), ("opened", "webhook"),
+                                                                   ("clicked", "webhook")]
+    bad = _post_events(web, [{"id": "e4", "message_id": message_id, "event": "clicked", "at": "whenever"}])
+    assert bad.status_code == 400 and "event 0: at 'whenever' is not an RFC 3339 time" in bad.text
 
 
 def test_a_relay_cannot_report_what_only_reading_a_reply_tells(web: WebServer, feedback: Feedback) -> None:

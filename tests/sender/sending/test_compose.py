@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
 
 import pytest
 
+from sender.campaigns.spec import Tracking
 from sender.campaigns.template import TemplateError
 from sender.ledger.store import Claimed
 from sender.sending.compose import compose
 from sender.sending.thread_headers import ThreadHeaders
+from sender.sending.tokens import verify_link_token, verify_open_token, verify_token
 
 LINK = "https://u.example/unsubscribe/abc"
 FIRST, SECOND = "<one@sender.example>", "<two@sender.example>"
@@ -68,3 +71,32 @@ def test_a_subject_that_cannot_be_a_header_is_refused_before_a_mailbox_is_reserv
         compose(row(subject, "x"), LINK)
     with pytest.raises(ValueError, match=r"^the subject "):
         compose(row("{name}", "x", fields={"name": subject}), LINK)
+
+
+TRACKED = Tracking(clicks=True, domain="t.example")
+KEY = b"k" * 32
+
+
+def test_with_clicks_on_each_link_becomes_a_token_of_its_row_and_index_and_unsubscribe_stays() -> None:
+    claimed = row("Hi", "Prices: https://a.example/p. Story: https://a.example/s\n{unsubscribe_url}",
+                  fields={"first_name": "Ada"})
+    content = compose(claimed, LINK, TRACKED, KEY)
+    tokens = re.findall(r"https://t\.example/c/([\w-]+)", content.body)
+    assert [verify_link_token(KEY, t) for t in tokens] == [(claimed.idempotency_key, 0),
+                                                           (claimed.idempotency_key, 1)]
+    assert "a.example" not in content.body and content.body.endswith(f"\n{LINK}") and content.open_image is None
+
+
+def test_an_untracked_campaign_and_an_enqueued_row_carry_their_links_as_written() -> None:
+    text = "Prices: https://a.example/p"
+    assert compose(row("Hi", text, fields={}), LINK).body == text
+    assert compose(row("Hi", text), LINK, TRACKED, KEY).body == text  # `enqueue`: no campaign file, no tracking
+
+
+def test_with_opens_on_the_message_gets_its_rows_open_image() -> None:
+    claimed = row("Hi", "Hello", fields={})
+    content = compose(claimed, LINK, Tracking(opens=True, domain="t.example"), KEY)
+    assert content.body == "Hello" and content.open_image is not None
+    token = content.open_image.removeprefix("https://t.example/o/")
+    assert verify_open_token(KEY, token) == claimed.idempotency_key
+    assert verify_token(KEY, token) is None  # never an unsubscribe token

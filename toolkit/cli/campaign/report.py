@@ -138,11 +138,25 @@ def render_status(status: CampaignStatus) -> None:
                f"lead(s); sequences ended: {ended}")
     emit_table(f"{status.name}: steps", ["step", *STEP_COLUMNS],
                [(step, *(columns[c] for c in STEP_COLUMNS)) for step, columns in status.steps.items()])
+    render_worked(status)
     if status.mailboxes:
         emit_table(f"{status.name}: mailboxes", ["mailbox", "sent", "waiting follow-ups"],
                    [(box, n["sent"], n["waiting"]) for box, n in status.mailboxes.items()])
     else:
         click.echo(f"{status.name}: no mailbox has sent for it yet")
+
+
+def render_worked(status: CampaignStatus) -> None:
+    """What worked per step and mailbox: each count with its rate over the rows sent (docs/tracking.md)."""
+    from sender.ledger.campaigns import WORKED_COLUMNS
+
+    if not status.worked:
+        return
+    columns = [c for c in WORKED_COLUMNS if status.opens or c != "opened"]
+    headers = ["step", "mailbox", "sent", *("opened (estimate)" if c == "opened" else c for c in columns)]
+    emit_table(f"{status.name}: what worked (rates over sent)", headers,
+               [(w.step, w.mailbox, w.sent, *(f"{w.counts[c]} ({w.rate(c):.1%})" for c in columns))
+                for w in status.worked])
 
 
 def render_window(name: str, wait: WindowWait | None) -> None:

@@ -66,7 +66,8 @@ def _key_file(path: str, option: str) -> bytes:
 def web_command(sc: SenderContext, listen: str, metrics_listen: str, previous_key_file: str | None,
                 events_key_file: str | None, events_legacy_signatures: bool, events_signature_tolerance: int,
                 pool_size: int) -> None:
-    """Serve one-click unsubscribe (RFC 8058), its confirm page, relay events, /healthz and /metrics."""
+    """Serve one-click unsubscribe (RFC 8058), its confirm page, relay events, tracked links and the open image
+    (docs/tracking.md), /healthz and /metrics."""
     from sender.assembly import unsubscribe_key, web_keys
     from sender.feedback.web import serve
 
