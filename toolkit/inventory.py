@@ -43,13 +43,16 @@ from sendhost.model import (
     ImapSettings,
     Mailbox,
     OAuthSettings,
+    PlacementPolicy,
     PoolPolicy,
+    Seed,
     SenderHost,
     Submission,
 )
 from sendhost.private_paths import refresh_token_file_problem
 from sendhost.providers import PROVIDER_PRESETS, PROVIDERS, ProviderPreset
 from toolkit.inventory_schema import Checker
+from toolkit.inventory_seeds import placement_policy, seeds
 from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
 SENDER_GROUP = "senders"
@@ -59,6 +62,8 @@ HOST_KEYS = {"sendhost_instance_id", "sendhost_region", "sendhost_primary_ip", "
 GLOBAL_KEYS = {"sendhost_domains", "sendhost_mailboxes", "sendhost_redis_url", "sendhost_dnsbl", "sendhost_pool_name"}
 # The sender agent's settings (see docs/sender.md).
 GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendhost_unsubscribe_key_file"}
+# Placement tests (docs/placement.md): the seeds they send to and when they rest a mailbox.
+GLOBAL_KEYS |= {"sendhost_seeds", "sendhost_placement"}
 # The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
 # each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
 POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
@@ -86,6 +91,8 @@ class Inventory:
     database_url_line: int = 0
     unsubscribe_base_url: str | None = None
     unsubscribe_key_file: str | None = None
+    seeds: tuple[Seed, ...] = ()
+    placement: PlacementPolicy = field(default_factory=PlacementPolicy)
 
     def host(self, name: str) -> SenderHost:
         for host in self.hosts:
@@ -133,6 +140,8 @@ def load_inventory(path: Path, *, require_refresh_tokens: bool = False) -> Inven
                              pattern=POOL_NAME_PATTERN,
                              expected="a pool name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric")
     sender_settings = _sender_settings(check, global_vars)
+    sender_settings["seeds"] = seeds(check, global_vars, mailboxes, oauth=_oauth, authserv_id=_authserv_id)
+    sender_settings["placement"] = placement_policy(check, global_vars)
     return Inventory(
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
         redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,

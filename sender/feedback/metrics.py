@@ -12,6 +12,9 @@ the ledger nothing.
     sendhost_sender_followups_due{mailbox}                due follow-ups that may go only from this mailbox (the
                                                           one that sent the lead's step before)
     sendhost_sender_followups_oldest_due_age_seconds{mailbox}   since when the oldest of them is due
+    sendhost_sender_placement_inbox_share{mailbox,provider}     the share of placement messages found in the seeds'
+                                                          inboxes over the mailbox's last 3 tests per provider
+    sendhost_sender_placement_rested{mailbox}             1 while placement tests keep the mailbox rested
 
 A mailbox's follow-ups stall while the warm-up guard holds it paused or disconnected: the alerting rule
 SendhostFollowupsStalled joins the first with `sendhost pool exporter`'s sendhost_warmup_mailbox_paused.
@@ -33,6 +36,8 @@ from sender.feedback.health import WINDOW
 from sender.ledger.events import Feedback
 from sender.ledger.stalled import pinned_due
 from sender.ledger.store import Ledger
+from sender.placement.rest import open_rests, shares
+from sendhost.model import DEFAULT_PLACEMENT_TESTS
 
 log = logging.getLogger("sendhost.sender.metrics")
 
@@ -60,6 +65,11 @@ class LedgerCollector(Collector):
                                       "mailbox (it sent the lead's step before).", labels=["mailbox"])
         followups_age = GaugeMetricFamily(f"{PREFIX}_followups_oldest_due_age_seconds", "Seconds since the oldest "
                                           "due follow-up pinned to this mailbox became due.", labels=["mailbox"])
+        placement = GaugeMetricFamily(f"{PREFIX}_placement_inbox_share", "Share of placement messages found in "
+                                      "the seeds' inboxes over the mailbox's last tests per provider.",
+                                      labels=["mailbox", "provider"])
+        rested = GaugeMetricFamily(f"{PREFIX}_placement_rested", "1 while placement tests keep the mailbox rested "
+                                   "(its warm-up ramp halved, or paused).", labels=["mailbox"])
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
         try:
             with self._pool.connection(timeout=5) as conn:
@@ -83,13 +93,17 @@ class LedgerCollector(Collector):
                     sends.add_metric([mailbox], seen["sent"])
                     bounces.add_metric([mailbox], seen["bounced"])
                     complaints.add_metric([mailbox], seen["complained"])
+                for share in shares(ledger, DEFAULT_PLACEMENT_TESTS):
+                    placement.add_metric([share.mailbox, share.provider], share.share)
+                for mailbox in sorted(open_rests(ledger)):
+                    rested.add_metric([mailbox], 1)
         except Exception as exc:  # a scrape must answer even when the ledger does not
             log.warning("metrics: the ledger did not answer: %s", str(exc).splitlines()[0] if str(exc) else exc)
             up.add_metric([], 0)
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age)
+        yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age, placement, rested)
 
 
 class CachedCollector(Collector):

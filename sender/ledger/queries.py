@@ -9,8 +9,9 @@ from importlib import resources
 
 _NAME_RE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 _MIGRATION_RE = re.compile(r"^(\d+)_(\d+)_[a-z0-9_]+\.sql$")
-# The named-query files, one per concern: the ledger's rows (and its metrics), feedback, schema versions, campaigns.
-QUERY_FILES = ("queries.sql", "feedback.sql", "versions.sql", "campaigns.sql")
+# The named-query files, one per concern: the ledger's rows (and its metrics), feedback, schema versions, campaigns,
+# placement tests.
+QUERY_FILES = ("queries.sql", "feedback.sql", "versions.sql", "campaigns.sql", "placement.sql")
 
 
 def sql_text(name: str) -> str:
