@@ -2,10 +2,12 @@
 from its own `Authentication-Results` headers (RFC 8601).
 
 As the inbox reader does (sender.feedback.authentication), only headers under the provider's authserv-id (the
-seed's `imap.authserv_id`) are believed: anyone can write such a header into what they send. Of those, the topmost
-(the provider's last word) gives each method's result; a DKIM result is the one whose signing domain aligns with
-the From domain when there is one (the signature DMARC reads), else the first. No trusted id, no header under it:
-every verdict is `none`, and the message is still placed by its folder.
+seed's `imap.authserv_id`) are believed: anyone can write such a header into what they send. A provider may write
+one header with every result (Gmail) or one per checker (OpenDKIM, policyd-spf and OpenDMARC each add their own):
+each method's result is the one in the topmost trusted header that has it (the provider's last word); the DKIM
+result is, of that header's signatures, the one whose signing domain aligns with the From domain when there is one
+(the signature DMARC reads), else the first. No trusted id, no header under it: every verdict is `none`, and the
+message is still placed by its folder.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ def read_verdicts(message: Message, authserv_id: str | None, from_domain: str) -
     if not authserv_id:
         return Verdicts()
     trusted = authserv_id.strip().lower()
+    found: dict[str, str] = {}
+    signatures: list[tuple[str, str | None]] | None = None
+    kept: list[str] = []
     for value in headers(message, "Authentication-Results", MAX_RESULTS_HEADERS):
         if len(value) >= MAX_HEADER:
             continue  # cut to fit: no longer what the provider wrote
@@ -50,23 +55,22 @@ def read_verdicts(message: Message, authserv_id: str | None, from_domain: str) -
             continue
         if str(parsed.authserv_id or "").lower() != trusted:
             continue
-        return _of(parsed.results, from_domain, " ".join(value.split()))
-    return Verdicts()
-
-
-def _of(results: list[object], from_domain: str, header: str) -> Verdicts:
-    found: dict[str, str] = {}
-    signatures: list[tuple[str, str | None]] = []
-    for result in results:
-        method = str(getattr(result, "method", "")).lower()
-        outcome = str(getattr(result, "result", "")).lower() or NONE
-        if method == "dkim":
-            signatures.append((outcome, _property(result, "header", "d")))
-        elif method in ("spf", "dmarc", "arc"):
-            found.setdefault(method, outcome)
-    dkim, domain = _chosen_signature(signatures, from_domain)
+        kept.append(" ".join(value.split()))
+        own: list[tuple[str, str | None]] = []
+        for result in parsed.results:
+            method = str(getattr(result, "method", "")).lower()
+            outcome = str(getattr(result, "result", "")).lower() or NONE
+            if method == "dkim":
+                own.append((outcome, _property(result, "header", "d")))
+            elif method in ("spf", "dmarc", "arc"):
+                found.setdefault(method, outcome)
+        if own and signatures is None:
+            signatures = own
+    if not kept:
+        return Verdicts()
+    dkim, domain = _chosen_signature(signatures or [], from_domain)
     return Verdicts(spf=found.get("spf", NONE), dkim=dkim, dkim_domain=domain, dmarc=found.get("dmarc", NONE),
-                    arc=found.get("arc", NONE), header=header)
+                    arc=found.get("arc", NONE), header="\n".join(kept))
 
 
 def _chosen_signature(signatures: list[tuple[str, str | None]], from_domain: str) -> tuple[str, str | None]:
