@@ -63,3 +63,11 @@ SELECT sender_placement_rest(%(mailbox)s, %(how)s, %(reason)s, %(tests)s, %(now)
 
 -- name: placement_lift
 SELECT sender_placement_lift(%(mailbox)s, %(by)s, %(now)s);
+
+-- name: placement_latest_found
+-- Each (mailbox, seed)'s latest message found in the seed, with the receiver's verdicts (`dns audit --placement`).
+SELECT DISTINCT ON (r.mailbox, r.seed) r.mailbox, r.seed, r.provider, r.test_id, r.spf, r.dkim, r.dkim_domain, r.dmarc,
+       r.auth_results
+FROM sender_placement_results r
+WHERE r.placement IN ('inbox', 'category', 'spam', 'other')
+ORDER BY r.mailbox, r.seed, r.test_id DESC;

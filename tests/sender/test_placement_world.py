@@ -56,7 +56,8 @@ def cli(world: World, *args: str) -> Any:
     return run_cli("--inventory", str(world.inventory), "--redis-url", world.redis_url, *args, timeout=180)
 
 
-def test_a_removed_dkim_key_lands_in_junk_rests_the_mailbox_and_the_audit_names_it(world: World) -> None:
+def test_a_removed_dkim_key_lands_in_junk_rests_the_mailbox_and_the_audit_names_it(
+        world: World, receiving: ReceivingWorld) -> None:
     done = cli(world, "placement", "--database-url", world.database_url, "test", "--send", "--wait", "60s",
                "--poll", "0.5", "--format", "json")
     assert done.returncode == 1, done.stderr
@@ -75,3 +76,20 @@ def test_a_removed_dkim_key_lands_in_junk_rests_the_mailbox_and_the_audit_names_
                             "--format", "json").stdout)
     assert {(s["mailbox"], s["inbox_share"]) for s in status["shares"]} == {(BOX0, 1.0), (BOX1, 0.0)}
     assert [r["mailbox"] for r in status["rested"]] == [BOX1]
+    # the audit from the receiver's side names the failing signature, for each seed; the healthy mailbox is clean
+    audited = run_cli("dns", "audit", DOMAIN, "--nameserver", f"{receiving.dns}:53", "--selector", "good",
+                      "--dnsbl", "dnsbl.invalid", "--timeout", "1", "--deadline", "30", "--placement",
+                      "--database-url", world.database_url, "--format", "json", timeout=120)
+    assert audited.returncode == 1, audited.stderr
+    (domain,) = json.loads(audited.stdout)["domains"]
+    placement = [f for f in domain["findings"] if f["code"].startswith("placement.")]
+    assert sorted((f["code"], f["subject"]) for f in placement) == [
+        ("placement.dkim_fail", f"{BOX1} → {seed}") for seed in sorted(SEEDS)]
+    for found in placement:
+        assert "dkim=fail" in found["evidence"] and "header.s=gone" in found["evidence"], found
+        assert found["message"].startswith("the other seed seed-") and f"dkim=fail on the message from {BOX1} " \
+            f"signed d={DOMAIN}" in found["message"]
+    assert {"name": "placement", "status": "fail", "note": ""} in domain["checks"]
+    # the DNS itself looks right for the selector the audit was told of (a 1024-bit key's warning aside): only the
+    # receiver saw the failure
+    assert [f["code"] for f in domain["findings"] if f["code"].startswith("dkim.")] == ["dkim.short_key"]
