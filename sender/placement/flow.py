@@ -22,6 +22,7 @@ from sender.ledger.store import Ledger
 from sender.placement import store
 from sender.placement.seeds import Looked, look
 from sender.placement.verdicts import read_verdicts
+from sender.sending.compose import UNSUBSCRIBE_FIELD
 from sendhost.model import Mailbox, Seed
 
 POLL_S = 15.0
@@ -33,8 +34,11 @@ Looker = Callable[[Seed, Sequence[str]], Looked]
 
 @dataclass(frozen=True)
 class Content:
+    """A message's subject and text; with `fields`, a campaign step's templates the agent renders with them."""
+
     subject: str
     body: str
+    fields: dict[str, str] | None = None
 
 
 def new_token() -> str:
@@ -47,21 +51,24 @@ def neutral(mailbox: Mailbox, seed: Seed, token: str) -> Content:
 
 
 def campaign_content(ledger: Ledger, campaign: str, step: int) -> Callable[[Mailbox, Seed, str], Content]:
-    """The campaign's step rendered for a seed as a lead: `email` its address, any other field its name's local
-    part (a field with a fallback takes the fallback); a later step keeps the first's subject as `Re:`."""
+    """The campaign's step as last applied, for a seed as a lead: `email` its address, any other field the step
+    needs its address's local part (a field with a fallback takes the fallback); the agent renders it with the
+    row's own unsubscribe link, as any lead's. A later step keeps the first's subject as `Re:`. TemplateError (bad
+    input) when the step cannot be rendered."""
     row = ledger.fetch_one("placement_step", {"campaign": campaign, "step": step}, f"campaign {campaign} step {step}")
     if row is None:
         raise SenderConfigError(f"campaign {campaign!r} has no step {step} in the ledger; name an applied "
                                 "campaign and one of its steps (`sendhost campaign status`)")
     subject, body, first_subject = row
+    title = subject if subject else f"Re: {first_subject}"
 
     def content(mailbox: Mailbox, seed: Seed, token: str) -> Content:
-        local = seed.address.split("@", 1)[0]
-        needed = set(fields(body)[0]) | (set(fields(subject)[0]) if subject else set())
-        values = {name: local for name in needed} | {"email": seed.address}
-        text = render(body, values)
-        title = render(subject, values) if subject else f"Re: {render(first_subject, values)}"
-        return Content(title, f"{text.rstrip()}\n\nref {token}\n")
+        needed = (set(fields(body)[0]) | set(fields(title)[0])) - {UNSUBSCRIBE_FIELD}
+        values = {name: seed.address.split("@", 1)[0] for name in needed} | {"email": seed.address}
+        text = f"{body.rstrip()}\n\nref {token}\n"
+        for template in (title, text):  # refused now, not by the agent at send time
+            render(template, {**values, UNSUBSCRIBE_FIELD: "https://u.example/check"})
+        return Content(title, text, values)
 
     return content
 
@@ -76,7 +83,8 @@ def start(ledger: Ledger, mailboxes: Sequence[Mailbox], seeds: Sequence[Seed], *
             made = token()
             body = content(mailbox, seed, made)
             store.enqueue(ledger, test, token=made, mailbox=mailbox.address, group=mailbox.group,
-                          seed=seed.address, provider=seed.provider, subject=body.subject, body=body.body)
+                          seed=seed.address, provider=seed.provider, subject=body.subject, body=body.body,
+                          fields=body.fields)
     return test
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from psycopg.types.json import Jsonb
+
 from sender.ledger.store import Ledger
 from sender.placement.verdicts import Verdicts
 
@@ -31,11 +33,13 @@ def begin(ledger: Ledger, *, wait_s: float, campaign: str | None, step: int | No
 
 
 def enqueue(ledger: Ledger, test: int, *, token: str, mailbox: str, group: str, seed: str, provider: str,
-            subject: str, body: str) -> str:
-    """Queue one message for the agent, pinned to `mailbox`; `queued` or `suppressed` (recorded not_sent)."""
+            subject: str, body: str, fields: dict[str, str] | None = None) -> str:
+    """Queue one message for the agent, pinned to `mailbox`; `queued` or `suppressed` (recorded not_sent).
+    `fields`: the seed's merge fields, when `subject` and `body` are a campaign step's templates."""
     outcome, _email_id = ledger.fetch_value("placement_enqueue", {
         "test": test, "token": token, "mailbox": mailbox, "group": group, "seed": seed, "provider": provider,
-        "subject": subject, "body": body}, f"placement message from {mailbox} to {seed}")
+        "subject": subject, "body": body, "fields": None if fields is None else Jsonb(fields)},
+        f"placement message from {mailbox} to {seed}")
     return str(outcome)
 
 

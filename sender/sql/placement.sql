@@ -5,7 +5,7 @@ SELECT sender_placement_begin(%(wait_s)s, %(campaign)s, %(step)s, %(now)s);
 
 -- name: placement_enqueue
 SELECT outcome, email_id FROM sender_placement_enqueue(%(test)s, %(token)s, %(mailbox)s, %(group)s, %(seed)s,
-                                                       %(provider)s, %(subject)s, %(body)s, %(now)s);
+                                                       %(provider)s, %(subject)s, %(body)s, %(fields)s, %(now)s);
 
 -- name: placement_sends
 -- Each result of a test with its row's status and, once the submission server accepted it, when.

@@ -1670,8 +1670,8 @@ CREATE INDEX sender_placement_results_mailbox ON sender_placement_results (mailb
 -- lead (`placement:<token>`), pinned to the mailbox under test, so only that mailbox sends it, through the
 -- agent's send path (its warm-up reservation counts as any send's). A suppressed seed is recorded `not_sent`.
 CREATE FUNCTION sender_placement_enqueue(p_test bigint, p_token text, p_mailbox text, p_group text, p_seed text,
-                                         p_provider text, p_subject text, p_body text, p_now timestamptz DEFAULT NULL,
-                                         OUT outcome text, OUT email_id bigint)
+                                         p_provider text, p_subject text, p_body text, p_fields jsonb,
+                                         p_now timestamptz DEFAULT NULL, OUT outcome text, OUT email_id bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
@@ -1685,7 +1685,10 @@ BEGIN
                 'the seed is suppressed in the ledger', now_at);
         RETURN;
     END IF;
-    INSERT INTO sender_leads (campaign_id, lead, address, created_at) VALUES (campaign, lead_id, lower(p_seed), now_at);
+    -- p_fields: a campaign step's merge fields for the seed as a lead (the agent renders the step with them and the
+    -- unsubscribe link, as any lead's); NULL: the row's text as it is
+    INSERT INTO sender_leads (campaign_id, lead, address, fields, created_at)
+    VALUES (campaign, lead_id, lower(p_seed), p_fields, now_at);
     INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, not_before, due_at,
                                pinned_mailbox, created_at, updated_at)
     VALUES (campaign, lead_id, 1, lower(p_seed), p_group, p_subject, p_body, now_at, now_at, lower(p_mailbox),

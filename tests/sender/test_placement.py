@@ -170,3 +170,33 @@ def test_bad_choices_are_usage_errors(placed: World) -> None:
     assert done.returncode == 2 and "--campaign and --step go together" in done.stderr
 
 
+
+
+CAMPAIGN = """name: spring
+group: sales
+fields: [first_name, company]
+steps:
+  - subject: "Quick question, {first_name|there}"
+    body: "Hi {first_name|there}, is {company} hiring? Not interested? {unsubscribe_url}"
+  - delay: 3d
+    body: "Following up, {first_name|there}, on {company}. Not interested? {unsubscribe_url}"
+"""
+
+
+def test_a_campaign_step_is_rendered_for_each_seed_as_a_lead_by_the_agent(placed: World, tmp_path: Path) -> None:
+    spec = tmp_path / "spring.yml"
+    spec.write_text(CAMPAIGN)
+    applied = run_cli("--inventory", str(placed.inventory), "campaign", "--database-url", placed.database_url,
+                      "apply", str(spec))
+    assert applied.returncode == 0, applied.stderr
+    done = placement(placed, "test", "--mailbox", placed.mailboxes[0], "--campaign", "spring", "--step", "2",
+                     "--send", "--wait", "20s", "--poll", "0.2")
+    assert done.returncode == 0, done.stderr
+    recorder = placed.server.recorder
+    sent = {r.rcpt: r.message for r in recorder.snapshot()}
+    assert str(sent[SEED_A]["Subject"]) == "Re: Quick question, there"
+    text = sent[SEED_A].get_payload(decode=True).decode()
+    assert text.startswith("Following up, there, on seed-a. Not interested? https://u.example.test/")
+    assert "ref sh" in text and "{" not in text
+    missing = placement(placed, "test", "--campaign", "spring", "--step", "3")
+    assert missing.returncode == 2 and "campaign 'spring' has no step 3 in the ledger" in missing.stderr
