@@ -237,6 +237,11 @@ class Guard:
         address = validate_address(address)
         self._admin(lambda: self.mailboxes.lift_rest(address, self.mailboxes.now_ms(self._now(now))))
 
+    def rest_lifted(self, address: str) -> bool:
+        """Did `resume` (a person) lift the mailbox's placement rest since it was last rested?"""
+        address = validate_address(address)
+        return self._admin(lambda: self.mailboxes.rest_lifted(address))
+
     def rest_reason(self, address: str) -> str | None:
         """Why the mailbox's ramp is halved (a placement rest), or None."""
         address = validate_address(address)

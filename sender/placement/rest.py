@@ -2,7 +2,8 @@
 falls below the inventory's `sendhost_placement.rest_below` is rested: its warm-up ramp halved (or, with `pause:
 true`, paused), the tests and the reason named. A later test whose share at every provider is at or above the
 threshold lifts it, as `sendhost warmup resume` does. The ledger keeps each rest (sender_placement_rests); the
-warm-up guard holds it (Redis), so a rest lifted by `warmup resume` is closed in the ledger when next seen."""
+warm-up guard holds it (Redis): a rest lifted by `warmup resume` is closed in the ledger when next seen, one Redis
+lost is put back."""
 
 from __future__ import annotations
 
@@ -98,15 +99,24 @@ def judge(ledger: Ledger, guard: Guard, mailbox: str, policy: PlacementPolicy, t
 
 
 def reconcile(ledger: Ledger, guard: Guard) -> None:
-    """Close the ledger's open rests the guard no longer holds (lifted by `sendhost warmup resume`)."""
+    """Each open rest of the ledger as the guard holds it: closed when a person lifted it (`sendhost warmup
+    resume`), put back when Redis lost it (never reading a lost rest as lifted: err towards under-sending)."""
     for mailbox, rest in open_rests(ledger).items():
+        if not guard.knows(mailbox):
+            continue  # not under the guard now: the agent's rebuild puts the rest back with the mailbox
         if rest.how == "halved":
             held = guard.rest_reason(mailbox) is not None
         else:
             (status,) = guard.status([mailbox])
             held = status.state == "paused" and (status.reason or "").startswith(PAUSE_PREFIX)
-        if not held:
+        if held:
+            continue
+        if guard.rest_lifted(mailbox):
             ledger.fetch_one("placement_lift", {"mailbox": mailbox, "by": "warmup resume"}, "lift")
+        elif rest.how == "halved":
+            guard.rest(mailbox, f"{PAUSE_PREFIX} {rest.reason}")
+        else:
+            guard.pause(mailbox, f"{PAUSE_PREFIX} {rest.reason}")
 
 
 def _lift(guard: Guard, mailbox: str) -> None:

@@ -148,3 +148,27 @@ def test_the_exporter_shows_each_share_and_each_rest(web: WebServer, database_ur
     assert samples[("sendhost_sender_placement_inbox_share", (box, ("provider", "google")))] == 0.5
     assert samples[("sendhost_sender_placement_inbox_share", (box, ("provider", "microsoft")))] == 1.0
     assert samples[("sendhost_sender_placement_rested", (box,))] == 1.0
+
+
+def test_a_rest_redis_lost_is_put_back_from_the_ledger_never_read_as_lifted(
+        tmp_path: Path, database_url: str, redis_url: str, delivering: SubmissionServer,  # noqa: F811
+        seeds_imap: Dovecot) -> None:  # noqa: F811
+    world = world_with(tmp_path, database_url, redis_url, delivering, seeds_imap, "{rest_below: 0.7}")
+    spam_everywhere(world, True)
+    assert [r["change"] for r in json.loads(placement_test(world).stdout)["rests"]] == ["rested"]
+    client = redis.Redis.from_url(world.redis_url)
+    client.flushdb()  # Redis restarted empty
+    client.close()
+    shown = json.loads(cli(world, "placement", "--database-url", world.database_url, "status",
+                           "--format", "json").stdout)
+    assert [r["mailbox"] for r in shown["rested"]] == world.mailboxes  # not taken for a `warmup resume`
+    # the agent's rebuild puts the mailbox back under the guard with its rest: 3 more sends to its halved cap of 5
+    world.enqueue(10, group="sales")
+    sent = cli(world, "sender", "--database-url", world.database_url, "run", "--once", "--format", "json")
+    assert json.loads(sent.stdout)["outcomes"].get("sent") == 3, sent.stdout
+    assert (status(world).cap, status(world).sent) == (5, 5)
+    # and a person's `warmup resume` is one: the ledger's rest is closed
+    assert cli(world, "warmup", "resume", world.mailboxes[0]).returncode == 0
+    shown = json.loads(cli(world, "placement", "--database-url", world.database_url, "status",
+                           "--format", "json").stdout)
+    assert shown["rested"] == []
