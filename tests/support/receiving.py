@@ -16,6 +16,7 @@ Everything runs as root in the foreground (`-f`) or daemonized by `postfix start
 from __future__ import annotations
 
 import base64
+import os
 import random
 import shutil
 import socket
@@ -57,6 +58,10 @@ def receiving_world_or_skip() -> None:
         if on_ci():
             pytest.fail(f"not installed on CI: .ci/run should install Debian's {', '.join(missing)}")
         pytest.skip(f"install Debian's {', '.join(missing)} to run the receiving-world placement tests")
+    if os.geteuid() != 0:  # port 53, a mount namespace, Postfix's own users: as the other mail-server tests
+        if on_ci():
+            pytest.fail("the receiving world needs root (port 53, a mount namespace for resolv.conf)")
+        pytest.skip("the receiving-world placement test needs root (port 53, a mount namespace)")
     postfix_or_skip()
     dovecot_or_skip()
 
@@ -230,7 +235,6 @@ plugin {{
 
 def _receiver(base: Path, resolv: Path, lmtp_port: int, verify_port: int, dmarc_port: int) -> Path:
     """The seeds' provider's Postfix, started in the DNS namespace (its policyd-spf is spawned from it)."""
-    import os
     import pwd
 
     for sub in ("etc", "spool", "lib"):
