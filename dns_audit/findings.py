@@ -314,6 +314,24 @@ CATALOG: dict[str, FindingRule] = {
         "error",
         "Align From with the DKIM d= domain or the Return-Path domain.",
         f"{RFC7489} §3.1; {GMAIL}"),
+    # from the receiver's side (--placement): a placement message's own verdicts, as the seed's provider wrote them
+    "placement.dkim_fail": FindingRule(
+        "error",
+        "Publish the signing selector's key (header.s in the evidence) at `<s>._domainkey.<d>`, or make the "
+        "provider sign with a selector whose key is published; then run `sendhost placement test` again.",
+        f"{RFC6376} §6; RFC 8601 §2.7.1"),
+    "placement.dkim_unaligned": FindingRule(
+        "error",
+        "Make the provider sign with the From domain (its custom DKIM domain setting) so DKIM aligns for DMARC.",
+        f"{RFC7489} §3.1.1; {GMAIL}"),
+    "placement.spf_softfail": FindingRule(
+        "warning",
+        "Authorize the provider's sending addresses in the envelope domain's SPF record (its include).",
+        f"{RFC7208} §8.5"),
+    "placement.dmarc_fail": FindingRule(
+        "error",
+        "Align a passing DKIM signature or SPF domain with the From domain; the evidence says which failed.",
+        f"{RFC7489} §6.6; {GMAIL}"),
 }
 
 

@@ -201,6 +201,37 @@ class Domain:
     line: int = 0  # the inventory line declaring it (audit reports point at it)
 
 
+# --- placement seeds --------------------------------------------------------------------------------------------
+
+# The providers a seed may name: where its receiving side's verdicts and folders come from. `other` for any.
+SEED_PROVIDERS = ("google", "microsoft", "yahoo", "other")
+# The spam folder's usual names by provider, when the server marks none \\Junk (RFC 6154).
+SPAM_FOLDER_NAMES = {"google": ("[Gmail]/Spam",), "microsoft": ("Junk Email", "Junk"),
+                     "yahoo": ("Bulk", "Bulk Mail", "Spam"), "other": ("Junk", "Spam", "Junk Email", "Bulk")}
+# A placement test's inbox share below which a mailbox is rested (`sendhost_placement.rest_below`; None: never).
+DEFAULT_PLACEMENT_TESTS = 3  # the last tests per provider an inbox share is taken over
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A mailbox of our own at a provider our leads use, that placement tests send to and read by IMAP (never a
+    lead, never in a warm-up group): its address, its provider and how its folders are read."""
+
+    address: str
+    provider: str  # one of SEED_PROVIDERS
+    imap: ImapSettings
+
+
+@dataclass(frozen=True)
+class PlacementPolicy:
+    """When placement tests rest a mailbox: its inbox share over its last `tests` per provider below `rest_below`
+    halves its warm-up ramp (or, with `pause`, pauses it) until a test at or above it, or `warmup resume`."""
+
+    rest_below: float | None = None
+    pause: bool = False
+    tests: int = DEFAULT_PLACEMENT_TESTS
+
+
 # --- hosts ----------------------------------------------------------------------------------------------------
 
 

@@ -110,7 +110,7 @@ def emitted_finding_codes() -> set[str]:
 
     from dns_audit.audit import CHECK_ORDER
 
-    areas = {*CHECK_ORDER, "audit", "message"}
+    areas = {*CHECK_ORDER, "audit", "message", "placement"}
     code = re.compile(r"([a-z_]+)\.[a-z_]+")
     found: set[str] = set()
     suffixes: set[str] = set()

@@ -47,14 +47,17 @@ from sendhost.model import (
     ImapSettings,
     Mailbox,
     OAuthSettings,
+    PlacementPolicy,
     PoolPolicy,
     PostmasterSettings,
+    Seed,
     SenderHost,
     Submission,
 )
 from sendhost.private_paths import refresh_token_file_problem
 from sendhost.providers import PROVIDER_PRESETS, PROVIDERS, ProviderPreset
 from toolkit.inventory_schema import DOMAIN_RE, Checker
+from toolkit.inventory_seeds import placement_policy, seeds
 from toolkit.yaml_lines import LineDict, Vaulted, load_yaml_with_lines
 
 SENDER_GROUP = "senders"
@@ -67,6 +70,8 @@ GLOBAL_KEYS |= {"sendhost_database_url", "sendhost_unsubscribe_base_url", "sendh
 # The provider's spam rate (docs/postmaster.md): how Google Postmaster Tools is read.
 GLOBAL_KEYS |= {"sendhost_postmaster"}
 POSTMASTER_KEYS = {"oauth", "service_account_key_file", "subject", "domains", "api_url", "days"}
+# Placement tests (docs/placement.md): the seeds they send to and when they rest a mailbox.
+GLOBAL_KEYS |= {"sendhost_seeds", "sendhost_placement"}
 # The value of every EIP's `sendhost:pool` tag: two deployments in one AWS account must use different names, or
 # each would take the other's addresses for its own (reconcile, reaper). AWS tag values allow more; this is safe.
 POOL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
@@ -95,6 +100,8 @@ class Inventory:
     unsubscribe_base_url: str | None = None
     unsubscribe_key_file: str | None = None
     postmaster: PostmasterSettings | None = None
+    seeds: tuple[Seed, ...] = ()
+    placement: PlacementPolicy = field(default_factory=PlacementPolicy)
 
     def host(self, name: str) -> SenderHost:
         for host in self.hosts:
@@ -143,6 +150,8 @@ def load_inventory(path: Path, *, require_refresh_tokens: bool = False) -> Inven
                              expected="a pool name: up to 63 letters, digits, '.', '_' or '-', starting alphanumeric")
     sender_settings = _sender_settings(check, global_vars)
     postmaster = _postmaster(check, global_vars) if "sendhost_postmaster" in global_vars else None
+    sender_settings["seeds"] = seeds(check, global_vars, mailboxes, oauth=_oauth, authserv_id=_authserv_id)
+    sender_settings["placement"] = placement_policy(check, global_vars)
     return Inventory(
         path=path, hosts=hosts, domains=domains, mailboxes=mailboxes, redis_url=redis_url,
         redis_url_line=check.line_of(global_vars, "sendhost_redis_url"), dnsbl=dnsbl, pool_name=pool_name,

@@ -180,6 +180,8 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
     ("docs/postmaster.md", "$ sendhost postmaster sync"):
         "reads a real Google account's domains and days from the Postmaster Tools API (tests/sender/postmaster/"
         "test_cli_postmaster.py runs the command against a fake of it)",
+    ("docs/placement.md", "placement test 7"):
+        "seeds at Gmail and a provider of one's own, read after a real agent's sends: times and verdicts are theirs",
     ("docs/aws-requirements.md", "$ sendhost pool doctor sender-1 --format json"):
         "asks a real AWS account about a real subnet's routes",
     ("docs/benchmarks.md", "                                own-core    shared"):

@@ -31,14 +31,22 @@ def midnight_ms(day: date, timezone: str) -> int:
 
 
 def schedule_rows(start: date, today: date, timezone: str, ramp: Ramp,
-                  history: Mapping[date, float]) -> dict[str, int]:
+                  history: Mapping[date, float], *, halved: bool = False) -> dict[str, int]:
     """Zset members for yesterday .. today+HORIZON, scored by the day's local midnight (ms):
     "day|cap|next_midnight_ms|day_number|state". Carrying the next midnight lets the reserve script find
-    today, its cap and its end with one range query."""
+    today, its cap and its end with one range query. `halved`: a rested mailbox's ramp, each day's cap halved."""
     first = max(start, today - timedelta(days=1))
     # A mailbox registered ahead of its first day gets its first HORIZON_DAYS written too.
     days = plan(start, max(today, start) + timedelta(days=HORIZON_DAYS), ramp, history)
+    if halved:
+        days = [half_of(d) for d in days]
     return {_member(d, timezone): midnight_ms(d.day, timezone) for d in days if d.day >= first}
+
+
+def half_of(day: DayCap) -> DayCap:
+    """A rested mailbox's day (placement tests, `warmup resume` lifts it): half the cap, rounded down, at least 1 on
+    a day that allows any."""
+    return DayCap(day.day, day.day_number, max(1, day.cap // 2) if day.cap else 0, day.state)
 
 
 def parse_member(member: str) -> tuple[DayCap, int]:

@@ -235,9 +235,29 @@ class Guard:
         address = validate_address(address)
         self._admin(lambda: self.mailboxes.pause(address, reason))
 
-    def resume(self, address: str) -> None:
+    def resume(self, address: str, now: float | None = None) -> None:
+        """Clear a pause, a hold, the breaker and a placement rest (its ramp whole again)."""
         address = validate_address(address)
-        self._admin(lambda: self.mailboxes.resume(address))
+        self._admin(lambda: self.mailboxes.resume(address, self.mailboxes.now_ms(self._now(now))))
+
+    def rest(self, address: str, reason: str, now: float | None = None) -> None:
+        """Halve the mailbox's ramp from today (a placement test's rest), until `lift_rest` or `resume`."""
+        address = validate_address(address)
+        self._admin(lambda: self.mailboxes.rest(address, reason, self.mailboxes.now_ms(self._now(now))))
+
+    def lift_rest(self, address: str, now: float | None = None) -> None:
+        address = validate_address(address)
+        self._admin(lambda: self.mailboxes.lift_rest(address, self.mailboxes.now_ms(self._now(now))))
+
+    def rest_lifted(self, address: str) -> bool:
+        """Did `resume` (a person) lift the mailbox's placement rest since it was last rested?"""
+        address = validate_address(address)
+        return self._admin(lambda: self.mailboxes.rest_lifted(address))
+
+    def rest_reason(self, address: str) -> str | None:
+        """Why the mailbox's ramp is halved (a placement rest), or None."""
+        address = validate_address(address)
+        return self._admin(lambda: self.mailboxes.rest_reason(address))
 
     def record_spam_rate(self, rate: float, day: date, *, domain: str | None = None, mailbox: str | None = None,
                          now: float | None = None) -> SpamRecord:

@@ -274,8 +274,9 @@ class Mailboxes:
     def refresh_schedule(self, address: str, now_ms: int) -> None:
         """Rewrite the mailbox's schedule rows from its start, ramp and health history."""
         config = self.config(address)
+        halved = _text(self._client.hget(self.keys_of(address).state, "rested")) == "1"
         rows = schedule_rows(config.start, local_day(now_ms, config.timezone), config.timezone, config.ramp,
-                             self.history(config))
+                             self.history(config), halved=halved)
         schedule_key = self.keys_of(address).schedule
         with self._client.pipeline(transaction=True) as pipe:
             pipe.delete(schedule_key)
@@ -284,17 +285,48 @@ class Mailboxes:
             pipe.execute()
 
     def pause(self, address: str, reason: str) -> None:
-        self._client.hset(self.keys_of(address).state, mapping={"paused": "1", "pause_reason": reason})
+        state = self.keys_of(address).state
+        self._client.hset(state, mapping={"paused": "1", "pause_reason": reason})
+        if reason.startswith("placement:"):  # a placement rest's pause: not lifted yet
+            self._client.hdel(state, "rest_lifted")
 
-    def resume(self, address: str) -> None:
-        """Clear a pause, a disconnect, a hold and the breaker: a person has looked at it."""
+    def resume(self, address: str, now_ms: int | None = None) -> None:
+        """Clear a pause, a disconnect, a hold, the breaker and a placement rest: a person has looked at it."""
         mailbox = self.keys_of(address)
+        rested, reason = (_text(v) for v in self._client.hmget(mailbox.state, ["rested", "pause_reason"]))
+        rested_too = rested == "1"
+        # A placement rest lifted by a person: marked, so its record in the ledger is closed, not restored
+        fields: dict[Any, Any] = {"paused": "0", "trips": "0"}
+        if rested_too or (reason or "").startswith("placement:"):
+            fields["rest_lifted"] = "1"
         with self._client.pipeline(transaction=True) as pipe:
-            pipe.hset(mailbox.state, mapping={"paused": "0", "trips": "0"})
+            pipe.hset(mailbox.state, mapping=fields)
             pipe.hdel(mailbox.state, "pause_reason", "hold_until_ms", "hold_status", "hold_reason",
-                      "breaker_open_until_ms")
+                      "breaker_open_until_ms", "rested", "rest_reason")
             pipe.delete(mailbox.failures)
             pipe.execute()
+        if rested_too and now_ms is not None:
+            self.refresh_schedule(address, now_ms)  # its whole ramp back
+
+    def rest(self, address: str, reason: str, now_ms: int) -> None:
+        """Halve the mailbox's ramp (placement tests), until `lift_rest` or `resume`."""
+        state = self.keys_of(address).state
+        self._client.hset(state, mapping={"rested": "1", "rest_reason": reason})
+        self._client.hdel(state, "rest_lifted")
+        self.refresh_schedule(address, now_ms)
+
+    def lift_rest(self, address: str, now_ms: int) -> None:
+        self._client.hdel(self.keys_of(address).state, "rested", "rest_reason")
+        self.refresh_schedule(address, now_ms)
+
+    def rest_lifted(self, address: str) -> bool:
+        """Did `resume` lift a placement rest (or pause) since the last one?"""
+        return _text(self._client.hget(self.keys_of(address).state, "rest_lifted")) == "1"
+
+    def rest_reason(self, address: str) -> str | None:
+        """Why the mailbox's ramp is halved, or None when it is not."""
+        fields = self._client.hmget(self.keys_of(address).state, ["rested", "rest_reason"])
+        return (_text(fields[1]) or "rested") if _text(fields[0]) == "1" else None
 
     def record_spam_rate(self, rate: float, day: date, now_ms: int, *, domain: str | None = None,
                          mailbox: str | None = None) -> SpamRecord:

@@ -21,6 +21,9 @@ the ledger nothing.
     sendhost_sender_step_rows{campaign,step,mailbox,outcome}    what worked (docs/tracking.md): rows sent, and of
                                                           those delivered, replied, bounced, unsubscribed, clicked
                                                           and opened (by a person; opens an estimate)
+    sendhost_sender_placement_inbox_share{mailbox,provider}     the share of placement messages found in the seeds'
+                                                          inboxes over the mailbox's last 3 tests per provider
+    sendhost_sender_placement_rested{mailbox}             1 while placement tests keep the mailbox rested
 
 A mailbox's follow-ups stall while the warm-up guard holds it paused or disconnected: the alerting rule
 SendhostFollowupsStalled joins the first with `sendhost pool exporter`'s sendhost_warmup_mailbox_paused.
@@ -44,7 +47,9 @@ from sender.ledger.campaigns import WORKED_COLUMNS, Campaigns
 from sender.ledger.events import Feedback
 from sender.ledger.stalled import pinned_due
 from sender.ledger.store import Ledger
+from sender.placement.rest import open_rests, shares
 from sender.postmaster.sync import latest
+from sendhost.model import DEFAULT_PLACEMENT_TESTS
 
 log = logging.getLogger("sendhost.sender.metrics")
 
@@ -83,6 +88,11 @@ class LedgerCollector(Collector):
                                    "sent), and of those delivered, replied, bounced, unsubscribed, clicked and opened "
                                    "by a person (opened: an estimate).", labels=["campaign", "step", "mailbox",
                                                                                   "outcome"])
+        placement = GaugeMetricFamily(f"{PREFIX}_placement_inbox_share", "Share of placement messages found in "
+                                      "the seeds' inboxes over the mailbox's last tests per provider.",
+                                      labels=["mailbox", "provider"])
+        rested = GaugeMetricFamily(f"{PREFIX}_placement_rested", "1 while placement tests keep the mailbox rested "
+                                   "(its warm-up ramp halved, or paused).", labels=["mailbox"])
         up = GaugeMetricFamily(f"{PREFIX}_ledger_up", "1 when the ledger answered this scrape.")
         try:
             with self._pool.connection(timeout=5) as conn:
@@ -118,6 +128,10 @@ class LedgerCollector(Collector):
                     worked.add_metric([*labels, "sent"], line.sent)
                     for column in WORKED_COLUMNS:
                         worked.add_metric([*labels, column], line.counts[column])
+                for share in shares(ledger, DEFAULT_PLACEMENT_TESTS):
+                    placement.add_metric([share.mailbox, share.provider], share.share)
+                for mailbox in sorted(open_rests(ledger)):
+                    rested.add_metric([mailbox], 1)
         except Exception as exc:  # a scrape must answer even when the ledger does not
             log.warning("metrics: the ledger did not answer: %s", str(exc).splitlines()[0] if str(exc) else exc)
             up.add_metric([], 0)
@@ -125,7 +139,7 @@ class LedgerCollector(Collector):
             return
         up.add_metric([], 1)
         yield from (up, rows, oldest, events, sends, bounces, complaints, followups, followups_age, spam_ratio,
-                    spam_day, reputation, worked)
+                    spam_day, reputation, worked, placement, rested)
 
 
 class CachedCollector(Collector):

@@ -10,8 +10,8 @@ from importlib import resources
 _NAME_RE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 _MIGRATION_RE = re.compile(r"^(\d+)_(\d+)_[a-z0-9_]+\.sql$")
 # The named-query files, one per concern: the ledger's rows (and its metrics), feedback, schema versions, campaigns,
-# the provider's spam rate.
-QUERY_FILES = ("queries.sql", "feedback.sql", "versions.sql", "campaigns.sql", "postmaster.sql")
+# the provider's spam rate, placement tests.
+QUERY_FILES = ("queries.sql", "feedback.sql", "versions.sql", "campaigns.sql", "postmaster.sql", "placement.sql")
 
 
 def sql_text(name: str) -> str:

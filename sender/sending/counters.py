@@ -3,8 +3,8 @@
 At the agent's start, and whenever Redis has lost a mailbox (flushed, restarted empty), each mailbox of the group
 is put back under the guard *paused*, its day's sends and last send restored from the ledger, and the group's
 campaigns' day counts with them (docs/campaigns.md#campaign-caps), then resumed: until the rebuild ran, the mailbox
-reserves nothing. The guard's rebuild lock per group keeps agents from rebuilding at
-once.
+reserves nothing. A mailbox rested by placement tests (sender.placement.rest) gets its rest back from the ledger. The
+guard's rebuild lock per group keeps agents from rebuilding at once.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from sender.campaigns.spec import load_applied
 from sender.ledger.store import Ledger
+from sender.placement.rest import PAUSE_PREFIX, open_rests
 from sendhost.errors import ConfigError
 from sendhost.model import Mailbox
 from warmup import Guard
@@ -43,10 +44,17 @@ def rebuild(guard: Guard, ledger: Ledger, group: str, mailboxes: Sequence[Mailbo
         if sends:
             guard.import_sends(sends)
         _restore_campaigns(guard, ledger, group, since)
+        rests = open_rests(ledger) if readded else {}
         for mailbox in mailboxes:
             status = guard.status([mailbox.address])[0]
             if status.state == "paused" and status.reason == REBUILD_PAUSE_REASON:
+                rest = rests.get(mailbox.address.lower())
+                if rest is not None and rest.how == "paused":  # a placement rest Redis lost: paused again
+                    guard.pause(mailbox.address, f"{PAUSE_PREFIX} {rest.reason}")
+                    continue
                 guard.resume(mailbox.address)
+                if rest is not None:  # its ramp halved again, until a test or `warmup resume` lifts it
+                    guard.rest(mailbox.address, f"{PAUSE_PREFIX} {rest.reason}")
         if readded:
             log.info("sender: rebuilt warm-up counters of %d mailbox(es) in group %s from the ledger",
                      readded, group)

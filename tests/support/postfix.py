@@ -179,9 +179,12 @@ postlog unix-dgram n - n - 1 postlogd
 
 
 @contextmanager
-def postfix_submission(users: dict[str, str], oauth2_introspection_url: str | None = None) -> Iterator[Postfix]:
+def postfix_submission(users: dict[str, str], oauth2_introspection_url: str | None = None, *,
+                       main_cf_extra: str = "", master_cf_extra: str = "") -> Iterator[Postfix]:
     """Postfix on a free loopback port (STARTTLS, AUTH PLAIN and LOGIN through Dovecot), `users`' passwords;
-    `oauth2_introspection_url`: also XOAUTH2 and OAUTHBEARER, Dovecot's oauth2 passdb checking each token there."""
+    `oauth2_introspection_url`: also XOAUTH2 and OAUTHBEARER, Dovecot's oauth2 passdb checking each token there.
+    `main_cf_extra` overrides main.cf's settings (a relay instead of `discard`, a signing milter), `master_cf_extra`
+    adds services."""
     postfix = postfix_or_skip()
     dovecot = dovecot_or_skip()
     # Not under pytest's tmp_path: its parents are 0700 root, and both servers' processes run as other users.
@@ -201,8 +204,8 @@ def postfix_submission(users: dict[str, str], oauth2_introspection_url: str | No
                                                     for name, password in users.items()))
     (base / "dovecot" / "dovecot.conf").write_text(_dovecot_config(base, oauth2_introspection_url))
     port = free_port()
-    (base / "etc" / "main.cf").write_text(_main_cf(base))
-    (base / "etc" / "master.cf").write_text(_MASTER_CF.format(port=f"127.0.0.1:{port}"))
+    (base / "etc" / "main.cf").write_text(_main_cf(base) + main_cf_extra)
+    (base / "etc" / "master.cf").write_text(_MASTER_CF.format(port=f"127.0.0.1:{port}") + master_cf_extra)
     auth = subprocess.Popen([dovecot, "-F", "-c", str(base / "dovecot" / "dovecot.conf")], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     started = False

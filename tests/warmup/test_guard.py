@@ -117,6 +117,22 @@ def test_paused_mailbox_is_skipped_until_resumed(guard: Guard) -> None:
     assert guard.reserve("a@x.com", now=NOW).reserved
 
 
+def test_a_rest_halves_the_ramp_until_lifted_and_survives_a_settings_update(guard: Guard) -> None:
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW)
+    guard.rest("a@x.com", "placement: inbox share 0% at google over tests 1 is below 70%", now=NOW)
+    assert guard.rest_reason("a@x.com") == "placement: inbox share 0% at google over tests 1 is below 70%"
+    # the agent's settings cycle writes the mailbox again: the rest stays
+    guard.add_mailbox("a@x.com", start=WEEK_TWO, min_gap_s=0, jitter_s=(0, 0), now=NOW + 1)
+    assert guard.status(["a@x.com"], now=NOW + 2)[0].cap == 7  # 15 halved, rounded down
+    reserved = [guard.reserve("a@x.com", now=NOW + 3 + n).reserved for n in range(9)]
+    assert reserved == [True] * 7 + [False] * 2
+    guard.lift_rest("a@x.com", now=NOW + 20)
+    assert (guard.status(["a@x.com"], now=NOW + 21)[0].cap, guard.rest_reason("a@x.com")) == (15, None)
+    guard.rest("a@x.com", "again", now=NOW + 22)
+    guard.resume("a@x.com", now=NOW + 23)  # `warmup resume` lifts a rest too
+    assert (guard.status(["a@x.com"], now=NOW + 24)[0].cap, guard.rest_reason("a@x.com")) == (15, None)
+
+
 def test_a_mailbox_added_paused_reserves_nothing_until_resumed(guard: Guard) -> None:
     assert guard.add_mailbox("a@x.com", start=TODAY, min_gap_s=0, jitter_s=(0, 0), now=NOW, paused="rebuilding")
     skipped = guard.reserve("a@x.com", now=NOW)

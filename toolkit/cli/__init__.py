@@ -26,6 +26,7 @@ GROUPS: dict[str, str] = {
     "inventory": "toolkit.cli.inventory:group",
     "lead": "toolkit.cli.lead:group",
     "mailbox": "toolkit.cli.mailbox:group",
+    "placement": "toolkit.cli.placement:group",
     "pool": "toolkit.cli.pool:group",
     "postmaster": "toolkit.cli.postmaster:group",
     "provision": "toolkit.cli.provision:command",

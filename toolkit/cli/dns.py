@@ -16,6 +16,7 @@ from toolkit.output import emit_json, emit_table
 
 if TYPE_CHECKING:
     from dns_audit.audit import DomainTarget
+    from dns_audit.placement import Delivered
     from dns_audit.resolver import LiveResolver, Resolver
     from toolkit.inventory import Inventory
 
@@ -210,12 +211,19 @@ def _targets(app: App, domains: tuple[str, ...], inventory_path: str | None, zon
                    "blocklist of the --dnsbl zones (repeatable; docs/tracking.md).")
 @click.option("--tracking-port", type=click.IntRange(1, 65535), default=443, show_default=True,
               help="The port a tracking domain's HTTPS is probed on.")
+@click.option("--placement", is_flag=True,
+              help="Also the placement tests' verdicts that contradict the DNS: each mailbox's latest messages as "
+                   "the seeds' providers judged them (DKIM failed or unaligned, SPF softfail, DMARC fail), from "
+                   "the send ledger (docs/placement.md).")
+@click.option("--database-url", metavar="URL", help="With --placement: the ledger's PostgreSQL "
+                                                    "(env SENDHOST_DATABASE_URL).")
 @click.pass_obj
 def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_dir: str | None,
           nameservers: tuple[str, ...], selectors: tuple[str, ...], ips: tuple[str, ...], envelope_domain: str | None,
           profile: str, smtp_port: int, ca_file: str | None, dnsbl_zones: tuple[str, ...], concurrency: int,
           timeout: float, retries: int, deadline: float, fmt: str | None, fail_on: str, sending_mode: str | None,
-          waivers: tuple[str, ...], campaigns: tuple[str, ...], tracking_port: int) -> None:
+          waivers: tuple[str, ...], campaigns: tuple[str, ...], tracking_port: int, placement: bool,
+          database_url: str | None) -> None:
     """Audit each domain's mail DNS and MX TLS; findings have stable codes (spf.lookup_limit, dkim.weak_key, ...)."""
     from dns_audit.audit import AuditOptions, run_audit
     from dns_audit.dnsbl import DEFAULT_DOMAIN_ZONES, DEFAULT_IP_ZONES
@@ -254,7 +262,12 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
         if sys.stderr.isatty():
             click.echo(f"\raudited {done[0]}/{len(targets)}", err=True, nl=done[0] == len(targets))
 
-    reports = waive(run_audit(resolver, targets, options, progress), set(waivers))
+    audited = run_audit(resolver, targets, options, progress)
+    if placement:
+        from dns_audit.placement import placement_findings
+
+        audited = placement_findings(audited, _placement_messages(app, database_url))
+    reports = waive(audited, set(waivers))
     # Always a whole report, even when nothing could be audited: a CI step uploading it (SARIF) gets the
     # audit.no_data findings, not an empty file; the exit code still says the audit could not run.
     click.echo(render(reports, app.output_format(fmt), fail_on))
@@ -269,6 +282,16 @@ def audit(app: App, domains: tuple[str, ...], inventory_path: str | None, zone_d
     if failing:
         app.fail(f"{failing} finding(s) at or above {fail_on} in {len(affected)} of {len(reports)} domain(s) "
                  "audited", 1)
+
+
+def _placement_messages(app: App, database_url: str | None) -> list[Delivered]:
+    """Each (mailbox, seed)'s latest placement message found in the seed, with its verdicts, from the ledger."""
+    from dns_audit.placement import Delivered
+    from sender.assembly import LedgerPlace
+
+    with LedgerPlace(app.database_url(database_url).value, app.state_dir).open() as ledger:
+        rows = ledger.fetch_all("placement_latest_found", {}, "placement results")
+    return [Delivered(*row) for row in rows]
 
 
 @group.command("check-message", epilog=EXIT_HELP)

@@ -35,6 +35,19 @@ def _promtool() -> str:
     return found
 
 
+def _placement_rested(database_url: str, mailbox: str) -> None:
+    from sender import Ledger
+    from sender.placement import store
+
+    with Ledger.from_url(database_url) as ledger:
+        test = store.begin(ledger, wait_s=60, campaign=None, step=None)
+        store.enqueue(ledger, test, token="tok", mailbox=mailbox, group="sales", seed="seed@gmail.com",
+                      provider="google", subject="s", body="b")
+        store.record(ledger, "tok", "spam")
+        ledger.fetch_one("placement_rest", {"mailbox": mailbox, "how": "halved", "reason": "r", "tests": [test]},
+                         "rest")
+
+
 def _scrape(web: WebServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     text = httpx.get(f"{web.metrics_base}/metrics/").text
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
@@ -116,9 +129,11 @@ def _metric_names(expr: str) -> set[str]:
     return set(re.findall(r"\bsendhost_[a-z0-9_]+", expr))
 
 
-def test_the_rules_and_the_dashboard_name_only_metrics_that_exist(web: WebServer, feedback: Feedback) -> None:
+def test_the_rules_and_the_dashboard_name_only_metrics_that_exist(web: WebServer, feedback: Feedback,
+                                                                   database_url: str) -> None:
     _followups_due(feedback, ("L1", BOX))  # a follow-up waiting, so its metrics have a sample
     _postmaster_day(feedback, "s.example", date(2026, 11, 28), 0.0015, "MEDIUM")  # and a domain's spam rate
+    _placement_rested(database_url, BOX)  # and a placement test's result and rest, so theirs have one
     served = {name for name, _labels in _scrape(web)}
     # the pool's metrics come from `sendhost pool exporter` (ippool.metrics): counters get _total
     pool_source = (REPO_ROOT / "ippool" / "metrics.py").read_text()

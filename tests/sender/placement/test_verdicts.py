@@ -15,6 +15,17 @@ def message(*results: str) -> Message:
     return msg
 
 
+def test_one_header_per_checker_is_merged_topmost_first() -> None:
+    got = read_verdicts(message(
+        "mx.test; dmarc=pass (p=quarantine dis=none) header.from=sender.example",
+        "mx.test; dkim=fail reason=\"key not found in DNS\" header.d=sender.example header.s=gone; dkim-atps=neutral",
+        "mx.test; spf=pass (sender SPF authorized) smtp.mailfrom=sender.example",
+        "mx.test; spf=fail; dkim=pass header.d=sender.example; dmarc=fail"), "mx.test", "sender.example")
+    assert (got.spf, got.dkim, got.dkim_domain, got.dmarc, got.arc) == ("pass", "fail", "sender.example", "pass",
+                                                                       "none")
+    assert got.header is not None and len(got.header.splitlines()) == 4
+
+
 def test_only_the_trusted_id_is_read_and_its_topmost_header() -> None:
     got = read_verdicts(message(
         "forger.example; spf=pass; dkim=pass header.d=sender.example; dmarc=pass header.from=sender.example",
@@ -24,6 +35,7 @@ def test_only_the_trusted_id_is_read_and_its_topmost_header() -> None:
     assert (got.spf, got.dkim, got.dkim_domain, got.dmarc, got.arc) == (
         "softfail", "fail", "sender.example", "fail", "pass")
     assert got.header is not None and got.header.startswith("MX.test; spf=softfail")
+    assert "forger" not in got.header
 
 
 def test_the_aligned_signature_is_the_one_read() -> None:
