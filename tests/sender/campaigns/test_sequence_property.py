@@ -133,7 +133,15 @@ def sequence_machine(conn: psycopg.Connection[Any], url: str) -> Callable[[], Ru
 
         def _sent(self, lead: Lead, step: int) -> None:
             lead.sent.add(step)
-            if lead.ended is None and lead.from_file and step == STEPS:
+            if lead.ended is not None:
+                return
+            # A step sent to an address suppressed while it was in flight queues nothing more: its sequence ends
+            # as suppressed, its last step's too (version 14, sender_advance).
+            (suppressed,) = conn.execute("SELECT sender_is_suppressed(%s)", (lead.address,)).fetchone() \
+                or (False,)
+            if suppressed:
+                self._end(lead, "suppressed")
+            elif lead.from_file and step == STEPS:
                 self._end(lead, "completed")
 
         def _status(self, row: int) -> str:
