@@ -4,9 +4,6 @@ OAuth grant of `sendhost mailbox authorize`, never in the inventory."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from sendhost.model import (
     IMAP_PORT,
     IMAP_SECURITY,
@@ -18,6 +15,7 @@ from sendhost.model import (
     Seed,
 )
 from sendhost.providers import PROVIDER_PRESETS
+from toolkit.inventory_mailboxes import authserv_id, oauth_settings
 from toolkit.inventory_schema import Checker
 from toolkit.yaml_lines import LineDict
 
@@ -30,18 +28,14 @@ SEED_IMAP_HOSTS = {"yahoo": "imap.mail.yahoo.com",
                    **{name: preset.imap_host for name, preset in PROVIDER_PRESETS.items()}}
 
 
-# The mailboxes' own parsers of an oauth block and an authserv-id (toolkit.inventory passes them: one grammar).
-OAuthParser = Callable[..., Any]
-AuthservParser = Callable[[Checker, LineDict, str, str], str | None]
 
 
-def seeds(check: Checker, global_vars: LineDict, mailboxes: tuple[Mailbox, ...], *, oauth: OAuthParser,
-          authserv_id: AuthservParser) -> tuple[Seed, ...]:
+def seeds(check: Checker, global_vars: LineDict, mailboxes: tuple[Mailbox, ...]) -> tuple[Seed, ...]:
     """`sendhost_seeds`: each one's address, provider and IMAP settings; no seed twice, none a mailbox."""
     found: list[Seed] = []
     mailbox_addresses = {m.address for m in mailboxes}
     for index, entry in check.entries(global_vars, "sendhost_seeds", "sendhost_seeds"):
-        seed = _seed(check, index, entry, oauth, authserv_id)
+        seed = _seed(check, index, entry)
         if seed.address in mailbox_addresses:
             check.fail(entry, "address", f"sendhost_seeds[{index}].address", f"{seed.address} is a mailbox in "
                        "sendhost_mailboxes; a seed only receives placement tests, and a mailbox only sends")
@@ -52,7 +46,7 @@ def seeds(check: Checker, global_vars: LineDict, mailboxes: tuple[Mailbox, ...],
     return tuple(found)
 
 
-def _seed(check: Checker, index: int, entry: LineDict, oauth: OAuthParser, authserv_id: AuthservParser) -> Seed:
+def _seed(check: Checker, index: int, entry: LineDict) -> Seed:
     where = f"sendhost_seeds[{index}]"
     check.known_keys(entry, SEED_KEYS, where)
     address = check.email(entry, "address", f"{where}.address")
@@ -71,7 +65,7 @@ def _seed(check: Checker, index: int, entry: LineDict, oauth: OAuthParser, auths
             check.fail(node, "auth", f"{where}.auth", "auth: oauth2 takes no password; remove password_file and "
                        "password_env")
         preset = PROVIDER_PRESETS.get(provider)
-        credential = Credential(address, "imap", "oauth2", oauth=oauth(check, where, node, address, preset))
+        credential = Credential(address, "imap", "oauth2", oauth=oauth_settings(check, where, node, address, preset))
     else:
         if "oauth" in node:
             check.fail(node, "oauth", f"{where}.oauth", "an oauth block needs auth: oauth2 beside it")
