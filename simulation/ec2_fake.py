@@ -83,8 +83,7 @@ class SimulatedEc2(ReusingEc2StandIn):
         self._ptr_reset_until[allocation_id] = self._clock() + self.ptr_release_delay_s
 
     def _drop_tags(self, allocation_id: str, keys: list[str]) -> None:
-        """The released address's tags, dropped from moto's own store as its DeleteTags of the keys would (no
-        request)."""
+        """The released address's tags, dropped from moto's own store as its DeleteTags of them would (no request)."""
         from moto.core import DEFAULT_ACCOUNT_ID
         from moto.ec2.models import ec2_backends
 

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from dns_audit.findings import Finding
 from simulation.engine import SimResult
-from simulation.fleet import FleetSection, fleet_section
+from simulation.fleet import FleetSection, fleet_section, what_bound
 from simulation.mail import Deliveries
 from simulation.sequence_summary import CampaignLine, campaign_lines
 
@@ -198,6 +198,7 @@ def summarize(result: SimResult) -> Summary:
     retired = [r for r in log.retirements if not r.by_command]
     rotation_placements = [p for p in log.placements if p.by == "rotation"]
     eip_hours = parked_hours(result)
+    mailboxes = _mailboxes(result)
     hosts = result.inventory.hosts
     return Summary(
         start=_iso(result.start_s), end=_iso(result.end_s), days=result.config.days,
@@ -214,7 +215,7 @@ def summarize(result: SimResult) -> Summary:
         budget_range=(min(h.pool.budget[0] for h in hosts), max(h.pool.budget[1] for h in hosts)),
         parked_eip_hours=eip_hours, parked_cost_usd=eip_hours * EIP_HOURLY_USD,
         max_parked=max((s.parked for s in log.samples), default=0),
-        mailboxes=_mailboxes(result),
+        mailboxes=mailboxes,
         findings=_findings(result),
         domains=[{"domain": report.domain, "findings": [_finding(f) for f in report.findings]}
                  for report in result.audit],
@@ -227,7 +228,9 @@ def summarize(result: SimResult) -> Summary:
         reactions=dict(sorted(Counter(r.kind for r in log.reactions if r.event is not None).items())),
         away=_away(result),
         fleet=(fleet_section(result.inventory, [s.host for s in log.sends],
-                             len(hosts) * result.config.workers_per_host, result.connections)
+                             len(hosts) * result.config.workers_per_host, result.connections,
+                             what_bound(len(log.sends), sum(line.capacity for line in mailboxes),
+                                        result.leads_turned_away, result.config.sends_per_day))
                if result.connections is not None else None),
     )
 

@@ -16,6 +16,7 @@ from simulation.fleet import (
     FleetSize,
     fleet_section,
     scale_inventory,
+    what_bound,
 )
 from simulation.model import SimInventory
 from simulation.moto_world import slot_private_ips
@@ -68,6 +69,17 @@ def test_the_section_folds_sends_per_host_and_counts_idle_hosts() -> None:
     assert section.idle_hosts == 4
     assert section.top == [(names[5], 9), (names[0], 5), (names[3], 2), (names[6], 1), (names[1], 0)]
     assert section.to_json()["sends_per_host"]["per_host"] == section.per_host
+    assert section.to_json()["bound"] == "" and fleet_section(fleet, sends, 16, ConnectionUse(), "x").bound == "x"
+
+
+def test_what_bound_the_run_is_the_caps_the_senders_or_the_leads() -> None:
+    assert what_bound(96, 100, 30, 120) == "the mailboxes' daily caps: 96 sends of the 100 they allowed"
+    assert what_bound(94, 100, 30, 120) == ("the senders: 30 leads turned away while they were behind, with 94 "
+                                            "sends of the 100 the caps allowed")
+    assert what_bound(40, 100, 0, 120) == "the leads: 120 a day came in, none turned away; 40 sends of the 100 the " \
+                                          "caps allowed"
+    assert what_bound(40, 100, 0, 0).startswith("the leads: the campaign's list, none turned away;")
+    assert what_bound(0, 0, 0, 120).startswith("the leads:")  # no cap at all: nothing reached
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -113,3 +125,5 @@ def test_a_fleet_run_shows_sends_per_host_and_the_connections_it_used(tmp_path: 
     # A row claimed ahead by a send's record is sent by that worker's next look, a send's time later (2 to 12 s
     # here): not after the other workers' looks, which left it `sending` for hours and its lead counted as behind.
     assert 0 < use["claim_wait_max_s"] <= 60
+    capacity = sum(line["capacity"] for line in data["mailboxes"])
+    assert fleet["bound"] == what_bound(data["sends"]["total"], capacity, data["leads"]["turned_away"], 120)

@@ -49,7 +49,8 @@ EXIT_HELP = "Exit 0 the simulation ran; 1 it could not finish; 2 bad input (the 
 @click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same run.")
 @click.option("--hosts", type=int, metavar="N",
               help="Run a fleet of N sender hosts: the inventory's, then hosts copying their pool policies in turn "
-                   "(docs/simulation.md); the summary adds sends per host and the connections used.")
+                   "(docs/simulation.md); the summary adds sends per host, the connections used and what bound "
+                   "the run.")
 @click.option("--mailboxes", type=int, metavar="M",
               help="Run M mailboxes: the inventory's, then mailboxes copying their group, time zone and start in "
                    "turn, spread over the inventory's domains (at most 250 each); adds the fleet section too.")
@@ -262,6 +263,7 @@ def _render_fleet(fleet: FleetSection) -> None:
                                       f"({fleet.sends} over {fleet.hosts} hosts)"),
                    ("busiest hosts", ", ".join(f"{host} {sends}" for host, sends in fleet.top)),
                    ("hosts that sent nothing", str(fleet.idle_hosts)),
+                   ("what bound the run", fleet.bound),
                    ("PostgreSQL connections", f"peak {use.postgres_peak} client backends in pg_stat_activity "
                                               f"(max_connections {use.postgres_max}), over {use.samples} samples"),
                    ("Redis connections", f"peak {use.redis_peak} connected clients in INFO clients (maxclients "
