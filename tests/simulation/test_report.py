@@ -56,15 +56,19 @@ def test_report_loads_without_console_errors_and_has_five_charts(report: tuple[P
     bars = bodies["chart-sends"].count('<rect class="bar"')
     assert bars >= mailboxes * result.config.days
     assert bodies["chart-sends"].count('class="cap"') == bars
-    # Hours: a strip of 24 hours per mailbox, each cell the sends in that hour of the mailbox's own clock; the
-    # example's campaign has no window, so nothing is marked.
+    # Hours: a strip of 24 hours per mailbox, each cell the sends in that hour of the recipient's clock (its lead's
+    # time zone); the example's campaign sends Monday to Friday 09:00-17:00 on that clock, marked under each strip,
+    # and nothing goes outside it.
     cells = re.findall(r'<rect class="hour" data-mailbox="([^"]+)" data-hour="(\d+)" data-sends="(\d+)"',
                        bodies["chart-hours"])
     assert len(cells) == 24 * mailboxes
-    zones = {m.address.lower(): ZoneInfo(m.timezone) for m in result.inventory.mailboxes}
-    expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, zones[s.mailbox]).hour) for s in result.log.sends)
+    expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, ZoneInfo(result.lead_timezones[s.recipient or ""]))
+                        .hour) for s in result.log.sends)
     assert {(mailbox, int(hour)): int(sent) for mailbox, hour, sent in cells if int(sent)} == dict(expected)
-    assert 'class="window"' not in bodies["chart-hours"] and "no sending window" in bodies["chart-hours"]
+    assert {int(hour) for _mailbox, hour, sent in cells if int(sent)} <= set(range(9, 17))
+    marks = re.findall(r'<rect class="window" data-mailbox="([^"]+)" data-start="(\d+)" data-end="(\d+)"',
+                       bodies["chart-hours"])
+    assert sorted(marks) == sorted((m.address.lower(), "540", "1020") for m in result.inventory.mailboxes)
     # In service and parked: a step line per series, each with its band (test_pool_charts_are_binned has the rest).
     for name, series in (("chart-in-service", 2), ("chart-parked", 1)):
         assert bodies[name].count('<path class="series"') == series
