@@ -8,8 +8,8 @@ away`.
 A mailbox-day is counted when the whole of that local day lay inside the run and its campaign's window opens on its
 weekday; it is *at its cap* when it sent its cap. A campaign-day likewise, on the campaign's own day, against its
 `daily_cap`. The limit named is, in this order: the campaigns' caps when reached on at least half their days, the
-mailboxes' caps likewise, else (leads were turned away or rows left due) the window's hours and the mailboxes'
-minimum gap, else the leads themselves (every step due went out).
+mailboxes' caps likewise, else the window's hours when most leads turned away came while their window was closed,
+else (leads turned away all the same) the senders' pace, else the leads themselves (every step due went out).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ WEEKDAYS = (0, 1, 2, 3, 4)
 LIMITS = {
     "campaign-cap": "the campaign's daily cap",
     "mailbox-caps": "the mailboxes' warm-up caps",
-    "window": "the window's hours and each mailbox's minimum gap",
-    "gap": "each mailbox's minimum gap between sends",
+    "window": "the window's hours: leads arriving while theirs was closed waited, an hour's worth at most",
+    "gap": "the senders' pace: each mailbox's minimum gap between sends, the guard's spread over the window",
     "leads": "the leads coming in: every step due went out",
 }
 
@@ -55,6 +55,7 @@ class Bound:
     window: str | None  # the campaigns' windows as their files write them (None: no window)
     leads_in: int  # leads that came in: imported and turned away
     turned_away: int
+    turned_away_closed: int  # of them, leads whose window was closed when they came to be imported
     queued_at_end: int  # rows queued or retrying at the end (due, or due later)
 
     @property
@@ -79,15 +80,20 @@ class Bound:
                    f"{mailboxes} warm-up caps ({caps})")
         elif self.limit == "mailbox-caps":
             why = f"{mailboxes} warm-up caps ({caps})"
-        elif self.limit in ("window", "gap"):
-            hours = f"the window's hours ({self.window}) and" if self.window else ""
-            why = f"{hours} each mailbox's minimum gap between sends, under {mailboxes} warm-up caps ({caps})".strip()
+        elif self.limit == "window":
+            why = (f"the window's hours ({self.window}): a lead arriving while its window is closed waits for it, and "
+                   f"while an hour's worth of its time zone wait the next are turned away; far under {mailboxes} "
+                   f"warm-up caps ({caps})")
+        elif self.limit == "gap":
+            why = (f"the senders' pace (each mailbox's minimum gap between sends, the guard's spread over the "
+                   f"window), under {mailboxes} warm-up caps ({caps})")
         else:
             why = f"the leads coming in: every step due went out, under {mailboxes} warm-up caps ({caps})"
         parts = [f"{rate}: {why}"]
         if self.turned_away:
+            closed = f", {self.turned_away_closed:,} of them while their window was closed" if self.window else ""
             parts.append(f"{self.turned_away:,} of the {self.leads_in:,} leads that came in arrived beyond it "
-                         f"(turned away)")
+                         f"(turned away{closed})")
         if self.queued_at_end:
             parts.append(f"{self.queued_at_end:,} rows still queued at the end")
         return "; ".join(parts)
@@ -119,8 +125,10 @@ def run_bound(result: SimResult, imported: int, queued: int) -> Bound:
         limit = "campaign-cap"
     elif mailbox_days and 2 * at_cap >= mailbox_days:
         limit = "mailbox-caps"
-    elif turned_away or queued:
-        limit = "window" if windows else "gap"
+    elif windows and 2 * result.leads_turned_away_closed > turned_away:
+        limit = "window"
+    elif turned_away:
+        limit = "gap"
     else:
         limit = "leads"
     run_days = [(datetime.fromtimestamp(result.start_s, ZoneInfo("UTC")) + timedelta(days=n)).date()
@@ -138,7 +146,8 @@ def run_bound(result: SimResult, imported: int, queued: int) -> Bound:
         mailbox_days_at_cap=at_cap, campaign_cap=sum(capped) if capped else None, campaign_days=campaign_days,
         campaign_days_at_cap=campaign_at_cap,
         window="; ".join(sorted({str(window) for window in windows.values()})) or None,
-        leads_in=imported + turned_away, turned_away=turned_away, queued_at_end=queued)
+        leads_in=imported + turned_away, turned_away=turned_away,
+        turned_away_closed=result.leads_turned_away_closed, queued_at_end=queued)
 
 
 def _mailbox_days(result: SimResult, windows: dict[str, Any]) -> tuple[int, int, dict[str, list[int]]]:

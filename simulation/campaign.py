@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sender.campaigns.leads import Lead
 from sender.campaigns.spec import CampaignSpec, load_campaign
-from sender.campaigns.window import zone
+from sender.campaigns.window import Schedule, zone
 from sender.ledger.campaigns import Campaigns, CampaignStatus, Move
 from sender.ledger.store import Ledger
 from simulation.model import DEFAULT_PLAN, CampaignPlan
@@ -93,6 +93,7 @@ class LeadFeed:
     plan: CampaignPlan = DEFAULT_PLAN
     arrived: int = 0  # leads come in since the last import
     turned_away: int = 0
+    turned_away_closed: int = 0  # of them, leads whose sending window was closed when they came to be imported
     addresses: list[str] = field(default_factory=list)  # every lead added, in order
     _next_due: dict[str, float] = field(default_factory=dict)  # lead -> when its next step comes due
     _sent: Counter[str] = field(default_factory=Counter)  # lead -> its steps sent
@@ -145,6 +146,7 @@ class LeadFeed:
             timezone = self.plan.of(group).lead_timezone or self._zone_in_turn(group, self._arrivals[group])
             if waiting[timezone] >= self.backlog_limit:
                 self.turned_away += 1
+                self.turned_away_closed += not self._window_open(group, timezone, now)
                 continue
             waiting[timezone] += 1
             by_group.setdefault(group, []).append(self._new_lead(group, now, timezone))
@@ -152,6 +154,13 @@ class LeadFeed:
         for group, leads in sorted(by_group.items()):
             self.campaigns.add_leads(self.specs[group].name, leads)
         return sum(len(leads) for leads in by_group.values())
+
+    def _window_open(self, group: str, timezone: str, now: float) -> bool:
+        """Whether `group`'s campaign's window is open `now` for a lead in `timezone`."""
+        spec = self.specs[group]
+        schedule = Schedule.of(spec.pacing)
+        tz = zone(timezone, spec.pacing.timezone)
+        return schedule is None or schedule.is_open(datetime.fromtimestamp(now, tz), tz)
 
     def _new_lead(self, group: str, now: float, timezone: str | None = None) -> Lead:
         """The next lead of `group`'s campaign, its first step due `now` (added to the ledger by the caller), in

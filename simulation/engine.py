@@ -88,6 +88,7 @@ class SimResult:
     connections: ConnectionUse | None = None  # what the embedded services saw (config.measure_connections)
     reconcile: list[str] = field(default_factory=list)  # `pool reconcile`'s differences at the end (none: agreed)
     eips_at_end: int = 0  # EIPs tagged ours in AWS at the end: in slots or parked
+    leads_turned_away_closed: int = 0  # of the leads turned away, those whose sending window was closed then
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -159,7 +160,7 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                      dict(mail.sources.sources), count_deliveries(delivered, mail.sources.sources, budgets),
                      sorted(feed.specs.values(), key=lambda spec: spec.name), campaigns, sequences,
                      feed.turned_away, dict(feed.timezone_of), meter.use if meter is not None else None,
-                     differences, eips_at_end)
+                     differences, eips_at_end, feed.turned_away_closed)
 
 
 def _zones(inventory: SimInventory) -> dict[str, list[str]]:

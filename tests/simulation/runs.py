@@ -28,6 +28,7 @@ class MadeRun:
     delivered: list[Delivery] = field(default_factory=list)
     rows: list[SequenceRow] = field(default_factory=list)
     turned_away: int = 0
+    turned_away_closed: int = 0
     reconcile: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -68,4 +69,5 @@ class MadeRun:
         return SimResult(SimConfig(days=self.days), self.inventory, MONDAY, self.start_s,
                          self.start_s + self.days * 86_400, self.log, caps, delivered=self.delivered,
                          deliveries=deliveries, specs=[self.spec], sequences=self.rows,
-                         leads_turned_away=self.turned_away, reconcile=self.reconcile, eips_at_end=in_slots)
+                         leads_turned_away=self.turned_away, reconcile=self.reconcile, eips_at_end=in_slots,
+                         leads_turned_away_closed=self.turned_away_closed)

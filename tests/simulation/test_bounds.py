@@ -35,18 +35,26 @@ def test_mailboxes_at_their_caps_bind_and_the_leads_beyond_them_are_counted() ->
     assert bound.text() == (
         "50 sends a day (70 a weekday, none on the others): the 3 mailboxes' warm-up caps (70 a weekday together, "
         "10 to 40 a day on the ramp each; at its cap on 14 of 14 mailbox-weekdays); 1,201 of the 1,551 leads that "
-        "came in arrived beyond it (turned away)")
+        "came in arrived beyond it (turned away, 0 of them while their window was closed)")
     assert bound.to_json()["limit"] == "mailbox-caps" and bound.to_json()["text"] == bound.text()
 
 
-def test_below_the_caps_with_leads_turned_away_the_window_binds() -> None:
-    run = MadeRun(days=7, turned_away=40)
+def test_below_the_caps_with_leads_turned_away_while_their_window_was_closed_the_window_binds() -> None:
+    run = MadeRun(days=7, turned_away=40, turned_away_closed=30)
     _weekdays(run, share=0.5)
     bound = run_bound(run.result(), imported=100, queued=12)
     assert bound.limit == "window" and bound.mailbox_days_at_cap == 0
-    assert "the window's hours (mon, tue, wed, thu, fri 09:00-17:00) and each mailbox's minimum gap" in bound.text()
-    assert bound.text().endswith("40 of the 140 leads that came in arrived beyond it (turned away); 12 rows still "
-                                 "queued at the end")
+    assert "the window's hours (mon, tue, wed, thu, fri 09:00-17:00): a lead arriving while its window is closed" \
+        in bound.text()
+    assert bound.text().endswith("40 of the 140 leads that came in arrived beyond it (turned away, 30 of them while "
+                                 "their window was closed); 12 rows still queued at the end")
+
+
+def test_below_the_caps_with_leads_turned_away_in_their_window_the_senders_pace_binds() -> None:
+    run = MadeRun(days=7, turned_away=40, turned_away_closed=10)
+    _weekdays(run, share=0.5)
+    bound = run_bound(run.result(), imported=100, queued=0)
+    assert bound.limit == "gap" and "the senders' pace (each mailbox's minimum gap" in bound.text()
 
 
 def test_below_the_caps_with_nothing_left_the_leads_bound() -> None:

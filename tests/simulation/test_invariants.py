@@ -78,7 +78,7 @@ def test_week_one_mailboxes_send_at_most_10_a_day(simulate: Callable[..., SimRes
     per_day = Counter((s.mailbox, s.local_day) for s in result.log.sends)
     week_one = {key: sends for key, sends in per_day.items()
                 if (date.fromisoformat(key[1]) - starts[key[0]]).days < 7}
-    assert len(week_one) >= 7, "the example's newest mailbox should spend its first week in the run"
+    assert len(week_one) >= 5, "the example's newest mailbox should spend its first week (five weekdays) in the run"
     assert max(week_one.values()) <= WEEK_ONE_CAP
     after = [sends for key, sends in per_day.items() if 7 <= (date.fromisoformat(key[1]) - starts[key[0]]).days < 14
              and key[0] == "bob@example.com"]

@@ -321,3 +321,13 @@ def test_each_campaign_has_its_sends_per_day_by_step(report: tuple[Path, SimResu
                        if row.accepted_at is not None)
     assert drawn == dict(expected)
     assert {step for _day, step in drawn} == {1, 2, 3} and sum(drawn.values()) == len(result.delivered)
+
+
+def test_the_report_says_what_bound_the_run_and_whether_each_promise_held(report: tuple[Path, SimResult]) -> None:
+    path, result = report
+    page = path.read_text()
+    summary = summarize(result)
+    assert summary.bound is not None
+    assert f"<tr><th>what bound the run</th><td>{summary.bound.text()}</td></tr>" in page.replace("&#x27;", "'")
+    rows = re.findall(r'<tr data-promise="([\w-]+)" data-held="(true|false)">', page)
+    assert rows == [(promise.code, "true") for promise in summary.promises] and len(rows) == 6
