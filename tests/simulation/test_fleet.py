@@ -105,6 +105,10 @@ def test_a_fleet_run_shows_sends_per_host_and_the_connections_it_used(tmp_path: 
     # The sends went out from more than the example's own two hosts, through the generated ones too.
     assert sum(1 for name, sends in per_host.items() if sends and name.startswith("fleet-")) >= 1
     assert len(data["mailboxes"]) == 40
+    # What bound the fleet's run, read from its own caps and sends: forty mailboxes' caps are far above one day's
+    # leads, so not they (the fleet table's first row says the same words).
+    assert data["bound"]["limit"] != "mailbox-caps" and data["bound"]["mailboxes"] == 40
+    assert data["bound"]["text"].startswith(f"{data['sends']['total']} sends a day")
     use = fleet["connections"]
     assert use["samples"] > 0
     # Read from pg_stat_activity and INFO clients during the run: the run's own connections, within the servers'.
