@@ -83,8 +83,8 @@ def _ip_budget(result: SimResult) -> Promise:
     held = over == 0 and over_seen == 0
     busiest = f"the most on one address {most[1]} (its budget {budgets.get(most[0], 0)})" if most else "none"
     low, high = (min(budgets.values()), max(budgets.values())) if budgets else (0, 0)
-    figures = (f"{len(used)} addresses served, {over} over their budget ({low}..{high} sends); {busiest}; the "
-               f"server saw {over_seen} source address{'es' if over_seen != 1 else ''} over its budget")
+    figures = (f"{len(used)} addresses served, {over} over their budget ({low}..{high} sends); {busiest}; in the "
+               f"server's record, {over_seen} source address{'es' if over_seen != 1 else ''} over budget")
     return Promise("ip-budget", "an IP never exceeds its send budget", held, figures)
 
 
