@@ -16,14 +16,14 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from pathlib import Path
 
 from sender.campaigns.leads import Lead
 from sender.campaigns.spec import CampaignSpec, load_campaign
-from sender.campaigns.window import zone
+from sender.campaigns.window import Schedule, zone
 from sender.ledger.campaigns import Campaigns, CampaignStatus, Move
 from sender.ledger.store import Ledger
 from simulation.model import DEFAULT_PLAN, CampaignPlan
@@ -77,8 +77,10 @@ def campaign_spec(group: str, groups: Sequence[str], pacing: str = "") -> tuple[
 @dataclass
 class LeadFeed:
     """Leads joining the campaigns as the simulated days go: they come in one by one and are imported in batches,
-    as many as keep fewer than `backlog_limit` leads with a step due and unsent (the others are turned away), as a
-    person stops importing when the senders fall behind. Counting the follow-ups due, not only the first steps,
+    as many as keep fewer than `backlog_limit` leads of their time zone with a step due and unsent (the others are
+    turned away), as a person stops importing when the senders fall behind. Counted by time zone because each zone's
+    leads wait for their own window: New York's leads waiting for their morning do not stop Berlin's, whose window is
+    open. Counting the follow-ups due, not only the first steps,
     keeps the campaign's demand within what the mailboxes may send (each lead asks for three sends), so the
     follow-ups, queued by the ledger in the same line as first steps, are not buried under new leads. A follow-up
     waiting for a mailbox that has reached its day's cap is not counted: it waits whatever is imported, and the
@@ -94,6 +96,7 @@ class LeadFeed:
     plan: CampaignPlan = DEFAULT_PLAN
     arrived: int = 0  # leads come in since the last import
     turned_away: int = 0
+    turned_away_closed: int = 0  # of them, leads whose sending window was closed when they came to be imported
     addresses: list[str] = field(default_factory=list)  # every lead added, in order
     _next_due: dict[str, float] = field(default_factory=dict)  # lead -> when its next step comes due
     _sent: Counter[str] = field(default_factory=Counter)  # lead -> its steps sent
@@ -101,12 +104,16 @@ class LeadFeed:
     _mailbox_of: dict[str, str] = field(default_factory=dict)  # lead -> the mailbox that sent its steps
     _full: set[str] = field(default_factory=set)  # mailboxes whose last send reached their day's cap
     timezone_of: dict[str, str] = field(default_factory=dict)  # lead -> its `timezone` column, as imported
+    # group -> the time zones of its mailboxes, in the inventory's order: its leads' zones when the plan names none
+    zones: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    _arrivals: Counter[str] = field(default_factory=Counter)  # group -> leads come in for it (their zones' turn)
 
     @classmethod
     def start(cls, ledger: Ledger, groups: Sequence[str], rng: random.Random, backlog_limit: int,
-              plan: CampaignPlan = DEFAULT_PLAN, now: float = 0.0) -> LeadFeed:
+              plan: CampaignPlan = DEFAULT_PLAN, now: float = 0.0,
+              zones: Mapping[str, Sequence[str]] | None = None) -> LeadFeed:
         """Apply and start one campaign per mailbox group (each the same steps, with the plan's pacing keys), and
-        import the lists the plan uploads at the start (`now`)."""
+        import the lists the plan uploads at the start (`now`). `zones`: each group's mailboxes' time zones."""
         campaigns = Campaigns(ledger)
         specs = {}
         for group in groups:
@@ -114,49 +121,69 @@ class LeadFeed:
             campaigns.apply(spec, text)
             campaigns.move(spec.name, Move.START)
             specs[group] = spec
-        feed = cls(campaigns, specs, rng, backlog_limit, plan)
+        feed = cls(campaigns, specs, rng, backlog_limit, plan, zones=dict(zones or {}))
         for group in sorted(specs):
             listed = [feed._new_lead(group, now) for _lead in range(plan.of(group).list_size)]
             if listed:
                 campaigns.add_leads(specs[group].name, listed)
         return feed
 
-    def backlog(self, now: float) -> int:
-        """Leads whose next step is due and not sent yet, but for follow-ups waiting for a mailbox that is full."""
-        return sum(1 for lead, due in self._next_due.items()
-                   if due <= now and self._mailbox_of.get(lead) not in self._full)
+    def backlog(self, now: float) -> Counter[str]:
+        """Leads whose next step is due and not sent yet, by the lead's time zone, but for follow-ups waiting for a
+        mailbox that is full."""
+        return Counter(self.timezone_of[lead] for lead, due in self._next_due.items()
+                       if due <= now and self._mailbox_of.get(lead) not in self._full)
 
     def arrive(self) -> None:
         """A lead came in; it waits for the next import."""
         self.arrived += 1
 
     def import_arrived(self, now: float) -> int:
-        """Import the leads that came in since the last import, as many as keep the backlog under its limit (the
-        others are turned away), in one `add-leads` per campaign; how many were added."""
-        taken = min(self.arrived, max(0, self.backlog_limit - self.backlog(now)))
-        self.turned_away += self.arrived - taken
-        self.arrived = 0
+        """Import the leads that came in since the last import, each while fewer than the backlog's limit of its
+        time zone wait (the others are turned away), in one `add-leads` per campaign; how many were added."""
+        waiting = self.backlog(now)
         by_group: dict[str, list[Lead]] = {}
-        for _lead in range(taken):
+        for _lead in range(self.arrived):
             group = self.rng.choice(sorted(self.specs))
-            by_group.setdefault(group, []).append(self._new_lead(group, now))
+            self._arrivals[group] += 1
+            timezone = self.plan.of(group).lead_timezone or self._zone_in_turn(group, self._arrivals[group])
+            if waiting[timezone] >= self.backlog_limit:
+                self.turned_away += 1
+                self.turned_away_closed += not self._window_open(group, timezone, now)
+                continue
+            waiting[timezone] += 1
+            by_group.setdefault(group, []).append(self._new_lead(group, now, timezone))
+        self.arrived = 0
         for group, leads in sorted(by_group.items()):
             self.campaigns.add_leads(self.specs[group].name, leads)
-        return taken
+        return sum(len(leads) for leads in by_group.values())
 
-    def _new_lead(self, group: str, now: float) -> Lead:
-        """The next lead of `group`'s campaign, its first step due `now` (added to the ledger by the caller)."""
+    def _window_open(self, group: str, timezone: str, now: float) -> bool:
+        """Whether `group`'s campaign's window is open `now` for a lead in `timezone`."""
+        spec = self.specs[group]
+        schedule = Schedule.of(spec.pacing)
+        tz = zone(timezone, spec.pacing.timezone)
+        return schedule is None or schedule.is_open(datetime.fromtimestamp(now, tz), tz)
+
+    def _new_lead(self, group: str, now: float, timezone: str | None = None) -> Lead:
+        """The next lead of `group`'s campaign, its first step due `now` (added to the ledger by the caller), in
+        `timezone` (None: the plan's, else its group's mailboxes' in turn)."""
         first_name = self.rng.choice(FIRST_NAMES)
         number = len(self.addresses) + 1
         ref = f"lead-{number}"
         address = f"{ref}@{LEAD_DOMAIN}"
         fields = {"first_name": first_name} if first_name else {}
-        timezone = self.plan.of(group).lead_timezone
+        timezone = timezone or self.plan.of(group).lead_timezone or self._zone_in_turn(group, number)
         self.addresses.append(address)
         self._next_due[address] = now
         self._group_of[address] = group
         self.timezone_of[address] = timezone
         return Lead(number, address, ref, timezone, fields)
+
+    def _zone_in_turn(self, group: str, number: int) -> str:
+        """Lead `number`'s time zone when the plan names none: its group's mailboxes' zones in turn (UTC: none)."""
+        zones = list(dict.fromkeys(self.zones.get(group, ()))) or ["UTC"]
+        return zones[(number - 1) % len(zones)]
 
     def sent(self, recipient: str, mailbox: str, full: bool, now: float) -> None:
         """A step went to `recipient` from `mailbox` (`full`: that send reached the mailbox's cap for its day): the

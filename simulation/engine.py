@@ -88,6 +88,9 @@ class SimResult:
     leads_turned_away: int = 0  # leads not imported: the senders were an hour's worth of leads behind
     lead_timezones: dict[str, str] = field(default_factory=dict)  # lead -> its `timezone` column, as imported
     connections: ConnectionUse | None = None  # what the embedded services saw (config.measure_connections)
+    reconcile: list[str] = field(default_factory=list)  # `pool reconcile`'s differences at the end (none: agreed)
+    eips_at_end: int = 0  # EIPs tagged ours in AWS at the end: in slots or parked
+    leads_turned_away_closed: int = 0  # of the leads turned away, those whose sending window was closed then
 
 
 def start_date(inventory: SimInventory, config: SimConfig) -> date:
@@ -125,7 +128,7 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                            for world in worlds for index in range(config.workers_per_host)]
                 feed = LeadFeed.start(mail.ledger, mail.groups, random.Random(seeds.randrange(2**32)),
                                       backlog_limit=max(1, round(config.sends_per_day * BACKLOG_S / DAY_S)),
-                                      plan=config.campaign, now=start_s)
+                                      plan=config.campaign, now=start_s, zones=_zones(inventory))
                 recipients = Recipients(random.Random(seeds.randrange(2**32)), config.reactions)
                 paths = FeedbackPaths(Feedback(mail.ledger), mail.unsubscribe_key)
                 # a generator of its own, not drawn from `seeds`: the run's other draws stay as they were
@@ -145,6 +148,11 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
             fallbacks = dict(sending.pool.fallbacks.totals)
             worker_errors = list(pool_worker.errors)
             outcomes, redraws = dict(pool_worker.outcomes), dict(pool_worker.redraw_reasons)
+            # `pool reconcile` at the end, reading only: AWS (the EIPs tagged ours) against Redis's slots and
+            # parked index. No difference: no EIP leaked, none serving two slots, none parked and forgotten.
+            differences = [f"{d.kind} {d.host} {d.subject}: {d.detail}"
+                           for d in pool_worker.machinery.reconciler().run()]
+            eips_at_end = len(adapter.describe_pool_addresses(POOL_NAME))
         finally:
             adapter.close()
         handed_back, fresh = adapter.handed_back, adapter.fresh
@@ -155,7 +163,16 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                      audit, fallbacks, handed_back, fresh, worker_errors, outcomes, redraws, delivered,
                      dict(mail.sources.sources), count_deliveries(delivered, mail.sources.sources, budgets),
                      sorted(feed.specs.values(), key=lambda spec: spec.name), campaigns, sequences,
-                     feed.turned_away, dict(feed.timezone_of), meter.use if meter is not None else None)
+                     feed.turned_away, dict(feed.timezone_of), meter.use if meter is not None else None,
+                     differences, eips_at_end, feed.turned_away_closed)
+
+
+def _zones(inventory: SimInventory) -> dict[str, list[str]]:
+    """Each mailbox group's mailboxes' time zones, in the inventory's order."""
+    zones: dict[str, list[str]] = {}
+    for mailbox in inventory.mailboxes:
+        zones.setdefault(mailbox.group, []).append(mailbox.timezone)
+    return zones
 
 
 def _caps(inventory: SimInventory, first_day: date, days: int) -> dict[str, dict[str, int]]:

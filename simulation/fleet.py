@@ -32,8 +32,6 @@ MAX_HOSTS = 250
 # zone files): past this many mailboxes per domain a real fleet adds domains, and so must the inventory.
 MAX_MAILBOXES_PER_DOMAIN = 250
 TOP_HOSTS = 5  # the busiest hosts the summary names; the rest are folded into min/median/max
-# A run whose sends reached this share of what its mailboxes' caps allowed was held by the caps.
-CAPS_BOUND_SHARE = 0.95
 
 
 @dataclass(frozen=True)
@@ -189,32 +187,18 @@ class FleetSection:
     top: list[tuple[str, int]]  # the busiest hosts, most sends first (ties in the inventory's order)
     per_host: dict[str, int]  # every host's sends, in the inventory's order (JSON only)
     connections: ConnectionUse = field(default_factory=ConnectionUse)
-    bound: str = ""  # what held the run's sends where they are (`what_bound`)
 
     def to_json(self) -> dict[str, Any]:
         return {"hosts": self.hosts, "slots": self.slots, "mailboxes": self.mailboxes, "workers": self.workers,
                 "sends_per_host": {"total": self.sends, "min": self.sends_min, "median": self.sends_median,
                                    "max": self.sends_max, "idle_hosts": self.idle_hosts,
                                    "top": [list(entry) for entry in self.top], "per_host": self.per_host},
-                "connections": self.connections.to_json(), "bound": self.bound}
-
-
-def what_bound(sends: int, capacity: int, turned_away: int, leads_per_day: int) -> str:
-    """What held the run's sends, from its counts: the mailboxes' caps when the sends reached them (nearly), else
-    the senders when leads were turned away while they were behind, else the leads coming in."""
-    if capacity and sends >= CAPS_BOUND_SHARE * capacity:
-        return f"the mailboxes' daily caps: {sends} sends of the {capacity} they allowed"
-    if turned_away:
-        return (f"the senders: {turned_away} leads turned away while they were behind, with {sends} sends of the "
-                f"{capacity} the caps allowed")
-    came = f"{leads_per_day} a day came in" if leads_per_day else "the campaign's list"
-    return f"the leads: {came}, none turned away; {sends} sends of the {capacity} the caps allowed"
+                "connections": self.connections.to_json()}
 
 
 def fleet_section(inventory: SimInventory, host_of_sends: list[str], workers: int,
-                  connections: ConnectionUse, bound: str = "") -> FleetSection:
-    """The section from the hosts of the run's sends (one entry per send, from the event log) and what bound the
-    run (`what_bound`)."""
+                  connections: ConnectionUse) -> FleetSection:
+    """The section from the hosts of the run's sends (one entry per send, from the event log)."""
     counted = Counter(host_of_sends)
     per_host = {host.name: counted.get(host.name, 0) for host in inventory.hosts}
     values = list(per_host.values())
@@ -223,5 +207,4 @@ def fleet_section(inventory: SimInventory, host_of_sends: list[str], workers: in
         hosts=len(inventory.hosts), slots=sum(host.pool.slots for host in inventory.hosts),
         mailboxes=len(inventory.mailboxes), workers=workers, sends=sum(values), sends_min=min(values),
         sends_median=statistics.median(values), sends_max=max(values),
-        idle_hosts=sum(1 for value in values if value == 0), top=top, per_host=per_host, connections=connections,
-        bound=bound)
+        idle_hosts=sum(1 for value in values if value == 0), top=top, per_host=per_host, connections=connections)

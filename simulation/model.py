@@ -48,20 +48,29 @@ class Reactions:
         return rates[min(step, len(rates)) - 1] if rates else 0.0
 
 
+# The default run's pacing keys: the sending window docs/campaigns.md teaches, read on each lead's own clock (its
+# `timezone` column), so no lead is mailed at night and nothing goes at the weekend.
+DEMO_PACING = """\
+window: {days: [mon, tue, wed, thu, fri], hours: ["09:00-17:00"]}   # on each lead's own clock (its timezone column)
+"""
+
+
 @dataclass(frozen=True)
 class GroupPlan:
     """What one mailbox group's campaign adds to the three steps, and who its leads are."""
 
     group: str
-    pacing: str = ""  # the campaign file's pacing keys, as YAML lines (docs/campaigns.md); "": none
-    lead_timezone: str = "UTC"  # every lead's `timezone` column
+    pacing: str = DEMO_PACING  # the campaign file's pacing keys, as YAML lines (docs/campaigns.md); "": none
+    # every lead's `timezone` column; None: the time zones of the group's mailboxes, lead after lead in turn (the
+    # leads live where the mailboxes that write to them do)
+    lead_timezone: str | None = None
     list_size: int = 0  # leads imported when the campaign starts, as a list uploaded at once
 
 
 @dataclass(frozen=True)
 class CampaignPlan:
-    """The campaigns of a run, by mailbox group; a group not named runs the three steps alone, with UTC leads
-    coming in as the run goes (the default run)."""
+    """The campaigns of a run, by mailbox group; a group not named runs the three steps within DEMO_PACING's
+    window, its leads coming in as the run goes in the time zones of its mailboxes (the default run)."""
 
     groups: tuple[GroupPlan, ...] = ()
 

@@ -1,7 +1,7 @@
-"""The report's hour-of-day chart: for each mailbox, a strip of 24 cells, its sends in each hour of the day on its
-own clock over the whole run (darker: more; the count written in the cell), with its campaign's sending window
-marked under the strip. A day drained right after midnight, or a window's sends bunched in its first hour, shows at
-a glance; so does a spread over the window."""
+"""The report's hour-of-day chart: for each mailbox, a strip of 24 cells, its sends in each hour of the day on the
+recipient's clock (the lead's time zone, where the window is read) over the whole run (darker: more; the count
+written in the cell), with its campaign's sending window marked under the strip. A day drained right after
+midnight, or a window's sends bunched in its first hour, shows at a glance; so does a spread over the window."""
 
 from __future__ import annotations
 
@@ -40,14 +40,14 @@ def hours_chart(result: SimResult) -> str:
         busiest = max(per_hour) or 1
         parts.append(f'<text x="{LABEL_W - 8}" y="{y + 9}" text-anchor="end">{escape(address)}</text>'
                      f'<text class="zone" x="{LABEL_W - 8}" y="{y + 21}" text-anchor="end">'
-                     f"{escape(mailbox.timezone)}</text>")
+                     f"its leads' clocks</text>")
         for hour, sent in enumerate(per_hour):
             x = LABEL_W + hour * cell_w
             opacity = MIN_OPACITY + (1 - MIN_OPACITY) * sent / busiest if sent else 0.0
             parts.append(f'<rect class="hour" data-mailbox="{escape(address)}" data-hour="{hour}" '
                          f'data-sends="{sent}" x="{x:.1f}" y="{y}" width="{cell_w:.1f}" height="{CELL_H}" '
                          f'fill="{CELL_COLOR}" fill-opacity="{opacity:.2f}" stroke="#ddd">'
-                         f"<title>{escape(address)} {hour:02d}:00-{hour + 1:02d}:00 {escape(mailbox.timezone)}: "
+                         f"<title>{escape(address)} {hour:02d}:00-{hour + 1:02d}:00 on the lead's clock: "
                          f"{sent} sent</title></rect>")
             if sent:
                 color = "#fff" if opacity >= DARK_TEXT_FROM else "#333"
@@ -71,7 +71,7 @@ def _window_bar(hours: HourRange, y: float, cell_w: float, address: str) -> str:
 
 def _legend(windowed: bool) -> str:
     window = (f'<span><i class="swatch" style="background:{WINDOW_COLOR};height:4px;vertical-align:2px"></i>'
-              "its campaign's sending window (read on each lead's clock: the mailbox's when its leads share its "
-              "zone)</span>") if windowed else "<span>no sending window: the campaigns may send at any hour</span>"
+              "its campaign's sending window, read on each lead's clock</span>") if windowed \
+        else "<span>no sending window: the campaigns may send at any hour</span>"
     return (f'<div class="legend"><span><i class="swatch" style="background:{CELL_COLOR}"></i>sends in the hour over '
             f"the whole run (darker: more, within the mailbox's row)</span>{window}</div>")

@@ -46,7 +46,8 @@ def render_report(result: SimResult, summary: Summary) -> str:
         _key_numbers(result, summary),
         _figure("chart-sends", "Sends per mailbox per day (its own local day) against the ramp cap",
                 _sends_chart(result)),
-        _figure("chart-hours", "Sends per hour of the day, on each mailbox's own clock, over the run",
+        _figure("chart-hours", "Sends per hour of the day, on the recipient's clock (the lead's time zone), over "
+                "the run",
                 hours_chart(result)),
         _figure("chart-in-service", "Addresses in service and Elastic IPs held over time",
                 in_service_chart(result)),
@@ -78,8 +79,9 @@ def _key_numbers(result: SimResult, summary: Summary) -> str:
     fresh = "-" if summary.fresh_share is None else f"{summary.fresh_share:.0%}"
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
+        ("what bound the run", summary.bound.text() if summary.bound is not None else "-"),
         ("leads", f"{sum(line.leads for line in summary.campaigns)} imported, {summary.leads_turned_away} turned "
-                  f"away while the senders were behind ({summary.sends_per_day}/day came in)"),
+                  f"away: they arrived beyond what bound the run ({summary.sends_per_day}/day came in)"),
         ("recipients' answers", summary.reactions_text()),
         ("out-of-office leads", summary.away_text()),
         ("fallbacks to the primary IP", str(sum(summary.fallbacks.values()))),
@@ -96,9 +98,18 @@ def _key_numbers(result: SimResult, summary: Summary) -> str:
     mailboxes = "".join(
         f"<tr><td>{escape(m.address)}</td><td>{m.start}</td><td>{m.sends}</td><td>{m.capacity}</td>"
         f"<td>{m.days_at_cap}</td><td>{m.days_over_cap}</td></tr>" for m in summary.mailboxes)
-    return (f'<table id="key-numbers">{body}</table>'
+    return (f'<table id="key-numbers">{body}</table>{_promises(summary)}'
             '<table id="mailboxes"><tr><th>mailbox</th><th>start</th><th>sends</th><th>sum of caps</th>'
             f"<th>days at cap</th><th>days over cap</th></tr>{mailboxes}</table>")
+
+
+def _promises(summary: Summary) -> str:
+    """Whether each of the README's promises held in the run, with the figures behind it (simulation.promises)."""
+    rows = "".join(f'<tr data-promise="{p.code}" data-held="{str(p.held).lower()}"><td>{escape(p.promise)}</td>'
+                   f"<td>{'yes' if p.held else '<b>NO</b>'}</td><td>{escape(p.figures)}</td></tr>"
+                   for p in summary.promises)
+    return ('<h2>The promises, in this run</h2><table id="promises"><tr><th>promise</th><th>held</th>'
+            f"<th>figures</th></tr>{rows}</table>") if rows else ""
 
 
 def _monthly_cost(result: SimResult, summary: Summary) -> str:

@@ -88,12 +88,15 @@ class SenderWorker:
                 # Settled without a send (failed, suppressed, cancelled...): the ledger has its outcome; go on.
                 self.log.skips.append(events.Skip(now, self.name, f"row-{report.kind}"))
                 continue
-            self.log.skips.append(events.Skip(now, self.name, _blocked_code(report.detail)))
+            code = _blocked_code(report.detail)
+            self.log.skips.append(events.Skip(now, self.name, code))
+            if code == "outside-window":
+                continue  # this lead's window is closed (it waits for its opening); another lead's may be open
             asked: set[str] = set(self.mail.started.last_asked)
             if asked and asked < group_mailboxes:
                 continue  # only the row's pinned mailbox is blocked: its row waits, another may go
-            # The group is blocked as a whole (its mailboxes, its campaign's daily cap, or its leads' sending
-            # window: the simulation's leads of one group share one time zone): it waits what the agent asked.
+            # The group is blocked as a whole (its mailboxes, or its campaign's daily cap): it waits what the
+            # agent asked.
             delay = self.mail.put_back.last_s
             return delay if delay else NO_RETRY_HINT_S
         return MIN_RETRY_S

@@ -13,9 +13,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from dns_audit.findings import Finding
+from simulation.bounds import Bound, run_bound
 from simulation.engine import SimResult
-from simulation.fleet import FleetSection, fleet_section, what_bound
+from simulation.fleet import FleetSection, fleet_section
 from simulation.mail import Deliveries
+from simulation.promises import Promise, check_promises
 from simulation.sequence_summary import CampaignLine, campaign_lines
 
 EIP_HOURLY_USD = 0.005  # every public IPv4 address, parked or in service
@@ -117,6 +119,8 @@ class Summary:
     # how the sequences of the leads who sent an out-of-office went: by end reason, and `going` (still going)
     away: dict[str, int] = field(default_factory=dict)
     fleet: FleetSection | None = None  # sends per host and the connections used (`simulate --hosts/--mailboxes`)
+    bound: Bound | None = None  # what bound the run (simulation.bounds)
+    promises: list[Promise] = field(default_factory=list)  # whether the README's promises held (simulation.promises)
 
     def reactions_text(self) -> str:
         """The recipients' answers in words: `4 away, 3 bounced, 12 replied, 1 asked to be removed, 2 unsubscribed`."""
@@ -163,6 +167,8 @@ class Summary:
             "deliveries": self.deliveries.to_json() if self.deliveries is not None else None,
             "campaigns": [line.to_json() for line in self.campaigns],
             "leads": {"turned_away": self.leads_turned_away, "reactions": self.reactions, "away": self.away},
+            "bound": self.bound.to_json() if self.bound is not None else None,
+            "promises": [promise.to_json() for promise in self.promises],
             "meanings": {code: meaning for code, _count, meaning in self.outcomes()},
         }
 
@@ -179,10 +185,12 @@ def sends_per_mailbox_day(result: SimResult) -> Counter[tuple[str, str]]:
 
 
 def sends_per_mailbox_hour(result: SimResult) -> Counter[tuple[str, int]]:
-    """Sends per (mailbox, hour of the day on the mailbox's own clock), over the whole run."""
-    zones = {m.address.lower(): ZoneInfo(m.timezone) for m in result.inventory.mailboxes}
-    return Counter((s.mailbox, datetime.fromtimestamp(s.at, tz=zones.get(s.mailbox, UTC)).hour)
-                   for s in result.log.sends)
+    """Sends per (mailbox, hour of the day on the recipient's clock), over the whole run: the lead's time zone, where
+    its sending window is read (the mailbox's own when the lead's is not known)."""
+    zones = {m.address.lower(): m.timezone for m in result.inventory.mailboxes}
+    return Counter((s.mailbox, datetime.fromtimestamp(s.at, tz=ZoneInfo(
+        result.lead_timezones.get(s.recipient or "") or zones.get(s.mailbox, "UTC"))).hour)
+        for s in result.log.sends)
 
 
 def parked_hours(result: SimResult) -> float:
@@ -200,6 +208,9 @@ def summarize(result: SimResult) -> Summary:
     eip_hours = parked_hours(result)
     mailboxes = _mailboxes(result)
     hosts = result.inventory.hosts
+    campaigns = campaign_lines(result.specs, result.campaigns, result.sequences)
+    imported = sum(line.leads for line in campaigns)
+    queued = sum(step.queued for line in campaigns for step in line.steps)
     return Summary(
         start=_iso(result.start_s), end=_iso(result.end_s), days=result.config.days,
         sends_per_day=result.config.sends_per_day, seed=result.config.seed, sends=len(log.sends),
@@ -223,15 +234,15 @@ def summarize(result: SimResult) -> Summary:
         rotation_outcomes=dict(sorted(result.rotation_outcomes.items())),
         redraw_reasons=dict(sorted(result.redraw_reasons.items())),
         deliveries=result.deliveries,
-        campaigns=campaign_lines(result.specs, result.campaigns, result.sequences),
+        campaigns=campaigns,
         leads_turned_away=result.leads_turned_away,
         reactions=dict(sorted(Counter(r.kind for r in log.reactions if r.event is not None).items())),
         away=_away(result),
         fleet=(fleet_section(result.inventory, [s.host for s in log.sends],
-                             len(hosts) * result.config.workers_per_host, result.connections,
-                             what_bound(len(log.sends), sum(line.capacity for line in mailboxes),
-                                        result.leads_turned_away, result.config.sends_per_day))
+                             len(hosts) * result.config.workers_per_host, result.connections)
                if result.connections is not None else None),
+        bound=run_bound(result, imported, queued),
+        promises=check_promises(result),
     )
 
 

@@ -56,7 +56,8 @@ def test_table_summary_and_report(tmp_path: Path) -> None:
     for line in ("sendhost simulate: 2 days from 2026-11-30T00:00Z, seed 1", "fallbacks to the primary IP",
                  "max sends on one address", "parked EIP-hours", "alice@example.com", "dkim.short_key",
                  "campaign sim-default (group default)", "(reply in the thread)", "how the sequences ended",
-                 "still going"):
+                 "still going", "what bound the run", "the README's promises in this run",
+                 "a send is never blocked for lack of an IP"):
         assert line in result.stdout
     assert result.stderr.strip() == f"report: {report}"
     page = report.read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from datetime import date
+from datetime import date, timedelta
 from itertools import pairwise
 
 import pytest
@@ -65,7 +65,10 @@ def test_no_mailbox_sends_over_its_days_cap(simulate: Callable[..., SimResult], 
         cap = cap_on(starts[mailbox], date.fromisoformat(day)).cap  # the ramp, computed here, not by the guard
         assert sends <= cap, f"{mailbox} sent {sends} on {day} against a cap of {cap}"
         at_cap += sends == cap
-    assert at_cap >= 3 * (result.config.days - 1), "demand should press every mailbox against its cap"
+    # The campaign sends Monday to Friday (its window): the mailboxes at their caps on most weekdays (the first
+    # days, with few leads imported yet, and the last, partial on the mailboxes' clocks, may fall short).
+    weekdays = sum(1 for n in range(result.config.days) if (result.start + timedelta(days=n)).weekday() < 5)
+    assert at_cap >= 2 * weekdays, "demand should press every mailbox against its cap"
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -75,7 +78,7 @@ def test_week_one_mailboxes_send_at_most_10_a_day(simulate: Callable[..., SimRes
     per_day = Counter((s.mailbox, s.local_day) for s in result.log.sends)
     week_one = {key: sends for key, sends in per_day.items()
                 if (date.fromisoformat(key[1]) - starts[key[0]]).days < 7}
-    assert len(week_one) >= 7, "the example's newest mailbox should spend its first week in the run"
+    assert len(week_one) >= 5, "the example's newest mailbox should spend its first week (five weekdays) in the run"
     assert max(week_one.values()) <= WEEK_ONE_CAP
     after = [sends for key, sends in per_day.items() if 7 <= (date.fromisoformat(key[1]) - starts[key[0]]).days < 14
              and key[0] == "bob@example.com"]
@@ -127,6 +130,9 @@ def test_summary_matches_the_event_log(simulate: Callable[..., SimResult], seed:
     assert summary.findings == {"error": 0, "warning": 2, "info": 2}  # example.com: 1024-bit key, no rua=; the
     # provider include (spf_includes) lies outside the shipped zone files: not followed, said as info
     assert summary.worker_errors == []
+    # The summary's own verdicts agree with the checks above: every promise held, and the caps bound the run.
+    assert [p.code for p in summary.promises if not p.held] == []
+    assert summary.bound is not None and summary.bound.limit == "mailbox-caps", summary.bound
 
 
 def test_the_same_seed_gives_the_same_run(simulate: Callable[..., SimResult]) -> None:

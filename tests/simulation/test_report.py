@@ -56,15 +56,19 @@ def test_report_loads_without_console_errors_and_has_five_charts(report: tuple[P
     bars = bodies["chart-sends"].count('<rect class="bar"')
     assert bars >= mailboxes * result.config.days
     assert bodies["chart-sends"].count('class="cap"') == bars
-    # Hours: a strip of 24 hours per mailbox, each cell the sends in that hour of the mailbox's own clock; the
-    # example's campaign has no window, so nothing is marked.
+    # Hours: a strip of 24 hours per mailbox, each cell the sends in that hour of the recipient's clock (its lead's
+    # time zone); the example's campaign sends Monday to Friday 09:00-17:00 on that clock, marked under each strip,
+    # and nothing goes outside it.
     cells = re.findall(r'<rect class="hour" data-mailbox="([^"]+)" data-hour="(\d+)" data-sends="(\d+)"',
                        bodies["chart-hours"])
     assert len(cells) == 24 * mailboxes
-    zones = {m.address.lower(): ZoneInfo(m.timezone) for m in result.inventory.mailboxes}
-    expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, zones[s.mailbox]).hour) for s in result.log.sends)
+    expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, ZoneInfo(result.lead_timezones[s.recipient or ""]))
+                        .hour) for s in result.log.sends)
     assert {(mailbox, int(hour)): int(sent) for mailbox, hour, sent in cells if int(sent)} == dict(expected)
-    assert 'class="window"' not in bodies["chart-hours"] and "no sending window" in bodies["chart-hours"]
+    assert {int(hour) for _mailbox, hour, sent in cells if int(sent)} <= set(range(9, 17))
+    marks = re.findall(r'<rect class="window" data-mailbox="([^"]+)" data-start="(\d+)" data-end="(\d+)"',
+                       bodies["chart-hours"])
+    assert sorted(marks) == sorted((m.address.lower(), "540", "1020") for m in result.inventory.mailboxes)
     # In service and parked: a step line per series, each with its band (test_pool_charts_are_binned has the rest).
     for name, series in (("chart-in-service", 2), ("chart-parked", 1)):
         assert bodies[name].count('<path class="series"') == series
@@ -327,3 +331,13 @@ def test_the_step_table_shows_the_clicks_of_people_and_of_scanners(report: tuple
     for step in campaign.steps:
         assert (f"<td>{step.unsubscribed}</td><td>{step.clicked}</td><td>{step.scanned}</td>") in page
     assert campaign.steps[0].clicked > 0
+
+
+def test_the_report_says_what_bound_the_run_and_whether_each_promise_held(report: tuple[Path, SimResult]) -> None:
+    path, result = report
+    page = path.read_text()
+    summary = summarize(result)
+    assert summary.bound is not None
+    assert f"<tr><th>what bound the run</th><td>{summary.bound.text()}</td></tr>" in page.replace("&#x27;", "'")
+    rows = re.findall(r'<tr data-promise="([\w-]+)" data-held="(true|false)">', page)
+    assert rows == [(promise.code, "true") for promise in summary.promises] and len(rows) == 6

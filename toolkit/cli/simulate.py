@@ -207,6 +207,7 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     imported = sum(line.leads for line in summary.campaigns)
     rows = [
         ("sends", f"{summary.sends} ({summary.sends / summary.days:.0f}/day)"),
+        ("what bound the run", summary.bound.text() if summary.bound is not None else "-"),
         ("leads", _leads_text(summary, imported)),
         ("recipients' answers", f"{summary.reactions_text()} (all but away end the lead's sequence)"),
         ("out-of-office leads", summary.away_text()),
@@ -231,8 +232,11 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
     days = f"{summary.days} day{'s' if summary.days != 1 else ''}"
     emit_table(f"sendhost simulate: {days} from {summary.start}, seed {summary.seed}",
                ["measure", "value"], rows)
+    if summary.promises:
+        emit_table("the README's promises in this run", ["promise", "held", "figures"],
+                   [(p.promise, "yes" if p.held else "NO", p.figures) for p in summary.promises])
     if summary.fleet is not None:
-        _render_fleet(summary.fleet)
+        _render_fleet(summary.fleet, summary.bound.text() if summary.bound is not None else "-")
     meanings = summary.outcomes()
     if meanings:
         emit_table("what the counts mean", ["outcome", "count", "meaning"], meanings)
@@ -253,17 +257,18 @@ def _render_tables(summary: Summary, zones: Path | None) -> None:
                    summary=f"details: sendhost dns audit --zone-dir {zones} --inventory PATH")
 
 
-def _render_fleet(fleet: FleetSection) -> None:
-    """Sends per host folded (min, median, max, the busiest), and the connections the embedded services saw."""
+def _render_fleet(fleet: FleetSection, bound: str) -> None:
+    """What bound the fleet's run, sends per host folded (min, median, max, the busiest), and the connections the
+    embedded services saw."""
     use = fleet.connections
     median = f"{fleet.sends_median:g}"
     emit_table(f"fleet: {fleet.hosts} hosts, {fleet.slots} slots, {fleet.mailboxes} mailboxes, {fleet.workers} "
                f"sender workers", ["measure", "value"], [
+                   ("what bound it", bound),
                    ("sends per host", f"min {fleet.sends_min}, median {median}, max {fleet.sends_max} "
                                       f"({fleet.sends} over {fleet.hosts} hosts)"),
                    ("busiest hosts", ", ".join(f"{host} {sends}" for host, sends in fleet.top)),
                    ("hosts that sent nothing", str(fleet.idle_hosts)),
-                   ("what bound the run", fleet.bound),
                    ("PostgreSQL connections", f"peak {use.postgres_peak} client backends in pg_stat_activity "
                                               f"(max_connections {use.postgres_max}), over {use.samples} samples"),
                    ("Redis connections", f"peak {use.redis_peak} connected clients in INFO clients (maxclients "
@@ -277,8 +282,8 @@ def _leads_text(summary: Summary, imported: int) -> str:
     campaigns = "campaigns" if len(summary.campaigns) > 1 else "campaign"
     if summary.sends_per_day == 0 and imported:  # the pacing scenario: each campaign's list, imported as it started
         return f"{imported} imported into the {campaigns}, as a list when each started (none came in after)"
-    return (f"{imported} imported into the {campaigns}, {summary.leads_turned_away} turned away while the senders "
-            f"were behind ({summary.sends_per_day}/day came in)")
+    return (f"{imported} imported into the {campaigns}, {summary.leads_turned_away} turned away: they arrived beyond "
+            f"what bound the run ({summary.sends_per_day}/day came in)")
 
 
 def _render_campaigns(summary: Summary) -> None:
