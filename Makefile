@@ -44,14 +44,22 @@ demo: $(VENV)/.installed
 # Three tiers (README "Development"). `test` is everything and what CI runs; `test-fast` leaves out the tests marked
 # slow (whole simulations, kill/restart and chaos scenarios, provisioning hosts in network namespaces, packaging);
 # `test-unit` runs only the tests that need no service at all (tests/support/tiers.py says which, and checks it).
+# Each runs on PYTEST_XDIST pytest-xdist workers, processes with services and databases of their own (a test's
+# Redis, PostgreSQL database, ports, namespace: tests/support/). The slow tests mostly wait on servers and
+# subprocesses, so more workers than cores pays; PYTEST_XDIST=0 runs serially in one process (`-n 0`), and
+# PYTEST_XDIST=auto one worker per core. `--dist worksteal`: an idle worker takes queued tests from a busy one, so
+# one worker is not left with the long scenarios at the end.
+PYTEST_XDIST ?= 4
+XDIST := -n $(PYTEST_XDIST) $(if $(filter 0,$(PYTEST_XDIST)),,--dist worksteal)
+
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 test-unit: $(VENV)/.installed
-	$(PY) -m pytest -m unit
+	$(PY) -m pytest $(XDIST) -m unit
 
 # Rewrite every `<!-- sample: ID -->` block of README.md and docs/ with what the tool prints now (tools/docs_samples.py;
 # the simulation's sample takes a few minutes). `--check` instead of `--write` shows what is stale, as the tests do.

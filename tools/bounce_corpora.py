@@ -17,6 +17,7 @@ $SENDHOST_BOUNCE_CORPORA); a corpus is fetched once, with the registry's ordinar
 from __future__ import annotations
 
 import ast
+import fcntl
 import fnmatch
 import os
 import re
@@ -121,21 +122,23 @@ def _unpack(archive: Path, into: Path) -> None:
 
 
 def _fetched(name: str, fetch: Callable[[Path], None]) -> Path:
-    """`cache/name`, fetched into a scratch folder and moved in whole, so a broken fetch leaves nothing behind."""
+    """`cache/name`, fetched into a scratch folder and moved in whole, so a broken fetch leaves nothing behind. One
+    process fetches a corpus at a time (a lock file beside it: pytest-xdist's workers, or two runs, ask at once);
+    the others wait for it and read what it fetched."""
     target = cache_dir() / name
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    try:
-        fetch(scratch)
+    with open(target.parent / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if target.is_dir():  # fetched while we waited
+            return target
+        scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
         try:
+            fetch(scratch)
             scratch.rename(target)
-        except OSError:
-            if not target.is_dir():  # another process fetched it meanwhile: theirs is as good as ours
-                raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     return target
 
 

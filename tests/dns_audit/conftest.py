@@ -17,7 +17,7 @@ from dns_audit.tls import TlsProbe
 from tests.dns_audit import zones as z
 from tests.dns_audit.certs import weak_leaf, weak_server_context
 from tests.support.hostile_smtp import oversized_line_smtp
-from tests.support.net import free_port, on_ci
+from tests.support.net import free_port_on, on_ci
 from tests.support.nsd import NsdServer, nsd_available, nsd_server
 from tests.support.smtp_tls import server_context, smtp_servers
 
@@ -65,7 +65,7 @@ def mail(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mail]:
     weak = weak_leaf(tmp_path_factory.mktemp("weak"), "mx.tls-weakkey.test")
     contexts[z.MX_WEAK_KEY] = weak_server_context(weak)
     ca_file.write_bytes(ca_file.read_bytes() + weak.ca_pem)  # both CAs are trusted: only the key size fails
-    port = free_port()
+    port = free_port_on([*contexts, z.MX_HOSTILE, z.MX_DOWN])  # MX_DOWN's port too: nothing may answer there
     with smtp_servers(port, contexts), oversized_line_smtp(z.MX_HOSTILE, port):
         yield Mail(port, str(ca_file))
 

@@ -13,6 +13,7 @@ import yaml
 from ippool.pool import Pool
 from provisioning.agent_package import build_wheel, checkout_root
 from tests.support.net import on_ci
+from tests.support.shared import made_once
 from tests.support.sshhost import SshHost, can_make_namespaces, missing_tools, ssh_host
 from toolkit.inventory import load_inventory
 
@@ -27,10 +28,11 @@ UNUSED_DATABASE_URL = "postgresql://sender@ledger.invalid:5432/sendhost"
 
 @pytest.fixture(scope="session")
 def agent_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """sendhost's wheel, built from this checkout as `sendhost provision` builds it, for runs that bypass the CLI."""
+    """sendhost's wheel, built from this checkout as `sendhost provision` builds it, for runs that bypass the CLI
+    (once per run: the pytest-xdist workers share it)."""
     source = checkout_root()
     assert source is not None, "the tests run from a checkout"
-    return build_wheel(source, tmp_path_factory.mktemp("agent-wheel"))
+    return made_once(tmp_path_factory, "agent-wheel", lambda folder: build_wheel(source, folder))
 
 
 @pytest.fixture(scope="session")

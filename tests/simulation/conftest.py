@@ -1,7 +1,9 @@
-"""Simulation runs shared by the tests: each seed is simulated once per session (a run takes seconds)."""
+"""Simulation runs shared by the tests: each seed is simulated once per run (a run takes seconds; pytest-xdist's
+workers share it)."""
 
 from __future__ import annotations
 
+import pickle
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -11,6 +13,8 @@ import pytest
 
 from simulation import SimConfig, SimResult, run_simulation
 from simulation.dns_check import example_zone_dir
+from tests.support.net import xdist_worker
+from tests.support.shared import made_once
 from toolkit.cli.simulate import example_inventory, to_sim_inventory
 from toolkit.inventory import load_inventory
 
@@ -21,19 +25,34 @@ INVARIANT_SENDS = 150
 
 
 @pytest.fixture(scope="session")
-def simulate() -> Callable[..., SimResult]:
-    """Run (once per argument set) the example inventory with the shipped zones."""
+def simulate(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., SimResult]:
+    """Run (once per argument set and test run) the example inventory with the shipped zones. Under pytest-xdist
+    the first worker to ask runs it and keeps the result for the others (a pickle in the run's shared temporary
+    directory): a run is deterministic for its arguments, and seconds of CPU each worker need not spend again."""
     runs: dict[tuple[int, int, int], SimResult] = {}
+
+    def simulated(seed: int, days: int, sends_per_day: int) -> SimResult:
+        inventory = to_sim_inventory(load_inventory(example_inventory()))
+        return run_simulation(inventory, SimConfig(days=days, sends_per_day=sends_per_day, seed=seed,
+                                                   zone_dir=example_zone_dir()))
 
     def run(seed: int, days: int = INVARIANT_DAYS, sends_per_day: int = INVARIANT_SENDS) -> SimResult:
         key = (seed, days, sends_per_day)
         if key not in runs:
-            inventory = to_sim_inventory(load_inventory(example_inventory()))
-            runs[key] = run_simulation(inventory, SimConfig(days=days, sends_per_day=sends_per_day, seed=seed,
-                                                            zone_dir=example_zone_dir()))
+            if xdist_worker() is None:
+                runs[key] = simulated(*key)
+            else:
+                kept = made_once(tmp_path_factory, f"simulation-{seed}-{days}-{sends_per_day}",
+                                 lambda folder: _pickled(simulated(*key), folder / "result.pickle"))
+                runs[key] = pickle.loads(kept.read_bytes())
         return runs[key]
 
     return run
+
+
+def _pickled(result: SimResult, path: Path) -> Path:
+    path.write_bytes(pickle.dumps(result))
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,8 @@
 """Redis backends of the pool tests (a pytest plugin, listed in tests/conftest.py): every test that asks for `pool`
-or `backend` runs against a single Redis and a real 3-node Redis Cluster."""
+or `backend` (or a fixture built on them, such as the warmup tests' `guard`) runs against a single Redis and a real
+3-node Redis Cluster, and is marked `redis_matrix` at collection, so the matrix is selectable (`-m redis_matrix`,
+`-m "redis_matrix and not slow"`) and visible in `--markers`; its two halves are the test ids' `[single]` and
+`[cluster]`."""
 
 from __future__ import annotations
 
@@ -32,6 +35,16 @@ class Backend:
                                 socket_timeout=socket_timeout)
         assert self.url is not None
         return redis.Redis.from_url(self.url, decode_responses=True, socket_timeout=socket_timeout)
+
+
+MATRIX_FIXTURE = "backend"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `redis_matrix` every test that runs once per Redis kind: those that use `backend`, directly or not."""
+    for item in items:
+        if MATRIX_FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.redis_matrix)
 
 
 @pytest.fixture(scope="session")

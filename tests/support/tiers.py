@@ -14,6 +14,11 @@ SENDHOST_TEST_CLI=process (tests/support/cli.py) every `run_cli` is a process, s
     make test-unit   pytest -m unit          no services, under a minute
     make test-fast   pytest -m "not slow"    all but the long scenarios
     make test        pytest                  everything (CI)
+
+Each target runs on pytest-xdist workers (Makefile's PYTEST_XDIST; 0 runs serially). The marks that say where a test
+runs are applied here (`unit`) and in tests/support/ippool_backends.py (`redis_matrix`: a test of the `backend`
+fixture, once on a single Redis and once on a Redis Cluster); a `redis_matrix` test is never `unit`, as `backend`
+starts servers.
 """
 
 from __future__ import annotations
