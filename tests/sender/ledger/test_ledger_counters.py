@@ -120,7 +120,7 @@ def test_a_truncate_starts_the_counters_again(ledger: Ledger, database_url: str)
     ledger.migrate()
     ledger.enqueue(lead="L", step=1, to="l@rcpt.example", group="sales", subject="s", text="t")
     with psycopg.connect(database_url) as conn:
-        conn.execute("TRUNCATE sender_emails, sender_events, sender_send_log, sender_sent, sender_feedback")
+        conn.execute("TRUNCATE sender_emails, sender_events, sender_send_log, sender_sent, sender_feedback CASCADE")
         conn.commit()
         ledger.enqueue(lead="M", step=1, to="m@rcpt.example", group="sales", subject="s", text="t")
         assert _counted(ledger) == _truth(conn)

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sender import Ledger
 from sender.placement import store
 from tests.conftest import run_cli
-from tests.sender.test_placement import (  # noqa: F401 (fixtures)
+from tests.sender.placement.test_flow import (  # noqa: F401 (fixtures)
     BAD,
     SEED_A,
     SEED_B,
