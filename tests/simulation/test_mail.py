@@ -89,7 +89,8 @@ def test_no_mailbox_the_server_authenticated_went_over_its_days_cap(simulate: Ca
         if age < 7:
             assert count <= WEEK_ONE_CAP
             week_one += 1
-    assert week_one >= 7, "the example's newest mailbox should spend its first week in the run"
+    # Any seven days hold five weekdays, and the campaign sends Monday to Friday (its window).
+    assert week_one >= 5, "the example's newest mailbox should spend its first week in the run"
 
 
 @pytest.mark.parametrize("seed", SEEDS)
