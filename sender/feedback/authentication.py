@@ -15,24 +15,25 @@ Headers are parsed with `authres` (the RFC 8601 parser of dkimpy's author); one 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from email.message import Message
+from typing import Any
 
 import authres
+import authres.arc
 import authres.dmarc
 
 from sender.feedback.mime import MAX_HEADER, headers
 from sender.ledger.events import Verdict
 
 MAX_RESULTS_HEADERS = 16  # a message that passed through a few hops of one provider carries 2-4
-_CONTEXT = authres.FeatureContext(authres.dmarc)
+_CONTEXT = authres.FeatureContext(authres.dmarc, authres.arc)
 
 
-def dmarc_verdict(message: Message, authserv_id: str | None, from_domain: str) -> Verdict:
-    """The provider's DMARC verdict on `message`'s From domain `from_domain`, read only under `authserv_id`."""
-    if not authserv_id:
-        return Verdict.NONE
+def trusted_results(message: Message, authserv_id: str) -> Iterator[tuple[str, Any]]:
+    """Each `Authentication-Results` header of `message` written under `authserv_id`, topmost first: the header's
+    text and what `authres` parsed of it. A header cut to fit, or one off the grammar, is not trusted."""
     trusted = authserv_id.strip().lower()
-    results = []
     for value in headers(message, "Authentication-Results", MAX_RESULTS_HEADERS):
         if len(value) >= MAX_HEADER:
             continue  # cut to fit: no longer what the provider wrote
@@ -40,9 +41,15 @@ def dmarc_verdict(message: Message, authserv_id: str | None, from_domain: str) -
             parsed = _CONTEXT.parse("Authentication-Results: " + value)
         except Exception:  # authres raises its own SyntaxError and friends on anything off the grammar
             continue
-        if str(parsed.authserv_id or "").lower() != trusted:
-            continue
-        results.append(_dmarc_result(parsed.results, from_domain))
+        if str(parsed.authserv_id or "").lower() == trusted:
+            yield value, parsed
+
+
+def dmarc_verdict(message: Message, authserv_id: str | None, from_domain: str) -> Verdict:
+    """The provider's DMARC verdict on `message`'s From domain `from_domain`, read only under `authserv_id`."""
+    if not authserv_id:
+        return Verdict.NONE
+    results = [_dmarc_result(parsed.results, from_domain) for _, parsed in trusted_results(message, authserv_id)]
     if Verdict.FAIL in results:
         return Verdict.FAIL
     return results[0] if results and results[0] is Verdict.PASS else Verdict.NONE

@@ -15,14 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from email.message import Message
 
-import authres
-import authres.arc
-import authres.dmarc
+from sender.feedback.authentication import trusted_results
 
-from sender.feedback.mime import MAX_HEADER, headers
-
-MAX_RESULTS_HEADERS = 16
-_CONTEXT = authres.FeatureContext(authres.dmarc, authres.arc)
 NONE = "none"
 
 
@@ -42,19 +36,10 @@ def read_verdicts(message: Message, authserv_id: str | None, from_domain: str) -
     """The trusted Authentication-Results of `message` (From domain `from_domain`) under `authserv_id`."""
     if not authserv_id:
         return Verdicts()
-    trusted = authserv_id.strip().lower()
     found: dict[str, str] = {}
     signatures: list[tuple[str, str | None]] | None = None
     kept: list[str] = []
-    for value in headers(message, "Authentication-Results", MAX_RESULTS_HEADERS):
-        if len(value) >= MAX_HEADER:
-            continue  # cut to fit: no longer what the provider wrote
-        try:
-            parsed = _CONTEXT.parse("Authentication-Results: " + value)
-        except Exception:  # authres raises its own SyntaxError and friends on anything off the grammar
-            continue
-        if str(parsed.authserv_id or "").lower() != trusted:
-            continue
+    for value, parsed in trusted_results(message, authserv_id):
         kept.append(" ".join(value.split()))
         own: list[tuple[str, str | None]] = []
         for result in parsed.results:
