@@ -14,6 +14,7 @@ delay before it asks again, and says how long (TokenUnavailable.delay_s).
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -91,6 +92,26 @@ class AccessToken:
             return cls(str(value["access_token"]), float(value["expires_at"]), float(value["lifetime_s"]))
         except (AssertionError, KeyError, TypeError, ValueError):
             return None
+
+
+def save_grant(refresh_token_file: str, refresh_token: str, access_token: str, expires_in_s: float,
+               started: float) -> Path:
+    """A new authorization's tokens written (`mailbox authorize`, `postmaster authorize`): the refresh token to its
+    0600 file and the access token beside it, so the agents start with it instead of spending a refresh. The path
+    of the refresh token's file."""
+    token_file, access_file, lock_file = token_files(Path(refresh_token_file).expanduser())
+    # Ctrl-C waits until both files are written: each write is atomic, and the pair is whole or absent too.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        token_file.parent.mkdir(parents=True, exist_ok=True)
+        # Under the agents' refresh lock: a refresh in flight finishes (and writes the old grant's rotated token)
+        # first, then this overwrites it; without the lock that refresh overwrote the new authorization.
+        with host_lock(lock_file):
+            write_private(token_file, refresh_token + "\n")
+            write_json(access_file, AccessToken(access_token, started + expires_in_s, expires_in_s).as_json())
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    return token_file
 
 
 @dataclass

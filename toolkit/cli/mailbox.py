@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -90,9 +89,8 @@ def _authorize(app: App, address: str, settings: OAuthSettings, flow: str | None
     access token (None: no check)."""
     from sender.oauth.device import DeviceFlowFailed, Prompt
     from sender.oauth.device import authorize as device_flow
-    from sender.oauth.files import host_lock, token_files, write_json, write_private
     from sender.oauth.flows import Flow, default_flow
-    from sender.oauth.keeper import AccessToken
+    from sender.oauth.keeper import save_grant
     from sender.oauth.loopback import LoopbackFlowFailed
     from sender.oauth.loopback import authorize as loopback_flow
 
@@ -119,20 +117,8 @@ def _authorize(app: App, address: str, settings: OAuthSettings, flow: str | None
         raise OperationFailed(f"mailbox {address}: {exc}") from None
     except KeyboardInterrupt:
         raise Interrupted("no token saved") from None
-    token_file, access_file, lock_file = token_files(Path(settings.refresh_token_file).expanduser())
-    # Ctrl-C waits until both files are written: each write is atomic, and the pair is whole or absent too.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        token_file.parent.mkdir(parents=True, exist_ok=True)
-        # Under the agents' refresh lock: a refresh in flight finishes (and writes the old grant's rotated token)
-        # first, then this overwrites it; without the lock that refresh overwrote the new authorization.
-        with host_lock(lock_file):
-            write_private(token_file, tokens.refresh_token + "\n")
-            # The agents start with this access token instead of spending a refresh.
-            write_json(access_file, AccessToken(tokens.access_token, started + tokens.expires_in_s,
-                                                tokens.expires_in_s).as_json())
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    token_file = save_grant(settings.refresh_token_file, tokens.refresh_token, tokens.access_token,
+                            tokens.expires_in_s, started)
     try:
         click.echo(f"wrote the refresh token to {token_file} (mode 0600)")
         if check is not None:

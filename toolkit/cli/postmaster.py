@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -106,10 +105,8 @@ def authorize_command(sc: SenderContext, timeout_s: float) -> None:
     """Get the refresh token of sendhost_postmaster's OAuth grant (the loopback redirect with PKCE, as `mailbox
     authorize` does for Google, with the read-only postmaster scope), signed in as a user of the domains in
     Postmaster Tools; write it to its refresh_token_file (0600)."""
-    import signal
 
-    from sender.oauth.files import host_lock, token_files, write_json, write_private
-    from sender.oauth.keeper import AccessToken
+    from sender.oauth.keeper import save_grant
     from sender.oauth.loopback import LoopbackFlowFailed
     from sender.oauth.loopback import authorize as loopback_flow
 
@@ -130,14 +127,6 @@ def authorize_command(sc: SenderContext, timeout_s: float) -> None:
         raise OperationFailed(f"postmaster authorize: {exc}") from None
     except KeyboardInterrupt:
         raise Interrupted("no token saved") from None
-    token_file, access_file, lock_file = token_files(Path(oauth.refresh_token_file).expanduser())
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        token_file.parent.mkdir(parents=True, exist_ok=True)
-        with host_lock(lock_file):
-            write_private(token_file, tokens.refresh_token + "\n")
-            write_json(access_file, AccessToken(tokens.access_token, started + tokens.expires_in_s,
-                                                tokens.expires_in_s).as_json())
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    token_file = save_grant(oauth.refresh_token_file, tokens.refresh_token, tokens.access_token,
+                            tokens.expires_in_s, started)
     click.echo(f"wrote the refresh token to {token_file} (mode 0600); `sendhost postmaster sync` reads with it")
