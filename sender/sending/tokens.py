@@ -38,13 +38,8 @@ def make_token(key: bytes, idempotency_key: uuid.UUID) -> str:
 def verify_token(key: bytes, token: str) -> uuid.UUID | None:
     """The idempotency key a token names, or None when it was not made with `key` or is not exactly as make_token
     spells it (the decoder skips characters outside the alphabet, so `tok!!!` or `tok ` would otherwise pass)."""
-    raw = _decode(token, _TOKEN_CHARS)
-    if raw is None or len(raw) != _KEY_BYTES + TAG_BYTES:
-        return None
-    payload, tag = raw[:_KEY_BYTES], raw[_KEY_BYTES:]
-    if not hmac.compare_digest(tag, _tag(key, _KEY_CONTEXT, payload)):
-        return None
-    return uuid.UUID(bytes=payload)
+    payload = _signed_payload(key, _KEY_CONTEXT, token, _KEY_BYTES, _TOKEN_CHARS)
+    return None if payload is None else uuid.UUID(bytes=payload)
 
 
 def make_link_token(key: bytes, idempotency_key: uuid.UUID, index: int) -> str:
@@ -55,12 +50,8 @@ def make_link_token(key: bytes, idempotency_key: uuid.UUID, index: int) -> str:
 
 def verify_link_token(key: bytes, token: str) -> tuple[uuid.UUID, int] | None:
     """(idempotency key, link index) of a click token made with `key`, in canonical form only."""
-    raw = _decode(token, _LINK_TOKEN_CHARS)
-    size = _KEY_BYTES + _LINK.size
-    if raw is None or len(raw) != size + TAG_BYTES:
-        return None
-    payload, tag = raw[:size], raw[size:]
-    if not hmac.compare_digest(tag, _tag(key, _LINK_CONTEXT, payload)):
+    payload = _signed_payload(key, _LINK_CONTEXT, token, _KEY_BYTES + _LINK.size, _LINK_TOKEN_CHARS)
+    if payload is None:
         return None
     return uuid.UUID(bytes=payload[:_KEY_BYTES]), int(_LINK.unpack(payload[_KEY_BYTES:])[0])
 
@@ -72,13 +63,8 @@ def make_open_token(key: bytes, idempotency_key: uuid.UUID) -> str:
 
 
 def verify_open_token(key: bytes, token: str) -> uuid.UUID | None:
-    raw = _decode(token, _TOKEN_CHARS)
-    if raw is None or len(raw) != _KEY_BYTES + TAG_BYTES:
-        return None
-    payload, tag = raw[:_KEY_BYTES], raw[_KEY_BYTES:]
-    if not hmac.compare_digest(tag, _tag(key, _OPEN_CONTEXT, payload)):
-        return None
-    return uuid.UUID(bytes=payload)
+    payload = _signed_payload(key, _OPEN_CONTEXT, token, _KEY_BYTES, _TOKEN_CHARS)
+    return None if payload is None else uuid.UUID(bytes=payload)
 
 
 def make_row_id_token(key: bytes, email_id: int) -> str:
@@ -89,13 +75,18 @@ def make_row_id_token(key: bytes, email_id: int) -> str:
 
 def verify_row_id_token(key: bytes, token: str) -> int | None:
     """The row id a first-form token names (in mail sent before the upgrade), in canonical form only."""
-    raw = _decode(token, _ROW_ID_TOKEN_CHARS)
-    if raw is None or len(raw) != _ROW_ID.size + TAG_BYTES:
+    payload = _signed_payload(key, _ROW_ID_CONTEXT, token, _ROW_ID.size, _ROW_ID_TOKEN_CHARS)
+    return None if payload is None else int(_ROW_ID.unpack(payload)[0])
+
+
+def _signed_payload(key: bytes, context: bytes, token: str, size: int, chars: int) -> bytes | None:
+    """The `size` bytes of payload a token of `chars` characters carries, when its tag is theirs under `key` in
+    `context` and the token is spelt canonically; else None."""
+    raw = _decode(token, chars)
+    if raw is None or len(raw) != size + TAG_BYTES:
         return None
-    payload, tag = raw[:_ROW_ID.size], raw[_ROW_ID.size:]
-    if not hmac.compare_digest(tag, _tag(key, _ROW_ID_CONTEXT, payload)):
-        return None
-    return int(_ROW_ID.unpack(payload)[0])
+    payload, tag = raw[:size], raw[size:]
+    return payload if hmac.compare_digest(tag, _tag(key, context, payload)) else None
 
 
 def _tag(key: bytes, context: bytes, payload: bytes) -> bytes:
