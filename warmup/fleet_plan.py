@@ -115,10 +115,9 @@ def fleet_rows(fleet: FleetPlan) -> list[tuple[str, str, str]]:
         rows.append(("full volume from", f"day {fleet.full_volume_day}",
                      f"week one {r.week_one_cap}/day, then +{r.step} every {r.step_days} healthy days: "
                      f"{fleet.mailboxes:,} mailboxes' caps reach {fleet.sends_per_day:,}"))
-    for week in fleet.weeks:
-        if week.leads_per_day < d.leads_per_day:
-            rows.append((f"from day {week.day_number}", f"{week.leads_per_day:,} new leads/day",
-                         f"{week.sends_per_day:,} sends/day: the rest of the {d.leads_per_day:,} wait"))
+    for week in fleet.weeks:  # each a week short of full volume: some leads wait
+        rows.append((f"from day {week.day_number}", f"{week.leads_per_day:,} new leads/day",
+                     f"{week.sends_per_day:,} sends/day: the rest of the {d.leads_per_day:,} wait"))
     return rows
 
 
