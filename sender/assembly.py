@@ -27,8 +27,11 @@ import redis
 
 from ippool import Lease, Pool
 from sender.ledger.store import Ledger
+from sender.oauth import TokenKeeper
 from sender.oauth.keeper import check_credential
+from sender.oauth.opening import open_refreshing
 from sender.sending.agent import Agent
+from sender.sending.attempt import Opener
 from sender.settings import AgentSettings
 from sendhost import redis_conn
 from warmup import Guard, Picker
@@ -95,13 +98,16 @@ class SenderMachinery:
               side_tasks: Executor | None = None, pick: Picker | None = None,
               source_address: Callable[[Lease], str | None] | None = None,
               mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None,
-              daily: Callable[[], object] | None = None) -> Agent:
+              daily: Callable[[], object] | None = None, tokens: TokenKeeper | None = None,
+              opener: Opener | None = None) -> Agent:
         """The agent for `settings` (one host's mailboxes) over the shared parts; `pick` and `source_address`
         replace the guard's pick and the lease's source address, `mailbox_settings` re-reads the inventory's
-        mailboxes, `daily` runs once a day (see `Agent`)."""
+        mailboxes, `daily` runs once a day; `tokens` and `opener` replace the mailboxes' secrets and their
+        submission sessions (a forecast's: simulation.forecast) (see `Agent`)."""
         return Agent(settings, self.guard, self.pool, unsubscribe_key=unsubscribe_key,
                      checkpoint=checkpoint, env=env, side_tasks=side_tasks, clock=self.clock or time.time,
-                     pick=pick, source_address=source_address, mailbox_settings=mailbox_settings, daily=daily)
+                     pick=pick, source_address=source_address, mailbox_settings=mailbox_settings, daily=daily,
+                     tokens=tokens, opener=opener or open_refreshing)
 
 
 def build_sender(client: redis.Redis, *, clock: Callable[[], float] | None = None, rng: random.Random | None = None,

@@ -30,7 +30,7 @@ from sender.ledger.store import Claimed, Ledger
 from sender.oauth import TokenKeeper
 from sender.oauth.opening import open_refreshing
 from sender.sending.activity import Activity
-from sender.sending.attempt import Attempt, Attempts, Held
+from sender.sending.attempt import Attempt, Attempts, Held, Opener
 from sender.sending.claim import Claims
 from sender.sending.counters import rebuild
 from sender.sending.gate import Gate, Ready
@@ -85,14 +85,16 @@ class Agent:
                  pick: Picker | None = None,
                  source_address: Callable[[Lease], str | None] | None = None,
                  mailbox_settings: Callable[[], Sequence[Mailbox]] | None = None,
-                 tokens: TokenKeeper | None = None, daily: Callable[[], object] | None = None) -> None:
+                 tokens: TokenKeeper | None = None, daily: Callable[[], object] | None = None,
+                 opener: Opener = open_refreshing) -> None:
         """`clock` (epoch seconds) is the time of the counter rebuild; give the guard the same one. `pick` reserves
         a mailbox among a group's (default `guard.pick`); `source_address` is the address a lease's send binds to
         (default the lease's `source_ip`). The simulation passes both (sender.assembly builds it).
         `mailbox_settings` reads the inventory's mailboxes as they are now, whose warm-up settings reach the guard
         at the start and each sweep cycle (default: those of `settings`, read once). `tokens` keeps the OAuth
         mailboxes' access tokens (default: one that pauses a mailbox whose grant is refused). `daily` runs once a
-        day on the side tasks (the Postmaster Tools sync, sender.postmaster.daily): it must catch its own errors."""
+        day on the side tasks (the Postmaster Tools sync, sender.postmaster.daily): it must catch its own errors.
+        `opener` opens a mailbox's submission session (a forecast's hands nothing over: simulation.forecast)."""
         self.settings = settings
         self.guard = guard
         self.pool = pool
@@ -115,7 +117,7 @@ class Agent:
                                   windows.pace, self._rebuild)
         self._attempts = Attempts(mailboxes, tokens or TokenKeeper(env=env, on_refused=guard.pause),
                                   self._side_tasks, source_address or (lambda lease: lease.source_ip),
-                                  open_refreshing, settings.smtp_timeout_s)
+                                  opener, settings.smtp_timeout_s)
         self._settler = Settler(guard, pool.retire_blamed, settings.retry_delay_s, self._persist, self._checkpoint)
         self._daily = daily
         # worker -> the row its last send_one took, for the activity line of its report (sender.sending.activity)
