@@ -33,6 +33,7 @@ from simulation.clock import SimClock
 from simulation.dns_check import audit_zones
 from simulation.ec2_fake import SimulatedEc2
 from simulation.fleet import ConnectionMeter, ConnectionUse
+from simulation.interventions import RunParts
 from simulation.mail import (
     Deliveries,
     Delivery,
@@ -134,9 +135,16 @@ def run_simulation(inventory: SimInventory, config: SimConfig, progress: Progres
                 # a generator of its own, not drawn from `seeds`: the run's other draws stay as they were
                 clickers = Clickers(random.Random(f"clicks:{config.seed}"), config.reactions)
                 meter = ConnectionMeter(client, mail.ledger.url or "") if config.measure_connections else None
+                parts = RunParts(mail.ledger, mail.ledger.url or "", client,
+                                 tuple(m for agent in mail.agents.values() for m in agent.settings.mailboxes
+                                       if agent.settings.host == worlds[0].host.name), clock, feed.specs)
                 try:
-                    _Loop(config, clock, end_s, senders, pool_worker, log, random.Random(seeds.randrange(2**32)),
-                          progress, _Campaign(feed, recipients, paths, clickers), meter).run(start_s)
+                    loop = _Loop(config, clock, end_s, senders, pool_worker, log,
+                                 random.Random(seeds.randrange(2**32)), progress,
+                                 _Campaign(feed, recipients, paths, clickers), meter)
+                    for intervention in config.interventions:
+                        loop.at(start_s + intervention.at_s, functools.partial(intervention.act, parts))
+                    loop.run(start_s)
                     if meter is not None:
                         meter.finish()
                 finally:

@@ -7,9 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sendhost.model import Domain, Mailbox, SenderHost
 from simulation.errors import SimulationConfigError
+
+if TYPE_CHECKING:
+    from simulation.interventions import Intervention
 
 MAX_DAYS = 365
 MAX_SENDS_PER_DAY = 100_000
@@ -97,6 +101,7 @@ class SimConfig:
     reactions: Reactions = Reactions()  # how the recipients answer (simulation.recipients)
     campaign: CampaignPlan = DEFAULT_PLAN  # each group's pacing keys and leads (simulation.pacing's scenario)
     measure_connections: bool = False  # sample the embedded services' connections (simulation.fleet)
+    interventions: tuple[Intervention, ...] = ()  # what a person does during the run (simulation.interventions)
 
     def check(self) -> None:
         """Raise SimulationConfigError naming the first bad setting."""
