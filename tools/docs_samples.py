@@ -200,6 +200,8 @@ NOT_GENERATED: dict[tuple[str, str], str] = {
         "a real agent's --once run: the time a mailbox's gap ends comes from the clock",
     ("docs/sender.md", "INFO sendhost.sender.activity: sent row 1 (lead L0, step 1) "):
         "a running agent's lines: source addresses, replies and times of real sends",
+    ("docs/campaigns.md", "$ sendhost campaign forecast q1-founders --days 10"):
+        "a forecast from the sandbox's clock: its days start today",
     ("docs/campaigns.md", "$ sendhost lead show Eve@rcpt.example"):
         "sent times and Message-IDs of a real agent's sends",
     ("docs/campaigns.md", "$ sendhost campaign pause q1-founders"):

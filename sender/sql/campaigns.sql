@@ -142,3 +142,29 @@ LEFT JOIN LATERAL (
 ) AS k ON true
 WHERE c.kind = 'file' AND (%(campaign)s::text IS NULL OR c.name = %(campaign)s)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+
+-- name: forecast_sent
+-- A campaign's sends from %(since)s on (a forecast's, on its own copy of the ledger): step, mailbox, when.
+SELECT e.step, lower(g.mailbox), g.accepted_at
+FROM sender_sent g
+JOIN sender_emails e ON e.id = g.email_id
+JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE c.name = %(name)s AND g.accepted_at >= %(since)s
+ORDER BY g.accepted_at;
+
+-- name: forecast_campaign_rows
+-- A campaign's state, and its rows due now and not claimed (queued or in retry, due at or before now).
+SELECT c.state::text,
+       (SELECT count(*) FROM sender_emails e
+        WHERE e.campaign_id = c.id AND e.status IN ('queued', 'retry')
+          AND e.due_at <= coalesce(%(now)s, now()))
+FROM sender_campaigns c WHERE c.name = %(name)s;
+
+-- name: forecast_row_campaign
+-- The campaign of row %(id)s.
+SELECT c.name FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id WHERE e.id = %(id)s;
+
+-- name: forecast_rows_left
+-- A campaign's rows not sent yet: waiting for an earlier step, queued, in retry or claimed.
+SELECT count(*) FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+WHERE c.name = %(name)s AND e.status IN ('waiting', 'queued', 'retry', 'sending');

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolkit.app import reads_only
+from toolkit.cli.campaign.forecast import Unavailable, read_forecast
 from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, emit_table, format_option
 
@@ -21,22 +22,27 @@ if TYPE_CHECKING:
     from sender.ledger.store import Ledger
     from sender.ledger.waits import Waits
     from sender.ledger.window_wait import WindowWait
+    from simulation.forecast import ForecastDay
     from warmup import Guard
 
 
 @reads_only
 @click.command("status")
 @click.argument("name", required=False)
+@click.option("--forecast/--no-forecast", "with_forecast", default=True, show_default=True,
+              help="With NAME: today's line of `campaign forecast` (a few seconds: the send path run ahead).")
 @format_option()
 @pass_sender
-def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None:
+def status_command(sc: SenderContext, name: str | None, with_forecast: bool, fmt: str | None) -> None:
     """What became of campaign NAME, or of every campaign.
 
     Its state, group and leads, the sequences ended by reason, per step what became of its rows, per mailbox its
     sends and the follow-ups waiting for it; its pace now: the rows due, those waiting for the sending window (and
     when it opens), for the campaign's daily cap or a mailbox's cap, each mailbox's sends today against its cap,
     and the due follow-ups stalled behind a paused or disconnected mailbox, since when and what to do (read from
-    the warm-up guard: "couldn't look" when Redis cannot be reached). JSON: one object for NAME, a list without."""
+    the warm-up guard: "couldn't look" when Redis cannot be reached). For NAME, running, today's line of its
+    forecast: what more goes today and the limit that binds (`sendhost campaign forecast`). JSON: one object for
+    NAME, a list without."""
     from sender.ledger.campaigns import Campaigns
 
     guard, unreachable = sc.status_guard()
@@ -48,6 +54,8 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
     finally:
         if guard is not None:
             guard.close()
+    if name is not None and with_forecast and found[0].status.state.value == "running":
+        found[0] = dataclasses.replace(found[0], today=_today(sc, name))
     if sc.app.output_format(fmt) == "json":
         emit_json(found[0].as_json() if name is not None else [shown.as_json() for shown in found])
         return
@@ -65,6 +73,8 @@ def status_command(sc: SenderContext, name: str | None, fmt: str | None) -> None
             if not stopped:
                 render_pace(shown.status.name, shown.pace)
         render_stalled(shown.stalled)
+        if shown.today is not None:
+            render_today(shown.status.name, shown.today)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,12 +86,16 @@ class Shown:
     window: WindowWait | None
     pace: CapWait | None = None
     stalled: tuple[Stalled, ...] | None = None
+    today: ForecastDay | Unavailable | None = None  # today's line of its forecast, or why none; None: not asked
 
     def as_json(self) -> dict[str, Any]:
+        today = None if self.today is None else (
+            {"unavailable": self.today.why} if isinstance(self.today, Unavailable) else self.today.as_json())
         return {**self.status.as_json(), "window": self.window.as_json() if self.window else None,
                 "pace": self.pace.as_json() if self.pace else None,
                 "waits": self.pace.waits.as_json() if self.pace and self.pace.waits else None,
-                "stalled": None if self.stalled is None else [s.as_json() for s in self.stalled]}
+                "stalled": None if self.stalled is None else [s.as_json() for s in self.stalled],
+                "forecast_today": today}
 
 
 def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | None,
@@ -106,6 +120,24 @@ def _status(sc: SenderContext, campaigns: Campaigns, name: str, guard: Guard | N
         wait = window_wait(campaigns.ledger, spec, pace.waits)
     return Shown(dataclasses.replace(status, steps=dict(sorted(steps.items()))), wait, pace,
                  read_stalled(campaigns.ledger, guard, name))
+
+
+def _today(sc: SenderContext, name: str) -> ForecastDay | Unavailable:
+    """Today's line of campaign `name`'s forecast, or why there is none."""
+    found = read_forecast(sc, name, days=1)
+    return found if isinstance(found, Unavailable) else found.days[0]
+
+
+def render_today(name: str, today: ForecastDay | Unavailable) -> None:
+    """Two lines at most as wide as a terminal's 100 columns (a campaign name of 30)."""
+    from simulation.forecast.days import WORDS
+
+    if isinstance(today, Unavailable):
+        click.echo(f"{name}: no forecast: {today.why}")
+        return
+    click.echo(f"{name}: forecast today: {today.sends} more go ({today.first_steps} first steps, "
+               f"{today.follow_ups} follow-ups)")
+    click.echo(f"{name}: bound by {WORDS[today.limit]}; `sendhost campaign forecast {name}`: the days ahead")
 
 
 def read_stalled(ledger: Ledger, guard: Guard | None, campaign: str | None = None) -> tuple[Stalled, ...] | None:

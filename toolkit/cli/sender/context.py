@@ -13,6 +13,8 @@ from toolkit.app import App
 from toolkit.cli.help_format import WholeHelpGroup
 
 if TYPE_CHECKING:
+    import redis
+
     from sender import Ledger
     from sender.assembly import LedgerPlace
     from warmup import Guard
@@ -69,10 +71,16 @@ class SenderContext:
     def status_guard(self) -> tuple[Guard | None, str | None]:
         """The warm-up guard on the configured Redis, or None and why not (a status goes on without it); the caller
         closes it."""
+        from warmup import Guard
+
+        client, why = self.status_redis()
+        return (Guard(client), None) if client is not None else (None, why)
+
+    def status_redis(self) -> tuple[redis.Redis | None, str | None]:
+        """A client of the configured Redis that answered, or None and why not; the caller closes it."""
         import redis
 
         from sendhost.errors import ConfigError, SendhostError
-        from warmup import Guard
 
         try:
             client = self.app.redis(socket_timeout=GUARD_TIMEOUT_S)
@@ -81,7 +89,7 @@ class SenderContext:
             raise  # a malformed URL is bad input, not an outage
         except (redis.RedisError, SendhostError, OSError) as exc:
             return None, f"Redis unreachable: {type(exc).__name__}: {exc}"
-        return Guard(client), None
+        return client, None
 
 
 def ledger_group(name: str, help_text: str) -> click.Group:
