@@ -19,9 +19,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from sender.sending.report import Report, ReportKind
+
 if TYPE_CHECKING:
     from sender.ledger.store import Claimed
-    from sender.sending.report import Report
 
 log = logging.getLogger("sendhost.sender.activity")
 SUMMARY_EVERY_S = 60.0
@@ -50,7 +51,7 @@ class Activity:
     def row(self, report: Report, claimed: Claimed | None) -> None:
         """One line for what the send path did to one row."""
         who = f" (lead {claimed.lead}, step {claimed.step})" if claimed is not None else ""
-        if report.kind == "blocked":
+        if report.kind is ReportKind.BLOCKED:
             until = f" until {report.until.isoformat(timespec='seconds')}" if isinstance(report.until, datetime) \
                 else ""
             self._log.info("put back row %d%s%s: %s", report.row, who, until, report.detail)
@@ -59,7 +60,7 @@ class Activity:
             via = f" via {report.mailbox}" if report.mailbox else ""
             source = f" from {report.source_ip}" if report.source_ip else ""
             self._log.info("%s row %d%s%s%s: %s", report.kind, report.row, who, via, source, report.detail)
-            counted = "sent" if report.kind == "sent" else "other"
+            counted = "sent" if report.kind is ReportKind.SENT else "other"
         with self._lock:
             self._counts[counted] += 1
 

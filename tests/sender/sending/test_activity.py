@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from sender.sending.activity import Activity
-from sender.sending.agent import Report
+from sender.sending.report import Report, ReportKind
 
 
 class Clock:
@@ -23,8 +23,8 @@ def test_a_summary_line_once_a_minute_while_idle(caplog: pytest.LogCaptureFixtur
     clock = Clock()
     activity = Activity(logging.getLogger("test.activity"), clock)
     caplog.set_level(logging.INFO, "test.activity")
-    activity.row(Report(1, "sent", "250 OK", "a@x.example", "10.0.0.5"), None)
-    activity.row(Report(2, "blocked", "skipped-cooldown", until=datetime(2026, 3, 10, 12, tzinfo=UTC)), None)
+    activity.row(Report(1, ReportKind.SENT, "250 OK", "a@x.example", "10.0.0.5"), None)
+    activity.row(Report(2, ReportKind.BLOCKED, "skipped-cooldown", until=datetime(2026, 3, 10, 12, tzinfo=UTC)), None)
     activity.idle(30.0)
     clock.now += 59
     activity.idle(30.0)
@@ -38,3 +38,4 @@ def test_a_summary_line_once_a_minute_while_idle(caplog: pytest.LogCaptureFixtur
     assert [r.getMessage() for r in caplog.records[2:]] == [
         "idle: in the last 60 s 1 sent, 1 put back, 0 other; next row due in 5 min",
         "idle: in the last 60 s 0 sent, 0 put back, 0 other; no row queued"]
+
