@@ -17,12 +17,8 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sender.sending.report import Report, ReportKind
-
-if TYPE_CHECKING:
-    from sender.ledger.store import Claimed
 
 log = logging.getLogger("sendhost.sender.activity")
 SUMMARY_EVERY_S = 60.0
@@ -48,9 +44,9 @@ class Activity:
         self._since = clock()
         self._counts = {"sent": 0, "put back": 0, "other": 0}
 
-    def row(self, report: Report, claimed: Claimed | None) -> None:
-        """One line for what the send path did to one row."""
-        who = f" (lead {claimed.lead}, step {claimed.step})" if claimed is not None else ""
+    def row(self, report: Report) -> None:
+        """One line for what the send path did to one row (its lead and step when the report names them)."""
+        who = f" (lead {report.lead}, step {report.step})" if report.lead is not None else ""
         if report.kind is ReportKind.BLOCKED:
             until = f" until {report.until.isoformat(timespec='seconds')}" if isinstance(report.until, datetime) \
                 else ""

@@ -48,7 +48,8 @@ class ReportKind(StrEnum):
 
 @dataclass(frozen=True)
 class Report:
-    """What one pass of the send path did to one row."""
+    """What one pass of the send path did to one row. `lead` and `step` are the claimed row's, for its activity line
+    (sender.sending.activity): the agent names them on every report it returns (`Agent.send_one`)."""
 
     row: int
     kind: ReportKind
@@ -59,6 +60,8 @@ class Report:
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
     login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
     until: datetime | None = None  # a row put back (blocked): until when, when known
+    lead: str | None = None
+    step: int | None = None
 
 
 @dataclass(frozen=True)
