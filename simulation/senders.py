@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from sender.sending.report import ReportKind
 from sendhost.model import Mailbox
 from simulation import events
 from simulation.mail import Delivery, MailWorld
@@ -78,13 +79,13 @@ class SenderWorker:
             report = agent.send_one(self.mail.ledger, self.name)
             if report is None:
                 return None  # nothing due in this group
-            if report.kind == "sent":
+            if report.kind is ReportKind.SENT:
                 delivery = self.mail.recorder.deliveries[-1]
                 assert delivery.message_id == report.message_id, "the server's last message is not this send"
                 send = self._log_send(now, report.message_id, report.source_ip, delivery.rcpt)
                 self.in_flight = InFlight(send, now + self.rng.uniform(*self.send_seconds), delivery)
                 return None
-            if report.kind != "blocked":
+            if report.kind is not ReportKind.BLOCKED:
                 # Settled without a send (failed, suppressed, cancelled...): the ledger has its outcome; go on.
                 self.log.skips.append(events.Skip(now, self.name, f"row-{report.kind}"))
                 continue

@@ -17,11 +17,8 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from sender.ledger.store import Claimed
-    from sender.sending.report import Report
+from sender.sending.report import Report, ReportKind
 
 log = logging.getLogger("sendhost.sender.activity")
 SUMMARY_EVERY_S = 60.0
@@ -47,10 +44,10 @@ class Activity:
         self._since = clock()
         self._counts = {"sent": 0, "put back": 0, "other": 0}
 
-    def row(self, report: Report, claimed: Claimed | None) -> None:
-        """One line for what the send path did to one row."""
-        who = f" (lead {claimed.lead}, step {claimed.step})" if claimed is not None else ""
-        if report.kind == "blocked":
+    def row(self, report: Report) -> None:
+        """One line for what the send path did to one row (its lead and step when the report names them)."""
+        who = f" (lead {report.lead}, step {report.step})" if report.lead is not None else ""
+        if report.kind is ReportKind.BLOCKED:
             until = f" until {report.until.isoformat(timespec='seconds')}" if isinstance(report.until, datetime) \
                 else ""
             self._log.info("put back row %d%s%s: %s", report.row, who, until, report.detail)
@@ -59,7 +56,7 @@ class Activity:
             via = f" via {report.mailbox}" if report.mailbox else ""
             source = f" from {report.source_ip}" if report.source_ip else ""
             self._log.info("%s row %d%s%s%s: %s", report.kind, report.row, who, via, source, report.detail)
-            counted = "sent" if report.kind == "sent" else "other"
+            counted = "sent" if report.kind is ReportKind.SENT else "other"
         with self._lock:
             self._counts[counted] += 1
 

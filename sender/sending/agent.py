@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
@@ -120,8 +121,6 @@ class Agent:
                                   opener, settings.smtp_timeout_s)
         self._settler = Settler(guard, pool.retire_blamed, settings.retry_delay_s, self._persist, self._checkpoint)
         self._daily = daily
-        # worker -> the row its last send_one took, for the activity line of its report (sender.sending.activity)
-        self._last_claimed: dict[str, Claimed] = {}
 
     @property
     def groups(self) -> list[str]:
@@ -143,14 +142,13 @@ class Agent:
         row = self._claims.next(ledger, worker)
         if row is None:
             return None
-        self._last_claimed[worker] = row
         self._checkpoint("claimed")
         ready = self._gate.check(ledger, row)
         if not isinstance(ready, Ready):
-            return self._stopped(ledger, row.id, ready)
+            return self._reported(ledger, row, ready)
         reserved = self._reserver.reserve(ledger, row, ready.now)
         if not isinstance(reserved, Reservation):
-            return self._stopped(ledger, row.id, reserved)
+            return self._reported(ledger, row, reserved)
         self._checkpoint("reserved")
         held = Held(self.guard, reserved)
         try:
@@ -159,14 +157,14 @@ class Agent:
             self._checkpoint("leased")
             attempt = self._attempts.start(ledger, row, held, ready.content)
             if not isinstance(attempt, Attempt):
-                return self._stopped(ledger, row.id, attempt)
+                return self._reported(ledger, row, attempt)
             self._checkpoint("attempt_started")
             result = attempt.submit(row, ready.content, ready.unsubscribe, ready.now)
             self._checkpoint("submitted")
             report = self._settler.settle(ledger, row, reserved, attempt.mailbox.address, attempt.source_ip, result,
                                           self._record(worker), attempt.message_id, held.lease)
             held.accepted = result.kind is ResultKind.ACCEPTED
-            return report
+            return self._reported(ledger, row, report)
         except BaseException:
             if held.undo():  # failed before the attempt started: the reservation is back, so is the row
                 with contextlib.suppress(LedgerUnavailable):  # if the ledger is down too, the sweep requeues it
@@ -175,9 +173,11 @@ class Agent:
         finally:
             held.finish(self._side_tasks)
 
-    def _stopped(self, ledger: Ledger, row: int, stop: Stop) -> Report:
-        """A step's stop: a row given back goes back to the queue; a row the step settled is reported."""
-        return self._give_back(ledger, row, stop) if isinstance(stop, GiveBack) else stop
+    def _reported(self, ledger: Ledger, row: Claimed, end: Stop) -> Report:
+        """The one way a pass ends: a row given back goes back to the queue, a row a step settled is reported, and
+        every report names the row's lead and step (for its activity line)."""
+        report = self._give_back(ledger, row.id, end) if isinstance(end, GiveBack) else end
+        return replace(report, lead=row.lead, step=row.step)
 
     def _give_back(self, ledger: Ledger, row: int, back: GiveBack) -> Report:
         """The one way a claimed row goes back to the queue unsent: due again after `back.delay_s`, with
@@ -256,7 +256,7 @@ class Agent:
                 if reports is not None:
                     reports.append(report)
                 if activity is not None:
-                    activity.row(report, self._last_claimed.pop(worker, None))
+                    activity.row(report)
                 continue
             if activity is not None:
                 activity.idle(due)

@@ -19,7 +19,7 @@ from sender.ledger.store import Claimed, Ledger
 from sender.oauth import TokenKeeper, TokenUnavailable
 from sender.sending.compose import Content
 from sender.sending.message import build_message, message_id_for
-from sender.sending.report import GiveBack, Report, Stop
+from sender.sending.report import GiveBack, Report, ReportKind, Stop
 from sender.sending.submission import Result, SubmissionSession
 from sendhost.errors import SecretUnavailable
 from sendhost.model import Mailbox, Submission
@@ -135,7 +135,7 @@ class Attempts:
         if outcome != "ok" or message_id is None:
             _close(opening)
             held.cancel()
-            kind = {"suppressed": "suppressed", "ended": "cancelled"}.get(outcome, "lost")
+            kind = {"suppressed": ReportKind.SUPPRESSED, "ended": ReportKind.CANCELLED}.get(outcome, ReportKind.LOST)
             return Report(row.id, kind, outcome, mailbox.address)
         held.attempt_started = True
         return Attempt(mailbox, source_ip, message_id, opening)
@@ -152,5 +152,5 @@ class Attempts:
         except SecretUnavailable as exc:
             log.error("sender: mailbox %s cannot authenticate: %s", mailbox.address, exc)
             held.cancel(FailureClass.ACCOUNT_AUTH)
-            return GiveBack(0.0, f"mailbox {mailbox.address}: {exc}", kind="rerouted", detail=str(exc),
+            return GiveBack(0.0, f"mailbox {mailbox.address}: {exc}", kind=ReportKind.REROUTED, detail=str(exc),
                             mailbox=mailbox.address)

@@ -12,7 +12,7 @@ from sender.ledger.store import Claimed, Ledger, Settle
 from sender.sending.compose import Content, compose
 from sender.sending.message import unsubscribe_url
 from sender.sending.persist import Persisting
-from sender.sending.report import GiveBack, Report, Stop
+from sender.sending.report import GiveBack, Report, ReportKind, Stop
 from sender.sending.tokens import make_token
 from sender.sending.windows import Windows
 
@@ -44,7 +44,7 @@ class Gate:
             # An earlier attempt started and nobody knows how it ended: finish the writes, never send.
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.UNCONFIRMED,
                                                                  "redelivered after an attempt had started"))
-            return Report(row.id, "crash", f"settled as {status}")
+            return Report(row.id, ReportKind.CRASH, f"settled as {status}")
         now = datetime.fromtimestamp(self._clock(), UTC)
         closed = self._windows.closed(ledger, row, now)
         if closed is not None:
@@ -56,5 +56,5 @@ class Gate:
         except (TemplateError, ValueError) as exc:  # a lead that cannot fill its step: nothing can be sent
             why = f"cannot compose: {exc}"
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.FAILED, why))
-            return Report(row.id, str(status), why)
+            return Report(row.id, ReportKind.settled(status), why)
         return Ready(now, url, content)

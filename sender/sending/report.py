@@ -1,4 +1,5 @@
-"""What one pass of the send path says about its row (`Report`), and the one way a step says "not now" (`GiveBack`).
+"""What one pass of the send path says about its row (`Report`, its kind a `ReportKind`), and the one way a step says
+"not now" (`GiveBack`).
 
 Each step of the path (sender.sending.agent) returns what the next step needs, or a stop: a `GiveBack` (the row goes
 back to the queue unsent: the agent's one give-back path writes it) or a `Report` (the step has already settled the
@@ -9,14 +10,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
+
+from sender.ledger.store import Status
+
+
+class ReportKind(StrEnum):
+    """What one pass of the send path did to a row: the word of its activity line and of `sender run`'s counts.
+
+    A row the ledger settled is reported by the status the ledger settled it to (`settled`): those members are the
+    ledger's `Status` values, taken from it, not spelled a second time; they include the statuses past the handoff,
+    which the settle's rank guard returns when a relay's event came first. The last four are the agent's own words,
+    for what a status does not say."""
+
+    SENT = Status.SENT.value
+    RETRY = Status.RETRY.value
+    FAILED = Status.FAILED.value
+    UNCONFIRMED = Status.UNCONFIRMED.value
+    SUPPRESSED = Status.SUPPRESSED.value
+    CANCELLED = Status.CANCELLED.value
+    DELIVERED = Status.DELIVERED.value
+    REPLIED = Status.REPLIED.value
+    BOUNCED = Status.BOUNCED.value
+    UNSUBSCRIBED = Status.UNSUBSCRIBED.value
+    COMPLAINED = Status.COMPLAINED.value
+    REROUTED = "rerouted"  # the mailbox's fault: due again soon through another mailbox (its status: retry)
+    BLOCKED = "blocked"  # given back unsent (a `GiveBack`): due again later, nothing attempted
+    LOST = "lost"  # the attempt could not start: the row was no longer this worker's, or waits for an earlier step
+    CRASH = "crash"  # claimed again after an earlier attempt of it started: settled without sending it again
+
+    @classmethod
+    def settled(cls, status: Status) -> ReportKind:
+        """The kind of a row the ledger settled to `status` (never waiting, queued or sending: no settle ends
+        there)."""
+        return cls(status.value)
 
 
 @dataclass(frozen=True)
 class Report:
-    """What one pass of the send path did to one row."""
+    """What one pass of the send path did to one row. `lead` and `step` are the claimed row's, for its activity line
+    (sender.sending.activity): the agent names them on every report it returns (`Agent.send_one`)."""
 
     row: int
-    kind: str  # sent | unconfirmed | retry | failed | suppressed | rerouted | blocked | lost | crash
+    kind: ReportKind
     detail: str = ""
     mailbox: str | None = None
     source_ip: str | None = None
@@ -24,6 +60,8 @@ class Report:
     message_id: str | None = None  # the row's fixed Message-ID, once its attempt started
     login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
     until: datetime | None = None  # a row put back (blocked): until when, when known
+    lead: str | None = None
+    step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -33,7 +71,7 @@ class GiveBack:
 
     delay_s: float
     reason: str
-    kind: str = "blocked"
+    kind: ReportKind = ReportKind.BLOCKED
     detail: str | None = None
     mailbox: str | None = None
     login_failed: bool = False

@@ -10,7 +10,7 @@ from ippool import Lease
 from sender.ledger.store import Claimed, Ledger, Settle
 from sender.sending.outcomes import blamed_but_kept, decide
 from sender.sending.persist import Persisting
-from sender.sending.report import Report
+from sender.sending.report import Report, ReportKind
 from sender.sending.submission import Result, ResultKind, Stage
 from warmup import FailureClass, Guard, Reservation
 
@@ -42,14 +42,14 @@ class Settler:
         if outcome.settle is None:
             record(ledger, row, result.text)
             self._checkpoint("recorded")
-            return Report(row.id, "sent", result.text, mailbox, source_ip, message_id=message_id)
+            return Report(row.id, ReportKind.SENT, result.text, mailbox, source_ip, message_id=message_id)
         settle = outcome.settle
         status = self._persist(ledger, lambda: ledger.settle(row.id, settle, outcome.detail, outcome.delay_s))
         if not outcome.keep_reservation:
             self._guard.cancel(reservation, outcome.failure)
         if outcome.failure is not None and outcome.failure is not FailureClass.RECIPIENT:
             log.warning("sender: %s via %s: %s", row.recipient, mailbox, outcome.detail)
-        kind = "rerouted" if outcome.settle is Settle.REROUTE else str(status)
+        kind = ReportKind.REROUTED if outcome.settle is Settle.REROUTE else ReportKind.settled(status)
         unreachable = result.kind is ResultKind.CERTIFICATE or (result.kind is ResultKind.NO_REPLY
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))
         return Report(row.id, kind, outcome.detail, mailbox, source_ip, unreachable,

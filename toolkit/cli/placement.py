@@ -123,12 +123,13 @@ def _judge(sc: SenderContext, ledger: Ledger, test: int, mailboxes: list[Mailbox
 def _send_here(sc: SenderContext, host_name: str | None) -> None:
     import threading
 
+    from sender.sending.report import ReportKind
     from toolkit.cli.sender.run import build_agent
 
     agent, ledger_factory = build_agent(sc, host_name)
     reports = agent.run(ledger_factory, 1, once=True, stop=threading.Event())
     for report in reports:
-        if report.kind != "sent":
+        if report.kind is not ReportKind.SENT:
             click.echo(f"agent: row {report.row} {report.kind}: {report.detail}", err=True)
 
 

@@ -391,6 +391,8 @@ def test_run_once_says_what_each_row_left_waits_for_and_until_when(
     assert "sent row 1 (lead L0, step 1) via box0@sender.example from " in sent[0]  # and the source IP
     put_back = [line for line in said if " put back row " in line]
     assert len(put_back) == 2 and all(" until " in line and "skipped-cooldown" in line for line in put_back), said
+    assert sorted(line.split(" put back ")[1].split(" until ")[0] for line in put_back) == [
+        "row 2 (lead L1, step 1)", "row 3 (lead L2, step 1)"], said  # a row given back is named as one sent
 
 
 def test_run_quiet_says_nothing_of_each_send(

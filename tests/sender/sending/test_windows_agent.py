@@ -164,6 +164,7 @@ def test_the_blocked_report_names_the_opening_and_reserves_no_mailbox(
     _campaign(tmp_path, ledger, "eve@rcpt.example,America/New_York\n")
     report = sender.send_one(ledger, "w")
     assert report is not None and report.kind == "blocked" and report.mailbox is None
+    assert (report.lead, report.step) == ("eve@rcpt.example", 1)  # for its activity line
     assert "America/New_York" in report.detail and "opens 2026-12-14T09:00:00-05:00" in report.detail
     assert all(s.sent == 0 and s.reserved == 0 for s in sender.guard.status(["box0@sender.example",
                                                                                  "box1@sender.example"]))
