@@ -34,7 +34,7 @@ from sender.ledger.campaigns import Campaigns
 from sender.ledger.events import Event, Feedback
 from sender.ledger.store import Ledger
 from sender.sending.agent import Agent
-from sender.sending.report import Report
+from sender.sending.report import Report, ReportKind
 from sender.settings import AgentSettings
 from sendhost.model import Mailbox
 from simulation.clock import SimClock
@@ -210,11 +210,11 @@ class _Run:
             report = group.agent.send_one(self.ledger, WORKER)
             if report is None:
                 break
-            if report.kind == "sent":
+            if report.kind is ReportKind.SENT:
                 self._sent(report, sends)
                 continue
             decision = self.asked.decision
-            if report.kind == "blocked" and decision is not None and not decision.reserved \
+            if report.kind is ReportKind.BLOCKED and decision is not None and not decision.reserved \
                     and set(self.asked.addresses) >= group.mailboxes:
                 # every mailbox of the group refused: the group waits what the guard asked
                 refused = decision
