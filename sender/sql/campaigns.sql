@@ -164,7 +164,16 @@ FROM sender_campaigns c WHERE c.name = %(name)s;
 -- The campaign of row %(id)s.
 SELECT c.name FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id WHERE e.id = %(id)s;
 
--- name: forecast_rows_left
--- A campaign's rows not sent yet: waiting for an earlier step, queued, in retry or claimed.
-SELECT count(*) FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
-WHERE c.name = %(name)s AND e.status IN ('waiting', 'queued', 'retry', 'sending');
+-- name: forecast_steps_left
+-- A campaign's steps not sent yet of its leads still in sequence: each such lead's steps less those it is done with
+-- (a later step's row is made only when the step before it is sent).
+SELECT coalesce(sum(n.steps - d.done), 0)
+FROM sender_leads l
+JOIN sender_campaigns c ON c.id = l.campaign_id
+CROSS JOIN LATERAL (SELECT count(*) AS steps FROM sender_campaign_steps s WHERE s.campaign_id = c.id) AS n
+CROSS JOIN LATERAL (
+    SELECT count(*) AS done FROM sender_emails e
+    WHERE e.campaign_id = l.campaign_id AND e.lead = l.lead
+      AND e.status NOT IN ('waiting', 'queued', 'retry', 'sending')
+) AS d
+WHERE c.name = %(name)s AND l.ended IS NULL;

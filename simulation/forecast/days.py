@@ -68,7 +68,7 @@ class Forecast:
     reply_rate: float
     days: tuple[ForecastDay, ...]
     last_day: date | None
-    rows_left: int  # rows of the campaign not sent at the end of the days (waiting, queued, in retry)
+    steps_left: int  # steps not sent at the end of the days, of the leads still in sequence
     guard: str | None = None  # None: the guard's counts today were read; else why not (rebuilt from the ledger)
     copied: dict[str, int] = field(default_factory=dict)  # rows copied per table
 
@@ -77,4 +77,4 @@ class Forecast:
                 "start": self.start.isoformat(timespec="seconds"), "reply_rate": self.reply_rate,
                 "days": [day.as_json() for day in self.days],
                 "last_step_day": self.last_day.isoformat() if self.last_day else None,
-                "rows_left": self.rows_left, "guard_unread": self.guard}
+                "steps_left": self.steps_left, "guard_unread": self.guard}

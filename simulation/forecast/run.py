@@ -118,12 +118,12 @@ def forecast_all(campaigns: Sequence[str], sources: Sources, mailboxes: Sequence
                 shown = [date.fromordinal(first_day.toordinal() + n) for n in range(days)]
                 sent = _sent_by_day(ledger, watch.campaign, start, watch.tz)
                 limits = watch.limits(shown)
-                rows_left = _rows_left(ledger, watch.campaign)
-                last_day = max(sent, default=None) if rows_left == 0 else None
+                steps_left = _steps_left(ledger, watch.campaign)
+                last_day = max(sent, default=None) if steps_left == 0 else None
                 found[watch.campaign] = Forecast(
                     watch.campaign, watch.tz.key, start, reply_rate,
                     tuple(ForecastDay(day, *sent.get(day, (0, 0, {})), *limits[day]) for day in shown),
-                    last_day, rows_left, sources.why_unread, copied)
+                    last_day, steps_left, sources.why_unread, copied)
     return found
 
 
@@ -263,7 +263,7 @@ def _sent_by_day(ledger: Ledger, campaign: str, start: datetime,
     return {day: (firsts[day], follow_ups[day], dict(by_mailbox[day])) for day in by_mailbox}
 
 
-def _rows_left(ledger: Ledger, campaign: str) -> int:
-    row = ledger.fetch_one("forecast_rows_left", {"name": campaign}, "forecast rows left")
+def _steps_left(ledger: Ledger, campaign: str) -> int:
+    row = ledger.fetch_one("forecast_steps_left", {"name": campaign}, "forecast steps left")
     return int(row[0]) if row else 0
 

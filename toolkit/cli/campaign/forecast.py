@@ -94,7 +94,7 @@ def render_forecast(found: Forecast) -> None:
     if found.last_day is not None:
         ends = f"the last step goes on {found.last_day:%a %Y-%m-%d} {answered}"
     else:
-        ends = f"not finished within {len(found.days)} days {answered}: {found.rows_left} row(s) left"
+        ends = f"not finished within {len(found.days)} days {answered}: {found.steps_left} step(s) left to send"
     click.echo(f"campaign {found.campaign} forecast from {found.start:%Y-%m-%d %H:%M} UTC, days in {found.timezone}")
     emit_table(None, ["day", "first", "follow-ups", "sends", "from", "limit"], rows, summary=ends)
     if found.guard is not None:

@@ -104,7 +104,7 @@ def test_the_forecast_sends_every_lead_both_steps_and_writes_nothing(sendhost: C
     assert sum(day["follow_ups"] for day in days) == LEADS  # nobody answers: every lead gets its follow-up
     assert all(sum(day["by_mailbox"].values()) == day["sends"] for day in days)
     assert {box for day in days for box in day["by_mailbox"]} == {"box1@sender.example"}
-    assert found["rows_left"] == 0 and found["last_step_day"] == max(d["day"] for d in days if d["sends"])
+    assert found["steps_left"] == 0 and found["last_step_day"] == max(d["day"] for d in days if d["sends"])
     assert days[-1]["limit"] == "leads"  # the last days: everything due went
     assert _ledger_rows(database_url) == rows_before  # the ledger it read is unchanged
     assert sorted(redis_client.scan_iter(match="sendhost:warmup*")) == keys_before
@@ -148,3 +148,13 @@ def test_a_campaign_no_inventory_mailbox_sends_is_refused(sendhost: Cli, tmp_pat
     other = _sendhost(tmp_path, database_url, redis_url, group="support")
     done = other("campaign", "forecast", "q1")
     assert done.returncode == 2 and "no mailbox of group sales with smtp settings" in done.stderr, done.stderr
+
+
+def test_a_paused_campaign_sends_nothing_and_says_it_is_not_running(sendhost: Cli) -> None:
+    assert sendhost("campaign", "pause", "q1").returncode == 0
+    done = sendhost("campaign", "forecast", "q1", "--days", "2", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [day["sends"] for day in found["days"]] == [0, 0]
+    assert {day["limit"] for day in found["days"]} == {"not-running"}
+    assert found["last_step_day"] is None and found["steps_left"] == LEADS * 2
