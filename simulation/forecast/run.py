@@ -53,7 +53,6 @@ MIN_STEP_S = 1.0  # a look never follows the last at the same instant
 # Rows due that no look can claim (pinned to a mailbox outside the inventory, or waiting for their window): looked
 # at again after this long, not every second.
 STUCK_STEP_S = 300.0
-LIVE_STATUSES = ("waiting", "queued", "retry", "sending")
 SEED = 1  # the forecast's own draws (the pool's budgets, new mailboxes' jitter): the same forecast every time
 
 

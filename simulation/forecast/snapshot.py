@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -50,14 +49,6 @@ TABLES: tuple[tuple[str, str | None], ...] = (
     ("sender_postmaster_days", None),
 )
 SEQUENCES = ("sender_claim_turns",)  # besides each table's own id sequence
-
-
-@dataclass(frozen=True)
-class Copied:
-    """What the copy took: rows per table, and the guard's keys (None: the guard could not be read)."""
-
-    rows: dict[str, int]
-    guard_keys: int | None
 
 
 def copy_ledger(source_url: str, target_url: str, now: datetime) -> dict[str, int]:
