@@ -286,7 +286,9 @@ class _Loop:
         leases = sender.mail.sources.leases
         retry_at = sender.attempt()
         if sender.mail.sources.leases != leases:
-            self.pool_worker.leased()  # an attempt that leased nothing (the guard refused) left the pool as it was
+            # an attempt that leased nothing (the guard refused) left the pool as it was; one that leased changed
+            # its own host's
+            self.pool_worker.leased(sender.host)
         if sender.in_flight is not None:
             self._sent(sender.in_flight.send, sender.in_flight.delivery)
             self.at(sender.in_flight.done_at, lambda: self._finish(index))

@@ -48,12 +48,13 @@ class PoolWorker:
         self._parked: dict[str, events.Parked] = {}  # allocation id -> its parking, as AWS tags say
         self.held = 0
         self._by_command: set[tuple[str, int, int]] = set()  # (host, slot, generation) retired by on-call
-        self._leasable: int | None = None  # read from Redis at the last sample, until the pool changes
-        # The pool's changes so far (leases, cycles, on-call), and how many there had been when a look found no
-        # slot ready. A slot becomes ready only when it is leased (its budget spent) and its leases are gone; the
-        # agents release each lease within the send, so with no change since, no slot can have become ready.
-        self._changes = 0
-        self._none_ready_at: int | None = None
+        # Each host's slots active and under budget, read from Redis at a sample, until that host's pool changes.
+        self._leasable: dict[str, int] = {}
+        # Hosts a look found with no slot ready, unchanged since. A slot becomes ready only when it is leased (its
+        # budget spent) and its leases are gone; the agents release each lease within the send, so a host with no
+        # change since such a look has no slot ready now. A lease changes its own host alone; a cycle or on-call's
+        # retirement may change any (`leased`).
+        self._unready: set[str] = set()
 
     def provision(self) -> None:
         """`pool create` for every host: slot IPs, one tagged and associated EIP per slot, slots in Redis."""
@@ -70,15 +71,17 @@ class PoolWorker:
         """One pool worker cycle, when there is work: a slot ready to rotate or a parked EIP past its deadline."""
         now = self.clock()
         due = any(parked.until <= now for parked in self._parked.values())
-        if not due and self._none_ready_at == self._changes:
-            return  # no slot was ready at the last look and the pool has not changed since: none is now
         names = [world.host.name for world in self.hosts]
-        ready = self.pool.slots.ready_by_host(names, now=now)
+        # Only the hosts that changed since a look found none ready are asked (every host, after a cycle).
+        asked = [name for name in names if name not in self._unready]
+        if not due and not asked:
+            return  # no slot was ready at the last look and the pool has not changed since: none is now
+        ready = self.pool.slots.ready_by_host(asked, now=now)
         if not any(ready.values()) and not due:
-            self._none_ready_at = self._changes
+            self._unready.update(asked)
             return
         # only a host with a slot ready now can rotate in this cycle (the clock stands still during it)
-        before = self._slots_of([name for name in names if ready[name]])
+        before = self._slots_of([name for name in names if ready.get(name)])
         report = self.worker.run_cycle()
         self.leased()
         for result in report.rotations:
@@ -100,18 +103,24 @@ class PoolWorker:
         return retire_address(self.pool.slots, self.denylist, self.records, current.public_ip, reason).state
 
     def leasable(self) -> int:
-        """Slots active and under budget, across hosts: the addresses in service now. Read again only after the
-        pool changed: most samples of a night fall where nothing leased, rotated or retired."""
-        if self._leasable is None:
-            every_host = self._slots_of([world.host.name for world in self.hosts])
-            self._leasable = sum(1 for slots in every_host.values() for slot in slots.values()
-                                 if slot.state == SlotState.ACTIVE and slot.used < slot.budget)
-        return self._leasable
+        """Slots active and under budget, across hosts: the addresses in service now. A host is read again only
+        after its pool changed: most samples of a night fall where nothing leased, rotated or retired, and a lease
+        changes one host of a fleet."""
+        stale = [world.host.name for world in self.hosts if world.host.name not in self._leasable]
+        for host, slots in self._slots_of(stale).items():
+            self._leasable[host] = sum(1 for slot in slots.values()
+                                       if slot.state == SlotState.ACTIVE and slot.used < slot.budget)
+        return sum(self._leasable.values())
 
-    def leased(self) -> None:
-        """The pool may have changed (a sender's attempt leased, a cycle rotated, on-call retired): read it again."""
-        self._leasable = None
-        self._changes += 1
+    def leased(self, host: str | None = None) -> None:
+        """The pool of `host` may have changed (a sender's attempt there leased), or any host's (None: a cycle
+        rotated, on-call retired): read it again."""
+        if host is None:
+            self._leasable.clear()
+            self._unready.clear()
+        else:
+            self._leasable.pop(host, None)
+            self._unready.discard(host)
 
     @property
     def parked_count(self) -> int:

@@ -130,18 +130,24 @@ def _wait_until_it_answers(client: redis.Redis, process: subprocess.Popen[bytes]
 @contextmanager
 def sandbox(region: str) -> Iterator[tuple[redis.Redis, Path]]:
     """Embedded Redis + moto (its tag lookups indexed: simulation.moto_tags; each class's actions read once:
-    simulation.moto_actions) + fake AWS credentials in a temporary directory removed at the end."""
+    simulation.moto_actions; DescribeAddresses rendered an unchanged address at a time: simulation.moto_addresses;
+    botocore's service models read once for every session: simulation.botocore_data) + fake AWS credentials in a
+    temporary directory removed at the end."""
     # A short prefix under the temp dir keeps the Unix socket path well under the 108-byte limit.
     state_dir = Path(tempfile.mkdtemp(prefix="sendhost-sim-"))
     try:
-        from moto import mock_aws  # late: moto is heavy, and it must patch botocore before any client exists
+        from simulation.botocore_data import shared_botocore_data
 
-        from simulation.moto_actions import cached_action_names
-        from simulation.moto_tags import indexed_tags
+        with fake_aws_env(state_dir, region), shared_botocore_data():
+            from moto import mock_aws  # late: moto is heavy, and it must patch botocore before any client exists
 
-        with (fake_aws_env(state_dir, region), mock_aws(), indexed_tags(), cached_action_names(),
-              embedded_redis(state_dir) as client):
-            yield client, state_dir
+            from simulation.moto_actions import cached_action_names
+            from simulation.moto_addresses import cached_address_rendering
+            from simulation.moto_tags import indexed_tags
+
+            with (mock_aws(), indexed_tags(), cached_action_names(), cached_address_rendering(),
+                  embedded_redis(state_dir) as client):
+                yield client, state_dir
     except redis.RedisError as exc:
         raise SimulationFailed(f"the simulation's embedded Redis failed: {exc}") from exc
     finally:

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import redis
 
+from sender.ledger import connection as db
 from simulation.fleet import (
     MAX_HOSTS,
     MAX_MAILBOXES_PER_DOMAIN,
+    ConnectionMeter,
     ConnectionUse,
     FleetSize,
     fleet_section,
     scale_inventory,
 )
+from simulation.mail import embedded_ledger
 from simulation.model import SimInventory
 from simulation.moto_world import slot_private_ips
 from tests.conftest import run_cli
@@ -117,3 +122,24 @@ def test_a_fleet_run_shows_sends_per_host_and_the_connections_it_used(tmp_path: 
     # A row claimed ahead by a send's record is sent by that worker's next look, a send's time later (2 to 12 s
     # here): not after the other workers' looks, which left it `sending` for hours and its lead counted as behind.
     assert 0 < use["claim_wait_max_s"] <= 60
+
+
+@pytest.mark.service
+def test_the_meter_counts_the_client_backends_pg_stat_activity_lists(tmp_path: Path,
+                                                                     redis_client: redis.Redis) -> None:
+    with embedded_ledger(tmp_path) as url, contextlib.ExitStack() as stack:
+        meter = ConnectionMeter(redis_client, url)
+        stack.callback(meter.close)
+        view = stack.enter_context(contextlib.closing(db.connect(url)))
+        view.autocommit = True
+        counts = []
+        for _ in range(3):
+            stack.enter_context(contextlib.closing(db.connect(url)))
+            meter.sample()
+            # the view, from a connection of its own, leaving that one out as the meter leaves out its own
+            listed = view.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                                  "AND pid <> pg_backend_pid()").fetchone()
+            assert listed is not None
+            counts.append((meter.use.postgres_peak, int(listed[0])))
+    assert [peak for peak, _ in counts] == [listed for _, listed in counts] == [2, 3, 4]
+    assert meter.use.samples == 3 and meter.use.redis_peak >= 1
