@@ -7,8 +7,10 @@ gaps and repeats, skip dates, the lead's zone else the campaign's); this module 
 ahead of the ledger's clock:
 - when a campaign is applied (`Campaigns.apply`, in the apply's transaction: a new file's window and the file
   are seen together) and when leads are added (a new lead time zone gets its intervals with its leads);
-- each sweep cycle of the agent (`extend`), for every zone known less than EXTEND_BEFORE ahead, so the intervals
-  never run out while an agent runs, and for a file applied without them (a ledger migrated to version 21).
+- each sweep cycle of the agent (`sweep`: `extend`), for every zone known less than EXTEND_BEFORE ahead, so the
+  intervals never run out while an agent runs, and for a file applied without them (a ledger migrated to version 21).
+The sweep cycle also moves each due row of a window closed now to wait (not_before) until it opens (`defer`), so the
+claim's index passes it over instead of each claim looking it up again (sender_window_defer).
 A campaign with no window and no skip dates is `always_open` (no interval read). A file that no longer parses has
 no intervals at all: its rows are not claimed (fail closed) until it is applied again.
 """
@@ -85,3 +87,13 @@ def extend(ledger: Ledger) -> int:
             db.set_local_timeout(conn)
             write(conn, name, now)
     return len(stale)
+
+
+def defer(ledger: Ledger) -> int:
+    """Each due row of a window closed now waits until the window opens (sender_window_defer); how many."""
+    return int(ledger.fetch_value("window_defer", {}, "rows waiting for their window"))
+
+
+def sweep(ledger: Ledger) -> tuple[int, int]:
+    """The agent's sweep cycle: (campaigns whose intervals were written, rows moved to their window's opening)."""
+    return extend(ledger), defer(ledger)

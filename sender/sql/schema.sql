@@ -882,6 +882,32 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
          WHERE h.campaign_id = p_campaign AND h.lead_timezone = p_lead_timezone AND h.known_until > p_now))
 $$;
 
+-- The sweep cycle's share of the window (version 21): each due row of a campaign with a window that is closed now
+-- for its lead waits, not_before, until the window next opens (sender_window_next), so the claim's index passes it
+-- over with the rows put back instead of looking it up again at every claim until then (each look, a lead and an
+-- interval read: 20-26 ms a claim beside 5,000 such rows, 3 ms once moved). Never claimed, so no event. A row
+-- whose zone has nothing known stays as it is (closed: the claim still passes over it). The count moved.
+CREATE FUNCTION sender_window_defer(p_now timestamptz DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    moved integer;
+BEGIN
+    WITH closed AS (
+        SELECT e.id, sender_window_next(e.campaign_id, coalesce(l.timezone, ''), now_at, now_at) AS opens
+        FROM sender_emails e
+        JOIN sender_campaigns c ON c.id = e.campaign_id AND NOT c.always_open
+        JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+        WHERE e.status IN ('queued', 'retry') AND e.not_before <= now_at
+        FOR NO KEY UPDATE OF e SKIP LOCKED
+    )
+    UPDATE sender_emails e SET not_before = closed.opens, updated_at = now_at
+    FROM closed WHERE e.id = closed.id AND closed.opens > now_at;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    RETURN moved;
+END
+$$;
+
 -- Due rows, each claimed by exactly one agent; a later step of a lead only by an agent that has the mailbox it is
 -- pinned to (p_mailboxes, lower-case; NULL: any). One row at a time, each with a turn (above): the oldest due row
 -- (by due_at, when it first became due, then id) of the kind its campaign's share gives the turn to, else the

@@ -45,6 +45,32 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
 $$;
 
 
+-- The sweep cycle's share of the window (version 21): each due row of a campaign with a window that is closed now
+-- for its lead waits, not_before, until the window next opens (sender_window_next), so the claim's index passes it
+-- over with the rows put back instead of looking it up again at every claim until then (each look, a lead and an
+-- interval read: 20-26 ms a claim beside 5,000 such rows, 3 ms once moved). Never claimed, so no event. A row
+-- whose zone has nothing known stays as it is (closed: the claim still passes over it). The count moved.
+CREATE FUNCTION sender_window_defer(p_now timestamptz DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    now_at timestamptz := coalesce(p_now, now());
+    moved integer;
+BEGIN
+    WITH closed AS (
+        SELECT e.id, sender_window_next(e.campaign_id, coalesce(l.timezone, ''), now_at, now_at) AS opens
+        FROM sender_emails e
+        JOIN sender_campaigns c ON c.id = e.campaign_id AND NOT c.always_open
+        JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+        WHERE e.status IN ('queued', 'retry') AND e.not_before <= now_at
+        FOR NO KEY UPDATE OF e SKIP LOCKED
+    )
+    UPDATE sender_emails e SET not_before = closed.opens, updated_at = now_at
+    FROM closed WHERE e.id = closed.id AND closed.opens > now_at;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    RETURN moved;
+END
+$$;
+
 -- The claim passes over a row whose lead's window is closed.
 CREATE OR REPLACE FUNCTION sender_claim(p_worker text, p_limit integer, p_groups text[], p_mailboxes text[],
                              p_now timestamptz DEFAULT NULL)

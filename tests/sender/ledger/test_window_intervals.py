@@ -174,3 +174,20 @@ def test_a_new_file_rewrites_the_intervals(tmp_path: Path, timed: Ledger, clock:
     path.write_text(CAMPAIGN.format(name="q1") + 'window: {days: [sat], hours: ["09:00-17:00"]}\n')
     Campaigns(timed).apply(load_campaign(path, {"sales"}), path.read_text())
     assert claimable(timed) == ["a@lead.example"]
+
+
+def test_the_sweep_cycle_moves_a_closed_row_to_its_windows_opening(tmp_path: Path, timed: Ledger,
+                                                                   clock: FakeClock) -> None:
+    campaign(tmp_path, timed, "a@lead.example,\nn@lead.example,America/New_York\n")
+    at(clock, datetime(2026, 12, 7, 10, 0, tzinfo=BERLIN))  # open in Berlin, 04:00 in New York
+    assert window_intervals.sweep(timed) == (0, 1)  # the New York lead's row only
+    with psycopg.connect(timed.url or "") as conn:
+        held = dict(conn.execute("SELECT recipient, not_before FROM sender_emails").fetchall())
+        (events,) = conn.execute("SELECT count(*) FROM sender_events WHERE kind = 'unclaimed'").fetchone() or (0,)
+    assert held["n@lead.example"] == datetime(2026, 12, 7, 9, 0, tzinfo=ZoneInfo("America/New_York"))
+    assert held["a@lead.example"] == MONDAY_7  # open now: left as it was
+    assert events == 0  # never claimed: nothing to tell in its history
+    assert window_intervals.defer(timed) == 0  # held past now: not moved again
+    assert claimable(timed) == ["a@lead.example"]
+    at(clock, datetime(2026, 12, 7, 9, 0, tzinfo=ZoneInfo("America/New_York")))
+    assert claimable(timed) == ["a@lead.example", "n@lead.example"]
