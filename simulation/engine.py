@@ -24,6 +24,7 @@ from datetime import time as day_time
 from dns_audit.findings import DomainReport
 from sender.assembly import build_sender
 from sender.campaigns.spec import CampaignSpec
+from sender.ledger import window_intervals
 from sender.ledger.campaigns import CampaignStatus
 from sender.ledger.events import Feedback
 from simulation import events
@@ -241,6 +242,8 @@ class _Loop:
         self.at(start_s, self._pool_cycle)
         self.at(start_s + IMPORT_EVERY_S, self._import)
         self.at(start_s, self._sample)
+        if self.senders:
+            self.at(start_s + DAY_S, self._windows_ahead)
         hosts = self.pool_worker.hosts
         if self.config.days >= 2 and hosts:
             last = hosts[-1]
@@ -253,6 +256,12 @@ class _Loop:
         self._record_sample()
         if self.progress:
             self.progress(1.0)
+
+    def _windows_ahead(self) -> None:
+        """The agent's sweep cycle's share the run needs: the sending windows' intervals the claim reads, extended
+        ahead (sender.ledger.window_intervals; written for two weeks when a campaign is applied), once a day."""
+        window_intervals.extend(self.senders[0].mail.ledger)
+        self.at(self.clock() + DAY_S, self._windows_ahead)
 
     def _next_lead(self, after: float) -> None:
         if self.lead_rate > 0:

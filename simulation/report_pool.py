@@ -51,7 +51,8 @@ def bin_duration(span_s: float) -> int:
 
 def bins(points: Sequence[tuple[float, int]], start_s: float, end_s: float, duration_s: float) -> list[Bin]:
     """[start_s, end_s] cut into spans of `duration_s` (the last one takes the remainder, so none is shorter): each
-    with the lowest and highest value in it, counting the value carried in from the sample before it."""
+    with the lowest and highest value in it, counting the value carried in from the sample before it (or made at its
+    start)."""
     edges = [start_s + n * duration_s for n in range(max(1, math.floor((end_s - start_s) / duration_s)))] + [end_s]
     ordered = sorted(points)
     index, carried = 0, None
@@ -60,6 +61,10 @@ def bins(points: Sequence[tuple[float, int]], start_s: float, end_s: float, dura
         index += 1
     found: list[Bin] = []
     for bin_start, bin_end in itertools.pairwise(edges):
+        # A sample made at the bin's very start is the value from then on: the one carried in held only before it.
+        while index < len(ordered) and ordered[index][0] <= bin_start:
+            carried = ordered[index][1]
+            index += 1
         values = [] if carried is None else [carried]
         # The last span closes at end_s, taking a sample made at the very end.
         while index < len(ordered) and (ordered[index][0] < bin_end or bin_end == end_s):

@@ -20,7 +20,6 @@ MIN_RETRY_S = 1.0
 # Rows one attempt may take through the send path without a send: each row refused for its pinned mailbox waits in
 # the ledger and the next is claimed, as the agent's loop does; the bound only keeps one simulated instant short.
 MAX_ROWS_PER_ATTEMPT = 50
-OUTSIDE_WINDOW = "outside the sending window"  # how the agent's report of a row put back for its window begins
 
 
 @dataclass
@@ -89,10 +88,7 @@ class SenderWorker:
                 # Settled without a send (failed, suppressed, cancelled...): the ledger has its outcome; go on.
                 self.log.skips.append(events.Skip(now, self.name, f"row-{report.kind}"))
                 continue
-            code = _blocked_code(report.detail)
-            self.log.skips.append(events.Skip(now, self.name, code))
-            if code == "outside-window":
-                continue  # this lead's window is closed (it waits for its opening); another lead's may be open
+            self.log.skips.append(events.Skip(now, self.name, _blocked_code(report.detail)))
             asked: set[str] = set(self.mail.started.last_asked)
             if asked and asked < group_mailboxes:
                 continue  # only the row's pinned mailbox is blocked: its row waits, another may go
@@ -137,6 +133,6 @@ class SenderWorker:
 
 
 def _blocked_code(detail: str) -> str:
-    """The outcome code of a row the agent put back: the guard's status (`skipped-cooldown ...`), or
-    `outside-window` for a row whose lead's sending window was closed."""
-    return "outside-window" if detail.startswith(OUTSIDE_WINDOW) else detail.split(" ", 1)[0]
+    """The outcome code of a row the agent put back: the guard's status (`skipped-cooldown ...`). A row outside its
+    lead's sending window is never claimed (the ledger's claim passes over it), so it is no skip."""
+    return detail.split(" ", 1)[0]

@@ -40,9 +40,6 @@ MEANINGS: dict[str, str] = {
     "skipped-unavailable": "Redis did not answer the guard, so nothing was sent (fail closed)",
     "skipped-campaign-cap": "the row's campaign had reached its daily cap for the campaign's own day; the row "
                             "waits for the campaign's next day",
-    # Why the agent put a row back before asking the guard (sender.sending.windows)
-    "outside-window": "the lead's sending window was closed (its local weekday, hours or skip dates); the row "
-                      "waits for the window's next opening",
     # A row the agent took that ended without a send (sender.sending.agent's report)
     "row-cancelled": "the lead's sequence had ended (a reply, a bounce, an unsubscribe) before its step went",
     "row-suppressed": "the recipient was suppressed (an earlier bounce or unsubscribe) before the step went",

@@ -54,6 +54,8 @@ DNSBL = "dns_audit/dnsbl.py"
 WEB = "sender/feedback/web.py"
 SIGNATURE = "sender/feedback/signature.py"
 TOKENS = "sender/sending/tokens.py"
+WINDOW = "sender/campaigns/window.py"
+WINDOW_INTERVALS = "sender/ledger/window_intervals.py"
 
 LEDGER_TESTS = "tests/sender/ledger/test_ledger.py"
 EVENTS_TESTS = "tests/sender/ledger/test_events.py"
@@ -67,6 +69,8 @@ SEQUENCE_CRASH_TESTS = "tests/sender/campaigns/test_sequence_crashes.py"
 SEQUENCE_INBOX_TESTS = "tests/sender/campaigns/test_sequence_inbox.py"
 SEQUENCE_PROPERTY_TESTS = "tests/sender/campaigns/test_sequence_property.py"
 FOLLOWUPS_FIRST_TESTS = "tests/sender/ledger/test_followups_first.py"
+WINDOW_TESTS = "tests/sender/campaigns/test_window.py"
+WINDOW_CLAIM_TESTS = "tests/sender/ledger/test_window_intervals.py"
 GUARD_TESTS = "tests/warmup/test_guard.py"
 GUARD_FAILURE_TESTS = "tests/warmup/test_failures_guard.py"
 CAMPAIGN_CAP_AGENT_TESTS = "tests/sender/sending/test_campaign_cap_agent.py"
@@ -183,6 +187,32 @@ CAUGHT = (
        "AND due_at <= now_at AND not_before <= now_at", "AND due_at <= now_at",
        [f"{LEDGER_TESTS}::test_retry_waits_thirty_minutes"],
        "the claim takes rows before they are due"),
+    # Issue 44: the sending window decided in the claim, from intervals the window's one arithmetic writes.
+    _m("claim-ignores-window", LEDGER_SQL,
+       "AND (campaign_id <> ALL (windowed) OR coalesce((", "AND (true OR coalesce((",
+       [f"{WINDOW_CLAIM_TESTS}::test_a_closed_row_is_not_claimed_and_is_claimed_once_its_window_opens"],
+       "the claim takes a row outside its lead's sending window"),
+    _m("window-unknown-is-open", LEDGER_SQL,
+       "ORDER BY w.opens DESC LIMIT 1), false))", "ORDER BY w.opens DESC LIMIT 1), true))",
+       [f"{WINDOW_CLAIM_TESTS}::test_without_intervals_the_row_is_not_claimed"],
+       "a row whose window's intervals are not known (never written, or a file that no longer parses) is claimed"),
+    _m("next-due-ignores-window", LEDGER_SQL,
+       "(SELECT greatest(w.opens, p_at) FROM sender_window_intervals w", "(SELECT p_at FROM sender_window_intervals w",
+       [f"{WINDOW_CLAIM_TESTS}::test_next_due_counts_a_closed_row_at_its_windows_opening"],
+       "an idle agent wakes for a row whose window is closed, and `run --once` spins on it"),
+    _m("defer-moves-open-rows", LEDGER_SQL,
+       "FROM closed WHERE e.id = closed.id AND closed.opens > now_at;", "FROM closed WHERE e.id = closed.id;",
+       [f"{WINDOW_CLAIM_TESTS}::test_the_sweep_cycle_moves_a_closed_row_to_its_windows_opening"],
+       "the sweep cycle rewrites the not_before of every due row, those of a window open now too"),
+    _m("intervals-never-extended", WINDOW_INTERVALS,
+       "if known_until is not None and known_until >= now + EXTEND_BEFORE:", "if known_until is not None:",
+       [f"{WINDOW_CLAIM_TESTS}::test_the_sweep_cycle_extends_the_intervals_before_they_run_out"],
+       "the intervals run out two weeks after a campaign is applied, and its rows stop"),
+    _m("intervals-miss-the-dst-change", WINDOW,
+       "            if change is not None:\n                cuts.add(change)\n",
+       "            if change is not None:\n                pass\n",
+       [f"{WINDOW_TESTS}::test_a_range_ending_in_the_spring_gap_closes_when_the_clock_jumps_past_it"],
+       "a range that ends in the spring-forward gap stays open past the jump, outside the documented window"),
     _m("bounce-does-not-suppress", LEDGER_SQL,
        "    IF p_event IN ('bounced', 'unsubscribed', 'complained') THEN",
        "    IF p_event IN ('unsubscribed', 'complained') THEN",

@@ -87,6 +87,37 @@ class Schedule:
                 return end
         return None  # open all week: it never closes
 
+    def open_intervals(self, start: datetime, until: datetime, tz: ZoneInfo) -> list[tuple[datetime, datetime]]:
+        """The instants from `start` to `until` (aware) inside the window, as (opens, closes) in UTC, in order, none
+        overlapping or touching (what the ledger's claim reads, sender.ledger.window_intervals). Read by `is_open`
+        alone: between two instants at which the answer may change (a range's start or end at each of its local
+        readings, a local midnight, a DST change) it cannot, so each piece is open or closed as its first instant."""
+        start, until = start.astimezone(UTC), until.astimezone(UTC)
+        cuts = {start, until}
+        day = start.astimezone(tz).date() - timedelta(days=1)
+        while _midnight(day, tz) < until:
+            cuts.add(_midnight(day, tz))
+            change = _offset_change(day, tz)
+            if change is not None:
+                cuts.add(change)
+            for hour_range in self.hours:
+                for minute in (hour_range.start, hour_range.end):
+                    if minute >= 1440:
+                        continue  # the next day's midnight, a cut already
+                    wall = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=tz)
+                    cuts.update(wall.replace(fold=fold).astimezone(UTC) for fold in (0, 1))
+            day += timedelta(days=1)
+        found: list[tuple[datetime, datetime]] = []
+        edges = sorted(cut for cut in cuts if start <= cut <= until)
+        for low, high in itertools.pairwise(edges):
+            if not self.is_open(low, tz):
+                continue
+            if found and found[-1][1] == low:
+                found[-1] = (found[-1][0], high)
+            else:
+                found.append((low, high))
+        return found
+
     def open_seconds_left(self, instant: datetime, tz: ZoneInfo) -> float:
         """Real seconds from `instant` to the end of its local day on `tz` during which the window is open (what
         the guard spreads a mailbox's remaining sends over), exactly as `is_open` reads the clock across a DST

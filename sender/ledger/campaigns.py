@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
@@ -26,6 +27,8 @@ from sender.campaigns.changes import SpecChanges, changes
 from sender.campaigns.leads import Lead
 from sender.campaigns.spec import CampaignError, CampaignSpec, load_applied, load_campaign
 from sender.errors import SenderConfigError
+from sender.ledger import connection as db
+from sender.ledger import window_intervals
 from sender.ledger.connection import STATEMENT_TIMEOUT_MS
 from sender.ledger.queries import query
 from sender.ledger.store import Ledger
@@ -151,13 +154,18 @@ class Campaigns:
                                         f"lead {lacking[0]} has none; write {{{name}|...}} or give every lead one")
         steps = [{"delay_s": s.delay_s, "subject": s.subject.text if s.subject else None, "body": s.body.text}
                  for s in spec.steps]
-        outcome = self.ledger.fetch_one(
-            "campaign_apply", {"name": spec.name, "group": spec.group, "allow": spec.pacing.allow_other_campaigns,
-                               "source": text, "steps": Jsonb(steps),
-                               # as written (0.8, not 0.8000000000000000444): the claim's turns count exactly
-                               "followups_share": Decimal(str(spec.pacing.followups_share)),
-                               "stop_on_domain_reply": spec.stop_on_domain_reply},
-            f"apply campaign {spec.name}")
+        now = self.ledger.now()
+        # The file and the sending window the claim reads from it (sender.ledger.window_intervals), in one
+        # transaction: no claim sees the one without the other.
+        with self.ledger.calling(f"apply campaign {spec.name}") as conn, conn.transaction():
+            db.set_local_timeout(conn)
+            outcome = conn.execute(query("campaign_apply"), {
+                "name": spec.name, "group": spec.group, "allow": spec.pacing.allow_other_campaigns,
+                "source": text, "steps": Jsonb(steps),
+                # as written (0.8, not 0.8000000000000000444): the claim's turns count exactly
+                "followups_share": Decimal(str(spec.pacing.followups_share)),
+                "stop_on_domain_reply": spec.stop_on_domain_reply, "now": now}).fetchone()
+            window_intervals.write(conn, spec.name, now or datetime.now(UTC))
         assert outcome is not None
         return Applied(str(outcome[0]), diff)
 
@@ -176,6 +184,8 @@ class Campaigns:
                                                                                  "now": self.ledger.now()}):
                 counts[LeadOutcome(outcome)] = int(count)
                 first_lines[LeadOutcome(outcome)] = int(first_line)
+            # a lead time zone new to the campaign: its window's intervals, committed with its leads
+            window_intervals.write(conn, name, self.ledger.now() or datetime.now(UTC))
         return AddedLeads(counts, first_lines)
 
     def move(self, name: str, move: Move) -> State:

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from ippool import Lease, Pool
 from sender.errors import LedgerUnavailable
+from sender.ledger import window_intervals
 from sender.ledger.history import make_partitions
 from sender.ledger.store import Claimed, Ledger
 from sender.oauth import TokenKeeper
@@ -226,6 +227,9 @@ class Agent:
                     if requeued or unconfirmed:
                         log.warning("sender: sweep requeued %d and settled %d as unconfirmed", requeued,
                                     unconfirmed)
+                    # the sending windows' intervals the claim reads, HORIZON ahead: they never run out while we run;
+                    # and the rows due in a window closed now, moved to its opening
+                    window_intervals.sweep(ledger)
                     last_sweep = time.monotonic()
                     self._guard_settings.cycle(self.guard)  # the inventory's warm-up edits since the last cycle
                 report = self.send_one(ledger, worker)

@@ -1,5 +1,6 @@
-"""The checks of a claimed row before any mailbox is reserved: that no earlier attempt of it started, that its lead's
-sending window is open, and that its step can be written (its Subject and body composed)."""
+"""The checks of a claimed row before any mailbox is reserved: that no earlier attempt of it started, and that its step
+can be written (its Subject and body composed). Its lead's sending window is not checked here: the claim took the row
+only inside it (sender.ledger.window_intervals)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sender.ledger.store import Claimed, Ledger, Settle
 from sender.sending.compose import Content, compose
 from sender.sending.message import unsubscribe_url
 from sender.sending.persist import Persisting
-from sender.sending.report import GiveBack, Report, ReportKind, Stop
+from sender.sending.report import Report, ReportKind, Stop
 from sender.sending.tokens import make_token
 from sender.sending.windows import Windows
 
@@ -38,18 +39,13 @@ class Gate:
         self._persist = persist
 
     def check(self, ledger: Ledger, row: Claimed) -> Ready | Stop:
-        """`row` ready to go now, or why not: settled (an earlier attempt started; nothing can be composed) or
-        given back until its window opens."""
+        """`row` ready to go now, or why not: settled (an earlier attempt started; nothing can be composed)."""
         if row.attempt_id is not None:
             # An earlier attempt started and nobody knows how it ended: finish the writes, never send.
             status = self._persist(ledger, lambda: ledger.settle(row.id, Settle.UNCONFIRMED,
                                                                  "redelivered after an attempt had started"))
             return Report(row.id, ReportKind.CRASH, f"settled as {status}")
         now = datetime.fromtimestamp(self._clock(), UTC)
-        closed = self._windows.closed(ledger, row, now)
-        if closed is not None:
-            # Outside the lead's sending window: back to the queue until it opens, before any mailbox is reserved.
-            return GiveBack(closed.delay_s, closed.why)
         url = unsubscribe_url(self._base_url, make_token(self._key, row.idempotency_key))
         try:
             content = compose(row, url, self._windows.tracking(ledger, row), self._key)

@@ -1,11 +1,11 @@
-"""The agent's sending-window check: is a claimed row's lead inside its campaign's window now, else when it opens.
+"""What the agent reads of a claimed row's campaign file: its tracking (`tracking`, for compose) and what the guard's
+reservation needs (`pace`): the campaign's slot (its local day and caps) and the open time left in the row's window
+today, over which the guard spreads the mailbox's remaining sends.
 
 A row's window is its campaign's, as last applied (sender_campaigns.source), read on the wall clock of the lead's
-own time zone, else the campaign's. The file is parsed once per campaign and file: the claim gives a hash of the
+own time zone, else the campaign's. Whether it is open is the claim's to decide (sender.ledger.window_intervals):
+a row outside it is never claimed. The file is parsed once per campaign and file: the claim gives a hash of the
 file, and a new hash (an `apply`) makes the next claim parse it again. Rows of `enqueue` have no window.
-The same parse gives the campaign's tracking (`tracking`, for compose) and what the guard's reservation needs
-(`pace`): the campaign's slot (its local day and caps) and the open time left in the row's window today, over which
-the guard spreads the mailbox's remaining sends.
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ from sendhost.errors import ConfigError
 from warmup import CampaignSlot
 
 log = logging.getLogger("sendhost.sender")
-
-NEVER_OPENS_DELAY_S = 86400.0  # a window that never opens (every range in a DST gap): look again tomorrow
-BROKEN_DELAY_S = 300.0  # a file that no longer parses: look again in a while (an apply fixes it)
 
 
 @dataclass(frozen=True)
@@ -52,40 +49,12 @@ class Pace:
 NO_PACE = Pace()
 
 
-@dataclass(frozen=True)
-class Closed:
-    """A row that may not go now: when its window opens (None: not known), how long to put it back for, and the
-    words for its history."""
-
-    opens: datetime | None
-    delay_s: float
-    why: str
-
-
 class Windows:
-    """The window check, shared by an agent's worker threads."""
+    """The campaign files' parses, shared by an agent's worker threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._applied: dict[int, tuple[str, _Applied]] = {}  # campaign id -> (file hash, what it says)
-
-    def closed(self, ledger: Ledger, row: Claimed, now: datetime) -> Closed | None:
-        """None when `row` may go at `now`; else when its window opens."""
-        if row.campaign_id is None or row.source_hash is None:
-            return None  # `enqueue`: no campaign file, no window
-        applied = self._of(ledger, row.campaign_id, row.source_hash)
-        if applied.error is not None:
-            # Fail closed: a file that was valid when applied and no longer parses must not send around its window.
-            return Closed(None, BROKEN_DELAY_S, applied.error)
-        if applied.schedule is None:
-            return None
-        tz = zone(row.lead_timezone, applied.timezone)
-        if applied.schedule.is_open(now, tz):
-            return None
-        opens = applied.schedule.next_opening(now, tz)
-        delay = NEVER_OPENS_DELAY_S if opens is None else max((opens - now).total_seconds(), 0.0)
-        return Closed(opens, delay, f"outside the sending window of campaign {applied.name} ({tz.key}); opens "
-                      f"{opens.astimezone(tz).isoformat() if opens else 'never'}")
 
     def pace(self, ledger: Ledger, row: Claimed, now: datetime) -> Pace:
         """The campaign slot of `row`'s campaign on its own local day, and the open seconds left in the row's
@@ -94,7 +63,7 @@ class Windows:
             return NO_PACE
         applied = self._of(ledger, row.campaign_id, row.source_hash)
         if applied.pacing is None:
-            return NO_PACE  # a file that does not parse: `closed` already keeps its rows back
+            return NO_PACE  # a file that does not parse: the claim keeps its rows back (no intervals)
         campaign_tz = zone(applied.timezone, "UTC")
         local_day = now.astimezone(campaign_tz).date()
         day_ends = datetime.combine(local_day + timedelta(days=1), time(), tzinfo=campaign_tz).astimezone(UTC)

@@ -177,3 +177,50 @@ CROSS JOIN LATERAL (
       AND e.status NOT IN ('waiting', 'queued', 'retry', 'sending')
 ) AS d
 WHERE c.name = %(name)s AND l.ended IS NULL;
+
+-- name: window_campaign
+-- A campaign file's window as the claim knows it (sender.ledger.window_intervals), locked against a concurrent apply
+-- or sweep until the intervals written from it commit: id, the file, its hash, the hash the intervals are of.
+SELECT id, source, md5(source), window_hash FROM sender_campaigns
+WHERE name = %(name)s AND kind = 'file'
+FOR NO KEY UPDATE;
+
+-- name: window_zones
+-- The lead time zones of a campaign (as stored; '' for none, the campaign's), with those already written.
+SELECT DISTINCT coalesce(timezone, '') FROM sender_leads WHERE campaign_id = %(id)s
+UNION
+SELECT lead_timezone FROM sender_window_horizons WHERE campaign_id = %(id)s;
+
+-- name: window_horizons
+SELECT lead_timezone, known_until FROM sender_window_horizons WHERE campaign_id = %(id)s;
+
+-- name: window_forget
+-- Every interval of a campaign, before those of a new file (or none: no window, or a file that does not parse).
+WITH intervals AS (DELETE FROM sender_window_intervals WHERE campaign_id = %(id)s)
+DELETE FROM sender_window_horizons WHERE campaign_id = %(id)s;
+
+-- name: window_mark
+UPDATE sender_campaigns SET always_open = %(always_open)s, window_hash = %(hash)s WHERE id = %(id)s;
+
+-- name: window_write
+-- One zone's intervals from its horizon on, and its new horizon; those closed before `before` dropped.
+WITH added AS (
+    INSERT INTO sender_window_intervals (campaign_id, lead_timezone, opens, closes)
+    SELECT %(id)s, %(zone)s, i.opens, i.closes
+    FROM unnest(%(opens)s::timestamptz[], %(closes)s::timestamptz[]) AS i (opens, closes)
+), pruned AS (
+    DELETE FROM sender_window_intervals
+    WHERE campaign_id = %(id)s AND lead_timezone = %(zone)s AND closes < %(before)s
+)
+INSERT INTO sender_window_horizons (campaign_id, lead_timezone, known_until)
+VALUES (%(id)s, %(zone)s, %(until)s)
+ON CONFLICT (campaign_id, lead_timezone) DO UPDATE SET known_until = excluded.known_until;
+
+-- name: window_stale
+-- The campaigns whose intervals the sweep cycle writes: a file applied since they were written (or never written:
+-- a ledger migrated to version 21), or a zone known less far ahead than `soon`.
+SELECT c.name FROM sender_campaigns c
+WHERE c.kind = 'file' AND c.state <> 'stopped'
+  AND (c.window_hash IS DISTINCT FROM md5(c.source)
+       OR EXISTS (SELECT 1 FROM sender_window_horizons h WHERE h.campaign_id = c.id AND h.known_until < %(soon)s))
+ORDER BY c.name;

@@ -163,9 +163,33 @@ SELECT sender_unsubscribe_key(%(new)s);
 
 -- name: next_due
 -- Seconds until the next queued or retry row of these groups is due (negative: overdue); NULL when none is waiting.
-SELECT extract(epoch FROM min(not_before) - coalesce(%(now)s::timestamptz, now()))::double precision
-FROM sender_emails
-WHERE status IN ('queued', 'retry') AND (%(groups)s::text[] IS NULL OR mailbox_group = ANY (%(groups)s::text[]));
+-- A row of a campaign with a sending window is due when it may be claimed: at its window's next opening in its
+-- lead's zone (sender_window_next, version 21), so an idle agent does not wake for a row the claim passes over. Of
+-- the rows due now of one campaign and lead zone, all are due when it opens (0 when open now); a row held past now
+-- is due at its not_before (one index step), when the next look sees whether its window is open. The rows due now
+-- of a closed window are few: the sweep cycle moves their not_before to the opening (sender_window_defer).
+WITH due_now AS (
+    SELECT e.campaign_id, e.lead, e.not_before FROM sender_emails e
+    WHERE e.status IN ('queued', 'retry') AND e.not_before <= coalesce(%(now)s::timestamptz, now())
+      AND (%(groups)s::text[] IS NULL OR e.mailbox_group = ANY (%(groups)s::text[]))
+), heads (due) AS (
+    SELECT min(e.not_before) FROM sender_emails e
+    WHERE e.status IN ('queued', 'retry') AND e.not_before > coalesce(%(now)s::timestamptz, now())
+      AND (%(groups)s::text[] IS NULL OR e.mailbox_group = ANY (%(groups)s::text[]))
+    UNION ALL
+    SELECT min(q.not_before) FROM due_now q JOIN sender_campaigns c ON c.id = q.campaign_id WHERE c.always_open
+    UNION ALL
+    SELECT sender_window_next(q.campaign_id, coalesce(l.timezone, ''), coalesce(%(now)s::timestamptz, now()),
+                              coalesce(%(now)s::timestamptz, now()))
+    FROM due_now q
+    JOIN sender_campaigns c ON c.id = q.campaign_id AND NOT c.always_open
+    JOIN sender_leads l ON l.campaign_id = q.campaign_id AND l.lead = q.lead
+    GROUP BY q.campaign_id, coalesce(l.timezone, '')
+)
+SELECT extract(epoch FROM min(due) - coalesce(%(now)s::timestamptz, now()))::double precision FROM heads;
+
+-- name: window_defer
+SELECT sender_window_defer(%(now)s);
 
 -- name: ping
 SELECT 1;

@@ -82,8 +82,9 @@ def test_the_pacing_scenario_runs_its_own_campaigns(tmp_path: Path) -> None:
                                                          "us2@example.org"}
     # One Wednesday, both windows inside it: each campaign sends its daily cap, no more (its mailboxes may send 60)
     assert data["sends"]["total"] == 2 * DAILY_CAP
-    assert data["sends"]["skipped_attempts"]["outside-window"] > 0
-    assert "outside-window" in data["meanings"]
+    # a row outside its lead's window is never claimed (the ledger's claim passes over it): no put-back to count
+    assert "outside-window" not in data["sends"]["skipped_attempts"]
+    assert "outside-window" not in data["meanings"]
 
 
 def test_the_shipped_inventory_is_the_repositorys_example() -> None:

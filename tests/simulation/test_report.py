@@ -247,6 +247,9 @@ def test_bins_keep_a_spike_and_the_value_carried_in() -> None:
     points = [(0.0, 1), (100.0, 5), (130.0, 1), (1300.0, 0)]
     assert bins(points, 0.0, 2000.0, 600.0) == [Bin(0.0, 600.0, 1, 5), Bin(600.0, 1200.0, 1, 1),
                                                   Bin(1200.0, 2000.0, 0, 1)]
+    # a sample made at a bin's very start is its value from then on: the higher one before it is not in the bin
+    assert bins([(0.0, 6), (600.0, 5), (900.0, 5)], 0.0, 1200.0, 600.0) == [Bin(0.0, 600.0, 6, 6),
+                                                                          Bin(600.0, 1200.0, 5, 5)]
     nine_days = 9 * 86_400
     assert bin_duration(nine_days) == 7200 and PLOT_W * 7200 / nine_days >= MIN_BIN_PX
     assert PLOT_W * bin_duration(3600) / 3600 >= MIN_BIN_PX

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -149,3 +150,40 @@ def test_the_next_opening_is_open_and_nothing_before_it_is(schedule: Schedule, i
         assert not schedule.is_open(probe, tz), probe
         probe += timedelta(minutes=1)
     assert opening == instant or not schedule.is_open(opening - timedelta(seconds=1), tz)
+
+
+def test_the_open_intervals_across_each_dst_change_are_as_documented() -> None:
+    # spring forward (29 March 2026): 01:30-03:30 is one real hour; fall back (25 October): three
+    spring = NIGHT.open_intervals(datetime(2026, 3, 29, tzinfo=UTC), datetime(2026, 3, 29, 12, tzinfo=UTC), BERLIN)
+    assert spring == [(datetime(2026, 3, 29, 0, 30, tzinfo=UTC), datetime(2026, 3, 29, 1, 30, tzinfo=UTC))]
+    fall = NIGHT.open_intervals(datetime(2026, 10, 24, 12, tzinfo=UTC), datetime(2026, 10, 25, 12, tzinfo=UTC),
+                                BERLIN)
+    assert fall == [(datetime(2026, 10, 24, 23, 30, tzinfo=UTC), datetime(2026, 10, 25, 2, 30, tzinfo=UTC))]
+
+
+def test_a_range_ending_in_the_spring_gap_closes_when_the_clock_jumps_past_it() -> None:
+    # 01:30-02:30 on 29 March 2026: 02:30 never happens; at 03:00 CEST (01:00 UTC) the clock is past the range
+    ends_in_gap = Schedule(tuple(range(7)), (HourRange(90, 150),))
+    found = ends_in_gap.open_intervals(datetime(2026, 3, 29, tzinfo=UTC), datetime(2026, 3, 29, 12, tzinfo=UTC),
+                                       BERLIN)
+    assert found == [(datetime(2026, 3, 29, 0, 30, tzinfo=UTC), datetime(2026, 3, 29, 1, 0, tzinfo=UTC))]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.datetimes(min_value=datetime(2026, 1, 1), max_value=datetime(2027, 12, 31)),
+       st.sampled_from([WEEKDAYS, NIGHT, Schedule(skip_dates=frozenset({date(2026, 12, 24)}))]),
+       st.sampled_from([BERLIN, NEW_YORK, ZoneInfo("Asia/Kolkata")]))
+def test_the_open_intervals_are_exactly_where_is_open_says(start: datetime, schedule: Schedule,
+                                                            tz: ZoneInfo) -> None:
+    start = start.replace(tzinfo=UTC)
+    until = start + timedelta(days=9)
+    found = schedule.open_intervals(start, until, tz)
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(found))  # in order, none touching
+    probe = start
+    while probe < until:  # every 7 minutes, and each interval's edges
+        inside = any(opens <= probe < closes for opens, closes in found)
+        assert inside == schedule.is_open(probe, tz), probe
+        probe += timedelta(minutes=7)
+    for opens, closes in found:
+        assert schedule.is_open(opens, tz) and schedule.is_open(closes - timedelta(seconds=1), tz)
+        assert closes == until or not schedule.is_open(closes, tz)

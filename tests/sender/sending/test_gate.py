@@ -9,7 +9,7 @@ from typing import Any
 
 from sender.ledger.store import Settle, Status
 from sender.sending.gate import Gate, Ready
-from sender.sending.report import GiveBack, Report
+from sender.sending.report import Report, Stop
 from sender.sending.tokens import verify_token
 from sender.sending.windows import Windows
 from tests.sender.sending.fakes import FakeLedger, claimed, write_now
@@ -40,7 +40,7 @@ def gate(at: float) -> Gate:
     return Gate(Windows(), lambda: at, KEY, BASE, write_now)
 
 
-def check(ledger: FakeLedger, at: float = TUESDAY, **fields: Any) -> Ready | GiveBack | Report:
+def check(ledger: FakeLedger, at: float = TUESDAY, **fields: Any) -> Ready | Stop:
     return gate(at).check(ledger.as_ledger(), claimed(3, **fields))
 
 
@@ -52,14 +52,12 @@ def test_a_row_whose_attempt_started_before_is_settled_unconfirmed_never_sent() 
     assert ledger.calls == [("settle", 3, Settle.UNCONFIRMED, "redelivered after an attempt had started", 0.0)]
 
 
-def test_a_row_outside_its_window_is_given_back_until_it_opens_and_nothing_is_written() -> None:
+def test_a_row_is_not_checked_against_its_window_the_claim_took_it_inside_it() -> None:
+    # Saturday is outside the campaign's window: the gate asks nothing of it (the claim decided), and the row goes.
     ledger = CampaignLedger()
-    stop = check(ledger, SATURDAY, campaign_id=1, source_hash="h1")
-    assert isinstance(stop, GiveBack)
-    assert stop.delay_s == (datetime(2026, 3, 16, 8, 0, tzinfo=UTC).timestamp() - SATURDAY)  # Monday 09:00 CET
-    assert stop.reason.startswith("outside the sending window of campaign q1 (Europe/Berlin)")
-    assert stop.report(3) == Report(3, "blocked", stop.reason)
-    assert ledger.calls == [("campaign_source", 1)]
+    ready = check(ledger, SATURDAY, campaign_id=1, source_hash="h1")
+    assert isinstance(ready, Ready)
+    assert ledger.calls == [("campaign_source", 1)]  # its tracking, read once
 
 
 def test_a_row_inside_its_window_is_ready_with_its_unsubscribe_link_and_content() -> None:

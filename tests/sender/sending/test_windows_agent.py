@@ -1,5 +1,6 @@
 """Sending windows through the real send path: the agent (on a simulated clock) against a real ledger, Redis and
-submission server hands nothing over outside the lead's window, and puts a row back until the window opens."""
+submission server hands nothing over outside the lead's window: the claim does not take a row outside it (nothing
+reserved, nothing put back), and takes it once the window opens."""
 
 from __future__ import annotations
 
@@ -136,14 +137,12 @@ def test_a_row_due_friday_at_18_goes_monday_at_9(tmp_path: Path, paced: World, a
     sender, ledger = agent
     clock.now_s = datetime(2026, 12, 11, 18, 0, tzinfo=BERLIN).timestamp()
     _campaign(tmp_path, ledger, "eve@rcpt.example,\n")
-    (report,) = _drain(sender, ledger)
-    assert report == "blocked"
+    assert _drain(sender, ledger) == []  # not claimed: nothing to put back
+    # due, for an idle agent, when its window opens: Monday 09:00 in Berlin
+    assert ledger.next_due_s(sender.groups) == (datetime(2026, 12, 14, 9, 0, tzinfo=BERLIN).timestamp() - clock.now_s)
     with psycopg.connect(database_url) as conn:
-        (not_before,) = conn.execute("SELECT not_before FROM sender_emails WHERE recipient = 'eve@rcpt.example'"
-                                     ).fetchone() or (None,)
-        (why,) = conn.execute("SELECT detail FROM sender_events WHERE kind = 'unclaimed'").fetchone() or (None,)
-    assert not_before == datetime(2026, 12, 14, 9, 0, tzinfo=BERLIN)
-    assert why is not None and "opens 2026-12-14T09:00:00+01:00" in why
+        (unclaimed,) = conn.execute("SELECT count(*) FROM sender_events WHERE kind = 'unclaimed'").fetchone() or (0,)
+    assert unclaimed == 0
     # `campaign status` counts it as waiting for the window, which opens Monday 09:00 at Berlin's offset
     spec = Campaigns(ledger).spec("paced")
     assert spec is not None
@@ -157,15 +156,14 @@ def test_a_row_due_friday_at_18_goes_monday_at_9(tmp_path: Path, paced: World, a
     assert [m.rcpt for m in paced.server.recorder.received] == ["eve@rcpt.example"]
 
 
-def test_the_blocked_report_names_the_opening_and_reserves_no_mailbox(
+def test_a_row_outside_its_window_is_not_claimed_and_reserves_no_mailbox(
         tmp_path: Path, agent: tuple[Agent, Ledger], clock: FakeClock) -> None:
     sender, ledger = agent
     clock.now_s = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
     _campaign(tmp_path, ledger, "eve@rcpt.example,America/New_York\n")
-    report = sender.send_one(ledger, "w")
-    assert report is not None and report.kind == "blocked" and report.mailbox is None
-    assert (report.lead, report.step) == ("eve@rcpt.example", 1)  # for its activity line
-    assert "America/New_York" in report.detail and "opens 2026-12-14T09:00:00-05:00" in report.detail
+    assert sender.send_one(ledger, "w") is None  # nothing due the claim may take
+    assert ledger.next_due_s(sender.groups) == (datetime(2026, 12, 14, 9, 0, tzinfo=NEW_YORK).timestamp()
+                                                - clock.now_s)
     assert all(s.sent == 0 and s.reserved == 0 for s in sender.guard.status(["box0@sender.example",
                                                                                  "box1@sender.example"]))
 
@@ -175,14 +173,11 @@ def test_an_applied_change_of_the_window_reaches_the_agent_on_the_next_claim(
     sender, ledger = agent
     clock.now_s = datetime(2026, 12, 12, 12, 0, tzinfo=BERLIN).timestamp()  # Saturday noon
     path = _campaign(tmp_path, ledger, "eve@rcpt.example,\n")
-    assert _drain(sender, ledger) == ["blocked"]
+    assert _drain(sender, ledger) == []
     weekend = WINDOW.replace("fri]", "fri, sat, sun]")
     path.write_text(CAMPAIGN.format(name="paced", delay="1d") + weekend)
     Campaigns(ledger).apply(load_campaign(path, {"sales"}), path.read_text())
-    with psycopg.connect(database_url) as conn:  # the row waits for Monday; make it due now to see the new window
-        conn.execute("UPDATE sender_emails SET not_before = %s WHERE recipient = 'eve@rcpt.example'",
-                     (datetime.fromtimestamp(clock.now_s, UTC),))
-    assert _drain(sender, ledger) == ["sent"]
+    assert _drain(sender, ledger) == ["sent"]  # nothing was put back until Monday: the new window holds at once
 
 
 def test_rows_of_enqueue_have_no_window(paced: World, agent: tuple[Agent, Ledger], clock: FakeClock) -> None:
@@ -197,11 +192,12 @@ def test_skip_dates_hold_a_row_to_the_next_open_day(tmp_path: Path, agent: tuple
     sender, ledger = agent
     clock.now_s = datetime(2026, 12, 24, 10, 0, tzinfo=BERLIN).timestamp()  # a Thursday, skipped, as is Friday
     _campaign(tmp_path, ledger, "eve@rcpt.example,\n", pacing=WINDOW + "skip_dates: [2026-12-24, 2026-12-25]\n")
-    assert _drain(sender, ledger) == ["blocked"]
-    with psycopg.connect(database_url) as conn:
-        (not_before,) = conn.execute("SELECT not_before FROM sender_emails").fetchone() or (None,)
-    assert not_before == datetime(2026, 12, 28, 9, 0, tzinfo=BERLIN)
-    assert date(2026, 12, 28).weekday() == 0
+    assert _drain(sender, ledger) == []
+    opens = datetime(2026, 12, 28, 9, 0, tzinfo=BERLIN)
+    assert ledger.next_due_s(sender.groups) == opens.timestamp() - clock.now_s
+    assert opens.weekday() == 0
+    clock.now_s = opens.timestamp()
+    assert _drain(sender, ledger) == ["sent"]
 
 
 def test_a_step_held_by_an_automatic_reply_goes_at_the_first_window_opening_after_the_hold(
@@ -221,7 +217,7 @@ def test_a_step_held_by_an_automatic_reply_goes_at_the_first_window_opening_afte
     clock.now_s = datetime(2026, 12, 8, 11, 0, tzinfo=NEW_YORK).timestamp()  # step 2's own day
     assert _drain(sender, ledger) == []
     clock.now_s = datetime(2026, 12, 12, 0, 0, tzinfo=NEW_YORK).timestamp()  # the hold is over: a Saturday
-    assert _drain(sender, ledger) == ["blocked"]
+    assert _drain(sender, ledger) == []
     clock.now_s = datetime(2026, 12, 14, 8, 59, 59, tzinfo=NEW_YORK).timestamp()
     assert _drain(sender, ledger) == []
     clock.now_s += 1
