@@ -30,6 +30,7 @@ import redis
 from sender.assembly import build_sender
 from sender.campaigns.window import zone
 from sender.ledger import connection as db
+from sender.ledger import window_intervals
 from sender.ledger.campaigns import Campaigns
 from sender.ledger.events import Event, Feedback
 from sender.ledger.store import Ledger
@@ -172,6 +173,7 @@ class _Run:
                                     tokens=DryRunTokens(), opener=open_dry_run)
             agent.prepare(ledger)
             self.groups.append(_Group(group, agent, frozenset(m.address.lower() for m in of_group), clock()))
+        self._windows_known_s = clock()  # when the sending windows' intervals are next extended
         self.watches: dict[str, Watch] = {}
         specs = Campaigns(ledger)
         for name in campaigns:
@@ -190,9 +192,17 @@ class _Run:
             for watch in self.watches.values():  # whole days with no look: nothing came due in them
                 watch.skipped(watch.day(self.clock()), watch.day(group.wake_s))
             self.clock.advance_to(group.wake_s)
+            if self.clock() >= self._windows_known_s:
+                self._windows_ahead()
             group.wake_s = self._look(group)
         for watch in self.watches.values():
             watch.finish(self.clock(), end_s)
+
+    def _windows_ahead(self) -> None:
+        """The agent's sweep cycle's share a forecast needs, once a simulated day as the simulation does it: the
+        sending windows' intervals the claim reads, extended ahead (sender.ledger.window_intervals)."""
+        window_intervals.extend(self.ledger)
+        self._windows_known_s = self.clock() + DAY_S
 
     def _look(self, group: _Group) -> float:
         """One look of `group`'s agent: rows through the send path until none is due or the group is held; when
