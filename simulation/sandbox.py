@@ -23,6 +23,7 @@ from typing import Any
 
 import redis
 
+from sendhost import signals
 from sendhost.embedded import redis_server_executable
 from simulation.errors import SimulationFailed
 
@@ -70,7 +71,7 @@ def embedded_redis(state_dir: Path) -> Iterator[redis.Redis]:
         # A Ctrl-C between the fork and `process` being set would leave the server running while the caller
         # removes its directory, and it would write its socket and log there again (test_stopping saw it): the
         # signal waits until the server can be stopped.
-        with _signals_deferred() as unmasked:
+        with signals.held() as unmasked:
             process = subprocess.Popen(
                 [redis_server_executable(), "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
                  "--dir", str(state_dir), "--save", "", "--appendonly", "no", "--logfile",
@@ -88,16 +89,6 @@ def embedded_redis(state_dir: Path) -> Iterator[redis.Redis]:
         if process is not None:
             process.kill()
             process.wait()
-
-
-@contextmanager
-def _signals_deferred() -> Iterator[set[int | signal.Signals]]:
-    """Hold SIGINT and SIGTERM for the block (they are delivered when it ends); yields the mask to restore."""
-    unmasked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield unmasked
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
 
 
 def _child_hook(unmasked: set[int | signal.Signals]) -> Callable[[], None]:

@@ -157,7 +157,7 @@ class Campaigns:
         now = self.ledger.now()
         # The file and the sending window the claim reads from it (sender.ledger.window_intervals), in one
         # transaction: no claim sees the one without the other.
-        with self.ledger.calling(f"apply campaign {spec.name}") as conn, conn.transaction():
+        with self.ledger.calling(f"apply campaign {spec.name}") as conn, db.transaction(conn):
             db.set_local_timeout(conn)
             outcome = conn.execute(query("campaign_apply"), {
                 "name": spec.name, "group": spec.group, "allow": spec.pacing.allow_other_campaigns,
@@ -174,7 +174,7 @@ class Campaigns:
         counts = dict.fromkeys(LeadOutcome, 0)
         first_lines: dict[LeadOutcome, int] = {}
         leads = tuple(leads)
-        with self.ledger.calling(f"add leads to {name}") as conn, conn.transaction():
+        with self.ledger.calling(f"add leads to {name}") as conn, db.transaction(conn):
             conn.execute(query("leads_import_timeout"), {"ms": str(import_timeout_ms(len(leads)))})
             conn.execute(query("leads_import_table"))
             with conn.cursor().copy(query("leads_import_copy")) as copy:

@@ -11,7 +11,8 @@ no session setting. The statement timeout is set for each call's own transaction
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -19,6 +20,7 @@ from psycopg.rows import TupleRow
 
 from sender.errors import LedgerUnavailable, SenderConfigError
 from sender.ledger.queries import query
+from sendhost import signals
 from sendhost.database_url import database_url_problem
 from sendhost.masking import mask_url, scrub
 
@@ -69,3 +71,11 @@ def error_line(exc: Exception, url: str | None = None) -> str:
     """The first line of a psycopg error, scrubbed of anything of `url`'s secrets (libpq quotes what it misread)."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return scrub(first, *([url] if url else []))
+
+
+@contextmanager
+def transaction(conn: psycopg.Connection[TupleRow]) -> Iterator[None]:
+    """A transaction on `conn` that a Ctrl-C or a stop waits for (sendhost.signals): committed or rolled back whole,
+    never cut while a statement runs (which leaves the connection busy, its rollback failing with a warning)."""
+    with signals.held(), conn.transaction():
+        yield

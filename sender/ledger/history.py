@@ -55,7 +55,7 @@ def retire_history(ledger: Ledger, before: date) -> list[Retired]:
         raise ValueError(f"{before} is not the first day of a month")
     start = datetime(before.year, before.month, 1, tzinfo=UTC)
     make_partitions(ledger)  # entries that landed in DEFAULT go to their months first, to be retired with them
-    with ledger.calling("retire history") as conn, conn.transaction():
+    with ledger.calling("retire history") as conn, db.transaction(conn):
         # counting what a month held reads all of it: longer than the ledger's statements may take
         db.set_local_timeout(conn, RETIRE_TIMEOUT_MS)
         try:

@@ -239,7 +239,7 @@ class Ledger:
         """Create the job roles and grant each its functions (sql/roles.sql; idempotent, after every migrate)."""
         from sender.ledger.queries import sql_text
 
-        with self.calling("roles") as conn, conn.transaction():
+        with self.calling("roles") as conn, db.transaction(conn):
             conn.execute(sql_text("roles.sql"))
 
     def check_schema(self) -> None:
@@ -268,7 +268,7 @@ class Ledger:
         results: list[EnqueueResult] = []
         now = self.now()
         checked = [{**row, "to": canonical(row["to"]), "allow_same_person": allow_same_person} for row in rows]
-        with self.calling("enqueue") as conn, conn.transaction():
+        with self.calling("enqueue") as conn, db.transaction(conn):
             db.set_local_timeout(conn)
             for row in checked:
                 found = conn.execute(query("enqueue"), {**row, "now": now}).fetchone()

@@ -83,7 +83,7 @@ def extend(ledger: Ledger) -> int:
     stale = [str(name) for (name,) in ledger.fetch_all("window_stale", {"soon": now + EXTEND_BEFORE},
                                                        "campaigns' windows ahead")]
     for name in stale:
-        with ledger.calling(f"write the sending window of campaign {name}") as conn, conn.transaction():
+        with ledger.calling(f"write the sending window of campaign {name}") as conn, db.transaction(conn):
             db.set_local_timeout(conn)
             write(conn, name, now)
     return len(stale)

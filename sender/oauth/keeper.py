@@ -14,7 +14,6 @@ delay before it asks again, and says how long (TokenUnavailable.delay_s).
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +23,7 @@ from typing import Any
 
 from sender.oauth.errors import TokenUnavailable
 from sender.oauth.files import host_lock, read_json, read_text, token_files, write_json, write_private
+from sendhost import signals
 from sendhost.errors import SecretUnavailable
 from sendhost.model import Credential, OAuthSettings
 from sendhost.private_paths import refresh_token_file_problem
@@ -101,16 +101,13 @@ def save_grant(refresh_token_file: str, refresh_token: str, access_token: str, e
     of the refresh token's file."""
     token_file, access_file, lock_file = token_files(Path(refresh_token_file).expanduser())
     # Ctrl-C waits until both files are written: each write is atomic, and the pair is whole or absent too.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
+    with signals.held():
         token_file.parent.mkdir(parents=True, exist_ok=True)
         # Under the agents' refresh lock: a refresh in flight finishes (and writes the old grant's rotated token)
         # first, then this overwrites it; without the lock that refresh overwrote the new authorization.
         with host_lock(lock_file):
             write_private(token_file, refresh_token + "\n")
             write_json(access_file, AccessToken(access_token, started + expires_in_s, expires_in_s).as_json())
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     return token_file
 
 
