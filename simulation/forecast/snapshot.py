@@ -37,6 +37,8 @@ TABLES: tuple[tuple[str, str | None], ...] = (
     ("sender_settings", None),
     ("sender_campaigns", None),
     ("sender_campaign_steps", None),
+    ("sender_window_intervals", None),  # the sending windows as the claim reads them (version 21)
+    ("sender_window_horizons", None),
     ("sender_suppressions", None),
     ("sender_leads", f"SELECT l.* FROM sender_leads l WHERE (l.campaign_id, l.lead) IN "
                      f"(SELECT campaign_id, lead FROM ({_EMAILS}) AS copied)"),
