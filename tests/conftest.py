@@ -13,6 +13,7 @@ from tests.support.cli import run_cli
 from tests.support.cli import run_cli_process as run_cli_process
 from tests.support.clock import FakeClock
 from tests.support.moto_server import moto_server
+from tests.support.postgres_server import fresh_database, postgres_admin_url
 from tests.support.redis_server import (
     RedisServer,
     private_redis_server,
@@ -111,3 +112,17 @@ def example_inventory() -> Path:
 @pytest.fixture
 def cli() -> object:
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def postgres_admin() -> Iterator[str]:
+    """A real PostgreSQL's admin URL (tests.support.postgres_server: the machine's, else one of the run's own)."""
+    with postgres_admin_url() as url:
+        yield url
+
+
+@pytest.fixture
+def database_url(postgres_admin: str) -> Iterator[str]:
+    """An empty database of its own for this test."""
+    with fresh_database(postgres_admin) as url:
+        yield url

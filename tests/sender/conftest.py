@@ -12,21 +12,7 @@ from sender.ledger.events import Feedback
 from tests.sender.web_server import WebServer, web_server
 from tests.sender.world import World, make_world
 from tests.support.clock import FakeClock
-from tests.support.postgres_server import fresh_database, postgres_admin_url
 from tests.support.submission import SubmissionServer, submission_server
-
-
-@pytest.fixture(scope="session")
-def postgres_admin() -> Iterator[str]:
-    with postgres_admin_url() as url:
-        yield url
-
-
-@pytest.fixture
-def database_url(postgres_admin: str) -> Iterator[str]:
-    """An empty database of its own for this test."""
-    with fresh_database(postgres_admin) as url:
-        yield url
 
 
 @pytest.fixture

@@ -14,17 +14,11 @@ import redis
 from sender import Ledger
 from simulation.forecast.snapshot import copy_guard, copy_ledger
 from simulation.sandbox import embedded_redis
-from tests.support.postgres_server import fresh_database, postgres_admin_url
+from tests.support.postgres_server import fresh_database
 
 pytestmark = pytest.mark.service
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def postgres_admin() -> Iterator[str]:
-    with postgres_admin_url() as url:
-        yield url
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ input (one line, exit 2), and that it writes nothing to the ledger or the guard 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 
@@ -13,7 +13,6 @@ import pytest
 import redis
 
 from tests.support.cli import run_cli
-from tests.support.postgres_server import fresh_database, postgres_admin_url
 
 pytestmark = pytest.mark.service
 
@@ -44,18 +43,6 @@ steps:
     body: "Following up"
 timezone: Europe/Berlin
 """
-
-
-@pytest.fixture(scope="module")
-def postgres_admin() -> Iterator[str]:
-    with postgres_admin_url() as url:
-        yield url
-
-
-@pytest.fixture
-def database_url(postgres_admin: str) -> Iterator[str]:
-    with fresh_database(postgres_admin) as url:
-        yield url
 
 
 def _sendhost(tmp_path: Path, database_url: str, redis_url: str, group: str = "sales") -> Cli:
