@@ -138,8 +138,10 @@ class InlineExecutor(Executor):
         future: Future[Any] = Future()
         try:
             future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # handed to the caller through the future, as a pool would
+        except Exception as exc:  # handed to the caller through the future, as a pool would
             future.set_exception(exc)
+        # A Ctrl-C (KeyboardInterrupt) or a stop (SystemExit) goes on up: a pool's thread never gets them, and a
+        # future nobody reads swallowed them, so the run went on after the signal.
         return future
 
 

@@ -132,3 +132,22 @@ def test_the_cli_reports_deliveries_and_stops_its_postgresql(tmp_path: Path, own
     assert result.stderr == ""  # no aiosmtpd or PostgreSQL chatter
     assert processes_under(own_temp) == set(), "the simulation's PostgreSQL outlived the run"
     assert list(own_temp.iterdir()) == []  # and its data directory is gone
+
+
+def test_the_inline_executor_hands_an_error_over_but_never_a_ctrl_c() -> None:
+    """As a thread pool does: a task's error reaches whoever reads its future; a Ctrl-C or a stop, which a pool's
+    thread never gets, goes on up at once (a future nobody read swallowed the run's Ctrl-C)."""
+    from simulation.mail import InlineExecutor
+
+    def fails() -> None:
+        raise ValueError("the task's own error")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    future = InlineExecutor().submit(fails)
+    assert isinstance(future.exception(), ValueError)
+    with pytest.raises(KeyboardInterrupt):
+        InlineExecutor().submit(interrupted)
+    with pytest.raises(SystemExit):
+        InlineExecutor().submit(lambda: (_ for _ in ()).throw(SystemExit(143)))
