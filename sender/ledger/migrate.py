@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import psycopg
 
 from sender.errors import LedgerUnavailable
-from sender.ledger.connection import error_line, set_local_timeout
+from sender.ledger.connection import error_line, set_local_timeout, transaction
 from sender.ledger.queries import migrations, query, sql_text
 
 BASELINE_VERSION = 1  # sql/migrations/1_0_baseline.sql: the first schema, what every migration builds on
@@ -63,7 +63,9 @@ def _locked(conn: psycopg.Connection) -> None:
 
 
 def _migrate(conn: psycopg.Connection) -> MigrateResult:
-    with conn.transaction():
+    # Each version in a transaction a Ctrl-C waits for (bounded by the statement timeout): applied whole or not at
+    # all, never cut while a statement runs.
+    with transaction(conn):
         _locked(conn)
         conn.execute(query("versions_table"))
         before = current_version(conn)
@@ -75,7 +77,7 @@ def _migrate(conn: psycopg.Connection) -> MigrateResult:
     pending = [(version, name, text) for version, name, text in migrations() if version > before]
     for index, (version, name, text) in enumerate(pending):
         last_of_version = index + 1 == len(pending) or pending[index + 1][0] != version
-        with conn.transaction():
+        with transaction(conn):
             _locked(conn)
             # another process may have applied it since our last transaction: then it is done, not ours to redo
             # (a version's first file may still run twice, when its version is not recorded yet: IF NOT EXISTS)
