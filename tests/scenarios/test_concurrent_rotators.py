@@ -6,6 +6,7 @@ import multiprocessing
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -29,7 +30,7 @@ def adapter(moto_url: str) -> Ec2Adapter:
     return Ec2Adapter(lambda: session, REGION, endpoint_url=moto_url)
 
 
-def rotate_in_child(moto_url: str, redis_url: str, spec: SenderHost, start_at: float, out: str) -> None:
+def rotate_in_child(moto_url: str, redis_url: str, spec: SenderHost, start: Any, out: str) -> None:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     aws = adapter(moto_url)
     rotator = build_machinery(client, aws, {spec.name: spec}, time.time).rotator(f"racer-{out[-5:]}")
@@ -37,7 +38,9 @@ def rotate_in_child(moto_url: str, redis_url: str, spec: SenderHost, start_at: f
     # What `rotate_ready` does, with the ready slots read before the start line: both racers hold every slot at the
     # same generation, so each slot is claimed by both, whichever of them comes second.
     ready = rotator.slots.ready_slots(spec.name, now=time.time())
-    time.sleep(max(0.0, start_at - time.time()))
+    # The start line is both racers ready, however long each took to start: a fixed delay lost its race on a busy
+    # machine (one racer done with a slot before the other reached it, so no claim of it was lost).
+    start.wait(timeout=120)
     results = [rotator.rotate_slot(spec.name, slot) for slot in ready]
     Path(out).write_text("\n".join(f"{r.slot} {r.outcome}" for r in results))
     aws.close()
@@ -56,8 +59,8 @@ def test_two_rotator_processes_rotate_each_ready_slot_once(moto_url: str, redis_
         for slot in range(SLOTS):
             set_used(pool, spec.name, slot, pool.slots.slot_status(spec.name, slot).budget)
         outs = [str(tmp_path / f"racer{n}.txt") for n in range(2)]
-        start_at = time.time() + 4
-        racers = [CTX.Process(target=rotate_in_child, args=(moto_url, redis_url, spec, start_at, out)) for out in outs]
+        start = CTX.Barrier(len(outs))
+        racers = [CTX.Process(target=rotate_in_child, args=(moto_url, redis_url, spec, start, out)) for out in outs]
         for racer in racers:
             racer.start()
         for racer in racers:
