@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rehearsal import dovecot, parts
 from rehearsal.mailstore import ImapAddress, write_address
+from sendhost import signals
 
 NAME = "imap"
 SENT = {"Sent": "\\Sent"}  # what the sender's Sent-folder look-up finds by its RFC 6154 attribute
@@ -34,7 +35,7 @@ def start(root: Path, users: Mapping[str, str]) -> ImapAddress | None:
     if binary is None:
         return None
     remove_shared(root)  # what a dovecot that stopped on its own left behind
-    with parts.ctrl_c_held():
+    with signals.held():
         shared = Path(tempfile.mkdtemp(prefix="sendhost-imap-", dir="/tmp"))
         parts.record(root, NAME, shared=str(shared))
     if os.geteuid() == 0:

@@ -14,11 +14,12 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rehearsal.errors import SandboxConfigError
+from sendhost import signals
 from sendhost.private_paths import private_file
 
 START_TIMEOUT_S = 30.0
@@ -76,16 +77,6 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@contextlib.contextmanager
-def ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C waits until the block ends: what the block makes is on disk before the clean-up after it looks."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def spawn(root: Path, name: str, args: list[str], address: str, cwd: Path | None = None) -> subprocess.Popen[bytes]:
     """A detached process working in the sandbox directory or `cwd` (its own session: the terminal's Ctrl-C is
     `up`'s to handle), recorded in parts.json before anything else happens."""
@@ -93,15 +84,16 @@ def spawn(root: Path, name: str, args: list[str], address: str, cwd: Path | None
     with private_file(log):
         pass
     # The child starts with Ctrl-C unblocked again.
-    with ctrl_c_held(), log.open("ab") as out:
+    with signals.held(), log.open("ab") as out:  # recorded before a Ctrl-C's clean-up looks
         process = subprocess.Popen(args, cwd=cwd or root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                   start_new_session=True, umask=0o077, preexec_fn=_unblock_sigint)
+                                   start_new_session=True, umask=0o077, preexec_fn=_unblock_held)
         record(root, name, pid=process.pid, address=address, **({"cwd": str(cwd)} if cwd else {}))
     return process
 
 
-def _unblock_sigint() -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+def _unblock_held() -> None:
+    """The child takes Ctrl-C and stops again (the mask outlives exec), as a server should."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, signals.HELD)
 
 
 def wait_until(check: Callable[[], bool], what: str, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -23,6 +23,44 @@ def test_a_ctrl_c_inside_the_block_waits_for_its_end() -> None:
     assert reached_the_end
 
 
+def test_a_ctrl_c_the_kernel_hands_to_another_thread_waits_for_the_blocks_end_too() -> None:
+    """The kernel gives a signal sent to the process to a thread that does not block it; Python then runs the
+    handler on the main thread, inside the block. A process with a second thread (a pool, an xdist worker's I/O)
+    raised KeyboardInterrupt mid-block before the block's handlers only noted the signal."""
+    done = threading.Event()
+    bystander = threading.Thread(target=done.wait)  # started before the block: SIGINT is not in its mask
+    bystander.start()
+    reached_the_end = False
+    try:
+        with pytest.raises(KeyboardInterrupt), signals.held():
+            os.kill(os.getpid(), signal.SIGINT)
+            assert done.wait(0.2) is False  # time for the kernel to deliver it and Python to run its handler
+            reached_the_end = True
+    finally:
+        done.set()
+        bystander.join()
+    assert reached_the_end
+
+
+def test_a_stop_in_the_block_reaches_the_handler_that_was_there_once_it_ends() -> None:
+    seen: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda number, _frame: seen.append(number))
+    try:
+        with signals.held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert done_nothing(seen)
+        assert seen == [signal.SIGTERM]  # held, then delivered once, as the kernel merges a pending signal
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def done_nothing(seen: list[int]) -> bool:
+    for _ in range(1000):  # bytecode runs on: a handler not held would have run by now
+        pass
+    return not seen
+
+
 def test_the_mask_is_as_it_was_after_the_block() -> None:
     before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     with signals.held() as mask:
