@@ -111,7 +111,7 @@ def address(n: int) -> str:
 
 def write_csv(path: Path, count: int) -> None:
     with path.open("w", encoding="utf-8") as out:
-        out.write("email,lead,timezone,first_name,company\n")
+        out.write("address,lead,timezone,first_name,company\n")
         for n in range(count):
             first = "" if n % 7 == 0 else f"Name{n}"
             out.write(f"{address(n).capitalize()},crm-{n},{ZONES[n % len(ZONES)]},{first},Company {n % COMPANIES}\n")
@@ -160,7 +160,7 @@ def prepare(ledger: Any, workdir: Path, leads: Sequence[Any]) -> tuple[str, int]
     campaigns.move("other", Move.START)
     every = len(leads) // SUPPRESSED_ADDRESSES
     for lead in leads[every // 3::every]:
-        ledger.suppress(lead.email, "bench")
+        ledger.suppress(lead.address, "bench")
     for n in range(SUPPRESSED_DOMAINS):
         ledger.suppress(f"@company{n * 97 % COMPANIES}.example", "bench")
     with ledger.calling("bench") as conn, conn.transaction():

@@ -65,7 +65,7 @@ def _mailbox(server: Dovecot, address: str) -> Mailbox:
 
 def _sent_row(feedback: Feedback, lead: str, to: str, mailbox: str) -> str:
     """A row the agent sent from `mailbox`: its Message-ID."""
-    feedback.ledger.enqueue(lead=lead, step=1, to=to, group="bench", subject="Hi", text="Hello")
+    feedback.ledger.enqueue(lead=lead, step=1, address=to, group="bench", subject="Hi", text="Hello")
     (row,) = [r for r in feedback.ledger.claim("bench", 100) if r.lead == lead]
     _outcome, message_id = feedback.ledger.begin_attempt(row.id, uuid.uuid4(), mailbox, None,
                                                          f"<{uuid.uuid4()}@sender.example>")

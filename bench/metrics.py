@@ -29,7 +29,8 @@ from tests.support.postgres_server import fresh_database, postgres_admin_url
 def _fill(url: str, rows: int) -> None:
     with Ledger.from_url(url) as ledger:
         ledger.migrate()
-        assert ledger.enqueue(lead="B", step=1, to="lead@x.example", group="bench", subject="Hi", text="x") == "queued"
+        queued = ledger.enqueue(lead="B", step=1, address="lead@x.example", group="bench", subject="Hi", text="x")
+        assert queued == "queued"
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:

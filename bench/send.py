@@ -185,7 +185,7 @@ def mandatory_worker(index: int, count: int, port: int, ca_file: str, database_u
         # the attempt's durable start beside the session's opening, as the agent runs them
         started = side.submit(ledger.begin_attempt, row.id, uuid.uuid4(), reservation.mailbox, lease.source_ip,
                               message_id)
-        submit(port, context, str(lease.source_ip), bare_message(reservation.mailbox, row.recipient, message_id, n),
+        submit(port, context, str(lease.source_ip), bare_message(reservation.mailbox, row.address, message_id, n),
                functools.partial(require_started, started))
         ledger.record_sent(row.id, "2.0.0 OK")
         guard.confirm(reservation)
@@ -305,7 +305,7 @@ def claim_rates(database_url: str, count: int) -> tuple[float, float, float]:
 
     with Ledger.from_url(database_url) as ledger:
         for n in range(count):
-            ledger.enqueue(lead=f"C{n}", step=1, to=f"c{n}@x.example", group="claims", subject="s", text="t")
+            ledger.enqueue(lead=f"C{n}", step=1, address=f"c{n}@x.example", group="claims", subject="s", text="t")
         conn = ledger._conn
         began = time.perf_counter()
         for _ in range(count):
@@ -384,7 +384,7 @@ def prepare_round(database_url: str, redis_url: str, rows: int, round_no: int) -
         ledger.migrate()
         for group in ("bench", MANDATORY_GROUP):
             for n in range(rows):
-                ledger.enqueue(lead=f"R{round_no}-{group}-{n}", step=1, to=f"r{round_no}-{group}-{n}@x.example",
+                ledger.enqueue(lead=f"R{round_no}-{group}-{n}", step=1, address=f"r{round_no}-{group}-{n}@x.example",
                                group=group, subject=f"Hello {n}", text=f"Hi {n}")
 
 

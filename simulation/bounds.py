@@ -182,7 +182,7 @@ def _campaign_days(result: SimResult) -> tuple[int, int]:
         return 0, 0
     sent: Counter[tuple[str, date]] = Counter()
     for send in result.log.sends:
-        spec = capped.get(campaign_of.get(send.recipient or "", ""))
+        spec = capped.get(campaign_of.get(send.address or "", ""))
         if spec is not None:
             sent[(spec.name, datetime.fromtimestamp(send.at, ZoneInfo(spec.pacing.timezone)).date())] += 1
     counted = at_cap = 0

@@ -185,33 +185,33 @@ class LeadFeed:
         zones = list(dict.fromkeys(self.zones.get(group, ()))) or ["UTC"]
         return zones[(number - 1) % len(zones)]
 
-    def sent(self, recipient: str, mailbox: str, full: bool, now: float) -> None:
-        """A step went to `recipient` from `mailbox` (`full`: that send reached the mailbox's cap for its day): the
+    def sent(self, address: str, mailbox: str, full: bool, now: float) -> None:
+        """A step went to `address` from `mailbox` (`full`: that send reached the mailbox's cap for its day): the
         lead's next step comes due after its delay, or its sequence is complete."""
-        self._mailbox_of[recipient] = mailbox
+        self._mailbox_of[address] = mailbox
         if full:
             self._full.add(mailbox)
         else:
             self._full.discard(mailbox)  # a new day of its own
-        self._sent[recipient] += 1
-        done = self._sent[recipient]
-        steps = self.specs[self._group_of[recipient]].steps
+        self._sent[address] += 1
+        done = self._sent[address]
+        steps = self.specs[self._group_of[address]].steps
         if done < len(steps):
-            self._next_due[recipient] = now + steps[done].delay_s
+            self._next_due[address] = now + steps[done].delay_s
         else:
-            self._next_due.pop(recipient, None)
+            self._next_due.pop(address, None)
 
-    def held(self, recipient: str, day: date) -> None:
+    def held(self, address: str, day: date) -> None:
         """An out-of-office holds the lead: its next step comes due no earlier than the start of `day` on its clock
         (the lead's time zone, else its campaign's), as the ledger holds it (sender_hold)."""
-        if recipient in self._next_due:
-            spec = self.specs[self._group_of[recipient]]
-            start = datetime.combine(day, time(), tzinfo=zone(self.timezone_of.get(recipient), spec.pacing.timezone))
-            self._next_due[recipient] = max(self._next_due[recipient], start.timestamp())
+        if address in self._next_due:
+            spec = self.specs[self._group_of[address]]
+            start = datetime.combine(day, time(), tzinfo=zone(self.timezone_of.get(address), spec.pacing.timezone))
+            self._next_due[address] = max(self._next_due[address], start.timestamp())
 
-    def ended(self, recipient: str) -> None:
+    def ended(self, address: str) -> None:
         """The lead's sequence ended (a reply, a bounce, an unsubscribe): nothing more comes due."""
-        self._next_due.pop(recipient, None)
+        self._next_due.pop(address, None)
 
     def status(self) -> list[CampaignStatus]:
         """`campaign status` of every campaign, read from the ledger."""

@@ -325,9 +325,9 @@ class _Loop:
         taken = self.campaign.paths.take(reaction, self.clock())
         self.log.reactions.append(taken)
         if taken.event in ENDING_EVENTS:
-            self.campaign.feed.ended(taken.recipient)
+            self.campaign.feed.ended(taken.address)
         elif taken.held_until is not None:
-            self.campaign.feed.held(taken.recipient, date.fromisoformat(taken.held_until))
+            self.campaign.feed.held(taken.address, date.fromisoformat(taken.held_until))
 
     def _finish(self, index: int) -> None:
         self.senders[index].finish()

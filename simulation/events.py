@@ -26,7 +26,7 @@ class Send:
     fallback_reason: str | None = None
     message_id: str | None = None  # the ledger row's Message-ID, as the submission server received it
     source_ip: str | None = None  # the loopback address the agent's SMTP connection was bound to
-    recipient: str | None = None  # the lead's address
+    address: str | None = None  # the lead's address
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Clicked:
     """A click on a tracked link as the ledger took it (simulation.clicks): its verdict, or `unmatched`."""
 
     at: float
-    recipient: str
+    address: str
     message_id: str
     row: int | None
     verdict: str  # human | scanner | unmatched
@@ -111,7 +111,7 @@ class Reacted:
 
     at: float
     kind: str  # bounce | reply | unsubscribe | away | stop
-    recipient: str
+    address: str
     message_id: str  # the message reacted to
     row: int | None  # the ledger row it named (None: none)
     event: str | None  # the ledger event applied

@@ -104,7 +104,7 @@ class FeedbackPaths:
         row = next((found for found in (self.feedback.row_of(mid) for mid in parsed.about) if found is not None),
                    None)
         if row is None or parsed.kind is MessageKind.MALFORMED or (
-                parsed.recipients and self.feedback.recipient_of(row) not in parsed.recipients):
+                parsed.recipients and self.feedback.address_of(row) not in parsed.recipients):
             return _taken(reaction, now, row, None, "unmatched")  # nothing changes on a guess, as in the reader
         # read as the inbox reads it: an out-of-office holds the lead, a "please remove me" is an unsubscribe
         read = read_reply(raw, parsed, datetime.fromtimestamp(now, UTC).date())

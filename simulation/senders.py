@@ -103,12 +103,12 @@ class SenderWorker:
         assert self.in_flight is not None
         self.in_flight = None
 
-    def _log_send(self, now: float, message_id: str | None, source_ip: str | None, recipient: str) -> events.Send:
+    def _log_send(self, now: float, message_id: str | None, source_ip: str | None, address: str) -> events.Send:
         reservation, lease = self.mail.started.last_reservation, self.mail.sources.last_lease
         assert reservation is not None and lease is not None
         send = events.Send(now, self.name, self.host, reservation.mailbox, reservation.day, reservation.count,
                            reservation.cap, lease.public_ip, lease.slot, lease.generation, lease.reason, message_id,
-                           source_ip, recipient)
+                           source_ip, address)
         self.log.sends.append(send)
         return send
 

@@ -186,7 +186,7 @@ def sends_per_mailbox_hour(result: SimResult) -> Counter[tuple[str, int]]:
     its sending window is read (the mailbox's own when the lead's is not known)."""
     zones = {m.address.lower(): m.timezone for m in result.inventory.mailboxes}
     return Counter((s.mailbox, datetime.fromtimestamp(s.at, tz=ZoneInfo(
-        result.lead_timezones.get(s.recipient or "") or zones.get(s.mailbox, "UTC"))).hour)
+        result.lead_timezones.get(s.address or "") or zones.get(s.mailbox, "UTC"))).hour)
         for s in result.log.sends)
 
 
@@ -245,7 +245,7 @@ def summarize(result: SimResult) -> Summary:
 
 def _away(result: SimResult) -> dict[str, int]:
     """How the sequences of the leads whose out-of-office held them ended (`going`: not ended), from the ledger."""
-    held = {r.recipient for r in result.log.reactions if r.held_until is not None}
+    held = {r.address for r in result.log.reactions if r.held_until is not None}
     ends = Counter(row.ended or "going" for row in result.sequences if row.step == 1 and row.lead in held)
     return dict(sorted(ends.items(), key=lambda item: (item[0] == "going", item[0])))
 

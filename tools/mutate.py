@@ -150,12 +150,12 @@ ISSUE_31 = (
 # Rules whose tests already caught these before issue 31: kept here so they stay caught.
 CAUGHT = (
     _m("enqueue-ignores-suppression", LEDGER_SQL,
-       "    IF sender_is_suppressed(p_recipient) THEN\n        outcome := 'suppressed';\n        RETURN;\n"
+       "    IF sender_is_suppressed(p_address) THEN\n        outcome := 'suppressed';\n        RETURN;\n"
        "    END IF;\n", "",
        [f"{LEDGER_TESTS}::test_suppressed_address_is_refused_and_withdrawn"],
        "enqueue accepts a suppressed address"),
     _m("begin-attempt-skips-suppression", LEDGER_SQL,
-       "    IF sender_is_suppressed(r.recipient) THEN\n        UPDATE sender_emails SET status = 'suppressed'",
+       "    IF sender_is_suppressed(r.address) THEN\n        UPDATE sender_emails SET status = 'suppressed'",
        "    IF false THEN\n        UPDATE sender_emails SET status = 'suppressed'",
        [f"{LEDGER_TESTS}::test_suppression_right_before_the_handoff"],
        "the attempt's start skips the last suppression check"),

@@ -1,13 +1,14 @@
-"""Reading a campaign's leads CSV: `email`, optionally `lead` and `timezone`, every other column a merge field.
+"""Reading a campaign's leads CSV: `address`, optionally `lead` and `timezone`, every other column a merge field.
 
 Every row is checked before any is returned, so an import either takes the whole file or nothing; a refusal names
 `file:line: column: problem`. The rules, documented in docs/campaigns.md:
 
 - columns are separated by commas, or, where the header line has no comma, by semicolons or tabs (how spreadsheets
   in many locales save "CSV");
-- the header names `email`; merge columns are field names (letters, digits, `_`), each once; the columns a step
+- the header names `address` (`email`, the name CRM exports and earlier releases give it, is read as the same
+  column); merge columns are field names (letters, digits, `_`), each once; the columns a step
   needs without a fallback must be there;
-- `email` is reduced to the canonical address (sender.addresses) or refused; the same address twice in the file is
+- `address` is reduced to the canonical address (sender.addresses) or refused; the same address twice in the file is
   one lead (the first row), the others counted as duplicates;
 - `timezone` that is empty or not an IANA name falls back to the campaign's, counted in the report and the first
   few such lines named;
@@ -28,7 +29,7 @@ from typing import IO
 
 from sender.addresses import AddressError, canonical
 from sender.campaigns.pacing import valid_timezone
-from sender.campaigns.spec import BUILTIN_FIELDS, CampaignSpec
+from sender.campaigns.spec import ADDRESS, BUILTIN_FIELDS, OLD_ADDRESS, OWN_COLUMNS, RESERVED_COLUMNS, CampaignSpec
 from sender.campaigns.template import FIELD_NAME_RE
 from sender.csv_input import CSV_OPEN_ERRORS, csv_open_error
 from sender.errors import SenderConfigError
@@ -52,7 +53,7 @@ class Lead:
     """One row: its line in the file, the canonical address, the caller's id, the time zone it sends in."""
 
     line: int
-    email: str
+    address: str
     lead_id: str | None
     timezone: str
     fields: Mapping[str, str]
@@ -129,7 +130,7 @@ class _Reader:
         reader = csv.reader(itertools.chain((first,), lines), delimiter=self.delimiter)
         header = next(reader, None)
         if not header:
-            raise self.fail(1, "header", "empty file; the first line names the columns, with at least email")
+            raise self.fail(1, "header", "empty file; the first line names the columns, with at least address")
         columns = self._header(header)
         first_line: dict[str, int] = {}
         leads: list[Lead] = []
@@ -145,11 +146,11 @@ class _Reader:
             if rows > self.max_rows:
                 raise self.fail(line, "row", f"more than {self.max_rows} rows; split the file and add each part")
             lead = self._lead(line, columns, row)
-            if lead.email in first_line:
-                duplicates.append((line, first_line[lead.email]))
+            if lead.address in first_line:
+                duplicates.append((line, first_line[lead.address]))
                 continue
-            first_line[lead.email] = line
-            leads.append(Lead(line, lead.email, lead.lead_id, self._timezone(line, lead.timezone), lead.fields))
+            first_line[lead.address] = line
+            leads.append(Lead(line, lead.address, lead.lead_id, self._timezone(line, lead.timezone), lead.fields))
         report = LeadsReport(rows, len(duplicates), self.timezone_absent, self.timezone_invalid,
                              tuple(duplicates[:DUPLICATES_LISTED]), tuple(self.timezone_absent_lines),
                              tuple(self.timezone_invalid_lines))
@@ -162,16 +163,19 @@ class _Reader:
         for name in columns:
             if columns.count(name) > 1:
                 raise self.fail(1, name or "header", "this column appears twice; keep one")
-            if name in ("email", "lead", "timezone"):
+            if name in RESERVED_COLUMNS:
                 continue
             if not FIELD_NAME_RE.match(name) or len(name) > 64:
                 raise self.fail(1, name or "header", "not a merge field name (letters, digits and _, not starting "
                                 "with a digit, like first_name); rename the column")
             if name in BUILTIN_FIELDS:
                 raise self.fail(1, name, "built into every message; a lead cannot set it")
-        if "email" not in columns:
-            raise self.fail(1, "header", f"no email column (the columns are {', '.join(columns)}); name the "
-                            "address column email")
+        if ADDRESS in columns and OLD_ADDRESS in columns:
+            raise self.fail(1, OLD_ADDRESS, f"{OLD_ADDRESS} is the old name of the {ADDRESS} column; keep one")
+        columns = [ADDRESS if name == OLD_ADDRESS else name for name in columns]
+        if ADDRESS not in columns:
+            raise self.fail(1, "header", f"no {ADDRESS} column (the columns are {', '.join(columns)}); name the "
+                            f"column of the leads' addresses {ADDRESS}")
         if missing := [name for name in self.required if name not in columns]:
             name = missing[0]
             raise self.fail(1, "header", f"no {name} column, and {_needed_by(self.spec, name)} uses {{{name}}} "
@@ -191,10 +195,10 @@ class _Reader:
                 raise self.fail(line, name, f"{len(value)} characters; a value has at most {MAX_VALUE}")
             values[name] = value
         try:
-            email = canonical(values["email"])
+            address = canonical(values[ADDRESS])
         except AddressError as exc:
-            raise self.fail(line, "email", str(exc)) from None
-        fields = {k: v for k, v in values.items() if k not in ("email", "lead", "timezone")}
+            raise self.fail(line, ADDRESS, str(exc)) from None
+        fields = {k: v for k, v in values.items() if k not in OWN_COLUMNS}
         for name in self.required:
             if not fields[name]:
                 raise self.fail(line, name, f"empty, and {_needed_by(self.spec, name)} uses {{{name}}} without a "
@@ -202,7 +206,7 @@ class _Reader:
         lead_id = values.get("lead") or None
         if lead_id is not None and len(lead_id) > MAX_LEAD_ID:
             raise self.fail(line, "lead", f"{len(lead_id)} characters; an id has at most {MAX_LEAD_ID}")
-        return Lead(line, email, lead_id, values.get("timezone", ""), fields)  # the time zone as given, for now
+        return Lead(line, address, lead_id, values.get("timezone", ""), fields)  # the time zone as given, for now
 
     def _timezone(self, line: int, value: str) -> str:
         if not value:

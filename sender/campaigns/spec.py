@@ -30,7 +30,10 @@ TRACKING_KEYS = ("clicks", "opens", "domain")
 DOMAIN_RE = re.compile(r"(?=.{4,253}\Z)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]\Z")
 STEP_KEYS = ("delay", "subject", "body")
 # The leads CSV's own columns: never merge fields.
-RESERVED_COLUMNS = ("email", "lead", "timezone")
+ADDRESS = "address"  # the leads file's column of a person's address, the one name it has everywhere
+OLD_ADDRESS = "email"  # its name in CRM exports and earlier releases: read as `address`
+OWN_COLUMNS = (ADDRESS, "lead", "timezone")  # the leads file's own columns; every other one is a merge field
+RESERVED_COLUMNS = (*OWN_COLUMNS, OLD_ADDRESS)
 BUILTIN_FIELDS = ("unsubscribe_url",)
 MAX_STEPS = 20
 MAX_DELAY_S = 365 * 86_400

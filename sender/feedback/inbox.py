@@ -142,15 +142,15 @@ class InboxReader:
             report.outcomes[ReadOutcome.UNMATCHED] += 1
             log.info("%s: a %s about no row of ours; left alone", where, parsed.kind)
             return
-        row, recipient = found
+        row, row_address = found
         event, detail = EVENT_OF[parsed.kind], parsed.detail
         if read is not None:
             event, detail = reply_event(read, parsed)
-        if parsed.kind in (MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE) and recipient is not None:
-            if parsed.recipients and recipient not in parsed.recipients:
+        if parsed.kind in (MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE) and row_address is not None:
+            if parsed.recipients and row_address not in parsed.recipients:
                 # The bounce names other addresses than the row's: it is not about this row after all.
                 report.outcomes[ReadOutcome.UNMATCHED] += 1
-                log.warning("%s: a %s naming row %d but not its recipient; left alone", where, parsed.kind, row)
+                log.warning("%s: a %s naming row %d but not its address; left alone", where, parsed.kind, row)
                 return
             if event is Event.BOUNCED and not parsed.recipients:
                 # A hard bounce suppresses the address and counts against the mailbox: it must say whom it is
@@ -204,13 +204,13 @@ class InboxReader:
         return (self._feedback.ledger.now() or datetime.now(UTC)).date()
 
     def _row_of(self, parsed: Parsed, address: str) -> tuple[int, str | None] | None:
-        """(row, its recipient) of the row `parsed` is about, with one lookup of its Message-IDs (capped by the
+        """(row, its address) of the row `parsed` is about, with one lookup of its Message-IDs (capped by the
         parser); for a reply, auto-reply or unsubscribe mail that names none, the last row sent to its author."""
         rows: dict[str, SentRow] = self._feedback.rows_of(parsed.about + parsed.quoted)
         for message_id in parsed.about:
             if message_id in rows:
-                return rows[message_id].id, rows[message_id].recipient
-        named = {rows[m].id: rows[m].recipient for m in parsed.quoted if m in rows}
+                return rows[message_id].id, rows[message_id].address
+        named = {rows[m].id: rows[m].address for m in parsed.quoted if m in rows}
         if len(named) == 1:
             return next(iter(named.items()))
         if parsed.kind in (MessageKind.REPLY, MessageKind.AUTO_REPLY, MessageKind.UNSUBSCRIBE) and parsed.sender and \

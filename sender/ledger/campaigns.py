@@ -47,7 +47,7 @@ def import_timeout_ms(leads: int) -> int:
 
 def staged_row(lead: Lead) -> tuple[int, str, str | None, str, str]:
     """`lead` as a row of the staging table (IMPORT_COLUMNS, the fields as JSON)."""
-    return lead.line, lead.email, lead.lead_id, lead.timezone, json.dumps(lead.fields)
+    return lead.line, lead.address, lead.lead_id, lead.timezone, json.dumps(lead.fields)
 
 
 class Move(StrEnum):

@@ -20,7 +20,7 @@ class Conflict:
     campaign: str
     lead: str
     step: int
-    recipient: str
+    address: str
     mailbox: str | None
     status: str  # what the agent settled: failed | suppressed | cancelled
     last_error: str  # the agent's reason (the server's reply)
@@ -31,7 +31,7 @@ class Conflict:
 
     def as_json(self) -> dict[str, object]:
         return {"row": self.row, "campaign": self.campaign, "lead": self.lead, "step": self.step,
-                "recipient": self.recipient, "mailbox": self.mailbox, "status": self.status,
+                "address": self.address, "mailbox": self.mailbox, "status": self.status,
                 "last_error": self.last_error, "reported": self.reported, "source": self.source,
                 "reported_at": self.reported_at.isoformat(), "detail": self.detail}
 

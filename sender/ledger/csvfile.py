@@ -1,4 +1,7 @@
-"""Reading an enqueue CSV (`lead,step,to,group,subject,text[,not_before]`): every row checked before any is written."""
+"""Reading an enqueue CSV (`lead,step,address,group,subject,text[,not_before]`): every row checked before any is
+written.
+
+`to`, the address column's name before version 22 of the ledger, is read as `address`."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from sender.csv_input import CSV_OPEN_ERRORS, csv_open_error
 from sender.errors import SenderConfigError
 from sender.safe_text import header_problem
 
-REQUIRED = ("lead", "step", "to", "group", "subject", "text")
+REQUIRED = ("lead", "step", "address", "group", "subject", "text")
+OLD_NAMES = {"to": "address"}  # earlier releases' names of a column
 OPTIONAL = ("not_before",)
 
 
@@ -21,7 +25,7 @@ OPTIONAL = ("not_before",)
 class Row:
     lead: str
     step: int
-    to: str
+    address: str
     group: str
     subject: str
     text: str
@@ -29,8 +33,8 @@ class Row:
     line: int = 0  # where the row starts in its file
 
     def params(self) -> dict[str, object]:
-        return {"lead": self.lead, "step": self.step, "to": self.to, "group": self.group, "subject": self.subject,
-                "text": self.text, "not_before": self.not_before}
+        return {"lead": self.lead, "step": self.step, "address": self.address, "group": self.group,
+                "subject": self.subject, "text": self.text, "not_before": self.not_before}
 
 
 def read_rows(path: Path, known_groups: Collection[str] | None = None) -> list[Row]:
@@ -38,7 +42,11 @@ def read_rows(path: Path, known_groups: Collection[str] | None = None) -> list[R
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
-            header = reader.fieldnames or []
+            header = [OLD_NAMES.get(name, name) for name in reader.fieldnames or []]
+            if twice := next((name for name in header if header.count(name) > 1), None):
+                raise SenderConfigError(f"{path}:1: column {twice} appears twice (to is its old name when it is "
+                                        "address); keep one")
+            reader.fieldnames = header
             missing = [c for c in REQUIRED if c not in header]
             if missing:
                 raise SenderConfigError(f"{path}:1: missing column(s) {', '.join(missing)}; the header must be "
@@ -66,7 +74,7 @@ def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups:
     values = {k: (v or "") for k, v in raw.items() if k is not None}
     for column in REQUIRED:
         if column != "text" and not values[column].strip():
-            raise fail(column, "empty; every row needs lead, step, to, group and subject")
+            raise fail(column, "empty; every row needs lead, step, address, group and subject")
     try:
         step = int(values["step"])
     except ValueError:
@@ -74,9 +82,9 @@ def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups:
     if step < 1:
         raise fail("step", f"{step} must be 1 or more")
     try:
-        to = canonical(values["to"])  # the one form of an address: the suppression key, the stored recipient
+        address = canonical(values["address"])  # the one form of an address: the suppression key, the row's
     except AddressError as exc:
-        raise fail("to", str(exc)) from None
+        raise fail("address", str(exc)) from None
     group = values["group"].strip()
     if known_groups is not None and group not in known_groups:
         raise fail("group", f"unknown group {group!r}; the inventory's mailbox groups are "
@@ -95,4 +103,4 @@ def _row(path: Path, line: int, raw: dict[str | None, str | None], known_groups:
             raise fail("not_before", f"{values['not_before']!r} is not a time like 2026-12-01T09:00:00+00:00") from None
         if not_before.tzinfo is None:
             not_before = not_before.replace(tzinfo=UTC)
-    return Row(values["lead"].strip(), step, to, group, values["subject"], values["text"], not_before, line)
+    return Row(values["lead"].strip(), step, address, group, values["subject"], values["text"], not_before, line)

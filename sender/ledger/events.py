@@ -93,7 +93,7 @@ class SentRow:
     """A row found by the Message-ID it was sent with."""
 
     id: int
-    recipient: str
+    address: str
 
 
 class Feedback:
@@ -214,10 +214,10 @@ class Feedback:
         if not wanted:
             return {}
         found = self.ledger.fetch_all("rows_of_message_ids", {"message_ids": wanted}, "find rows by Message-ID")
-        return {str(message_id): SentRow(int(row), str(recipient)) for message_id, row, recipient in found}
+        return {str(message_id): SentRow(int(row), str(address)) for message_id, row, address in found}
 
-    def recipient_of(self, email_id: int) -> str | None:
-        row = self.ledger.fetch_one("recipient_of", {"id": email_id}, f"find row {email_id}")
+    def address_of(self, email_id: int) -> str | None:
+        row = self.ledger.fetch_one("address_of", {"id": email_id}, f"find row {email_id}")
         return None if row is None else str(row[0])
 
     def latest_row_to(self, address: str, mailbox: str) -> int | None:

@@ -2,7 +2,7 @@
 
     from sender import Ledger
     ledger = Ledger.from_url("postgresql://...")
-    ledger.enqueue(lead="L1", step=1, to="a@b.com", group="sales", subject="Hi", text="...")  # -> "queued"
+    ledger.enqueue(lead="L1", step=1, address="a@b.com", group="sales", subject="Hi", text="...")  # -> "queued"
 
 Every state change is one database function (see sql/schema.sql), so a person at psql meets the same rules.
 """
@@ -83,7 +83,7 @@ class Claimed:
     id: int
     lead: str
     step: int
-    recipient: str
+    address: str
     group: str
     subject: str
     body: str
@@ -102,9 +102,9 @@ class Claimed:
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> Claimed:
-        (id_, lead, step, recipient, group, subject, body, attempts, key, message_id, attempt_id, pinned, own,
+        (id_, lead, step, address, group, subject, body, attempts, key, message_id, attempt_id, pinned, own,
          fields, earlier, campaign_id, lead_timezone, source_hash) = row  # the claim query's columns, in order
-        return cls(id_, lead, step, recipient, group, subject, body, attempts, key, message_id, attempt_id, pinned,
+        return cls(id_, lead, step, address, group, subject, body, attempts, key, message_id, attempt_id, pinned,
                    own, fields, tuple((text if own_text else None, mid) for own_text, text, mid in earlier or ()),
                    campaign_id, lead_timezone, source_hash)
 
@@ -117,7 +117,7 @@ class Unconfirmed:
     campaign: str
     lead: str
     step: int
-    recipient: str
+    address: str
     mailbox: str | None
     source_ip: str | None
     attempt_started_at: datetime | None
@@ -252,13 +252,13 @@ class Ledger:
 
     # --- the application's API ---------------------------------------------------------------------------------
 
-    def enqueue(self, *, lead: str, step: int, to: str, group: str, subject: str, text: str,
+    def enqueue(self, *, lead: str, step: int, address: str, group: str, subject: str, text: str,
                 not_before: datetime | None = None, allow_same_person: bool = False) -> Enqueued:
-        """Queue (lead, step) for `to` (reduced to its canonical address, or AddressError); queued, waiting,
+        """Queue (lead, step) for `address` (reduced to its canonical address, or AddressError); queued, waiting,
         duplicate (already in the ledger), suppressed, ended or same_person (refused: a new lead id for an address
         another lead holds an active sequence at; `allow_same_person` queues it)."""
         outcome, _first = self.fetch_value("enqueue", {
-            "lead": lead, "step": step, "to": canonical(to), "group": group, "subject": subject, "text": text,
+            "lead": lead, "step": step, "address": canonical(address), "group": group, "subject": subject, "text": text,
             "not_before": not_before, "allow_same_person": allow_same_person}, f"enqueue {lead} step {step}")
         return Enqueued(outcome)
 
@@ -267,7 +267,8 @@ class Ledger:
         one: AddressError before anything is written) none."""
         results: list[EnqueueResult] = []
         now = self.now()
-        checked = [{**row, "to": canonical(row["to"]), "allow_same_person": allow_same_person} for row in rows]
+        checked = [{**row, "address": canonical(row["address"]), "allow_same_person": allow_same_person}
+                   for row in rows]
         with self.calling("enqueue") as conn, db.transaction(conn):
             db.set_local_timeout(conn)
             for row in checked:

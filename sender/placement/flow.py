@@ -64,7 +64,7 @@ def campaign_content(ledger: Ledger, campaign: str, step: int) -> Callable[[Mail
 
     def content(mailbox: Mailbox, seed: Seed, token: str) -> Content:
         needed = (set(fields(body)[0]) | set(fields(title)[0])) - {UNSUBSCRIBE_FIELD}
-        values = {name: seed.address.split("@", 1)[0] for name in needed} | {"email": seed.address}
+        values = {name: seed.address.split("@", 1)[0] for name in needed} | {"address": seed.address}
         text = f"{body.rstrip()}\n\nref {token}\n"
         for template in (title, text):  # refused now, not by the agent at send time
             render(template, {**values, UNSUBSCRIBE_FIELD: "https://u.example/check"})

@@ -93,10 +93,10 @@ class Attempt:
         """Hand the message over in the opened session; the session's failure to open is the result."""
         session = self.opening.result()
         return session if isinstance(session, Result) else session.hand_over(
-            build_message(mailbox=self.mailbox.address, to=row.recipient, subject=content.headers,
+            build_message(mailbox=self.mailbox.address, to=row.address, subject=content.headers,
                           text=content.body, message_id=self.message_id, unsubscribe=unsubscribe, now=now,
                           open_image=content.open_image),
-            row.recipient)
+            row.address)
 
 
 class Attempts:

@@ -48,7 +48,7 @@ class Settler:
         if not outcome.keep_reservation:
             self._guard.cancel(reservation, outcome.failure)
         if outcome.failure is not None and outcome.failure is not FailureClass.RECIPIENT:
-            log.warning("sender: %s via %s: %s", row.recipient, mailbox, outcome.detail)
+            log.warning("sender: %s via %s: %s", row.address, mailbox, outcome.detail)
         kind = ReportKind.REROUTED if outcome.settle is Settle.REROUTE else ReportKind.settled(status)
         unreachable = result.kind is ResultKind.CERTIFICATE or (result.kind is ResultKind.NO_REPLY
                                                           and result.stage in (Stage.CONNECT, Stage.TLS))

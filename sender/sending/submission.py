@@ -78,9 +78,9 @@ class SubmissionSession:
     def __init__(self, client: smtplib.SMTP) -> None:
         self._client: smtplib.SMTP | None = client
 
-    def hand_over(self, message: EmailMessage, recipient: str | None = None) -> Result:
+    def hand_over(self, message: EmailMessage, address: str | None = None) -> Result:
         """MAIL, RCPT, DATA and the end of data; never raises for SMTP trouble. Closes the session. RCPT TO is
-        `recipient` (the row's canonical address, the agent's), not a re-parse of the To header; without it, To."""
+        `address` (the row's canonical address, the agent's), not a re-parse of the To header; without it, To."""
         client = self._client
         assert client is not None, "a session hands over one message"
         stage = Stage.MAIL
@@ -89,7 +89,7 @@ class SubmissionSession:
             if code != 250:
                 return Result(ResultKind.REJECTED, stage, code, _text(reply))
             stage = Stage.RCPT
-            code, reply = client.rcpt(recipient if recipient is not None else str(message["To"]))
+            code, reply = client.rcpt(address if address is not None else str(message["To"]))
             if code not in (250, 251):
                 return Result(ResultKind.REJECTED, stage, code, _text(reply))
             stage = Stage.DATA

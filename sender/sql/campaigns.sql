@@ -81,7 +81,7 @@ SELECT sender_retry_now(%(id)s, %(before)s, %(now)s);
 
 -- name: unconfirmed_rows
 -- Rows waiting for a person's verdict, with what is known of their last attempt.
-SELECT e.id, c.name, e.lead, e.step, e.recipient, e.mailbox, e.source_ip, e.attempt_started_at, e.message_id,
+SELECT e.id, c.name, e.lead, e.step, e.address, e.mailbox, e.source_ip, e.attempt_started_at, e.message_id,
        coalesce(e.last_error, '')
 FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
 WHERE e.status = 'unconfirmed' ORDER BY e.attempt_started_at NULLS LAST, e.id;
@@ -102,7 +102,7 @@ ORDER BY c.name, l.lead, e.step;
 -- Rows the agent settled as not handed over (failed, suppressed, cancelled) that a relay or the inbox later
 -- reported sent or delivered: the rank guard kept the agent's answer from the submission server and recorded the
 -- report (version 14); a person decides which was right. One line per report, oldest first.
-SELECT e.id, c.name, e.lead, e.step, e.recipient, e.mailbox, e.status::text, coalesce(e.last_error, ''), f.event,
+SELECT e.id, c.name, e.lead, e.step, e.address, e.mailbox, e.status::text, coalesce(e.last_error, ''), f.event,
        f.source, f.occurred_at, f.detail
 FROM sender_feedback f
 JOIN sender_emails e ON e.id = f.email_id

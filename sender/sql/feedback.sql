@@ -26,12 +26,12 @@ WHERE e.id = %(id)s AND e.attempt_started_at < to_timestamp(s.value::double prec
 -- name: row_of_message_id
 SELECT id FROM sender_emails WHERE message_id = '<' || btrim(%(message_id)s, '<> ') || '>';
 
--- name: recipient_of
-SELECT recipient FROM sender_emails WHERE id = %(id)s;
+-- name: address_of
+SELECT address FROM sender_emails WHERE id = %(id)s;
 
 -- name: latest_row_to
 -- The row this mailbox last handed over to the address (a reply or an unsubscribe mail from it).
-SELECT id FROM sender_emails WHERE recipient = lower(%(address)s) AND lower(mailbox) = lower(%(mailbox)s)
+SELECT id FROM sender_emails WHERE address = lower(%(address)s) AND lower(mailbox) = lower(%(mailbox)s)
   AND message_id IS NOT NULL
 ORDER BY attempt_started_at DESC NULLS LAST, id DESC LIMIT 1;
 
@@ -66,8 +66,8 @@ FROM (SELECT mailbox, email_id, 'sent' AS event FROM sender_send_log WHERE accep
 GROUP BY mailbox;
 
 -- name: rows_of_message_ids
--- The rows sent with any of %(message_ids)s (each '<local@domain>'), in one lookup, with their recipients.
-SELECT message_id, id, recipient FROM sender_emails WHERE message_id = ANY (%(message_ids)s::text[]);
+-- The rows sent with any of %(message_ids)s (each '<local@domain>'), in one lookup, with their addresses.
+SELECT message_id, id, address FROM sender_emails WHERE message_id = ANY (%(message_ids)s::text[]);
 
 -- name: feedback_of_row
 -- A row's feedback, oldest first, with how sure each source was (`sender show`, `lead show`).

@@ -5,7 +5,7 @@
 -- name: enqueue
 -- The outcome, and for same_person the lead that holds the address's active sequence.
 SELECT outcome, first_lead
-FROM sender_enqueue(%(lead)s, %(step)s, %(to)s, %(group)s, %(subject)s, %(text)s, %(not_before)s,
+FROM sender_enqueue(%(lead)s, %(step)s, %(address)s, %(group)s, %(subject)s, %(text)s, %(not_before)s,
                     %(allow_same_person)s, %(now)s);
 
 -- name: suppress
@@ -19,7 +19,7 @@ SELECT sender_is_suppressed(%(address)s);
 -- steps (own subject?, the Subject sent, Message-ID), oldest first, for the reply headers of the thread. And what
 -- the agent's window check needs: the campaign, the lead's time zone, and a hash of the campaign file as applied
 -- (NULL for `enqueue`, which has no file and no window) that tells the agent when to parse it again.
-SELECT c.id, c.lead, c.step, c.recipient, c.mailbox_group, c.subject, c.body, c.attempts, c.idempotency_key,
+SELECT c.id, c.lead, c.step, c.address, c.mailbox_group, c.subject, c.body, c.attempts, c.idempotency_key,
        c.message_id, c.attempt_id, c.pinned_mailbox, c.own_subject, l.fields, earlier.steps,
        c.campaign_id, l.timezone, CASE WHEN cp.kind = 'file' THEN md5(cp.source) END
 FROM sender_claim(%(worker)s, %(limit)s, %(groups)s, %(mailboxes)s, %(now)s) AS c
@@ -110,7 +110,7 @@ SELECT status, rank FROM sender_status_ranks();
 -- name: show_row
 -- A lead's step in one campaign: `enqueue` (the built-in one, whose leads are the caller's ids) or a campaign
 -- file's (whose leads are addresses). Without the campaign, two campaigns' leads of one name would both match.
-SELECT e.id, c.name AS campaign, e.lead, e.step, e.recipient, e.mailbox_group, e.subject, e.status::text,
+SELECT e.id, c.name AS campaign, e.lead, e.step, e.address, e.mailbox_group, e.subject, e.status::text,
        e.attempts, e.not_before, e.idempotency_key, e.message_id, e.mailbox, e.source_ip, e.last_error,
        e.created_at, e.updated_at
 FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id

@@ -1,4 +1,4 @@
--- The send ledger as it is now, version 21: what a fresh database gets from `sendhost sender migrate`.
+-- The send ledger as it is now, version 22: what a fresh database gets from `sendhost sender migrate`.
 -- Rules live here, not in Python: one row per (lead, step), one send-log entry per row, one suppression function,
 -- the claim as one statement, every state change as a function under one rank guard, and feedback (delivered,
 -- replied, bounced, unsubscribed, complained) applied through one function whoever reports it.
@@ -128,7 +128,7 @@ CREATE TABLE sender_emails (
     id bigserial PRIMARY KEY,
     lead text NOT NULL CHECK (lead <> ''),
     step integer NOT NULL CHECK (step >= 1),
-    recipient text NOT NULL CHECK (recipient = lower(recipient) AND recipient LIKE '%_@_%'),
+    address text NOT NULL CHECK (address = lower(address) AND address LIKE '%_@_%'),
     mailbox_group text NOT NULL CHECK (mailbox_group <> ''),
     subject text NOT NULL,
     body text NOT NULL,
@@ -169,7 +169,7 @@ CREATE INDEX sender_emails_due_route ON sender_emails ((pinned_mailbox IS NOT NU
                                                         (least(step, 2)), due_at, id, not_before)
 WHERE status IN ('queued', 'retry');
 CREATE INDEX sender_emails_sending ON sender_emails (claimed_at) WHERE status = 'sending';
-CREATE INDEX sender_emails_recipient ON sender_emails (recipient);
+CREATE INDEX sender_emails_address ON sender_emails (address);
 
 -- Written only after the submission server accepted the message; one per row. Partitioned by month of
 -- accepted_at (version 13), so `sendhost sender retire-history` drops whole months and no cost grows with the
@@ -371,7 +371,7 @@ $$;
 -- refused by the unique constraint. One active sequence per address as for campaign files (sender_active_leads):
 -- new leads are added one enqueue at a time (a transaction lock of enqueue's own, taken only for a new lead), so
 -- that two concurrent enqueues cannot both add one address under two ids.
-CREATE FUNCTION sender_enqueue(p_lead text, p_step integer, p_recipient text, p_group text,
+CREATE FUNCTION sender_enqueue(p_lead text, p_step integer, p_address text, p_group text,
                                p_subject text, p_body text, p_not_before timestamptz,
                                p_allow_same_person boolean DEFAULT false, p_now timestamptz DEFAULT NULL,
                                OUT outcome text, OUT first_lead text)
@@ -382,7 +382,7 @@ DECLARE
     new_id bigint;
     new_status sender_status;
 BEGIN
-    IF sender_is_suppressed(p_recipient) THEN
+    IF sender_is_suppressed(p_address) THEN
         outcome := 'suppressed';
         RETURN;
     END IF;
@@ -390,7 +390,7 @@ BEGIN
         PERFORM pg_advisory_xact_lock(hashtext('sender_enqueue'));
         IF NOT coalesce(p_allow_same_person, false) THEN
             SELECT a.lead INTO first_lead FROM sender_active_leads a
-            WHERE a.address = lower(p_recipient) AND a.campaign_id = campaign AND a.lead <> p_lead
+            WHERE a.address = lower(p_address) AND a.campaign_id = campaign AND a.lead <> p_lead
             ORDER BY a.id LIMIT 1;
             IF first_lead IS NOT NULL THEN
                 outcome := 'same_person';
@@ -399,7 +399,7 @@ BEGIN
         END IF;
     END IF;
     INSERT INTO sender_leads (campaign_id, lead, address, created_at)
-    VALUES (campaign, p_lead, lower(p_recipient), now_at)
+    VALUES (campaign, p_lead, lower(p_address), now_at)
     ON CONFLICT (campaign_id, lead) DO NOTHING;
     IF EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = campaign AND lead = p_lead AND step = p_step) THEN
         outcome := 'duplicate';
@@ -410,9 +410,9 @@ BEGIN
         outcome := 'ended';
         RETURN;
     END IF;
-    INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, not_before,
+    INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, not_before,
                                due_at, pinned_mailbox, created_at, updated_at)
-    SELECT campaign, p_lead, p_step, lower(p_recipient), p_group, p_subject, p_body, due.at, due.at,
+    SELECT campaign, p_lead, p_step, lower(p_address), p_group, p_subject, p_body, due.at, due.at,
            lower(sent.mailbox), now_at, now_at
     FROM (SELECT NULL) AS one
     LEFT JOIN LATERAL (SELECT e.mailbox, g.accepted_at FROM sender_emails e
@@ -447,8 +447,8 @@ BEGIN
     WITH hit AS (
         UPDATE sender_emails SET status = 'suppressed', updated_at = now_at
         WHERE status IN ('waiting', 'queued', 'retry')
-          AND CASE WHEN left(entry, 1) = '@' THEN split_part(recipient, '@', 2) = substr(entry, 2)
-                   ELSE recipient = entry END
+          AND CASE WHEN left(entry, 1) = '@' THEN split_part(address, '@', 2) = substr(entry, 2)
+                   ELSE address = entry END
         RETURNING id
     )
     SELECT count(*) INTO withdrawn FROM (SELECT sender_event(id, 'suppressed', p_reason, p_now) FROM hit) AS logged;
@@ -540,7 +540,7 @@ BEGIN
         RETURN;
     END IF;
     -- Suppressed while this step was in flight (version 14): no follow-up is queued for it, the sequence ends.
-    IF sender_is_suppressed(r.recipient) THEN
+    IF sender_is_suppressed(r.address) THEN
         PERFORM sender_end_sequence(r.campaign_id, r.lead, 'suppressed', p_at);
         RETURN;
     END IF;
@@ -564,7 +564,7 @@ BEGIN
         END IF;
         RETURN;
     END IF;
-    INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, own_subject,
+    INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, own_subject,
                                not_before, due_at, pinned_mailbox, created_at, updated_at)
     VALUES (r.campaign_id, r.lead, next_step.step, l.address, r.mailbox_group, coalesce(next_step.subject, ''),
             next_step.body, next_step.subject IS NOT NULL,
@@ -843,7 +843,7 @@ BEGIN
         SELECT c.id, a.address, a.address, a.ref, a.timezone, a.fields, now_at FROM classified a
         WHERE a.outcome = 'added'
     ), created AS (
-        INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, status,
+        INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, status,
                                    not_before, due_at, created_at, updated_at)
         SELECT c.id, a.address, 1, a.address, c.mailbox_group, first.subject, first.body,
                CASE WHEN c.state = 'running' THEN 'queued'::sender_status ELSE 'waiting'::sender_status END,
@@ -1053,7 +1053,7 @@ DECLARE
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     UPDATE sender_emails
-    SET status = CASE WHEN sender_is_suppressed(recipient) THEN 'suppressed'::sender_status
+    SET status = CASE WHEN sender_is_suppressed(address) THEN 'suppressed'::sender_status
                       WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
         not_before = now_at + make_interval(secs => p_delay_s), claimed_by = NULL, updated_at = now_at,
         -- its place in the queue stays (due_at), unless the delay is shorter than the time it was to become due
@@ -1103,7 +1103,7 @@ BEGIN
         outcome := 'lost';
         RETURN;
     END IF;
-    IF sender_is_suppressed(r.recipient) THEN
+    IF sender_is_suppressed(r.address) THEN
         UPDATE sender_emails SET status = 'suppressed', updated_at = now_at WHERE id = p_email;
         PERFORM sender_event(p_email, 'suppressed', 'suppressed before the handoff', p_now);
         outcome := 'suppressed';
@@ -1184,14 +1184,14 @@ BEGIN
         RETURN r.status;
     END IF;
     IF p_outcome IN ('suppress', 'bounce') THEN
-        PERFORM sender_suppress(r.recipient, p_detail, p_now);
+        PERFORM sender_suppress(r.address, p_detail, p_now);
         new_status := 'suppressed';
     ELSIF p_outcome = 'unconfirmed' THEN
         new_status := 'unconfirmed';
     ELSIF p_outcome = 'failed' THEN
         new_status := 'failed';
     ELSIF p_outcome IN ('retry', 'reroute') THEN
-        IF sender_is_suppressed(r.recipient) THEN
+        IF sender_is_suppressed(r.address) THEN
             new_status := 'suppressed';
         ELSIF p_outcome = 'retry' AND r.attempts >= p_max_attempts THEN
             new_status := 'failed';
@@ -1235,7 +1235,7 @@ DECLARE
 BEGIN
     WITH stale AS (
         UPDATE sender_emails
-        SET status = CASE WHEN sender_is_suppressed(recipient) THEN 'suppressed'::sender_status
+        SET status = CASE WHEN sender_is_suppressed(address) THEN 'suppressed'::sender_status
                           WHEN attempts = 0 THEN 'queued'::sender_status ELSE 'retry'::sender_status END,
             claimed_by = NULL, updated_at = now_at
         WHERE id IN (SELECT id FROM sender_emails
@@ -1336,7 +1336,7 @@ BEGIN
     -- What the event means beyond the row, whatever the row's status ends as (after the row's own status, so that
     -- its sequence ends for the event's reason, not for the suppression it causes).
     IF p_event IN ('bounced', 'unsubscribed', 'complained') THEN
-        PERFORM sender_suppress(r.recipient, p_event || ' (' || p_source || ')', p_now);
+        PERFORM sender_suppress(r.address, p_event || ' (' || p_source || ')', p_now);
     END IF;
     IF target IS NOT NULL AND after IS NOT NULL AND after = target THEN
         RETURN 'applied';
@@ -1848,7 +1848,7 @@ BEGIN
     -- unsubscribe link, as any lead's); NULL: the row's text as it is
     INSERT INTO sender_leads (campaign_id, lead, address, fields, created_at)
     VALUES (campaign, lead_id, lower(p_seed), p_fields, now_at);
-    INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body, not_before, due_at,
+    INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, not_before, due_at,
                                pinned_mailbox, created_at, updated_at)
     VALUES (campaign, lead_id, 1, lower(p_seed), p_group, p_subject, p_body, now_at, now_at, lower(p_mailbox),
             now_at, now_at)

@@ -26,7 +26,7 @@ class DryRunSession(SubmissionSession):
     def __init__(self) -> None:
         super().__init__(None)  # type: ignore[arg-type]  # no client: nothing is connected
 
-    def hand_over(self, message: EmailMessage, recipient: str | None = None) -> Result:
+    def hand_over(self, message: EmailMessage, address: str | None = None) -> Result:
         return Result(ResultKind.ACCEPTED, Stage.DONE, 250, ACCEPTED)
 
     def close(self) -> None:

@@ -10,9 +10,9 @@ from sender import Ledger, Settle
 SOURCE_IP = "192.0.2.7"
 
 
-def enqueued(ledger: Ledger, lead: str, step: int = 1, to: str = "eve@rcpt.example") -> None:
+def enqueued(ledger: Ledger, lead: str, step: int = 1, address: str = "eve@rcpt.example") -> None:
     """`lead`'s `step` in the built-in `enqueue` campaign: queued, or waiting behind its earlier step."""
-    assert ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello") in (
+    assert ledger.enqueue(lead=lead, step=step, address=address, group="sales", subject="Hi", text="Hello") in (
         "queued", "waiting")
 
 
@@ -28,7 +28,7 @@ def attempted(ledger: Ledger, lead: str, outcome: Settle, detail: str, mailbox: 
     return row.id, message_id
 
 
-def unconfirmed(ledger: Ledger, lead: str, mailbox: str, to: str = "eve@rcpt.example") -> tuple[int, str]:
+def unconfirmed(ledger: Ledger, lead: str, mailbox: str, address: str = "eve@rcpt.example") -> tuple[int, str]:
     """A row of its own for `lead` whose attempt through `mailbox` ended unknown: (id, Message-ID)."""
-    enqueued(ledger, lead, to=to)
+    enqueued(ledger, lead, address=address)
     return attempted(ledger, lead, Settle.UNCONFIRMED, "timeout after DATA", mailbox)

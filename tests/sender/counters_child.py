@@ -28,7 +28,7 @@ def main() -> None:
         for n in range(operations):
             move = rng.random()
             if move < 0.2:
-                ledger.enqueue_many([{"lead": f"p{seed}-{n}-{k}", "step": 1, "to": f"p{seed}-{n}-{k}@rcpt.example",
+                ledger.enqueue_many([{"lead": f"p{seed}-{n}-{k}", "step": 1, "address": f"p{seed}-{n}-{k}@rcpt.example",
                                       "group": "sales", "subject": "s", "text": "t", "not_before": None}
                                      for k in range(rng.randint(1, 4))])
                 continue

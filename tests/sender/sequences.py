@@ -50,7 +50,7 @@ def body_of(step: int, first_name: str, company: str) -> str:
 
 def set_up_campaign(tmp_path: Path, ledger: Ledger, name: str, leads: Sequence[tuple[str, str, str]], *,
                     start: bool = True) -> tuple[CampaignSpec, AddedLeads]:
-    """Apply the campaign `name`, add `leads` (email, first_name, company) from a CSV, start it."""
+    """Apply the campaign `name`, add `leads` (address, first_name, company) from a CSV, start it."""
     path = tmp_path / f"{name}.yml"
     path.write_text(CAMPAIGN.format(name=name))
     spec = load_campaign(path, {"sales"})
@@ -62,11 +62,25 @@ def set_up_campaign(tmp_path: Path, ledger: Ledger, name: str, leads: Sequence[t
     return spec, added
 
 
+def start_campaign(tmp_path: Path, ledger: Ledger, name: str, text: str, leads: str) -> Path:
+    """Apply the campaign file `text` as `name`, add `leads` (lines of `address,timezone`), start it: its path."""
+    path = tmp_path / f"{name}.yml"
+    path.write_text(text)
+    spec = load_campaign(path, {"sales"})
+    campaigns = Campaigns(ledger)
+    campaigns.apply(spec, text)
+    csv = tmp_path / f"{name}.csv"
+    csv.write_text("address,timezone\n" + leads)
+    campaigns.add_leads(name, read_leads(csv, spec).leads)
+    campaigns.move(name, Move.START)
+    return path
+
+
 def add_leads(tmp_path: Path, ledger: Ledger, spec: CampaignSpec,
               leads: Sequence[tuple[str, str, str]]) -> AddedLeads:
-    """`sendhost campaign add-leads` of a CSV of `leads` (email, first_name, company)."""
+    """`sendhost campaign add-leads` of a CSV of `leads` (address, first_name, company)."""
     csv = tmp_path / f"{spec.name}-{len(list(tmp_path.glob('*.csv')))}.csv"
-    csv.write_text("email,first_name,company\n" + "".join(f"{a},{f},{c}\n" for a, f, c in leads))
+    csv.write_text("address,first_name,company\n" + "".join(f"{a},{f},{c}\n" for a, f, c in leads))
     return Campaigns(ledger).add_leads(spec.name, read_leads(csv, spec).leads)
 
 

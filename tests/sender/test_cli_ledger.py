@@ -12,7 +12,7 @@ import pytest
 from sender import Ledger
 
 Cli = Callable[..., CompletedProcess[str]]
-HEADER = "lead,step,to,group,subject,text,not_before\n"
+HEADER = "lead,step,address,group,subject,text,not_before\n"
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_enqueue_refuses_a_second_lead_id_of_one_person_naming_the_first(sender_
     assert allowed.stdout.strip() == "1 queued, 2 refused as duplicates, 0 refused as suppressed"
     with Ledger.from_url(database_url) as ledger:
         shown = ledger.show("crm-2", 1)
-    assert shown is not None and shown.row["recipient"] == "ana@rcpt.example"
+    assert shown is not None and shown.row["address"] == "ana@rcpt.example"
 
 
 def test_enqueue_stores_the_canonical_address(sender_cli: Cli, tmp_path: Path, database_url: str) -> None:
@@ -68,7 +68,7 @@ def test_enqueue_stores_the_canonical_address(sender_cli: Cli, tmp_path: Path, d
     assert result.returncode == 0, result.stderr
     with Ledger.from_url(database_url) as ledger:
         shown = ledger.show("L1", 1)
-    assert shown is not None and shown.row["recipient"] == "bob@xn--bcher-kva.example"
+    assert shown is not None and shown.row["address"] == "bob@xn--bcher-kva.example"
 
 
 def test_status_json_lists_every_status(sender_cli: Cli, tmp_path: Path) -> None:
@@ -104,9 +104,9 @@ def test_show_tells_the_rows_history(sender_cli: Cli, tmp_path: Path, database_u
 
 @pytest.mark.parametrize(("body", "expected"), [
     ("L1,1,a@example.com,sales,Hi,x,\nL2,two,b@example.com,sales,Hi,x,\n", "leads.csv:3: step: 'two' is not"),
-    ("L1,1,not-an-address,sales,Hi,x,\n", "leads.csv:2: to: 'not-an-address' has no @"),
-    ("L1,1,Eve <a@example.com>,sales,Hi,x,\n", "leads.csv:2: to: 'Eve <a@example.com>' is not a plain address"),
-    ("L1,1,a@localhost,sales,Hi,x,\n", "leads.csv:2: to: 'a@localhost': the domain 'localhost' is a single label"),
+    ("L1,1,not-an-address,sales,Hi,x,\n", "leads.csv:2: address: 'not-an-address' has no @"),
+    ("L1,1,Eve <a@example.com>,sales,Hi,x,\n", "leads.csv:2: address: 'Eve <a@example.com>' is not a plain address"),
+    ("L1,1,a@localhost,sales,Hi,x,\n", "leads.csv:2: address: 'a@localhost': the domain 'localhost' is a single label"),
     ("L1,1,a@example.com,sales,Hi,x,tomorrow\n", "leads.csv:2: not_before: 'tomorrow' is not a time"),
     ("L1,1,a@example.com,sales,Hi,x,,extra\n", "leads.csv:2: row: "),
     (",1,a@example.com,sales,Hi,x,\n", "leads.csv:2: lead: empty"),

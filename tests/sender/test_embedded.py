@@ -66,7 +66,7 @@ def _as_nobody_psql(url: str) -> CompletedProcess[str]:
 def test_embedded_postgres_serves_every_process(cli: Cli, tmp_path: Path, state: Path) -> None:
     env = {"SENDHOST_STATE_DIR": str(state)}
     csv = tmp_path / "leads.csv"
-    csv.write_text("lead,step,to,group,subject,text\nL1,1,a@example.com,sales,Hi,x\n")
+    csv.write_text("lead,step,address,group,subject,text\nL1,1,a@example.com,sales,Hi,x\n")
     first = cli("sender", "enqueue", str(csv), cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr
     second = cli("sender", "status", "--format", "json", cwd=tmp_path, env=env)
@@ -83,7 +83,7 @@ def test_migrate_as_root_opens_no_directory(tmp_path: Path) -> None:
     work = parent / "campaign"
     work.mkdir(mode=0o700)
     leads = work / "leads.csv"
-    leads.write_text("lead,step,to,group,subject,text\n")
+    leads.write_text("lead,step,address,group,subject,text\n")
     before = _modes(work)
     try:
         result = run_cli("sender", "migrate", cwd=work)

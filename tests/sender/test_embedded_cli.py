@@ -201,7 +201,7 @@ def test_a_reading_command_that_starts_an_embedded_server_says_which_it_reads_an
 def test_sender_show_of_a_missing_row_points_at_a_command_that_lists_rows(state: Path, tmp_path: Path) -> None:
     env = _env(state)
     csv = tmp_path / "leads.csv"
-    csv.write_text("lead,step,to,group,subject,text\nL1,1,a@example.com,sales,Hi,x\nL1,2,a@example.com,sales,Re,y\n")
+    csv.write_text("lead,step,address,group,subject,text\nL1,1,a@example.com,sales,Hi,x\nL1,2,a@example.com,sales,Re,y\n")
     enqueued = run_cli("sender", "enqueue", str(csv), env=env)  # step 2 waits behind step 1
     assert enqueued.returncode == 0, enqueued.stderr
     assert enqueued.stdout.strip() == ("1 queued, 0 refused as duplicates, 0 refused as suppressed, 1 queued behind "

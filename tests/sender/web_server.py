@@ -83,7 +83,8 @@ def web_server(tmp: Path, database_url: str, extra: Sequence[str] = (),
 def sent_row(feedback: Feedback, lead: str, to: str, step: int = 1,
              mailbox: str = "box@sender.example") -> tuple[int, str]:
     """A row the agent sent from `mailbox`: (id, Message-ID)."""
-    assert feedback.ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello") == "queued"
+    queued = feedback.ledger.enqueue(lead=lead, step=step, address=to, group="sales", subject="Hi", text="Hello")
+    assert queued == "queued"
     (row,) = [r for r in feedback.ledger.claim("w1", 100) if r.lead == lead]
     outcome, message_id = feedback.ledger.begin_attempt(row.id, uuid.uuid4(), mailbox, None,
                                                  f"<{uuid.uuid4()}@sender.example>")

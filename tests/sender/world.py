@@ -38,11 +38,11 @@ class World:
         return Ledger.from_url(self.database_url)
 
     def enqueue(self, count: int, *, prefix: str = "L", group: str = "sales", step: int = 1,
-                to: Callable[[int], str] | None = None) -> None:
+                address: Callable[[int], str] | None = None) -> None:
         with self.ledger() as ledger:
             for n in range(count):
-                address = to(n) if to else f"lead{n}@rcpt.example"
-                ledger.enqueue(lead=f"{prefix}{n}", step=step, to=address, group=group, subject=f"Hello {n}",
+                to = address(n) if address else f"lead{n}@rcpt.example"
+                ledger.enqueue(lead=f"{prefix}{n}", step=step, address=to, group=group, subject=f"Hello {n}",
                                text=f"Hi lead {n}")
 
     def context(self) -> SenderContext:

@@ -71,7 +71,7 @@ def test_the_run_is_the_scenario_it_claims(paced: SimResult) -> None:
     # Both campaigns sent, each to leads of its own zone, on 10 weekdays; each zone's DST change fell inside the
     # run with weekdays on both sides of it (both UTC offsets seen in its sends).
     zones = _zone_of_mailbox(paced)
-    assert {paced.lead_timezones[s.recipient or ""] for s in paced.log.sends} == set(ZONES.values())
+    assert {paced.lead_timezones[s.address or ""] for s in paced.log.sends} == set(ZONES.values())
     for zone, change in DST_CHANGES.items():
         assert len(_weekdays(paced, zone)) == 10
         sends = [_local(s, zone) for s in paced.log.sends if zones[s.mailbox] == zone]
@@ -84,10 +84,10 @@ def test_the_run_is_the_scenario_it_claims(paced: SimResult) -> None:
 def test_nothing_is_handed_over_outside_a_leads_window(paced: SimResult) -> None:
     outside = []
     for send in paced.log.sends:
-        zone = paced.lead_timezones[send.recipient or ""]
+        zone = paced.lead_timezones[send.address or ""]
         local = _local(send, zone)
         if local.weekday() not in WINDOW_DAYS or not WINDOW_HOURS[0] <= local.hour < WINDOW_HOURS[1]:
-            outside.append((send.recipient, local.isoformat()))
+            outside.append((send.address, local.isoformat()))
     assert outside == []
     # and the server received exactly what the log says was sent (the log is the server's record, in order)
     assert [d.message_id for d in paced.delivered] == [s.message_id for s in paced.log.sends]

@@ -62,7 +62,7 @@ def test_report_loads_without_console_errors_and_has_five_charts(report: tuple[P
     cells = re.findall(r'<rect class="hour" data-mailbox="([^"]+)" data-hour="(\d+)" data-sends="(\d+)"',
                        bodies["chart-hours"])
     assert len(cells) == 24 * mailboxes
-    expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, ZoneInfo(result.lead_timezones[s.recipient or ""]))
+    expected = Counter((s.mailbox, datetime.fromtimestamp(s.at, ZoneInfo(result.lead_timezones[s.address or ""]))
                         .hour) for s in result.log.sends)
     assert {(mailbox, int(hour)): int(sent) for mailbox, hour, sent in cells if int(sent)} == dict(expected)
     assert {int(hour) for _mailbox, hour, sent in cells if int(sent)} <= set(range(9, 17))

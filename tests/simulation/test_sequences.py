@@ -72,10 +72,10 @@ def test_nothing_is_sent_after_a_reply_bounce_or_unsubscribe(simulate: Callable[
     answered: dict[str, float] = {}
     for reaction in result.log.reactions:
         if reaction.event in ENDED_BY_FEEDBACK:
-            answered.setdefault(reaction.recipient, reaction.at)
+            answered.setdefault(reaction.address, reaction.at)
     for send in result.log.sends:
-        assert send.recipient is not None
-        assert send.at < answered.get(send.recipient, float("inf")), f"{send.recipient} mailed after answering"
+        assert send.address is not None
+        assert send.at < answered.get(send.address, float("inf")), f"{send.address} mailed after answering"
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -87,13 +87,13 @@ def test_an_out_of_office_ends_nothing_and_no_step_goes_before_the_day_after_its
     assert held, "the run should hold some leads"
     for reaction in held:
         assert (reaction.kind, reaction.event, reaction.applied) == ("away", "auto_replied", "recorded")
-        tz = ZoneInfo(result.lead_timezones.get(reaction.recipient) or "UTC")
+        tz = ZoneInfo(result.lead_timezones.get(reaction.address) or "UTC")
         until = datetime.combine(date.fromisoformat(reaction.held_until or ""), time(), tzinfo=tz).timestamp()
-        for row in leads[reaction.recipient].values():
+        for row in leads[reaction.address].values():
             if row.accepted_at is not None and row.accepted_at > reaction.at:
-                assert row.accepted_at >= until, (reaction.recipient, row.step, reaction.held_until)
+                assert row.accepted_at >= until, (reaction.address, row.step, reaction.held_until)
     # the auto-reply ended none of them: each is still going, or ended for a reason of its own later on
-    assert all(leads[r.recipient][1].ended in (None, "completed") or leads[r.recipient][1].ended_at > r.at
+    assert all(leads[r.address][1].ended in (None, "completed") or leads[r.address][1].ended_at > r.at
                for r in held)
     # "please remove me" replies were read as what they ask: unsubscribes
     stops = [r for r in result.log.reactions if r.kind == "stop"]

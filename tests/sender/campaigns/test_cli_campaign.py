@@ -49,7 +49,7 @@ steps:
   - delay: 4d
     body: "Last one"
 """
-LEADS = "email,lead,timezone,first_name\n"
+LEADS = "address,lead,timezone,first_name\n"
 
 
 @pytest.fixture
@@ -252,7 +252,7 @@ def test_the_same_person_spelled_otherwise_in_a_second_campaign_is_refused(sendh
 
 
 @pytest.mark.parametrize(("rows", "expected"), [
-    ("ann@rcpt.example,,,Ann\nEve <eve@bigco.example>,,,Eve\n", "q1.csv:3: email: 'Eve <eve@bigco.example>' is not "
+    ("ann@rcpt.example,,,Ann\nEve <eve@bigco.example>,,,Eve\n", "q1.csv:3: address: 'Eve <eve@bigco.example>' is not "
                                                                "a plain address"),
     ("ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob,extra\n", "q1.csv:3: row: 5 values for 4 columns"),
 ], ids=["display-name", "too-many-values"])
@@ -750,7 +750,7 @@ def test_lead_show_and_campaign_status_name_each_replys_verdict(sendhost: Cli, t
     assert sendhost("campaign", "start", "q1").returncode == 0
     _send(database_url)
     _send(database_url)
-    eve_row, ann_row = _sql(database_url, "SELECT id FROM sender_emails WHERE step = 1 ORDER BY recipient DESC")
+    eve_row, ann_row = _sql(database_url, "SELECT id FROM sender_emails WHERE step = 1 ORDER BY address DESC")
     with Feedback.from_url(database_url) as feedback:
         feedback.apply(int(str(eve_row[0])), Event.LEFT, source="inbox", ref="left-1",
                        detail="no longer there or the wrong person (left/en); the reply names bob@bigco.example")
@@ -825,7 +825,7 @@ def test_reassign_moves_the_follow_ups_and_refuses_a_mailbox_outside_the_group_u
 
 
 def _enqueue(sendhost: Cli, tmp_path: Path, rows: str) -> CompletedProcess[str]:
-    path = _file(tmp_path, "enqueue.csv", "lead,step,to,group,subject,text\n" + rows)
+    path = _file(tmp_path, "enqueue.csv", "lead,step,address,group,subject,text\n" + rows)
     return sendhost("sender", "enqueue", str(path))
 
 

@@ -356,7 +356,7 @@ def prepared(tmp_path: Path, database_url: str) -> Iterator[psycopg.Connection[A
         ledger.migrate()
         set_up_campaign(tmp_path, ledger, CAMPAIGN, [(a, "", "") for a in FILE_LEADS])
         for step in range(1, STEPS + 1):
-            ledger.enqueue(lead=ENQUEUED, step=step, to=ENQUEUED_TO, group="sales", subject=f"Step {step}",
+            ledger.enqueue(lead=ENQUEUED, step=step, address=ENQUEUED_TO, group="sales", subject=f"Step {step}",
                            text="x")
     with psycopg.connect(database_url, autocommit=True) as conn:
         yield conn

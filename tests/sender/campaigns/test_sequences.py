@@ -49,7 +49,7 @@ def _campaign(tmp_path: Path, ledger: Ledger, name: str = "q1", addresses: tuple
     campaigns = Campaigns(ledger)
     campaigns.apply(spec, path.read_text())
     leads = tmp_path / f"{name}.csv"
-    leads.write_text("email,first_name\n" + "".join(f"{a},Eve\n" for a in addresses))
+    leads.write_text("address,first_name\n" + "".join(f"{a},Eve\n" for a in addresses))
     campaigns.add_leads(name, read_leads(leads, spec).leads)
     if start:
         campaigns.move(name, Move.START)
@@ -147,12 +147,12 @@ def test_the_last_step_sent_completes_the_sequence_and_a_later_reply_says_why_it
 
 def test_a_person_at_psql_cannot_make_a_follow_up_due_before_its_step(tmp_path: Path, timed: Ledger,
                                                                       database_url: str) -> None:
-    timed.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="x")
-    assert timed.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again",
+    timed.enqueue(lead="L1", step=1, address="a@rcpt.example", group="sales", subject="Hi", text="x")
+    assert timed.enqueue(lead="L1", step=2, address="a@rcpt.example", group="sales", subject="Again",
                          text="x").value == "waiting"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("UPDATE sender_emails SET status = 'queued' WHERE lead = 'L1' AND step = 2")
-        conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body) "
+        conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body) "
                      "SELECT id, 'L1', 3, 'a@rcpt.example', 'sales', 's', 'b' FROM sender_campaigns "
                      "WHERE name = 'enqueue'")
         statuses = conn.execute("SELECT step, status::text FROM sender_emails ORDER BY step").fetchall()
@@ -163,8 +163,8 @@ def test_a_follow_up_a_person_marks_sending_is_not_handed_over_before_its_step(t
                                                                                database_url: str) -> None:
     """The due guard sees rows made due (queued, retry); one forced straight to `sending` at psql is stopped by the
     attempt's start, which checks the previous step again, and waits for it."""
-    timed.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="x")
-    timed.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again", text="x")
+    timed.enqueue(lead="L1", step=1, address="a@rcpt.example", group="sales", subject="Hi", text="x")
+    timed.enqueue(lead="L1", step=2, address="a@rcpt.example", group="sales", subject="Again", text="x")
     with psycopg.connect(database_url, autocommit=True) as conn:
         (row,) = conn.execute("UPDATE sender_emails SET status = 'sending' WHERE lead = 'L1' AND step = 2 "
                               "RETURNING id").fetchone() or (0,)
@@ -175,17 +175,17 @@ def test_a_follow_up_a_person_marks_sending_is_not_handed_over_before_its_step(t
 
 
 def test_an_enqueued_step_after_a_reply_is_refused(timed: Ledger) -> None:
-    timed.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="x")
+    timed.enqueue(lead="L1", step=1, address="a@rcpt.example", group="sales", subject="Hi", text="x")
     first = _send(timed)
     Feedback(timed).apply(first, Event.REPLIED, source="inbox", ref="r")
-    assert timed.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again",
+    assert timed.enqueue(lead="L1", step=2, address="a@rcpt.example", group="sales", subject="Again",
                          text="x").value == "ended"
 
 
 def test_an_enqueued_follow_up_is_released_by_its_steps_send_and_pinned_to_its_mailbox(timed: Ledger,
                                                                                        clock: FakeClock) -> None:
-    timed.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="x")
-    timed.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again", text="y")
+    timed.enqueue(lead="L1", step=1, address="a@rcpt.example", group="sales", subject="Hi", text="x")
+    timed.enqueue(lead="L1", step=2, address="a@rcpt.example", group="sales", subject="Again", text="y")
     clock.advance(60)
     _send(timed, "Box3@Sender.example")
     assert timed.claim("w", 1, ["sales"], [BOX]) == []
@@ -197,7 +197,7 @@ def test_the_same_person_in_two_campaigns_has_one_active_sequence(tmp_path: Path
     _campaign(tmp_path, timed, "one", ("eve@bigco.example",))
     spec = _campaign(tmp_path, timed, "two", ("frank@bigco.example",), start=False)
     leads = tmp_path / "again.csv"
-    leads.write_text("email,first_name\nEve@Bigco.example,Eve\nfrank@bigco.example,Frank\ngrace@bigco.example,G\n")
+    leads.write_text("address,first_name\nEve@Bigco.example,Eve\nfrank@bigco.example,Frank\ngrace@bigco.example,G\n")
     added = Campaigns(timed).add_leads("two", read_leads(leads, spec).leads)
     assert added.counts == {LeadOutcome.ADDED: 1, LeadOutcome.ALREADY: 1, LeadOutcome.SUPPRESSED: 0,
                             LeadOutcome.OTHER_CAMPAIGN: 1}
@@ -205,7 +205,7 @@ def test_the_same_person_in_two_campaigns_has_one_active_sequence(tmp_path: Path
 
 
 def _enqueue(ledger: Ledger, lead: str, to: str, step: int = 1, **allow: bool) -> str:
-    return ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="x", **allow).value
+    return ledger.enqueue(lead=lead, step=step, address=to, group="sales", subject="Hi", text="x", **allow).value
 
 
 def test_the_same_person_under_two_enqueued_lead_ids_has_one_active_sequence(timed: Ledger,

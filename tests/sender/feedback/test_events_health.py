@@ -87,7 +87,7 @@ def test_a_recipient_refused_at_rcpt_is_a_hard_bounce(feedback: Feedback, guard:
     for n in range(38):
         sent_row(feedback, f"L{n}", f"lead{n}@rcpt.example", mailbox=BOX)
     for n in range(2):
-        feedback.ledger.enqueue(lead=f"R{n}", step=1, to=f"gone{n}@rcpt.example", group="sales", subject="Hi",
+        feedback.ledger.enqueue(lead=f"R{n}", step=1, address=f"gone{n}@rcpt.example", group="sales", subject="Hi",
                                 text="Hello")
         (row,) = [r for r in feedback.ledger.claim("w1", 10) if r.lead == f"R{n}"]
         feedback.ledger.begin_attempt(row.id, uuid.uuid4(), BOX, None, f"<{uuid.uuid4()}@sender.example>")

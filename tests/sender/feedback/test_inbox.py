@@ -117,7 +117,7 @@ def test_each_message_lands_on_its_row_and_a_second_read_changes_nothing(
         lead = f"lead{n}@rcpt.example"
         _row, message_id = sent_row(feedback, name, lead, mailbox=box)
         if name.startswith("reply"):  # stop on reply: the later step must be withdrawn
-            feedback.ledger.enqueue(lead=name, step=2, to=lead, group="sales", subject="Again", text="x",
+            feedback.ledger.enqueue(lead=name, step=2, address=lead, group="sales", subject="Again", text="x",
                                  not_before=datetime.now(UTC) + timedelta(days=3))
         leads[name] = lead
         imap.append(box, sample(message_id, lead))

@@ -91,13 +91,13 @@ def test_an_automatic_reply_holds_the_next_step_until_after_its_return_date_in_e
     for n, (language, (subject, text, automatic)) in enumerate(AWAY.items()):
         lead, to = f"away-{language}", f"away-{language}@rcpt.example"
         _row, message_id = sent_row(feedback, lead, to, mailbox=BOX0 if n % 2 == 0 else BOX1)
-        feedback.ledger.enqueue(lead=lead, step=2, to=to, group="sales", subject="Again", text="x",
+        feedback.ledger.enqueue(lead=lead, step=2, address=to, group="sales", subject="Again", text="x",
                                 not_before=datetime.now(UTC) + timedelta(days=3))
         imap.append(BOX0 if n % 2 == 0 else BOX1,
                     _mail(f"<{to}>", subject, f"<away-{language}@rcpt.example>", text(back), about=message_id,
                           automatic=automatic))
     _row, message_id = sent_row(feedback, "away-nodate", "nodate@rcpt.example", mailbox=BOX0)
-    feedback.ledger.enqueue(lead="away-nodate", step=2, to="nodate@rcpt.example", group="sales", subject="Again",
+    feedback.ledger.enqueue(lead="away-nodate", step=2, address="nodate@rcpt.example", group="sales", subject="Again",
                             text="x", not_before=datetime.now(UTC) + timedelta(days=3))
     imap.append(BOX0, _mail("<nodate@rcpt.example>", "Out of office", "<nodate@rcpt.example>",
                             "I am travelling with limited access to email.", about=message_id, automatic=True))
@@ -124,7 +124,7 @@ def test_a_reply_saying_the_lead_left_ends_the_sequence_as_left_in_each_language
     for language, text in LEFT.items():
         lead, to, named = f"left-{language}", f"left-{language}@rcpt.example", f"bob-{language}@rcpt.example"
         _row, message_id = sent_row(feedback, lead, to, mailbox=BOX1)
-        feedback.ledger.enqueue(lead=lead, step=2, to=to, group="sales", subject="Again", text="x",
+        feedback.ledger.enqueue(lead=lead, step=2, address=to, group="sales", subject="Again", text="x",
                                 not_before=datetime.now(UTC) + timedelta(days=3))
         imap.append(BOX1, _mail("Colleague <office@rcpt.example>", "Re: Hello", f"<left-{language}@rcpt.example>",
                                 text.format(named=named), about=message_id))
@@ -135,7 +135,7 @@ def test_a_reply_saying_the_lead_left_ends_the_sequence_as_left_in_each_language
         assert (language, ended, [s[1] for s in steps]) == (language, "left", ["replied", "cancelled"])
         assert f"(left/{language}); the reply names bob-{language}@rcpt.example" in str(note)
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT count(*) FROM sender_emails WHERE recipient LIKE 'bob-%'").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM sender_emails WHERE address LIKE 'bob-%'").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM sender_suppressions").fetchone() == (0,)
 
 

@@ -90,7 +90,7 @@ def test_hostile_messages_never_stop_a_pass_and_change_nothing_while_replies_are
     for name, to, box in (("replier", "replier@rcpt.example", box0), ("leaver", "leaver@rcpt.example", box1),
                           ("gone", "gone@rcpt.example", box0)):
         real[name] = sent_row(feedback, name, to, mailbox=box)[1]
-    feedback.ledger.enqueue(lead="replier", step=2, to="replier@rcpt.example", group="sales", subject="Again",
+    feedback.ledger.enqueue(lead="replier", step=2, address="replier@rcpt.example", group="sales", subject="Again",
                             text="x", not_before=datetime.now(UTC) + timedelta(days=3))
     # The hostile ones first, in both mailboxes: the mark must move past each for the replies behind them to count.
     for n, (sample, _counted) in enumerate(HOSTILE):
@@ -154,7 +154,7 @@ def test_forged_feedback_changes_nothing_and_a_header_under_another_id_is_ignore
         box = box0 if n % 2 == 0 else box1
         to = f"{name}@rcpt.example"
         rows[name], message_id = sent_row(feedback, name, to, mailbox=box)
-        feedback.ledger.enqueue(lead=name, step=2, to=to, group="sales", subject="Again", text="x",
+        feedback.ledger.enqueue(lead=name, step=2, address=to, group="sales", subject="Again", text="x",
                                 not_before=datetime.now(UTC) + timedelta(days=3))
         imap.append(box, sample(message_id, to))
 

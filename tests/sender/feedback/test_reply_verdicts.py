@@ -51,7 +51,7 @@ def _campaign(tmp_path: Path, ledger: Ledger, leads: dict[str, str], name: str =
     campaigns = Campaigns(ledger)
     campaigns.apply(spec, path.read_text())
     csv = tmp_path / f"{name}.csv"
-    csv.write_text("email,timezone\n" + "".join(f"{a},{tz}\n" for a, tz in leads.items()))
+    csv.write_text("address,timezone\n" + "".join(f"{a},{tz}\n" for a, tz in leads.items()))
     campaigns.add_leads(name, read_leads(csv, spec).leads)
     campaigns.move(name, Move.START)
 
@@ -59,7 +59,7 @@ def _campaign(tmp_path: Path, ledger: Ledger, leads: dict[str, str], name: str =
 def _send(ledger: Ledger, mailbox: str = BOX, lead: str | None = None) -> int:
     """Claim a due row (of `lead`, if given) and record it sent through `mailbox`; its id."""
     rows = ledger.claim("w", 10, ["sales"], [mailbox])
-    (row,) = [r for r in rows if lead is None or r.recipient == lead]
+    (row,) = [r for r in rows if lead is None or r.address == lead]
     for other in rows:
         if other.id != row.id:
             ledger.unclaim(other.id, 0.0, "")
@@ -72,7 +72,7 @@ def _send(ledger: Ledger, mailbox: str = BOX, lead: str | None = None) -> int:
 
 def _steps(database_url: str, address: str = EVE) -> list[tuple[int, str, datetime]]:
     with psycopg.connect(database_url) as conn:
-        return conn.execute("SELECT step, status::text, not_before FROM sender_emails WHERE recipient = %s "
+        return conn.execute("SELECT step, status::text, not_before FROM sender_emails WHERE address = %s "
                             "AND campaign_id <> 1 ORDER BY step", (address,)).fetchall()
 
 
@@ -153,7 +153,7 @@ def test_a_left_reply_ends_the_sequence_as_left_naming_the_addresses_given_and_m
     clock.advance(30 * 86400)
     assert timed.claim("w", 5, None, None) == []
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT count(*) FROM sender_emails WHERE recipient = 'bob@bigco.example'").fetchone() \
+        assert conn.execute("SELECT count(*) FROM sender_emails WHERE address = 'bob@bigco.example'").fetchone() \
             == (0,)
         assert conn.execute("SELECT count(*) FROM sender_leads WHERE address = 'bob@bigco.example'").fetchone() \
             == (0,)

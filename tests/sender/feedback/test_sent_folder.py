@@ -101,7 +101,7 @@ def _status(database_url: str, row: int) -> str:
 def test_a_copy_in_the_sent_folder_is_found_and_a_row_without_one_is_not(
         imap: Dovecot, look: Cli, ledger: Ledger, tmp_path: Path) -> None:
     copied, copied_id = unconfirmed(ledger, "L1", BOX0)
-    lost, lost_id = unconfirmed(ledger, "L2", BOX0, to="bob@rcpt.example")
+    lost, lost_id = unconfirmed(ledger, "L2", BOX0, address="bob@rcpt.example")
     imap.append(BOX0, _copy(copied_id), SENT)
     imap.append(BOX0, _copy(lost_id))  # in the inbox, not the Sent folder: it says nothing about the send
     inventory = _inventory(tmp_path, _mailbox(tmp_path, BOX0, _imap(imap)))
@@ -129,7 +129,7 @@ def test_looking_leaves_the_sent_folder_as_it_was(imap: Dovecot, look: Cli, ledg
 
 
 def test_one_session_per_mailbox_whatever_its_rows(imap: Dovecot, look: Cli, ledger: Ledger, tmp_path: Path) -> None:
-    ids = [unconfirmed(ledger, f"L{n}", BOX0, to=f"r{n}@rcpt.example")[1] for n in range(3)]
+    ids = [unconfirmed(ledger, f"L{n}", BOX0, address=f"r{n}@rcpt.example")[1] for n in range(3)]
     for message_id in ids[:2]:
         imap.append(BOX0, _copy(message_id), SENT)
     logins = imap.log().count(f"Login: user=<{BOX0}>")
@@ -147,7 +147,7 @@ def test_one_session_per_mailbox_whatever_its_rows(imap: Dovecot, look: Cli, led
 def test_a_refused_login_is_couldnt_look_and_the_other_mailbox_is_still_searched(
         imap: Dovecot, look: Cli, ledger: Ledger, tmp_path: Path) -> None:
     refused, refused_id = unconfirmed(ledger, "L1", BOX1)
-    found, found_id = unconfirmed(ledger, "L2", BOX0, to="bob@rcpt.example")
+    found, found_id = unconfirmed(ledger, "L2", BOX0, address="bob@rcpt.example")
     imap.append(BOX1, _copy(refused_id), SENT)
     imap.append(BOX0, _copy(found_id), SENT)
     inventory = _inventory(tmp_path, _mailbox(tmp_path, BOX1, _imap(imap), password="wrong"),
@@ -206,7 +206,7 @@ def test_the_inventory_sent_folder_is_searched_when_named(imap: Dovecot, look: C
 def test_without_a_sent_attribute_a_usual_name_is_searched_and_none_is_couldnt_look(
         plain_imap: Dovecot, look: Cli, ledger: Ledger, tmp_path: Path) -> None:
     usual, usual_id = unconfirmed(ledger, "L1", BOX0)
-    nameless, _mid = unconfirmed(ledger, "L2", BOX1, to="bob@rcpt.example")
+    nameless, _mid = unconfirmed(ledger, "L2", BOX1, address="bob@rcpt.example")
     plain_imap.create(BOX0, "Sent Items")
     plain_imap.append(BOX0, _copy(usual_id), "Sent Items")
     inventory = _inventory(tmp_path, _mailbox(tmp_path, BOX0, _imap(plain_imap)),
@@ -222,9 +222,9 @@ def test_without_a_sent_attribute_a_usual_name_is_searched_and_none_is_couldnt_l
 def test_resolve_from_sent_resolves_exactly_the_rows_found(imap: Dovecot, look: Cli, ledger: Ledger,
                                                            tmp_path: Path, database_url: str) -> None:
     copied, copied_id = unconfirmed(ledger, "L1", BOX0)
-    lost, _lost_id = unconfirmed(ledger, "L2", BOX0, to="b@rcpt.example")
-    refused, refused_id = unconfirmed(ledger, "L3", BOX1, to="c@rcpt.example")
-    unlooked, _mid = unconfirmed(ledger, "L4", BOX2, to="d@rcpt.example")
+    lost, _lost_id = unconfirmed(ledger, "L2", BOX0, address="b@rcpt.example")
+    refused, refused_id = unconfirmed(ledger, "L3", BOX1, address="c@rcpt.example")
+    unlooked, _mid = unconfirmed(ledger, "L4", BOX2, address="d@rcpt.example")
     imap.append(BOX0, _copy(copied_id), SENT)
     imap.append(BOX1, _copy(refused_id), SENT)  # there, but the login is refused: it stays unresolved
     inventory = _inventory(tmp_path, _mailbox(tmp_path, BOX0, _imap(imap)),

@@ -41,7 +41,7 @@ def _changes(database_url: str) -> tuple[int, ...]:
 
 def test_one_click_post_suppresses_and_a_resend_is_refused(web: WebServer, feedback: Feedback) -> None:
     row, _ = sent_row(feedback, "L1", "alice@rcpt.example")
-    feedback.ledger.enqueue(lead="L1", step=2, to="alice@rcpt.example", group="sales", subject="Again", text="x")
+    feedback.ledger.enqueue(lead="L1", step=2, address="alice@rcpt.example", group="sales", subject="Again", text="x")
     token = row_token(feedback, row)
     for _ in range(2):  # idempotent: a second click answers the same
         response = httpx.post(f"{web.base}/u/{token}", **ONE_CLICK)
@@ -52,7 +52,7 @@ def test_one_click_post_suppresses_and_a_resend_is_refused(web: WebServer, feedb
     assert shown is not None and later is not None
     # the unsubscribe ends the lead's sequence (its step 2 cancelled), then suppresses the address
     assert (shown.row["status"], later.row["status"]) == ("unsubscribed", "cancelled")
-    assert feedback.ledger.enqueue(lead="L9", step=1, to="Alice@rcpt.example", group="sales", subject="Hi",
+    assert feedback.ledger.enqueue(lead="L9", step=1, address="Alice@rcpt.example", group="sales", subject="Hi",
                             text="x") == "suppressed"
     assert "alice@rcpt.example" not in web.log()
 

@@ -25,7 +25,7 @@ steps:
     body: "Following up"
 """
 LEADS = """\
-email,lead,timezone,first_name
+address,lead,timezone,first_name
 Eve@Bigco.example,crm-1,,Eve
 mallory@rcpt.example,crm-2,,Mallory
 zed@blocked.example,crm-3,,Zed
@@ -61,7 +61,7 @@ def busy(tmp_path: Path, ledger: Ledger) -> Ledger:
 def _campaign_rows(database_url: str, name: str) -> list[tuple[object, ...]]:
     with psycopg.connect(database_url) as conn:
         return conn.execute("""
-            SELECT l.lead, l.ref, l.timezone, l.fields, e.step, e.status::text, e.recipient, e.subject, v.kind,
+            SELECT l.lead, l.ref, l.timezone, l.fields, e.step, e.status::text, e.address, e.subject, v.kind,
                    v.detail
             FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
             JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead

@@ -24,7 +24,8 @@ AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 def _handed_over(feedback: Feedback, lead: str, to: str, step: int = 1) -> tuple[int, str]:
     """A row whose attempt started (what the agent writes right before MAIL FROM): (id, Message-ID)."""
-    assert feedback.ledger.enqueue(lead=lead, step=step, to=to, group="sales", subject="Hi", text="Hello") == "queued"
+    queued = feedback.ledger.enqueue(lead=lead, step=step, address=to, group="sales", subject="Hi", text="Hello")
+    assert queued == "queued"
     (row,) = feedback.ledger.claim("w1", 1)
     outcome, message_id = feedback.ledger.begin_attempt(row.id, uuid.uuid4(), "box@sender.example", None,
                                                  f"<{uuid.uuid4()}@sender.example>")
@@ -255,7 +256,7 @@ def test_the_guard_holds_a_row_that_is_only_sent(feedback: Feedback, database_ur
 
 def test_before_the_handoff_the_agent_moves_freely(feedback: Feedback) -> None:
     # The guard starts at sent: a claim given back (sending -> queued) is not a downgrade it refuses.
-    feedback.ledger.enqueue(lead="L1", step=1, to="a@rcpt.example", group="sales", subject="Hi", text="Hello")
+    feedback.ledger.enqueue(lead="L1", step=1, address="a@rcpt.example", group="sales", subject="Hi", text="Hello")
     (row,) = feedback.ledger.claim("w1", 1)
     assert feedback.ledger.unclaim(row.id, 0.0, "no mailbox free")
     assert _status(feedback, "L1") == "queued"
@@ -265,9 +266,9 @@ def test_a_reply_cancels_the_leads_later_steps(feedback: Feedback) -> None:
     row, message_id = _handed_over(feedback, "L1", "a@rcpt.example")
     feedback.ledger.record_sent(row, "250 ok")
     for step in (2, 3):
-        feedback.ledger.enqueue(lead="L1", step=step, to="a@rcpt.example", group="sales", subject="Again", text="x",
-                         not_before=datetime.now(UTC) + timedelta(days=step))
-    feedback.ledger.enqueue(lead="L2", step=2, to="b@rcpt.example", group="sales", subject="Other", text="x")
+        feedback.ledger.enqueue(lead="L1", step=step, address="a@rcpt.example", group="sales", subject="Again",
+                                text="x", not_before=datetime.now(UTC) + timedelta(days=step))
+    feedback.ledger.enqueue(lead="L2", step=2, address="b@rcpt.example", group="sales", subject="Other", text="x")
     assert feedback.apply_by_message_id(message_id, Event.REPLIED, source="inbox", ref="r") is Applied.APPLIED
     assert [_status(feedback, "L1", s) for s in (1, 2, 3)] == ["replied", "cancelled", "cancelled"]
     assert _status(feedback, "L2", 2) == "waiting"  # another lead's step 2, behind its own step 1
@@ -277,7 +278,7 @@ def test_a_reply_cancels_the_leads_later_steps(feedback: Feedback) -> None:
 def test_an_auto_reply_is_recorded_and_the_sequence_goes_on(feedback: Feedback) -> None:
     row, _ = _handed_over(feedback, "L1", "a@rcpt.example")
     feedback.ledger.record_sent(row, "250 ok")
-    feedback.ledger.enqueue(lead="L1", step=2, to="a@rcpt.example", group="sales", subject="Again", text="x")
+    feedback.ledger.enqueue(lead="L1", step=2, address="a@rcpt.example", group="sales", subject="Again", text="x")
     assert feedback.apply(row, Event.AUTO_REPLIED, source="inbox", ref="ooo") is Applied.RECORDED
     assert [_status(feedback, "L1", s) for s in (1, 2)] == ["sent", "queued"]
     shown = feedback.ledger.show("L1", 1)

@@ -58,7 +58,7 @@ def test_the_ledger_metrics_tell_what_the_ledger_holds(web: WebServer, feedback:
     rows = [sent_row(feedback, f"L{n}", f"lead{n}@rcpt.example", mailbox=BOX)[0] for n in range(4)]
     feedback.apply(rows[0], Event.BOUNCED, source="inbox", ref="b")
     feedback.apply(rows[1], Event.COMPLAINED, source="webhook", ref="c")
-    feedback.ledger.enqueue(lead="Q", step=1, to="q@rcpt.example", group="sales", subject="Hi", text="x")
+    feedback.ledger.enqueue(lead="Q", step=1, address="q@rcpt.example", group="sales", subject="Hi", text="x")
     seen = _scrape(web)
     assert seen[("sendhost_sender_ledger_up", ())] == 1
     assert seen[("sendhost_sender_rows", (("status", "sent"),))] == 2
@@ -97,7 +97,7 @@ def _followups_due(feedback: Feedback, *leads: tuple[str, str]) -> None:
     for lead, mailbox in leads:
         sent_row(feedback, lead, f"{lead.lower()}@rcpt.example", mailbox=mailbox)
     for lead, _mailbox in leads:
-        assert feedback.ledger.enqueue(lead=lead, step=2, to=f"{lead.lower()}@rcpt.example", group="sales",
+        assert feedback.ledger.enqueue(lead=lead, step=2, address=f"{lead.lower()}@rcpt.example", group="sales",
                                        subject="Again", text="x") == "queued"
 
 

@@ -14,10 +14,10 @@ from sender.ledger.migrate import latest_version
 from tests.conftest import REPO_ROOT
 
 
-def _queue(ledger: Ledger, lead: str = "L1", step: int = 1, to: str | None = None) -> Enqueued:
-    """`lead`'s `step`, to an address of the lead's own unless `to` (one active sequence per address)."""
-    return ledger.enqueue(lead=lead, step=step, to=to or f"{lead.lower()}@example.com", group="sales", subject="Hi",
-                          text="Hello")
+def _queue(ledger: Ledger, lead: str = "L1", step: int = 1, address: str | None = None) -> Enqueued:
+    """`lead`'s `step`, to an address of the lead's own unless `address` (one active sequence per address)."""
+    return ledger.enqueue(lead=lead, step=step, address=address or f"{lead.lower()}@example.com", group="sales",
+                          subject="Hi", text="Hello")
 
 
 def test_migrate_is_idempotent_and_versioned(database_url: str) -> None:
@@ -45,16 +45,16 @@ def test_a_pair_is_queued_once(ledger: Ledger, database_url: str) -> None:
     assert _queue(ledger, step=2) is Enqueued.WAITING  # behind step 1, which is not sent yet
     # The rule is the database's, not the function's: a direct insert is refused too.
     with psycopg.connect(database_url) as conn, pytest.raises(psycopg.errors.UniqueViolation):
-        conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body) "
+        conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body) "
                      "SELECT id, 'L1', 1, 'b@example.com', 'sales', 's', 'b' FROM sender_campaigns "
                      "WHERE name = 'enqueue'")
     assert (ledger.counts()["queued"], ledger.counts()["waiting"]) == (1, 1)
 
 
 def test_suppressed_address_is_refused_and_withdrawn(ledger: Ledger) -> None:
-    assert _queue(ledger, "L1", to="Bob@Example.com") is Enqueued.QUEUED
+    assert _queue(ledger, "L1", address="Bob@Example.com") is Enqueued.QUEUED
     assert ledger.suppress("bob@example.COM", "replied: stop") == 1
-    assert _queue(ledger, "L2", to="bob@example.com") is Enqueued.SUPPRESSED
+    assert _queue(ledger, "L2", address="bob@example.com") is Enqueued.SUPPRESSED
     counts = ledger.counts()
     assert (counts["queued"], counts["suppressed"]) == (0, 1)
     assert ledger.claim("w1", 10) == []
@@ -89,7 +89,7 @@ def test_a_claim_reads_the_head_of_the_queue_not_all_of_it(ledger: Ledger, datab
     """On a fresh ledger the statistics are stale (autovacuum has not analyzed it yet): the planner believes the
     queue holds a few rows. A claim must still take the oldest due rows off the due index without reading the
     whole queue to sort it, or every claim costs the length of the queue."""
-    ledger.enqueue_many([{"lead": f"L{n}", "step": 1, "to": f"a{n}@example.com", "group": "sales", "subject": "s",
+    ledger.enqueue_many([{"lead": f"L{n}", "step": 1, "address": f"a{n}@example.com", "group": "sales", "subject": "s",
                           "text": "t", "not_before": None} for n in range(1500)])
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("ALTER TABLE sender_emails SET (autovacuum_enabled = false)")  # keep the statistics stale
@@ -243,9 +243,9 @@ def test_values_the_database_refuses_are_bad_input(ledger: Ledger) -> None:
     from sender.errors import SenderConfigError
 
     with pytest.raises(SenderConfigError, match="the ledger refused it"):
-        ledger.enqueue(lead="L1", step=0, to="a@example.com", group="sales", subject="s", text="t")
+        ledger.enqueue(lead="L1", step=0, address="a@example.com", group="sales", subject="s", text="t")
     with pytest.raises(SenderConfigError, match="the ledger refused it"):
-        ledger.enqueue(lead="", step=1, to="a@example.com", group="sales", subject="s", text="t")
+        ledger.enqueue(lead="", step=1, address="a@example.com", group="sales", subject="s", text="t")
     assert ledger.counts()["queued"] == 0
 
 
@@ -253,20 +253,20 @@ def test_the_api_reduces_addresses_to_their_canonical_form_or_refuses_them(ledge
                                                                            database_url: str) -> None:
     from sender.addresses import AddressError
 
-    assert ledger.enqueue(lead="L1", step=1, to=" Eve@Bigco.Example", group="sales", subject="s",
+    assert ledger.enqueue(lead="L1", step=1, address=" Eve@Bigco.Example", group="sales", subject="s",
                           text="t") == Enqueued.QUEUED
     assert ledger.suppress("EVE@bigco.example", "asked") == 1
     assert ledger.suppress("@Other.Example", "asked") == 0
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT recipient FROM sender_emails").fetchall() == [("eve@bigco.example",)]
+        assert conn.execute("SELECT address FROM sender_emails").fetchall() == [("eve@bigco.example",)]
         assert conn.execute("SELECT address FROM sender_suppressions ORDER BY 1").fetchall() == [
             ("@other.example",), ("eve@bigco.example",)]
     with pytest.raises(AddressError, match="has no @"):
-        ledger.enqueue(lead="L2", step=1, to="nobody", group="sales", subject="s", text="t")
+        ledger.enqueue(lead="L2", step=1, address="nobody", group="sales", subject="s", text="t")
     with pytest.raises(AddressError, match="is not a plain address"):
         ledger.suppress("Eve <eve@bigco.example>")
-    rows = [{"lead": "L3", "step": 1, "to": "c@x.example", "group": "sales", "subject": "s", "text": "t",
-             "not_before": None}, {"lead": "L4", "step": 1, "to": "d@x", "group": "sales", "subject": "s",
+    rows = [{"lead": "L3", "step": 1, "address": "c@x.example", "group": "sales", "subject": "s", "text": "t",
+             "not_before": None}, {"lead": "L4", "step": 1, "address": "d@x", "group": "sales", "subject": "s",
                                    "text": "t", "not_before": None}]
     with pytest.raises(AddressError, match="single label"):
         ledger.enqueue_many(rows)

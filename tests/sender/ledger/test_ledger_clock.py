@@ -22,8 +22,8 @@ def clock() -> FakeClock:
     return FakeClock(START.timestamp())
 
 
-def _queue(ledger: Ledger, lead: str = "L1", to: str = "a@example.com") -> None:
-    assert ledger.enqueue(lead=lead, step=1, to=to, group="sales", subject="Hi", text="Hello") == "queued"
+def _queue(ledger: Ledger, lead: str = "L1", address: str = "a@example.com") -> None:
+    assert ledger.enqueue(lead=lead, step=1, address=address, group="sales", subject="Hi", text="Hello") == "queued"
 
 
 def _times(database_url: str, lead: str = "L1") -> dict[str, datetime | None]:

@@ -86,7 +86,7 @@ def test_web_role_applies_an_unsubscribe_and_reader_counts_but_may_not_suppress(
     from sender.errors import SenderError
     from sender.ledger.events import Event, Feedback
 
-    ledger.enqueue(lead="L0", step=1, to="lead0@rcpt.example", group="sales", subject="Hi", text="x")
+    ledger.enqueue(lead="L0", step=1, address="lead0@rcpt.example", group="sales", subject="Hi", text="x")
     (email_id,) = psycopg.connect(database_url).execute("SELECT id FROM sender_emails").fetchone()  # type: ignore[misc]
     with Feedback.from_url(_login_as(database_url, "sendhost_web")) as web:
         web.apply(email_id, Event.UNSUBSCRIBED, source="web", ref="t1")

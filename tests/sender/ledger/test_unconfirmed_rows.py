@@ -73,13 +73,13 @@ def _snapshot(database_url: str) -> tuple[object, ...]:
 def test_unconfirmed_lists_each_row_with_what_is_known(sender_cli: Cli, ledger: Ledger) -> None:
     enqueued(ledger, "L1")
     row, message_id = attempted(ledger, "L1", Settle.UNCONFIRMED, "timeout after DATA: no answer to the dot", BOX)
-    enqueued(ledger, "L2", to="bob@rcpt.example")
+    enqueued(ledger, "L2", address="bob@rcpt.example")
     attempted(ledger, "L2", Settle.FAILED, "550 5.7.1 refused", BOX)  # decided: not listed
     result = sender_cli("unconfirmed", "--format", "json")
     assert result.returncode == 0, result.stderr
     (listed,) = json.loads(result.stdout)["unconfirmed"]
     started = listed.pop("attempt_started_at")
-    assert listed == {"id": row, "campaign": "enqueue", "lead": "L1", "step": 1, "recipient": "eve@rcpt.example",
+    assert listed == {"id": row, "campaign": "enqueue", "lead": "L1", "step": 1, "address": "eve@rcpt.example",
                       "mailbox": BOX, "source_ip": SOURCE_IP, "message_id": message_id,
                       "last_words": "timeout after DATA: no answer to the dot", "sent_folder": None}
     assert abs(datetime.fromisoformat(started) - datetime.now(UTC)) < timedelta(minutes=5)
@@ -99,7 +99,7 @@ def test_no_unconfirmed_row_says_so(sender_cli: Cli) -> None:
 def test_conflicts_lists_a_refused_row_a_relay_later_called_delivered(sender_cli: Cli, ledger: Ledger) -> None:
     enqueued(ledger, "L1")
     refused, _ = attempted(ledger, "L1", Settle.FAILED, "554 5.7.1 rejected at DATA", BOX)
-    enqueued(ledger, "L2", to="bob@rcpt.example")
+    enqueued(ledger, "L2", address="bob@rcpt.example")
     sent, message_id = attempted(ledger, "L2", Settle.UNCONFIRMED, "timeout after DATA", BOX)
     assert ledger.resolve(sent, sent=True, note="in Sent Items") == "resolved"
     feedback = Feedback(ledger)
@@ -110,7 +110,7 @@ def test_conflicts_lists_a_refused_row_a_relay_later_called_delivered(sender_cli
     assert result.returncode == 0, result.stderr
     (listed,) = json.loads(result.stdout)["conflicts"]
     reported_at = listed.pop("reported_at")
-    assert listed == {"row": refused, "campaign": "enqueue", "lead": "L1", "step": 1, "recipient": "eve@rcpt.example",
+    assert listed == {"row": refused, "campaign": "enqueue", "lead": "L1", "step": 1, "address": "eve@rcpt.example",
                       "mailbox": BOX, "status": "failed", "last_error": "554 5.7.1 rejected at DATA",
                       "reported": "delivered", "source": "webhook", "detail": "250 2.0.0 queued as 4F2A"}
     assert abs(datetime.fromisoformat(reported_at) - datetime.now(UTC)) < timedelta(minutes=5)
@@ -247,7 +247,7 @@ def test_retry_of_a_row_not_in_retry_exits_2_naming_its_status(sender_cli: Cli, 
 def test_retry_all_due_before_takes_a_time_without_a_zone_as_utc(sender_cli: Cli, ledger: Ledger) -> None:
     enqueued(ledger, "L1")
     soon, _mid = attempted(ledger, "L1", Settle.RETRY, "451", BOX, 3600)
-    enqueued(ledger, "L2", to="bob@rcpt.example")
+    enqueued(ledger, "L2", address="bob@rcpt.example")
     attempted(ledger, "L2", Settle.RETRY, "451", BOX, 3 * 3600)
     between = (datetime.now(UTC) + timedelta(hours=2)).replace(tzinfo=None).isoformat(timespec="seconds")
     # The ledger's session in a zone far from UTC: a naive time handed to it as it is would be read there.
@@ -261,7 +261,7 @@ def test_retry_all_due_before_takes_a_time_without_a_zone_as_utc(sender_cli: Cli
 def test_retry_all_due_before_takes_a_time_with_its_zone(sender_cli: Cli, ledger: Ledger) -> None:
     enqueued(ledger, "L1")
     soon, _mid = attempted(ledger, "L1", Settle.RETRY, "451", BOX, 3600)
-    enqueued(ledger, "L2", to="bob@rcpt.example")
+    enqueued(ledger, "L2", address="bob@rcpt.example")
     attempted(ledger, "L2", Settle.RETRY, "451", BOX, 3 * 3600)
     # Two hours from now, written as Tokyo's clock shows it (UTC+9): read as UTC it would be after both rows.
     between = (datetime.now(UTC) + timedelta(hours=2)).astimezone(ZoneInfo("Asia/Tokyo")).isoformat()

@@ -13,10 +13,10 @@ import psycopg
 import pytest
 
 from sender import Ledger
-from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import load_campaign
 from sender.ledger import window_intervals
-from sender.ledger.campaigns import Campaigns, Move
+from sender.ledger.campaigns import Campaigns
+from tests.sender.sequences import start_campaign
 from tests.support.clock import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -44,15 +44,7 @@ def at(clock: FakeClock, when: datetime) -> None:
 
 
 def campaign(tmp_path: Path, ledger: Ledger, leads: str, *, name: str = "q1", pacing: str = WEEKDAYS) -> None:
-    path = tmp_path / f"{name}.yml"
-    path.write_text(CAMPAIGN.format(name=name) + pacing)
-    spec = load_campaign(path, {"sales"})
-    campaigns = Campaigns(ledger)
-    campaigns.apply(spec, path.read_text())
-    csv = tmp_path / f"{name}.csv"
-    csv.write_text("email,timezone\n" + leads)
-    campaigns.add_leads(name, read_leads(csv, spec).leads)
-    campaigns.move(name, Move.START)
+    start_campaign(tmp_path, ledger, name, CAMPAIGN.format(name=name) + pacing, leads)
 
 
 def claimable(ledger: Ledger) -> list[str]:
@@ -62,7 +54,7 @@ def claimable(ledger: Ledger) -> list[str]:
         taken.append(rows[0])
     for row in taken:
         assert ledger.unclaim(row.id)
-    return sorted(row.recipient for row in taken)
+    return sorted(row.address for row in taken)
 
 
 def test_a_closed_row_is_not_claimed_and_is_claimed_once_its_window_opens(
@@ -82,7 +74,7 @@ def test_a_closed_row_is_not_claimed_and_is_claimed_once_its_window_opens(
 def test_each_lead_is_read_on_its_own_zone_and_an_enqueued_row_has_no_window(
         tmp_path: Path, timed: Ledger, clock: FakeClock) -> None:
     campaign(tmp_path, timed, "b@lead.example,\nn@lead.example,America/New_York\nm@lead.example,Mars/Olympus\n")
-    timed.enqueue(lead="e-1", step=1, to="e@lead.example", group="sales", subject="Hi", text="Hello")
+    timed.enqueue(lead="e-1", step=1, address="e@lead.example", group="sales", subject="Hi", text="Hello")
     at(clock, datetime(2026, 12, 7, 10, 0, tzinfo=BERLIN))  # 04:00 in New York; a zone that is none: Berlin's
     assert claimable(timed) == ["b@lead.example", "e@lead.example", "m@lead.example"]
     at(clock, datetime(2026, 12, 7, 18, 0, tzinfo=BERLIN))  # 12:00 in New York
@@ -162,7 +154,7 @@ def test_next_due_counts_a_closed_row_at_its_windows_opening(tmp_path: Path, tim
     assert timed.next_due_s() == pytest.approx(0)  # 11:30 in New York: open, due now
     timed.claim("w")  # the New York lead's row goes
     assert timed.next_due_s() == pytest.approx(15.5 * 3600)  # the Berlin lead: Tuesday 09:00
-    timed.enqueue(lead="e-1", step=1, to="e@lead.example", group="sales", subject="Hi", text="Hello")
+    timed.enqueue(lead="e-1", step=1, address="e@lead.example", group="sales", subject="Hi", text="Hello")
     assert timed.next_due_s() == pytest.approx(0)  # `enqueue` has no window
 
 
@@ -182,7 +174,7 @@ def test_the_sweep_cycle_moves_a_closed_row_to_its_windows_opening(tmp_path: Pat
     at(clock, datetime(2026, 12, 7, 10, 0, tzinfo=BERLIN))  # open in Berlin, 04:00 in New York
     assert window_intervals.sweep(timed) == (0, 1)  # the New York lead's row only
     with psycopg.connect(timed.url or "") as conn:
-        held = dict(conn.execute("SELECT recipient, not_before FROM sender_emails").fetchall())
+        held = dict(conn.execute("SELECT address, not_before FROM sender_emails").fetchall())
         (events,) = conn.execute("SELECT count(*) FROM sender_events WHERE kind = 'unclaimed'").fetchone() or (0,)
     assert held["n@lead.example"] == datetime(2026, 12, 7, 9, 0, tzinfo=ZoneInfo("America/New_York"))
     assert held["a@lead.example"] == MONDAY_7  # open now: left as it was

@@ -22,7 +22,7 @@ BOX = "box@sender.example"
 
 def claimed(row_id: int = 7, **fields: Any) -> Claimed:
     """A row as the claim builds it: an enqueued row to to@lead.example unless `fields` say otherwise."""
-    values: dict[str, Any] = {"id": row_id, "lead": "lead-1", "step": 1, "recipient": "to@lead.example",
+    values: dict[str, Any] = {"id": row_id, "lead": "lead-1", "step": 1, "address": "to@lead.example",
                               "group": "sales", "subject": "Hi", "body": "Hello", "attempts": 0,
                               "idempotency_key": uuid.UUID(int=row_id), "message_id": None, "attempt_id": None}
     values.update(fields)

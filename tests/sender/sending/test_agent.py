@@ -402,7 +402,7 @@ def test_run_quiet_says_nothing_of_each_send(
     result = run_cli_process(*world.cli_args("run", "--once", "--quiet", "--smtp-timeout", "5"), cwd=world.tmp)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("1 sent") and "sendhost.sender.activity" not in result.stderr
-    world.enqueue(1, prefix="M", to=lambda n: "other@rcpt.example")
+    world.enqueue(1, prefix="M", address=lambda n: "other@rcpt.example")
     levelled = run_cli_process(*world.cli_args("run", "--once", "--log-level", "warning"), cwd=world.tmp)
     assert levelled.returncode == 0 and levelled.stdout.startswith("1 sent"), levelled.stderr
     assert "sendhost.sender.activity" not in levelled.stderr

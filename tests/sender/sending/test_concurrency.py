@@ -85,7 +85,7 @@ def test_redis_flushed_mid_run_counters_come_back_from_the_ledger(tmp_path: Path
     client.close()
     # The same agent goes on (no restart, so no start-up rebuild): it finds its mailbox gone from Redis and
     # rebuilds the counters from the ledger before reserving anything.
-    world.enqueue(10, prefix="B", to=lambda n: f"b{n}@rcpt.example")
+    world.enqueue(10, prefix="B", address=lambda n: f"b{n}@rcpt.example")
     agent.work(factory, 0, once=True, stop=threading.Event())
     assert len(submission.recorder.received) == 10
     with Guard.from_url(redis_url) as guard:

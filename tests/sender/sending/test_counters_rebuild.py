@@ -109,7 +109,7 @@ def test_a_mailbox_written_with_capitals_in_the_inventory_gets_its_sends_back(le
     clear_of_midnight()
     spelled = "Sales.Box@Sender.Example"
     for lead in ("L0", "L1"):
-        assert ledger.enqueue(lead=lead, step=1, to=f"{lead.lower()}@rcpt.example", group="sales", subject="Hi",
+        assert ledger.enqueue(lead=lead, step=1, address=f"{lead.lower()}@rcpt.example", group="sales", subject="Hi",
                               text="x") == "queued"
     first, second = ledger.claim("w", 2, ["sales"])
     _attempt(ledger, first.id, spelled)

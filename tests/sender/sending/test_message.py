@@ -130,7 +130,7 @@ def test_the_agents_messages_pass_the_message_checks_header_rules_for_any_base_u
                   "Hello {first},\n\n{signature}", 0, uuid.uuid4(), None, None, own_subject=not follow_up,
                   fields=fields, earlier=earlier)
     content = compose(row, url)
-    message = build_message(mailbox=mailbox, to=row.recipient, subject=content.headers, text=content.body,
+    message = build_message(mailbox=mailbox, to=row.address, subject=content.headers, text=content.body,
                             message_id=message_id_for(row.idempotency_key, mailbox), unsubscribe=url)
     raw = message.as_bytes(policy=SENDING_POLICY)
     parsed = parse_message(raw)

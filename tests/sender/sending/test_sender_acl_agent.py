@@ -53,7 +53,7 @@ def test_the_agent_runs_its_send_cycle_as_the_sender_user(tmp_path: Path, databa
 
     # Redis lost the warm-up keys: the agent re-adds the mailboxes and restores their counters from the ledger
     redis7_admin.delete(*redis7_admin.keys("sendhost:warmup:*"))
-    world.enqueue(2, prefix="M", to=lambda n: f"m{n}@rcpt.example")
+    world.enqueue(2, prefix="M", address=lambda n: f"m{n}@rcpt.example")
 
     run_agent(world, url)
 

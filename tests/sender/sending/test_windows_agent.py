@@ -13,13 +13,13 @@ import psycopg
 import pytest
 
 from sender import Ledger
-from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import load_campaign
 from sender.campaigns.window import Schedule
-from sender.ledger.campaigns import Campaigns, Move
+from sender.ledger.campaigns import Campaigns
 from sender.ledger.window_wait import window_wait
 from sender.sending.agent import Agent
 from tests.sender.clocked import clocked_agent
+from tests.sender.sequences import start_campaign
 from tests.sender.world import World, make_world
 from tests.support.clock import FakeClock
 from tests.support.submission import SubmissionServer
@@ -60,16 +60,7 @@ def agent(paced: World, clock: FakeClock) -> Iterator[tuple[Agent, Ledger]]:
 
 def _campaign(tmp_path: Path, ledger: Ledger, leads: str, *, name: str = "paced", delay: str = "1d",
               pacing: str = WINDOW) -> Path:
-    path = tmp_path / f"{name}.yml"
-    path.write_text(CAMPAIGN.format(name=name, delay=delay) + pacing)
-    spec = load_campaign(path, {"sales"})
-    campaigns = Campaigns(ledger)
-    campaigns.apply(spec, path.read_text())
-    csv = tmp_path / f"{name}.csv"
-    csv.write_text("email,timezone\n" + leads)
-    campaigns.add_leads(name, read_leads(csv, spec).leads)
-    campaigns.move(name, Move.START)
-    return path
+    return start_campaign(tmp_path, ledger, name, CAMPAIGN.format(name=name, delay=delay) + pacing, leads)
 
 
 def _drain(agent: Agent, ledger: Ledger, on_send: Callable[[], None] | None = None) -> list[str]:
@@ -183,7 +174,7 @@ def test_an_applied_change_of_the_window_reaches_the_agent_on_the_next_claim(
 def test_rows_of_enqueue_have_no_window(paced: World, agent: tuple[Agent, Ledger], clock: FakeClock) -> None:
     sender, ledger = agent
     clock.now_s = datetime(2026, 12, 13, 3, 0, tzinfo=BERLIN).timestamp()  # Sunday night
-    ledger.enqueue(lead="L1", step=1, to="eve@rcpt.example", group="sales", subject="Hello", text="Hi")
+    ledger.enqueue(lead="L1", step=1, address="eve@rcpt.example", group="sales", subject="Hello", text="Hi")
     assert _drain(sender, ledger) == ["sent"]
 
 

@@ -55,7 +55,7 @@ def _sent(ledger: Ledger, lead: str, step: int, at: datetime) -> None:
 
 
 def _enqueue(ledger: Ledger, lead: str, step: int) -> None:
-    assert ledger.enqueue(lead=lead, step=step, to=f"{lead}@rcpt.example", group="sales", subject="Hi",
+    assert ledger.enqueue(lead=lead, step=step, address=f"{lead}@rcpt.example", group="sales", subject="Hi",
                           text="Hello").value in ("queued", "waiting")
 
 

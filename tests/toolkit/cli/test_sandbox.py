@@ -119,7 +119,7 @@ def rehearse_and_stop(tmp_path: Path, state: dict[str, str]) -> None:
     assert len(slots) == 2 and len(ptrs) == 2
     assert all(p["PtrRecord"].endswith(".sandbox.test.") for p in ptrs), ptrs
     assert "ledger schema at version" in ok("sender", "migrate")
-    (tmp_path / "q.csv").write_text("lead,step,to,group,subject,text\nL-1,1,eve@rcpt.example,default,Hi,Hello\n")
+    (tmp_path / "q.csv").write_text("lead,step,address,group,subject,text\nL-1,1,eve@rcpt.example,default,Hi,Hello\n")
     assert "1 queued" in ok("sender", "enqueue", str(tmp_path / "q.csv"))
     assert "1 sent" in ok("sender", "run", "--once", "--host", "sandbox-1")
     [received] = [json.loads(line) for line in (sandbox / "messages.jsonl").read_text().splitlines()]
@@ -227,7 +227,7 @@ def test_a_reply_delivered_in_the_sandbox_stops_the_sequence_and_down_leaves_no_
 
         ok("pool", "create", "sandbox-1")
         ok("sender", "migrate")
-        (tmp_path / "q.csv").write_text("lead,step,to,group,subject,text\n"
+        (tmp_path / "q.csv").write_text("lead,step,address,group,subject,text\n"
                                         "L-1,1,eve@rcpt.example,default,Hi,Hello\n"
                                         "L-1,2,eve@rcpt.example,default,Again,Hello again\n")
         ok("sender", "enqueue", str(tmp_path / "q.csv"))

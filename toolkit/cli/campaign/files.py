@@ -102,7 +102,7 @@ def _other_campaign(ledger: Ledger, name: str, leads: Sequence[Lead], added: Add
     from sender.ledger.campaigns import LeadOutcome
 
     line = added.first_lines.get(LeadOutcome.OTHER_CAMPAIGN)
-    address = next((lead.email for lead in leads if lead.line == line), None) if line is not None else None
+    address = next((lead.address for lead in leads if lead.line == line), None) if line is not None else None
     if address is None:
         return None
     found = ledger.fetch_one("lead_other_campaign", {"address": address, "name": name}, f"add leads to {name}")

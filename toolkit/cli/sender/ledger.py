@@ -58,7 +58,7 @@ def roles_command(sc: SenderContext, dry_run: bool, apply_: bool) -> None:
 @format_option()
 @pass_sender
 def enqueue_command(sc: SenderContext, csv_file: Path, allow_same_person: bool, fmt: str | None) -> None:
-    """Queue each row of FILE.csv (lead,step,to,group,subject,text[,not_before]); all rows or none. One active
+    """Queue each row of FILE.csv (lead,step,address,group,subject,text[,not_before]); all rows or none. One active
     sequence per address: a new lead id for an address another lead holds is refused as same-person."""
     from sender.ledger.csvfile import read_rows
 
@@ -85,7 +85,7 @@ def enqueue_command(sc: SenderContext, csv_file: Path, allow_same_person: bool, 
     if same_person is not None:
         row, first = same_person
         extra += (f", {counts['same_person']} refused as same-person (first at line {row.line}: lead {row.lead} "
-                  f"is {row.to}, as lead {first} is; --allow-same-person queues it)")
+                  f"is {row.address}, as lead {first} is; --allow-same-person queues it)")
     click.echo(f"{counts['queued']} queued, {counts['duplicate']} refused as duplicates, "
                f"{counts['suppressed']} refused as suppressed{extra}")
 

@@ -50,9 +50,9 @@ def unconfirmed_command(sc: SenderContext, look: bool, timeout_s: float, fmt: st
         emit_json({"unconfirmed": [{**_row_json(row), "sent_folder": looks[row.id].as_dict() if look else None}
                                    for row in rows]})
     else:
-        columns = ["row", "campaign", "lead", "step", "recipient", "attempted", "mailbox", "source ip",
+        columns = ["row", "campaign", "lead", "step", "address", "attempted", "mailbox", "source ip",
                    "message-id", "last words"]
-        table = [[row.id, row.campaign, row.lead, row.step, row.recipient, _at(row.attempt_started_at), row.mailbox,
+        table = [[row.id, row.campaign, row.lead, row.step, row.address, _at(row.attempt_started_at), row.mailbox,
                   row.source_ip, row.message_id, row.last_words or None] for row in rows]
         if look:
             columns.append("sent folder")
@@ -81,9 +81,9 @@ def conflicts_command(sc: SenderContext, fmt: str | None) -> None:
     if sc.app.output_format(fmt) == "json":
         emit_json({"conflicts": [conflict.as_json() for conflict in found]})
         return
-    columns = ["row", "campaign", "lead", "step", "recipient", "mailbox", "agent settled", "server said", "report",
+    columns = ["row", "campaign", "lead", "step", "address", "mailbox", "agent settled", "server said", "report",
                "from", "reported at"]
-    table = [[c.row, c.campaign, c.lead, c.step, c.recipient, c.mailbox, c.status, c.last_error or None, c.reported,
+    table = [[c.row, c.campaign, c.lead, c.step, c.address, c.mailbox, c.status, c.last_error or None, c.reported,
               c.source, _at(c.reported_at)] for c in found]
     summary = (f"{len(found)} report(s) contradict what the agent saw: check each row's Sent folder or the relay's "
                "log; the ledger keeps the agent's answer") if found else "no report contradicts the agent"
@@ -219,7 +219,7 @@ def _exit_if_failed(looks: dict[int, Look]) -> None:
 
 
 def _row_json(row: Unconfirmed) -> dict[str, Any]:
-    return {"id": row.id, "campaign": row.campaign, "lead": row.lead, "step": row.step, "recipient": row.recipient,
+    return {"id": row.id, "campaign": row.campaign, "lead": row.lead, "step": row.step, "address": row.address,
             "attempt_started_at": _at(row.attempt_started_at), "mailbox": row.mailbox, "source_ip": row.source_ip,
             "message_id": row.message_id, "last_words": row.last_words}
 

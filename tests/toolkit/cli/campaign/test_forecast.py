@@ -62,7 +62,7 @@ def sendhost(tmp_path: Path, database_url: str, redis_url: str) -> Cli:
     leads; one mailbox of its group, at its ramp's ceiling (it started in January)."""
     run = _sendhost(tmp_path, database_url, redis_url)
     (tmp_path / "q1.yml").write_text(CAMPAIGN)
-    (tmp_path / "leads.csv").write_text("email,lead\n" + "".join(f"p{n}@rcpt.example,crm-{n}\n"
+    (tmp_path / "leads.csv").write_text("address,lead\n" + "".join(f"p{n}@rcpt.example,crm-{n}\n"
                                                                  for n in range(LEADS)))
     for args in (("sender", "migrate"), ("campaign", "apply", "q1.yml"), ("campaign", "add-leads", "q1", "leads.csv"),
                  ("campaign", "start", "q1")):
