@@ -6,7 +6,7 @@ A leads CSV of N rows (email, lead, timezone, first_name, company, as leads.exam
 empty, a sixth not IANA names) is written once and read with read_leads R times on its own: the CSV to Lead
 objects. The parsed leads (what add-leads hands the ledger once the file is checked) then go to a fresh database
 each round (its campaigns are campaign.example.yml's), as:
-  copy     the baseline: one COPY of the same rows (line, address, ref, timezone, fields as JSON: the staging
+  copy     the baseline: one COPY of the same rows (line, address, lead, timezone, fields as JSON: the staging
            table's columns, made by the import's own staged_row from the same Lead objects) into an unindexed
            table, committed;
   staging  the import's first half alone: its temporary staging table created and filled by that COPY, committed;
@@ -54,20 +54,22 @@ SUPPRESSED_DOMAINS = 20
 PHASES = ("copy", "staging", "import", "again", "rows", "indexed", "keyed")
 FLOORS = {"rows": "INCLUDING DEFAULTS", "indexed": "INCLUDING ALL", "keyed": "INCLUDING ALL"}
 TABLES = ("sender_leads", "sender_emails", "sender_events")
-BASELINE_TABLE = """CREATE TABLE bench_copy (line integer NOT NULL, address text NOT NULL, ref text, timezone text,
+BASELINE_TABLE = """CREATE TABLE bench_copy (line integer NOT NULL, address text NOT NULL, lead text, timezone text,
                                              fields jsonb)"""
-BASELINE_COPY = "COPY bench_copy (line, address, ref, timezone, fields) FROM STDIN"
+BASELINE_COPY = "COPY bench_copy (line, address, lead, timezone, fields) FROM STDIN"
 # The import's writes (sender_add_leads), for the first %(rows)s staged leads, into the tables of one floor.
 FLOOR_WRITES = """
 WITH leads AS (
-    INSERT INTO {sender_leads} (campaign_id, lead, address, ref, timezone, fields, created_at)
-    SELECT %(campaign)s, address, address, ref, timezone, fields, now()
+    INSERT INTO {sender_leads} (campaign_id, kind, address, lead, timezone, fields, created_at)
+    SELECT %(campaign)s, 'file', address, lead, timezone, fields, now()
     FROM (SELECT * FROM sender_leads_import ORDER BY line LIMIT %(rows)s) AS i
+    RETURNING id, address
 ), created AS (
-    INSERT INTO {sender_emails} (campaign_id, lead, step, recipient, mailbox_group, subject, body, status,
+    INSERT INTO {sender_emails} (campaign_id, lead_id, step, address, mailbox_group, subject, body, status,
                                  not_before, created_at, updated_at)
-    SELECT %(campaign)s, address, 1, address, 'sales', s.subject, s.body, 'waiting', now(), now(), now()
+    SELECT %(campaign)s, l.id, 1, i.address, 'sales', s.subject, s.body, 'waiting', now(), now(), now()
     FROM (SELECT * FROM sender_leads_import ORDER BY line LIMIT %(rows)s) AS i
+    JOIN leads l ON l.address = i.address
     JOIN sender_campaign_steps s ON s.campaign_id = %(campaign)s AND s.step = 1
     ORDER BY line
     RETURNING id, status

@@ -131,18 +131,18 @@ def build(url: str, size: int, queued: int = 0) -> None:
         for name, _definition in secondary:
             conn.execute(f"DROP INDEX {name}")
         conn.execute("SET session_replication_role = replica")  # no trigger, no key check: a restore's COPY
-        _copy(conn, "COPY sender_leads (campaign_id, lead, address) FROM STDIN",
-              (f"{campaign}\tL{n}\tl{n}@rcpt.example\n" for n in range(1, size + queued + 1)))
-        emails = ("COPY sender_emails (id, campaign_id, lead, step, recipient, mailbox_group, subject, body, status, "
+        _copy(conn, "COPY sender_leads (id, campaign_id, kind, lead, address) FROM STDIN",  # lead n is row n's
+              (f"{n}\t{campaign}\tenqueue\tL{n}\tl{n}@rcpt.example\n" for n in range(1, size + queued + 1)))
+        emails = ("COPY sender_emails (id, campaign_id, lead_id, step, address, mailbox_group, subject, body, status, "
                   "not_before, due_at, message_id, mailbox, attempt_started_at, attempts) FROM STDIN")
         _copy(conn, emails,
-              (f"{i}\t{campaign}\tL{i}\t1\tl{i}@rcpt.example\t{SERVED}\tHello\tHi there\t{status}\t"
+              (f"{i}\t{campaign}\t{i}\t1\tl{i}@rcpt.example\t{SERVED}\tHello\tHi there\t{status}\t"
                f"{later if status == 'queued' and i <= size - RECENT_DUE else due_now}\t"
                f"{f'<{i}@bench.example>' if mailbox else NULL}\t{mailbox or NULL}\t"
                f"{at.isoformat() if at else NULL}\t{1 if mailbox else 0}\n"
                for i, status, at, mailbox, _kinds in _rows(size, now)))
         _copy(conn, emails,
-              (f"{i}\t{campaign}\tL{i}\t1\tl{i}@rcpt.example\t{group}\tHello\tHi there\tqueued\t{at.isoformat()}\t"
+              (f"{i}\t{campaign}\t{i}\t1\tl{i}@rcpt.example\t{group}\tHello\tHi there\tqueued\t{at.isoformat()}\t"
                f"{at.isoformat()}\t{NULL}\t{NULL}\t{NULL}\t0\n" for i, group, at in _queued(size + 1, queued, now)))
         _copy(conn, "COPY sender_send_log (email_id, message_id, mailbox, accepted_at) FROM STDIN",
               (f"{i}\t<{i}@bench.example>\t{mailbox}\t{at.isoformat()}\n"
@@ -163,6 +163,7 @@ def build(url: str, size: int, queued: int = 0) -> None:
             conn.execute(definition)
         print(f"    {len(secondary)} secondary indexes built in {time.perf_counter() - began:.0f} s", flush=True)
         conn.execute("SELECT setval(pg_get_serial_sequence('sender_emails', 'id'), %s)", (size + queued,))
+        conn.execute("SELECT setval(pg_get_serial_sequence('sender_leads', 'id'), %s)", (size + queued,))
         began = time.perf_counter()
         conn.execute("SELECT sender_recount()")
         print(f"    counters recounted in {time.perf_counter() - began:.0f} s", flush=True)

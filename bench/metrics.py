@@ -35,9 +35,9 @@ def _fill(url: str, rows: int) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("""
-            INSERT INTO sender_emails (lead, step, recipient, mailbox_group, subject, body, status, campaign_id,
+            INSERT INTO sender_emails (lead_id, step, address, mailbox_group, subject, body, status, campaign_id,
                                        message_id, mailbox)
-            SELECT e.lead, s, 'lead' || s || '@x.example', e.mailbox_group, e.subject, e.body, 'sent', e.campaign_id,
+            SELECT e.lead_id, s, 'lead' || s || '@x.example', e.mailbox_group, e.subject, e.body, 'sent', e.campaign_id,
                    '<' || s || '@bench.example>', 'box' || (s %% 20) || '@sender.example'
             FROM sender_emails e, generate_series(2, %(rows)s) AS s WHERE e.id = (SELECT min(id) FROM sender_emails)
         """, {"rows": rows})

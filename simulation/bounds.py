@@ -176,7 +176,7 @@ def _mailbox_days(result: SimResult, windows: dict[str, Any]) -> tuple[int, int,
 
 def _campaign_days(result: SimResult) -> tuple[int, int]:
     """(campaign-days counted, of them at the campaign's daily cap), for the campaigns that have one."""
-    campaign_of = {row.lead: row.campaign for row in result.sequences}
+    campaign_of = {row.address: row.campaign for row in result.sequences}
     capped = {spec.name: spec for spec in result.specs if spec.pacing.daily_cap is not None}
     if not capped:
         return 0, 0

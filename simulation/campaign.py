@@ -224,7 +224,7 @@ class SequenceRow:
     """One step of one lead as the ledger holds it at the end of the run (`sendhost lead show`'s rows)."""
 
     campaign: str
-    lead: str
+    address: str  # the lead's
     step: int
     status: str
     mailbox: str | None  # the mailbox that sent it (None: not sent)
@@ -242,7 +242,7 @@ def sequence_rows(ledger: Ledger, addresses: Sequence[str]) -> list[SequenceRow]
             if row["step"] is None:
                 continue  # a lead without rows (none in the simulation: each gets its first step at once)
             rows.append(SequenceRow(
-                str(row["name"]), str(row["lead"]), int(row["step"]), str(row["status"]), row["mailbox"],
+                str(row["name"]), str(row["address"]), int(row["step"]), str(row["status"]), row["mailbox"],
                 row["message_id"], _epoch(row["accepted_at"]), row["ended"], _epoch(row["ended_at"])))
     return rows
 

@@ -120,7 +120,7 @@ def _followups(result: SimResult) -> Promise:
     delays = {spec.name: [step.delay_s for step in spec.steps] for spec in result.specs}
     rows: dict[tuple[str, str], dict[int, Any]] = defaultdict(dict)
     for row in result.sequences:
-        rows[(row.campaign, row.lead)][row.step] = row
+        rows[(row.campaign, row.address)][row.step] = row
     sent = early = elsewhere = 0
     shortest: float | None = None
     for (campaign, _lead), steps in rows.items():
@@ -145,7 +145,7 @@ def _followups(result: SimResult) -> Promise:
 def _sent_once(result: SimResult) -> Promise:
     """The server's record: each Message-ID accepted once, each lead's step accepted once."""
     ids = Counter(d.message_id for d in result.delivered)
-    step_of = {row.message_id: (row.campaign, row.lead, row.step) for row in result.sequences if row.message_id}
+    step_of = {row.message_id: (row.campaign, row.address, row.step) for row in result.sequences if row.message_id}
     steps = Counter(step_of.get(d.message_id) for d in result.delivered)
     twice = sum(1 for count in ids.values() if count > 1)
     steps_twice = sum(1 for key, count in steps.items() if key is not None and count > 1)

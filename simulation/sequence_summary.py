@@ -100,7 +100,7 @@ def _gaps(rows: list[SequenceRow]) -> dict[tuple[str, int], list[float]]:
     accepted: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for row in rows:
         if row.accepted_at is not None:
-            accepted[(row.campaign, row.lead)][row.step] = row.accepted_at
+            accepted[(row.campaign, row.address)][row.step] = row.accepted_at
     gaps: dict[tuple[str, int], list[float]] = defaultdict(list)
     for (campaign, _lead), steps in accepted.items():
         for step, at in steps.items():

@@ -246,7 +246,7 @@ def summarize(result: SimResult) -> Summary:
 def _away(result: SimResult) -> dict[str, int]:
     """How the sequences of the leads whose out-of-office held them ended (`going`: not ended), from the ledger."""
     held = {r.address for r in result.log.reactions if r.held_until is not None}
-    ends = Counter(row.ended or "going" for row in result.sequences if row.step == 1 and row.lead in held)
+    ends = Counter(row.ended or "going" for row in result.sequences if row.step == 1 and row.address in held)
     return dict(sorted(ends.items(), key=lambda item: (item[0] == "going", item[0])))
 
 

@@ -350,12 +350,12 @@ PROPERTY = f"{SEQUENCE_PROPERTY_TESTS}::test_any_interleaving_hands_over_no_step
            "predecessor"
 ISSUE_24 = (
     _m("due-guard-ignores-the-previous-step", LEDGER_SQL,
-       "    ELSIF NEW.step > 1 AND NOT sender_step_was_sent(NEW.campaign_id, NEW.lead, NEW.step - 1) THEN\n"
+       "    ELSIF NEW.step > 1 AND NOT sender_step_was_sent(NEW.lead_id, NEW.step - 1) THEN\n"
        "        NEW.status := 'waiting';\n", "",
        [PROPERTY],
        "a follow-up enqueued ahead is due (claimable) while the lead's previous step is not sent"),
     _m("begin-attempt-skips-the-previous-step", LEDGER_SQL,
-       "    IF r.step > 1 AND NOT sender_step_was_sent(r.campaign_id, r.lead, r.step - 1) THEN",
+       "    IF r.step > 1 AND NOT sender_step_was_sent(r.lead_id, r.step - 1) THEN",
        "    IF false THEN",
        [f"{SEQUENCE_TESTS}::test_a_follow_up_a_person_marks_sending_is_not_handed_over_before_its_step"],
        "the attempt's start hands over a follow-up whose previous step is not sent"),

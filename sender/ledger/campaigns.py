@@ -33,7 +33,7 @@ from sender.ledger.connection import STATEMENT_TIMEOUT_MS
 from sender.ledger.queries import query
 from sender.ledger.store import Ledger
 
-IMPORT_COLUMNS = ("line", "address", "ref", "timezone", "fields")
+IMPORT_COLUMNS = ("line", "address", "lead", "timezone", "fields")
 # An import's statements take time in proportion to its leads: 35-45 us a lead on an idle 2-core machine, up to
 # 170 us on a loaded one (bench/import.py), where 100,000 leads overran the ledger's statement timeout. Each lead
 # adds this much to the import's bound, room for a slower disk while a stuck import still ends.

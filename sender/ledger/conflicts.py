@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 class Conflict:
     row: int
     campaign: str
-    lead: str
+    lead: str | None  # the caller's id, if any
     step: int
     address: str
     mailbox: str | None

@@ -81,7 +81,7 @@ class Settle(StrEnum):
 @dataclass(frozen=True)
 class Claimed:
     id: int
-    lead: str
+    lead: str | None  # the caller's id for the person (an enqueued lead's, a leads file's `lead`); None: none given
     step: int
     address: str
     group: str
@@ -115,7 +115,7 @@ class Unconfirmed:
 
     id: int
     campaign: str
-    lead: str
+    lead: str | None  # the caller's id, if any
     step: int
     address: str
     mailbox: str | None
@@ -302,8 +302,8 @@ class Ledger:
         self.fetch_one("ping", {}, "ping")
 
     def show(self, lead: str, step: int, campaign: str = "enqueue") -> Shown | None:
-        """Step `step` of `lead` in `campaign` (the built-in `enqueue`: the caller's lead id; a campaign file's:
-        the lead's address), its send-log entry and its history; None when there is no such row."""
+        """Step `step` of `lead` in `campaign` (the lead named by the caller's id, or in a campaign file's campaign
+        by its address), its send-log entry and its history; None when there is no such row."""
         with self.calling(f"show {lead} step {step}") as conn:
             cursor = db.execute(conn, query("show_row"), {"lead": lead, "step": step, "campaign": campaign})
             row = cursor.fetchone()

@@ -2,9 +2,9 @@
 
 At INFO on the logger `sendhost.sender.activity` (`sendhost sender run` shows it by default; `--quiet` or
 `--log-level warning` silence it; under systemd each line goes to the journal):
-- `sent row 42 (lead eve@bigco.example, step 2) via alice@example.com from 203.0.113.7: 250 2.0.0 OK`
-- `put back row 43 (lead ann@acme.example, step 1) until 2026-12-14T09:00:00+01:00: outside the sending window ...`
-- `retry row 44 (lead ..., step 1) via ... from ...: 451 4.3.0 try later` (and so for every other outcome)
+- `sent row 42 (lead crm-4127, step 2) via alice@example.com from 203.0.113.7: 250 2.0.0 OK` (the caller's id)
+- `put back row 43 (ann@acme.example, step 1) until 2026-12-14T09:00:00+01:00: outside the sending window ...`
+- `retry row 44 (..., step 1) via ... from ...: 451 4.3.0 try later` (and so for every other outcome)
 - `idle: in the last 60 s 3 sent, 2 put back, 0 other; next row due in 4 min` once a minute while nothing is due.
 The lines come from one place, what the send path reports for each row (sender.sending.report.Report), so the
 send path itself logs nothing more for them.
@@ -45,8 +45,10 @@ class Activity:
         self._counts = {"sent": 0, "put back": 0, "other": 0}
 
     def row(self, report: Report) -> None:
-        """One line for what the send path did to one row (its lead and step when the report names them)."""
-        who = f" (lead {report.lead}, step {report.step})" if report.lead is not None else ""
+        """One line for what the send path did to one row (its lead, by the caller's id or else its address, and
+        step when the report names them)."""
+        lead = f"lead {report.lead}" if report.lead is not None else report.address
+        who = f" ({lead}, step {report.step})" if lead is not None else ""
         if report.kind is ReportKind.BLOCKED:
             until = f" until {report.until.isoformat(timespec='seconds')}" if isinstance(report.until, datetime) \
                 else ""

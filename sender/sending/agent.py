@@ -178,7 +178,7 @@ class Agent:
         """The one way a pass ends: a row given back goes back to the queue, a row a step settled is reported, and
         every report names the row's lead and step (for its activity line)."""
         report = self._give_back(ledger, row.id, end) if isinstance(end, GiveBack) else end
-        return replace(report, lead=row.lead, step=row.step)
+        return replace(report, lead=row.lead, address=row.address, step=row.step)
 
     def _give_back(self, ledger: Ledger, row: int, back: GiveBack) -> Report:
         """The one way a claimed row goes back to the queue unsent: due again after `back.delay_s`, with

@@ -48,8 +48,9 @@ class ReportKind(StrEnum):
 
 @dataclass(frozen=True)
 class Report:
-    """What one pass of the send path did to one row. `lead` and `step` are the claimed row's, for its activity line
-    (sender.sending.activity): the agent names them on every report it returns (`Agent.send_one`)."""
+    """What one pass of the send path did to one row. `lead` (the caller's id, if any), `address` and `step` are the
+    claimed row's, for its activity line (sender.sending.activity): the agent names them on every report it returns
+    (`Agent.send_one`)."""
 
     row: int
     kind: ReportKind
@@ -61,6 +62,7 @@ class Report:
     login_failed: bool = False  # the submission server refused our login, offered none, or dropped us during it
     until: datetime | None = None  # a row put back (blocked): until when, when known
     lead: str | None = None
+    address: str | None = None
     step: int | None = None
 
 

@@ -21,11 +21,11 @@ SELECT set_config('statement_timeout', %(ms)s, true);
 
 -- name: leads_import_table
 CREATE TEMPORARY TABLE sender_leads_import (
-    line integer NOT NULL, address text NOT NULL, ref text, timezone text, fields jsonb, outcome text
+    line integer NOT NULL, address text NOT NULL, lead text, timezone text, fields jsonb, outcome text
 ) ON COMMIT DROP;
 
 -- name: leads_import_copy
-COPY sender_leads_import (line, address, ref, timezone, fields) FROM STDIN;
+COPY sender_leads_import (line, address, lead, timezone, fields) FROM STDIN;
 
 -- name: add_leads
 SELECT outcome, leads, first_line FROM sender_add_leads(%(name)s, %(now)s);
@@ -81,31 +81,32 @@ SELECT sender_retry_now(%(id)s, %(before)s, %(now)s);
 
 -- name: unconfirmed_rows
 -- Rows waiting for a person's verdict, with what is known of their last attempt.
-SELECT e.id, c.name, e.lead, e.step, e.address, e.mailbox, e.source_ip, e.attempt_started_at, e.message_id,
+SELECT e.id, c.name, l.lead, e.step, e.address, e.mailbox, e.source_ip, e.attempt_started_at, e.message_id,
        coalesce(e.last_error, '')
-FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
+FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id JOIN sender_leads l ON l.id = e.lead_id
 WHERE e.status = 'unconfirmed' ORDER BY e.attempt_started_at NULLS LAST, e.id;
 
 -- name: lead_rows
 -- Every row of every lead of a person, by address or by the caller's id, in campaign and step order; what ended
 -- the lead's sequence, and an automatic reply's hold (version 16).
-SELECT c.name, l.lead, l.address, l.ref, l.ended, l.ended_at, l.ended_note, l.held_until, l.held_why, l.timezone,
+SELECT c.name, l.id AS lead_id, l.lead, l.address, l.ended, l.ended_at, l.ended_note, l.held_until, l.held_why, l.timezone,
        e.id, e.step, e.status::text, e.not_before, e.due_at, e.mailbox_group,
        e.mailbox, e.pinned_mailbox, e.message_id, e.sent_subject, g.accepted_at
 FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
-LEFT JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead
+LEFT JOIN sender_emails e ON e.lead_id = l.id
 LEFT JOIN sender_sent g ON g.email_id = e.id
-WHERE l.address = lower(%(who)s) OR l.ref = %(who)s OR (c.kind = 'enqueue' AND l.lead = %(who)s)
-ORDER BY c.name, l.lead, e.step;
+WHERE l.address = lower(%(who)s) OR l.lead = %(who)s
+ORDER BY c.name, l.address, l.id, e.step;
 
 -- name: conflict_rows
 -- Rows the agent settled as not handed over (failed, suppressed, cancelled) that a relay or the inbox later
 -- reported sent or delivered: the rank guard kept the agent's answer from the submission server and recorded the
 -- report (version 14); a person decides which was right. One line per report, oldest first.
-SELECT e.id, c.name, e.lead, e.step, e.address, e.mailbox, e.status::text, coalesce(e.last_error, ''), f.event,
+SELECT e.id, c.name, l.lead, e.step, e.address, e.mailbox, e.status::text, coalesce(e.last_error, ''), f.event,
        f.source, f.occurred_at, f.detail
 FROM sender_feedback f
 JOIN sender_emails e ON e.id = f.email_id
+JOIN sender_leads l ON l.id = e.lead_id
 JOIN sender_campaigns c ON c.id = e.campaign_id
 WHERE f.event IN ('sent', 'delivered') AND f.source <> 'agent' AND e.status IN ('failed', 'suppressed', 'cancelled')
 ORDER BY f.occurred_at, f.id;
@@ -173,7 +174,7 @@ JOIN sender_campaigns c ON c.id = l.campaign_id
 CROSS JOIN LATERAL (SELECT count(*) AS steps FROM sender_campaign_steps s WHERE s.campaign_id = c.id) AS n
 CROSS JOIN LATERAL (
     SELECT count(*) AS done FROM sender_emails e
-    WHERE e.campaign_id = l.campaign_id AND e.lead = l.lead
+    WHERE e.lead_id = l.id
       AND e.status NOT IN ('waiting', 'queued', 'retry', 'sending')
 ) AS d
 WHERE c.name = %(name)s AND l.ended IS NULL;

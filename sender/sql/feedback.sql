@@ -80,7 +80,7 @@ SELECT sender_hold(%(id)s, %(until)s, %(why)s, %(now)s);
 -- name: hold_zone
 -- What a hold's day is read in: the lead's time zone, else its campaign's (from the file as applied).
 SELECT l.timezone, c.name, CASE WHEN c.kind = 'file' THEN c.source END
-FROM sender_emails e JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+FROM sender_emails e JOIN sender_leads l ON l.id = e.lead_id
 JOIN sender_campaigns c ON c.id = e.campaign_id
 WHERE e.id = %(id)s;
 
@@ -96,7 +96,7 @@ SELECT sender_reclassify(%(id)s, %(as)s, %(note)s, %(now)s);
 -- links are read from (its body as stored and its lead's fields) and when the provider accepted it.
 SELECT e.id, e.body, l.fields, g.accepted_at, coalesce(%(now)s::timestamptz, now())
 FROM sender_emails e
-JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_leads l ON l.id = e.lead_id
 JOIN sender_sent g ON g.email_id = e.id
 WHERE e.idempotency_key = %(key)s AND l.fields IS NOT NULL;
 
@@ -112,7 +112,7 @@ SELECT sender_record_engagement(%(id)s, %(kind)s, %(link)s, %(verdict)s, %(rule)
 -- name: row_text
 -- A campaign row's body as stored and its lead's fields: what its tracked links are read from (lead show).
 SELECT e.body, l.fields FROM sender_emails e
-JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_leads l ON l.id = e.lead_id
 WHERE e.id = %(id)s AND l.fields IS NOT NULL;
 
 -- name: row_clicks

@@ -19,16 +19,16 @@ SELECT sender_is_suppressed(%(address)s);
 -- steps (own subject?, the Subject sent, Message-ID), oldest first, for the reply headers of the thread. And what
 -- the agent's window check needs: the campaign, the lead's time zone, and a hash of the campaign file as applied
 -- (NULL for `enqueue`, which has no file and no window) that tells the agent when to parse it again.
-SELECT c.id, c.lead, c.step, c.address, c.mailbox_group, c.subject, c.body, c.attempts, c.idempotency_key,
+SELECT c.id, l.lead, c.step, c.address, c.mailbox_group, c.subject, c.body, c.attempts, c.idempotency_key,
        c.message_id, c.attempt_id, c.pinned_mailbox, c.own_subject, l.fields, earlier.steps,
        c.campaign_id, l.timezone, CASE WHEN cp.kind = 'file' THEN md5(cp.source) END
 FROM sender_claim(%(worker)s, %(limit)s, %(groups)s, %(mailboxes)s, %(now)s) AS c
-JOIN sender_leads l ON l.campaign_id = c.campaign_id AND l.lead = c.lead
+JOIN sender_leads l ON l.id = c.lead_id
 JOIN sender_campaigns cp ON cp.id = c.campaign_id
 LEFT JOIN LATERAL (
     SELECT json_agg(json_build_array(e.own_subject, e.sent_subject, e.message_id) ORDER BY e.step) AS steps
     FROM sender_emails e
-    WHERE e.campaign_id = c.campaign_id AND e.lead = c.lead AND e.step < c.step AND e.message_id IS NOT NULL
+    WHERE e.lead_id = c.lead_id AND e.step < c.step AND e.message_id IS NOT NULL
 ) AS earlier ON c.step > 1;
 
 -- name: campaign_file
@@ -40,7 +40,7 @@ SELECT name, source, md5(source) FROM sender_campaigns WHERE id = %(id)s;
 SELECT DISTINCT l.timezone
 FROM sender_emails e
 JOIN sender_campaigns c ON c.id = e.campaign_id
-JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_leads l ON l.id = e.lead_id
 WHERE c.name = %(name)s AND e.status IN ('queued', 'retry');
 
 -- name: campaign_due_by
@@ -48,7 +48,7 @@ WHERE c.name = %(name)s AND e.status IN ('queued', 'retry');
 SELECT count(*)
 FROM sender_emails e
 JOIN sender_campaigns c ON c.id = e.campaign_id
-JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_leads l ON l.id = e.lead_id
 WHERE c.name = %(name)s AND e.status IN ('queued', 'retry') AND l.timezone IS NOT DISTINCT FROM %(timezone)s
   AND e.not_before <= %(until)s;
 
@@ -63,7 +63,7 @@ SELECT l.timezone, e.pinned_mailbox, count(*) FILTER (WHERE e.not_before <= %(at
                                                                      THEN %(group_until)s::timestamptz END))
 FROM sender_emails e
 JOIN sender_campaigns c ON c.id = e.campaign_id
-JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_leads l ON l.id = e.lead_id
 LEFT JOIN unnest(%(mailboxes)s::text[], %(untils)s::timestamptz[]) AS u (mailbox, until)
        ON u.mailbox = e.pinned_mailbox
 WHERE c.name = %(name)s AND e.status IN ('queued', 'retry') AND e.not_before <= %(horizon)s::timestamptz
@@ -78,7 +78,7 @@ SELECT e.status::text, l.timezone, e.mailbox_group, e.pinned_mailbox, e.due_at >
        e.not_before > %(at)s::timestamptz, count(*), min(greatest(e.not_before, e.due_at))
 FROM sender_emails e
 JOIN sender_campaigns c ON c.id = e.campaign_id
-JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+JOIN sender_leads l ON l.id = e.lead_id
 WHERE c.name = %(name)s AND e.status IN ('waiting', 'queued', 'retry', 'sending')
 GROUP BY 1, 2, 3, 4, 5, 6;
 
@@ -108,13 +108,14 @@ SELECT key, n FROM sender_counted('rows');
 SELECT status, rank FROM sender_status_ranks();
 
 -- name: show_row
--- A lead's step in one campaign: `enqueue` (the built-in one, whose leads are the caller's ids) or a campaign
--- file's (whose leads are addresses). Without the campaign, two campaigns' leads of one name would both match.
-SELECT e.id, c.name AS campaign, e.lead, e.step, e.address, e.mailbox_group, e.subject, e.status::text,
+-- A lead's step in one campaign, the lead named by the caller's id or by its address (the one lead of it in a
+-- campaign file's campaign). Without the campaign, two campaigns' leads of one name would both match.
+SELECT e.id, c.name AS campaign, l.lead, e.step, e.address, e.mailbox_group, e.subject, e.status::text,
        e.attempts, e.not_before, e.idempotency_key, e.message_id, e.mailbox, e.source_ip, e.last_error,
        e.created_at, e.updated_at
-FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id
-WHERE c.name = %(campaign)s AND e.lead = %(lead)s AND e.step = %(step)s;
+FROM sender_emails e JOIN sender_campaigns c ON c.id = e.campaign_id JOIN sender_leads l ON l.id = e.lead_id
+WHERE c.name = %(campaign)s AND (l.lead = %(lead)s OR (l.kind = 'file' AND l.address = lower(%(lead)s)))
+  AND e.step = %(step)s;
 
 -- name: row_status
 -- One row's status, for a person's command that found it in another status than it acts on.
@@ -169,7 +170,7 @@ SELECT sender_unsubscribe_key(%(new)s);
 -- is due at its not_before (one index step), when the next look sees whether its window is open. The rows due now
 -- of a closed window are few: the sweep cycle moves their not_before to the opening (sender_window_defer).
 WITH due_now AS (
-    SELECT e.campaign_id, e.lead, e.not_before FROM sender_emails e
+    SELECT e.campaign_id, e.lead_id, e.not_before FROM sender_emails e
     WHERE e.status IN ('queued', 'retry') AND e.not_before <= coalesce(%(now)s::timestamptz, now())
       AND (%(groups)s::text[] IS NULL OR e.mailbox_group = ANY (%(groups)s::text[]))
 ), heads (due) AS (
@@ -183,7 +184,7 @@ WITH due_now AS (
                               coalesce(%(now)s::timestamptz, now()))
     FROM due_now q
     JOIN sender_campaigns c ON c.id = q.campaign_id AND NOT c.always_open
-    JOIN sender_leads l ON l.campaign_id = q.campaign_id AND l.lead = q.lead
+    JOIN sender_leads l ON l.id = q.lead_id
     GROUP BY q.campaign_id, coalesce(l.timezone, '')
 )
 SELECT extract(epoch FROM min(due) - coalesce(%(now)s::timestamptz, now()))::double precision FROM heads;

@@ -51,6 +51,7 @@ CREATE TABLE sender_campaigns (
     -- file campaign's rows wait (fail closed) until its intervals are written
     always_open boolean NOT NULL DEFAULT false,
     window_hash text,  -- md5 of the file as applied that always_open and the intervals were written from
+    CONSTRAINT sender_campaigns_id_kind_key UNIQUE (id, kind),  -- what a lead's (campaign_id, kind) references
     CHECK ((kind = 'enqueue') = (mailbox_group IS NULL)),
     CONSTRAINT sender_campaigns_enqueue_always_open CHECK (kind = 'file' OR always_open)
 );
@@ -88,13 +89,15 @@ CREATE TABLE sender_campaign_steps (
     CHECK (step > 1 OR (subject IS NOT NULL AND delay_s = 0))
 );
 
--- One per (campaign, lead): a campaign file's lead is its canonical address, an enqueued one the caller's id.
+-- A person in a campaign: the lead record, `id`, which every row of its sequence names (sender_emails.lead_id).
+-- One per address in a campaign file's campaign, one per caller's id in `enqueue` (version 22: the two partial
+-- unique indexes below; before, one column held the address in one and the id in the other).
 CREATE TABLE sender_leads (
     id bigserial PRIMARY KEY,
-    campaign_id bigint NOT NULL REFERENCES sender_campaigns (id),
-    lead text NOT NULL CHECK (lead <> ''),
+    campaign_id bigint NOT NULL,
+    kind text NOT NULL,  -- its campaign's kind (file | enqueue), which says what makes a lead one
     address text NOT NULL CHECK (address = lower(address) AND address LIKE '%_@_%'),
-    ref text,        -- the caller's id for the person (the leads CSV's `lead` column)
+    lead text CHECK (lead <> ''),  -- the caller's id for the person (the leads CSV's `lead` column, enqueue's)
     timezone text,
     fields jsonb,    -- merge fields; NULL: the lead's rows carry their own text
     -- NULL: it goes on; `left` (the lead is gone or the wrong person) and `colleague_replied` since version 16
@@ -108,11 +111,17 @@ CREATE TABLE sender_leads (
     -- an automatic reply's hold (version 16, sender_hold): no step of the lead is due before held_until
     held_until timestamptz,
     held_why text,
-    UNIQUE (campaign_id, lead),
+    -- what a row's (campaign_id, lead_id) references: a row is of its lead's campaign
+    CONSTRAINT sender_leads_campaign_id_id_key UNIQUE (campaign_id, id),
+    CONSTRAINT sender_leads_campaign_id_kind_fkey FOREIGN KEY (campaign_id, kind)
+        REFERENCES sender_campaigns (id, kind),
+    CONSTRAINT sender_leads_enqueue_lead_has_id CHECK (kind = 'file' OR lead IS NOT NULL),
     CHECK ((ended IS NULL) = (ended_at IS NULL))
 );
+CREATE UNIQUE INDEX sender_leads_file_address ON sender_leads (campaign_id, address) WHERE kind = 'file';
+CREATE UNIQUE INDEX sender_leads_enqueue_lead ON sender_leads (campaign_id, lead) WHERE kind = 'enqueue';
 CREATE INDEX sender_leads_address ON sender_leads (address);
-CREATE INDEX sender_leads_ref ON sender_leads (ref) WHERE ref IS NOT NULL;
+CREATE INDEX sender_leads_lead ON sender_leads (lead) WHERE lead IS NOT NULL;
 -- The leads still going at a domain (version 16): whom a colleague's reply may be about (sender_colleague_reply).
 CREATE INDEX sender_leads_domain ON sender_leads ((split_part(address, '@', 2))) WHERE ended IS NULL;
 
@@ -126,7 +135,7 @@ WHERE l.ended IS NULL AND c.state <> 'stopped';
 
 CREATE TABLE sender_emails (
     id bigserial PRIMARY KEY,
-    lead text NOT NULL CHECK (lead <> ''),
+    lead_id bigint NOT NULL,  -- the lead record (sender_leads.id) whose sequence the row is a step of
     step integer NOT NULL CHECK (step >= 1),
     address text NOT NULL CHECK (address = lower(address) AND address LIKE '%_@_%'),
     mailbox_group text NOT NULL CHECK (mailbox_group <> ''),
@@ -147,7 +156,7 @@ CREATE TABLE sender_emails (
     last_error text,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
-    -- No key of its own to sender_campaigns: (campaign_id, lead) references sender_leads, whose campaign_id does;
+    -- No key of its own to sender_campaigns: (campaign_id, lead_id) references sender_leads, whose campaign_id does;
     -- a second check of the same thing on every row inserted cost ~8% of a lead import (bench/import.py).
     campaign_id bigint NOT NULL,
     pinned_mailbox text,  -- a later step's: the mailbox that sent the step before (lower-case)
@@ -156,8 +165,9 @@ CREATE TABLE sender_emails (
     -- when the row first became due (version 8): its not_before when created or released by its previous step's
     -- send; a give-back, a retry's backoff or a sweep leave it, so the claim's "oldest first" keeps its place
     due_at timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (campaign_id, lead, step),
-    FOREIGN KEY (campaign_id, lead) REFERENCES sender_leads (campaign_id, lead),
+    CONSTRAINT sender_emails_lead_id_step_key UNIQUE (lead_id, step),
+    CONSTRAINT sender_emails_campaign_id_lead_id_fkey FOREIGN KEY (campaign_id, lead_id)
+        REFERENCES sender_leads (campaign_id, id),
     CHECK (own_subject OR subject = '')
 );
 CREATE INDEX sender_emails_due ON sender_emails (not_before, id) WHERE status IN ('queued', 'retry');
@@ -379,6 +389,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
     campaign bigint := (SELECT id FROM sender_campaigns WHERE name = 'enqueue');
+    the_lead bigint := (SELECT id FROM sender_leads WHERE campaign_id = campaign AND kind = 'enqueue'
+                                                     AND lead = p_lead);
     new_id bigint;
     new_status sender_status;
 BEGIN
@@ -386,7 +398,7 @@ BEGIN
         outcome := 'suppressed';
         RETURN;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = campaign AND lead = p_lead) THEN
+    IF the_lead IS NULL THEN
         PERFORM pg_advisory_xact_lock(hashtext('sender_enqueue'));
         IF NOT coalesce(p_allow_same_person, false) THEN
             SELECT a.lead INTO first_lead FROM sender_active_leads a
@@ -398,30 +410,36 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    INSERT INTO sender_leads (campaign_id, lead, address, created_at)
-    VALUES (campaign, p_lead, lower(p_address), now_at)
-    ON CONFLICT (campaign_id, lead) DO NOTHING;
-    IF EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = campaign AND lead = p_lead AND step = p_step) THEN
+    IF the_lead IS NULL THEN  -- or one the same enqueue added meanwhile: it is the lead
+        INSERT INTO sender_leads (campaign_id, kind, lead, address, created_at)
+        VALUES (campaign, 'enqueue', p_lead, lower(p_address), now_at)
+        ON CONFLICT (campaign_id, lead) WHERE kind = 'enqueue' DO NOTHING
+        RETURNING id INTO the_lead;
+        IF the_lead IS NULL THEN
+            SELECT id INTO the_lead FROM sender_leads WHERE campaign_id = campaign AND kind = 'enqueue'
+                                                        AND lead = p_lead;
+        END IF;
+    END IF;
+    IF EXISTS (SELECT 1 FROM sender_emails WHERE lead_id = the_lead AND step = p_step) THEN
         outcome := 'duplicate';
         RETURN;
     END IF;
-    IF EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = campaign AND lead = p_lead AND ended IS NOT NULL)
-    THEN
+    IF EXISTS (SELECT 1 FROM sender_leads WHERE id = the_lead AND ended IS NOT NULL) THEN
         outcome := 'ended';
         RETURN;
     END IF;
-    INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, not_before,
+    INSERT INTO sender_emails (campaign_id, lead_id, step, address, mailbox_group, subject, body, not_before,
                                due_at, pinned_mailbox, created_at, updated_at)
-    SELECT campaign, p_lead, p_step, lower(p_address), p_group, p_subject, p_body, due.at, due.at,
+    SELECT campaign, the_lead, p_step, lower(p_address), p_group, p_subject, p_body, due.at, due.at,
            lower(sent.mailbox), now_at, now_at
     FROM (SELECT NULL) AS one
     LEFT JOIN LATERAL (SELECT e.mailbox, g.accepted_at FROM sender_emails e
                        JOIN sender_sent g ON g.email_id = e.id
-                       WHERE e.campaign_id = campaign AND e.lead = p_lead AND e.step = p_step - 1
+                       WHERE e.lead_id = the_lead AND e.step = p_step - 1
                          AND e.status IN ('sent', 'delivered')) AS sent ON true
     CROSS JOIN LATERAL (SELECT greatest(coalesce(p_not_before, now_at), coalesce(sent.accepted_at, now_at)) AS at)
         AS due
-    ON CONFLICT (campaign_id, lead, step) DO NOTHING
+    ON CONFLICT (lead_id, step) DO NOTHING
     RETURNING id, status INTO new_id, new_status;
     IF new_id IS NULL THEN
         outcome := 'duplicate';
@@ -466,22 +484,22 @@ CREATE FUNCTION sender_due_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     lead_ended text;
 BEGIN
-    SELECT ended INTO lead_ended FROM sender_leads WHERE campaign_id = NEW.campaign_id AND lead = NEW.lead;
+    SELECT ended INTO lead_ended FROM sender_leads WHERE id = NEW.lead_id;
     IF lead_ended IS NOT NULL THEN
         NEW.status := 'cancelled';
         NEW.last_error := 'the sequence ended: ' || lead_ended;
     ELSIF NOT EXISTS (SELECT 1 FROM sender_campaigns WHERE id = NEW.campaign_id AND state = 'running') THEN
         NEW.status := 'waiting';
-    ELSIF NEW.step > 1 AND NOT sender_step_was_sent(NEW.campaign_id, NEW.lead, NEW.step - 1) THEN
+    ELSIF NEW.step > 1 AND NOT sender_step_was_sent(NEW.lead_id, NEW.step - 1) THEN
         NEW.status := 'waiting';
     END IF;
     RETURN NEW;
 END
 $$;
 
-CREATE FUNCTION sender_step_was_sent(p_campaign bigint, p_lead text, p_step integer) RETURNS boolean
+CREATE FUNCTION sender_step_was_sent(p_lead bigint, p_step integer) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = p_campaign AND lead = p_lead AND step = p_step
+    SELECT EXISTS (SELECT 1 FROM sender_emails WHERE lead_id = p_lead AND step = p_step
                    AND status IN ('sent', 'delivered'))
 $$;
 
@@ -496,13 +514,13 @@ FOR EACH ROW WHEN (NEW.status IN ('queued', 'retry') AND NEW.step > 1) EXECUTE F
 -- and `unconfirmed`, which say less), and every step of it not sent yet cancelled. Except for `unconfirmed`: that
 -- step may yet prove sent (`sendhost sender resolve --sent`, sender_advance), so the steps enqueued behind it go on
 -- waiting for the verdict; a verdict of not sent (`failed`) cancels them.
-CREATE FUNCTION sender_end_sequence(p_campaign bigint, p_lead text, p_reason text, p_at timestamptz)
+CREATE FUNCTION sender_end_sequence(p_lead bigint, p_reason text, p_at timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     withdrawn integer;
 BEGIN
     UPDATE sender_leads SET ended = p_reason, ended_at = p_at
-    WHERE campaign_id = p_campaign AND lead = p_lead
+    WHERE id = p_lead
       AND (ended IS NULL OR (ended IN ('completed', 'unconfirmed')
                              AND p_reason IN ('replied', 'bounced', 'unsubscribed', 'complained', 'left',
                                               'colleague_replied')));
@@ -512,7 +530,7 @@ BEGIN
     WITH withdrawn AS (
         UPDATE sender_emails SET status = 'cancelled', last_error = 'the sequence ended: ' || p_reason,
                                  updated_at = p_at
-        WHERE campaign_id = p_campaign AND lead = p_lead AND status IN ('waiting', 'queued', 'retry')
+        WHERE lead_id = p_lead AND status IN ('waiting', 'queued', 'retry')
         RETURNING id
     )
     SELECT count(*) FROM (SELECT sender_event(id, 'cancelled', 'the sequence ended: ' || p_reason, p_at)
@@ -533,7 +551,7 @@ DECLARE
     new_id bigint;
 BEGIN
     SELECT * INTO r FROM sender_emails WHERE id = p_email;
-    SELECT * INTO l FROM sender_leads WHERE campaign_id = r.campaign_id AND lead = r.lead FOR UPDATE;
+    SELECT * INTO l FROM sender_leads WHERE id = r.lead_id FOR UPDATE;
     IF l.ended = 'unconfirmed' THEN
         UPDATE sender_leads SET ended = NULL, ended_at = NULL WHERE id = l.id;
     ELSIF l.ended IS NOT NULL THEN
@@ -541,7 +559,7 @@ BEGIN
     END IF;
     -- Suppressed while this step was in flight (version 14): no follow-up is queued for it, the sequence ends.
     IF sender_is_suppressed(r.address) THEN
-        PERFORM sender_end_sequence(r.campaign_id, r.lead, 'suppressed', p_at);
+        PERFORM sender_end_sequence(r.lead_id, 'suppressed', p_at);
         RETURN;
     END IF;
     SELECT coalesce((SELECT accepted_at FROM sender_sent WHERE email_id = p_email), p_at) INTO sent_at;
@@ -553,20 +571,19 @@ BEGIN
                               l.held_until),
         due_at = greatest(not_before, sent_at + make_interval(secs => coalesce(next_step.delay_s, 0)),
                           l.held_until)
-    WHERE campaign_id = r.campaign_id AND lead = r.lead AND step = r.step + 1 AND status = 'waiting';
-    IF FOUND OR EXISTS (SELECT 1 FROM sender_emails WHERE campaign_id = r.campaign_id AND lead = r.lead
-                        AND step = r.step + 1) THEN
+    WHERE lead_id = r.lead_id AND step = r.step + 1 AND status = 'waiting';
+    IF FOUND OR EXISTS (SELECT 1 FROM sender_emails WHERE lead_id = r.lead_id AND step = r.step + 1) THEN
         RETURN;
     END IF;
     IF next_step.step IS NULL THEN
         IF EXISTS (SELECT 1 FROM sender_campaigns WHERE id = r.campaign_id AND kind = 'file') THEN
-            PERFORM sender_end_sequence(r.campaign_id, r.lead, 'completed', p_at);
+            PERFORM sender_end_sequence(r.lead_id, 'completed', p_at);
         END IF;
         RETURN;
     END IF;
-    INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, own_subject,
+    INSERT INTO sender_emails (campaign_id, lead_id, step, address, mailbox_group, subject, body, own_subject,
                                not_before, due_at, pinned_mailbox, created_at, updated_at)
-    VALUES (r.campaign_id, r.lead, next_step.step, l.address, r.mailbox_group, coalesce(next_step.subject, ''),
+    VALUES (r.campaign_id, r.lead_id, next_step.step, l.address, r.mailbox_group, coalesce(next_step.subject, ''),
             next_step.body, next_step.subject IS NOT NULL,
             greatest(sent_at + make_interval(secs => next_step.delay_s), l.held_until),
             greatest(sent_at + make_interval(secs => next_step.delay_s), l.held_until), lower(r.mailbox), p_at, p_at)
@@ -585,7 +602,7 @@ BEGIN
             PERFORM sender_advance(NEW.id, NEW.updated_at);
         END IF;
     ELSE
-        PERFORM sender_end_sequence(NEW.campaign_id, NEW.lead, NEW.status::text, NEW.updated_at);
+        PERFORM sender_end_sequence(NEW.lead_id, NEW.status::text, NEW.updated_at);
     END IF;
     RETURN NULL;
 END
@@ -633,7 +650,7 @@ BEGIN
                                  updated_at = now_at
         WHERE id = p_email;
         UPDATE sender_leads SET ended = 'failed', ended_at = now_at
-        WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended = 'unconfirmed';
+        WHERE id = r.lead_id AND ended = 'unconfirmed';
     END IF;
     RETURN 'resolved';
 END
@@ -787,15 +804,15 @@ BEGIN
         SELECT count(*) INTO logged
         FROM (SELECT sender_event(id, 'waiting', format('campaign %s: paused', p_name), p_now) FROM moved) AS events;
     ELSE
-        FOR lead_row IN SELECT lead FROM sender_leads WHERE campaign_id = c.id AND ended IS NULL LOOP
-            PERFORM sender_end_sequence(c.id, lead_row.lead, 'stopped', now_at);
+        FOR lead_row IN SELECT id FROM sender_leads WHERE campaign_id = c.id AND ended IS NULL LOOP
+            PERFORM sender_end_sequence(lead_row.id, 'stopped', now_at);
         END LOOP;
     END IF;
     RETURN target;
 END
 $$;
 
--- Add the leads a caller copied into the temporary table sender_leads_import (line, address, ref, timezone,
+-- Add the leads a caller copied into the temporary table sender_leads_import (line, address, lead, timezone,
 -- fields) to campaign p_name (`sendhost campaign add-leads`). Each staged row's outcome: added | already (in this
 -- campaign) | suppressed | other_campaign (the address is in another active campaign, and this one does not allow
 -- it). Each added lead gets its step 1, due now (waiting while the campaign is not running), and the step's
@@ -829,7 +846,7 @@ BEGIN
     -- checked at the statement's end, see them all.
     RETURN QUERY
     WITH classified AS MATERIALIZED (
-        SELECT i.line, i.address, i.ref, i.timezone, i.fields, CASE
+        SELECT i.line, i.address, i.lead, i.timezone, i.fields, CASE
             WHEN here.id IS NOT NULL THEN 'already'
             WHEN sender_is_suppressed(i.address) THEN 'suppressed'
             WHEN NOT c.allow_other_campaigns AND EXISTS (
@@ -837,18 +854,20 @@ BEGIN
                 WHERE a.address = i.address AND a.campaign_id <> c.id AND a.kind = 'file') THEN 'other_campaign'
             ELSE 'added' END AS outcome
         FROM sender_leads_import i
-        LEFT JOIN sender_leads here ON here.campaign_id = c.id AND here.lead = i.address
+        LEFT JOIN sender_leads here ON here.campaign_id = c.id AND here.kind = 'file' AND here.address = i.address
     ), added_leads AS (
-        INSERT INTO sender_leads (campaign_id, lead, address, ref, timezone, fields, created_at)
-        SELECT c.id, a.address, a.address, a.ref, a.timezone, a.fields, now_at FROM classified a
+        INSERT INTO sender_leads (campaign_id, kind, address, lead, timezone, fields, created_at)
+        SELECT c.id, 'file', a.address, a.lead, a.timezone, a.fields, now_at FROM classified a
         WHERE a.outcome = 'added'
+        RETURNING id, address
     ), created AS (
-        INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, status,
+        INSERT INTO sender_emails (campaign_id, lead_id, step, address, mailbox_group, subject, body, status,
                                    not_before, due_at, created_at, updated_at)
-        SELECT c.id, a.address, 1, a.address, c.mailbox_group, first.subject, first.body,
+        SELECT c.id, l.id, 1, a.address, c.mailbox_group, first.subject, first.body,
                CASE WHEN c.state = 'running' THEN 'queued'::sender_status ELSE 'waiting'::sender_status END,
                now_at, now_at, now_at, now_at
-        FROM classified a WHERE a.outcome = 'added' ORDER BY a.line
+        FROM classified a JOIN added_leads l ON l.address = a.address
+        WHERE a.outcome = 'added' ORDER BY a.line
         RETURNING id, status
     ), logged AS (
         INSERT INTO sender_events (email_id, at, kind, detail)
@@ -897,7 +916,7 @@ BEGIN
         SELECT e.id, sender_window_next(e.campaign_id, coalesce(l.timezone, ''), now_at, now_at) AS opens
         FROM sender_emails e
         JOIN sender_campaigns c ON c.id = e.campaign_id AND NOT c.always_open
-        JOIN sender_leads l ON l.campaign_id = e.campaign_id AND l.lead = e.lead
+        JOIN sender_leads l ON l.id = e.lead_id
         WHERE e.status IN ('queued', 'retry') AND e.not_before <= now_at
         FOR NO KEY UPDATE OF e SKIP LOCKED
     )
@@ -1022,8 +1041,7 @@ BEGIN
                           SELECT w.closes > now_at FROM sender_window_intervals w
                           WHERE w.campaign_id = sender_emails.campaign_id
                             AND w.lead_timezone = (SELECT coalesce(l.timezone, '') FROM sender_leads l
-                                                   WHERE l.campaign_id = sender_emails.campaign_id
-                                                     AND l.lead = sender_emails.lead)
+                                                   WHERE l.id = sender_emails.lead_id)
                             AND w.opens <= now_at
                           ORDER BY w.opens DESC LIMIT 1), false))
                     ORDER BY due_at, id
@@ -1090,14 +1108,13 @@ BEGIN
         RAISE EXCEPTION 'sender_begin_attempt: row % goes from mailbox %, not %', p_email, r.pinned_mailbox,
                         p_mailbox;
     END IF;
-    IF EXISTS (SELECT 1 FROM sender_leads WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended IS NOT NULL)
-    THEN
+    IF EXISTS (SELECT 1 FROM sender_leads WHERE id = r.lead_id AND ended IS NOT NULL) THEN
         UPDATE sender_emails SET status = 'cancelled', updated_at = now_at WHERE id = p_email;
         PERFORM sender_event(p_email, 'cancelled', 'the sequence ended before the handoff', p_now);
         outcome := 'ended';
         RETURN;
     END IF;
-    IF r.step > 1 AND NOT sender_step_was_sent(r.campaign_id, r.lead, r.step - 1) THEN
+    IF r.step > 1 AND NOT sender_step_was_sent(r.lead_id, r.step - 1) THEN
         UPDATE sender_emails SET status = 'waiting', claimed_by = NULL, updated_at = now_at WHERE id = p_email;
         PERFORM sender_event(p_email, 'waiting', format('step %s is not sent', r.step - 1), p_now);
         outcome := 'lost';
@@ -1324,9 +1341,9 @@ BEGIN
     -- (`colleague_replied`): the sequence ends for that reason, before the row's own status can end it as a reply,
     -- and keeps what the reply named (the addresses it gives, who replied) for `lead show`.
     IF p_event IN ('left', 'colleague_replied') THEN
-        PERFORM sender_end_sequence(r.campaign_id, r.lead, p_event, now_at);
+        PERFORM sender_end_sequence(r.lead_id, p_event, now_at);
         UPDATE sender_leads SET ended_note = left(coalesce(p_detail, ''), 500)
-        WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended = p_event;
+        WHERE id = r.lead_id AND ended = p_event;
     END IF;
     IF target IS NOT NULL THEN
         UPDATE sender_emails SET status = target, updated_at = now_at
@@ -1403,7 +1420,7 @@ DECLARE
     moved integer;
 BEGIN
     SELECT * INTO r FROM sender_emails WHERE id = p_email;
-    SELECT * INTO l FROM sender_leads WHERE campaign_id = r.campaign_id AND lead = r.lead FOR UPDATE;
+    SELECT * INTO l FROM sender_leads WHERE id = r.lead_id FOR UPDATE;
     IF l.id IS NULL OR l.ended IS NOT NULL THEN
         RETURN 0;
     END IF;
@@ -1412,7 +1429,7 @@ BEGIN
     END IF;
     WITH held AS (
         UPDATE sender_emails SET not_before = p_until, due_at = greatest(due_at, p_until), updated_at = now_at
-        WHERE campaign_id = r.campaign_id AND lead = r.lead AND status IN ('waiting', 'queued', 'retry')
+        WHERE lead_id = r.lead_id AND status IN ('waiting', 'queued', 'retry')
           AND not_before < p_until
         RETURNING id
     )
@@ -1444,7 +1461,7 @@ BEGIN
     SELECT e.id INTO email_id
     FROM sender_leads l
     JOIN sender_campaigns c ON c.id = l.campaign_id
-    JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead
+    JOIN sender_emails e ON e.lead_id = l.id
     JOIN sender_sent g ON g.email_id = e.id
     WHERE split_part(l.address, '@', 2) = split_part(lower(p_sender), '@', 2) AND l.ended IS NULL
       AND l.address <> lower(p_sender) AND c.stop_on_domain_reply AND lower(g.mailbox) = lower(p_mailbox)
@@ -1491,7 +1508,7 @@ BEGIN
                                  coalesce(p_note, ''), 'none', p_now);
     IF p_as = 'left' THEN
         UPDATE sender_leads SET ended = 'left', ended_at = now_at, ended_note = left(coalesce(p_note, ''), 500)
-        WHERE campaign_id = r.campaign_id AND lead = r.lead AND ended IN ('replied', 'left');
+        WHERE id = r.lead_id AND ended IN ('replied', 'left');
         IF FOUND THEN
             answer := 'applied';
         END IF;
@@ -1835,7 +1852,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     now_at timestamptz := coalesce(p_now, now());
     campaign bigint := (SELECT id FROM sender_campaigns WHERE name = 'enqueue');
-    lead_id text := 'placement:' || p_token;
+    placement_lead text := 'placement:' || p_token;
+    the_lead bigint;
 BEGIN
     IF sender_is_suppressed(p_seed) THEN
         outcome := 'suppressed';
@@ -1846,11 +1864,12 @@ BEGIN
     END IF;
     -- p_fields: a campaign step's merge fields for the seed as a lead (the agent renders the step with them and the
     -- unsubscribe link, as any lead's); NULL: the row's text as it is
-    INSERT INTO sender_leads (campaign_id, lead, address, fields, created_at)
-    VALUES (campaign, lead_id, lower(p_seed), p_fields, now_at);
-    INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body, not_before, due_at,
+    INSERT INTO sender_leads (campaign_id, kind, lead, address, fields, created_at)
+    VALUES (campaign, 'enqueue', placement_lead, lower(p_seed), p_fields, now_at)
+    RETURNING id INTO the_lead;
+    INSERT INTO sender_emails (campaign_id, lead_id, step, address, mailbox_group, subject, body, not_before, due_at,
                                pinned_mailbox, created_at, updated_at)
-    VALUES (campaign, lead_id, 1, lower(p_seed), p_group, p_subject, p_body, now_at, now_at, lower(p_mailbox),
+    VALUES (campaign, the_lead, 1, lower(p_seed), p_group, p_subject, p_body, now_at, now_at, lower(p_mailbox),
             now_at, now_at)
     RETURNING id INTO email_id;
     PERFORM sender_event(email_id, 'queued', 'placement test', p_now);

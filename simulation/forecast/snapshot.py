@@ -30,7 +30,7 @@ LIVE = "('waiting', 'queued', 'retry', 'sending')"
 # every lead with a row not sent yet, and every row sent in the guard's look-back (a rebuild's counts)
 _EMAILS = f"""
     SELECT e.* FROM sender_emails e
-    WHERE (e.campaign_id, e.lead) IN (SELECT campaign_id, lead FROM sender_emails WHERE status IN {LIVE})
+    WHERE e.lead_id IN (SELECT lead_id FROM sender_emails WHERE status IN {LIVE})
        OR e.id IN (SELECT email_id FROM sender_sent WHERE accepted_at >= %(since)s)"""
 # table -> the rows copied (None: all of them), in an order that writes a row's references first
 TABLES: tuple[tuple[str, str | None], ...] = (
@@ -40,8 +40,7 @@ TABLES: tuple[tuple[str, str | None], ...] = (
     ("sender_window_intervals", None),  # the sending windows as the claim reads them (version 21)
     ("sender_window_horizons", None),
     ("sender_suppressions", None),
-    ("sender_leads", f"SELECT l.* FROM sender_leads l WHERE (l.campaign_id, l.lead) IN "
-                     f"(SELECT campaign_id, lead FROM ({_EMAILS}) AS copied)"),
+    ("sender_leads", f"SELECT l.* FROM sender_leads l WHERE l.id IN (SELECT lead_id FROM ({_EMAILS}) AS copied)"),
     ("sender_emails", _EMAILS),
     ("sender_sent", f"SELECT s.* FROM sender_sent s WHERE s.email_id IN (SELECT id FROM ({_EMAILS}) AS copied)"),
     ("sender_send_log", "SELECT * FROM sender_send_log WHERE accepted_at >= %(since)s"),

@@ -18,9 +18,10 @@ def enqueued(ledger: Ledger, lead: str, step: int = 1, address: str = "eve@rcpt.
 
 def attempted(ledger: Ledger, lead: str, outcome: Settle, detail: str, mailbox: str, delay_s: float = 0.0) -> \
         tuple[int, str]:
-    """The due row of `lead` claimed, its attempt started through `mailbox`, settled `outcome` with the server's
-    `detail`: (its id, its Message-ID). Claim each lead's row before the next lead's is queued."""
-    (row,) = [r for r in ledger.claim("w", 100, ["sales"]) if r.lead == lead]
+    """The due row of `lead` (its caller's id or its address) claimed, its attempt started through `mailbox`,
+    settled `outcome` with the server's `detail`: (its id, its Message-ID). Claim each lead's row before the next
+    lead's is queued."""
+    (row,) = [r for r in ledger.claim("w", 100, ["sales"]) if lead in (r.lead, r.address)]
     started, message_id = ledger.begin_attempt(row.id, uuid.uuid4(), mailbox, SOURCE_IP,
                                                f"<{uuid.uuid4()}@sender.example>", "Hello")
     assert started == "ok" and message_id is not None

@@ -114,9 +114,9 @@ class Arrival:
 
 
 def rows_by_message_id(database_url: str) -> dict[str, tuple[str, int]]:
-    """Every campaign row's fixed Message-ID -> (lead, step)."""
+    """Every campaign row's fixed Message-ID -> (its lead's address, step)."""
     with psycopg.connect(database_url) as conn:
-        rows = conn.execute("SELECT message_id, lead, step FROM sender_emails e JOIN sender_campaigns c "
+        rows = conn.execute("SELECT message_id, address, step FROM sender_emails e JOIN sender_campaigns c "
                             "ON c.id = e.campaign_id WHERE c.kind = 'file' AND message_id IS NOT NULL").fetchall()
     return {mid: (lead, step) for mid, lead, step in rows}
 
@@ -158,18 +158,18 @@ def body_text(arrival: Arrival) -> str:
 
 
 def ended(database_url: str, campaign: str) -> dict[str, str | None]:
-    """Each lead of `campaign` -> why its sequence ended (None: it goes on)."""
+    """Each lead of `campaign`, by address -> why its sequence ended (None: it goes on)."""
     with psycopg.connect(database_url) as conn:
-        rows = conn.execute("SELECT l.lead, l.ended FROM sender_leads l JOIN sender_campaigns c "
+        rows = conn.execute("SELECT l.address, l.ended FROM sender_leads l JOIN sender_campaigns c "
                             "ON c.id = l.campaign_id WHERE c.name = %s", (campaign,)).fetchall()
     return {lead: reason for lead, reason in rows}
 
 
 def statuses(database_url: str, campaign: str) -> dict[str, list[str]]:
-    """Each lead of `campaign` -> its rows' statuses, step order."""
+    """Each lead of `campaign`, by address -> its rows' statuses, step order."""
     with psycopg.connect(database_url) as conn:
-        rows = conn.execute("SELECT e.lead, e.status::text FROM sender_emails e JOIN sender_campaigns c "
-                            "ON c.id = e.campaign_id WHERE c.name = %s ORDER BY e.lead, e.step",
+        rows = conn.execute("SELECT e.address, e.status::text FROM sender_emails e JOIN sender_campaigns c "
+                            "ON c.id = e.campaign_id WHERE c.name = %s ORDER BY e.address, e.step",
                             (campaign,)).fetchall()
     per: dict[str, list[str]] = {}
     for lead, status in rows:

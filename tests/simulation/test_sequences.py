@@ -26,8 +26,8 @@ ENDED_BY_FEEDBACK = ("replied", "bounced", "unsubscribed")
 def _leads(result: SimResult) -> dict[str, dict[int, SequenceRow]]:
     leads: dict[str, dict[int, SequenceRow]] = defaultdict(dict)
     for row in result.sequences:
-        assert row.step not in leads[row.lead], f"{row.lead} has two rows of step {row.step}"
-        leads[row.lead][row.step] = row
+        assert row.step not in leads[row.address], f"{row.address} has two rows of step {row.step}"
+        leads[row.address][row.step] = row
     return leads
 
 
@@ -104,7 +104,7 @@ def test_an_out_of_office_ends_nothing_and_no_step_goes_before_the_day_after_its
 def test_the_server_saw_each_lead_in_order_in_one_thread_from_one_login(simulate: Callable[..., SimResult],
                                                                        seed: int) -> None:
     result = simulate(seed)
-    step_of = {row.message_id: (row.lead, row.step) for row in result.sequences if row.message_id}
+    step_of = {row.message_id: (row.address, row.step) for row in result.sequences if row.message_id}
     by_lead: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for delivery in result.delivered:  # in the order the server accepted them
         lead, step = step_of[delivery.message_id]  # every message the server saw is a row of a lead

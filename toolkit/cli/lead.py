@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 group = ledger_group("lead", "Leads: one person's steps in every campaign.")
 
 # The lead's own columns of the lead_rows query; the rest are one step's.
-LEAD_KEYS = ("name", "lead", "address", "ref", "ended", "ended_at", "ended_note", "held_until", "held_why",
+LEAD_KEYS = ("name", "lead", "address", "ended", "ended_at", "ended_note", "held_until", "held_why",
              "timezone")
 
 
@@ -102,9 +102,9 @@ def _rows(ledger: Ledger, who: str) -> list[dict[str, Any]]:
 
 def _leads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The query's rows, one per step, grouped by lead (a campaign each)."""
-    leads: dict[tuple[str, str], dict[str, Any]] = {}
+    leads: dict[int, dict[str, Any]] = {}
     for row in rows:
-        key = (row["name"], row["lead"])
+        key = row["lead_id"]
         if key not in leads:
             leads[key] = {"campaign": row["name"], **{k: row[k] for k in LEAD_KEYS[1:]}, "steps": []}
         if row["id"] is not None:
@@ -117,15 +117,14 @@ def _leads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def render_lead(lead: dict[str, Any]) -> None:
-    ref = f", lead id {lead['ref']}" if lead["ref"] else ""
-    who = lead["address"] if lead["lead"] == lead["address"] else f"{lead['lead']} <{lead['address']}>"
+    who = f"{lead['lead']} <{lead['address']}>" if lead["lead"] else lead["address"]  # the caller's id, if any
     end = f"ended: {lead['ended']} at {_when(lead['ended_at'])}" if lead["ended"] else "going on"
     if lead["ended"] and lead["ended_note"]:
         end += f" ({lead['ended_note']}" + ("; never mailed by themselves)" if lead["ended"] == "left" and
                                             "names" in lead["ended_note"] else ")")
     if lead["held_until"] is not None:
         end += f"; held until {_local(lead['held_until'], lead['timezone'])}: {lead['held_why']}"
-    click.echo(f"campaign {lead['campaign']}: {who}{ref}; sequence {end}")
+    click.echo(f"campaign {lead['campaign']}: {who}; sequence {end}")
     local = _zone(lead)
     emit_table(None, ["step", "status", "mailbox", "due (UTC)", f"due there ({local.key})" if local else "due there",
                       "waits for", "sent at", "Message-ID"],

@@ -140,7 +140,7 @@ def test_apply_creates_then_finds_it_unchanged_then_lists_the_changes(sendhost: 
                 "sender_campaigns c ON c.id = s.campaign_id WHERE c.name = 'q1' AND s.step < 3 ORDER BY 1") == [
         (1, 0, "Hi again"), (2, 2 * 86400, None)]
     # the lead's step 1 was queued before the change: it keeps its subject
-    assert _sql(database_url, "SELECT subject FROM sender_emails WHERE lead = 'eve@bigco.example'") == [
+    assert _sql(database_url, "SELECT subject FROM sender_emails WHERE address = 'eve@bigco.example'") == [
         ("Hello {first_name|there}",)]
 
 
@@ -211,7 +211,7 @@ def test_add_leads_reports_each_outcome_and_a_second_run_adds_nothing(sendhost: 
     assert again.stdout.splitlines()[0] == (
         "campaign q1: 0 added, 2 already in this campaign (first at line 2), 1 suppressed (first at line 3), "
         "1 in another active campaign (first at line 4, in campaign other)")
-    assert _sql(database_url, "SELECT l.address, l.ref, l.timezone FROM sender_leads l JOIN sender_campaigns c "
+    assert _sql(database_url, "SELECT l.address, l.lead, l.timezone FROM sender_leads l JOIN sender_campaigns c "
                 "ON c.id = l.campaign_id WHERE c.name = 'q1' ORDER BY l.id") == [
         ("ann@rcpt.example", "crm-1", "America/New_York"), ("bob@rcpt.example", "crm-5", "Europe/Berlin")]
 
@@ -561,7 +561,7 @@ def test_rows_wait_for_a_mailbox_cap_when_every_mailbox_they_may_use_is_at_it(
     _ready(sendhost, tmp_path, "ann@rcpt.example,,,Ann\nbob@rcpt.example,,,Bob\ncy@rcpt.example,,,Cy\n")
     _send(database_url)  # ann's step 1 went through BOX1: her step 2 waits for BOX1
     _sql(database_url, "UPDATE sender_emails SET not_before = now(), due_at = now() "
-                       "WHERE lead = 'ann@rcpt.example' AND step = 2")
+                       "WHERE address = 'ann@rcpt.example' AND step = 2")
     tomorrow = datetime.combine(datetime.now(UTC).date() + timedelta(days=1), time(0), UTC)
     pace = _pace(sendhost)
     # ann's step 2 may go only from BOX1, which is full; bob's and cy's step 1 may go from BOX2, which has room
@@ -572,7 +572,7 @@ def test_rows_wait_for_a_mailbox_cap_when_every_mailbox_they_may_use_is_at_it(
     # it puts back a row the guard refused)
     guard = Guard.from_url(redis_url)
     guard.import_sends([(BOX2, datetime.now(UTC))] * guard.status([BOX2])[0].cap, now=time_module.time() + 1)
-    _sql(database_url, "UPDATE sender_emails SET not_before = %s WHERE lead = 'cy@rcpt.example'", tomorrow)
+    _sql(database_url, "UPDATE sender_emails SET not_before = %s WHERE address = 'cy@rcpt.example'", tomorrow)
     pace = _pace(sendhost)
     assert (pace["due"], pace["mailbox_cap"]["rows"]) == (0, 3)
     table = sendhost("campaign", "status", "q1").stdout
@@ -695,14 +695,14 @@ def test_lead_show_by_address_in_any_spelling(sendhost: Cli, tmp_path: Path, dat
     (message_id,) = _sql(database_url, "SELECT message_id FROM sender_emails WHERE id = %s", first)[0]
     result = sendhost("lead", "show", "EVE@Bigco.example")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == "campaign q1: eve@bigco.example, lead id crm-4127; sequence going on"
+    assert result.stdout.splitlines()[0] == "campaign q1: crm-4127 <eve@bigco.example>; sequence going on"
     sent, waiting = _table_rows(result.stdout)
     assert sent.startswith("1 | sent | box1@sender.example | ") and sent.endswith(f" | {message_id}")
     assert waiting.startswith("2 | queued | box1@sender.example | ") and waiting.endswith(" | - | -")
     with Feedback.from_url(database_url) as feedback:
         feedback.apply(first, Event.REPLIED, source="inbox", ref="r1")
     ended = sendhost("lead", "show", "eve@bigco.example").stdout.splitlines()[0]
-    assert ended.startswith("campaign q1: eve@bigco.example, lead id crm-4127; sequence ended: replied at ")
+    assert ended.startswith("campaign q1: crm-4127 <eve@bigco.example>; sequence ended: replied at ")
     # an international domain is found only in its canonical (IDNA) form, which no lower() gives
     assert _add(sendhost, tmp_path, "q1", "zoe@bücher.example,,,Zoe\n").returncode == 0
     zoe = sendhost("lead", "show", "Zoe@BÜCHER.example")
@@ -734,7 +734,7 @@ def test_lead_show_says_until_when_an_automatic_reply_holds_the_lead_on_its_cloc
         feedback.hold(first, back, f"an automatic reply: back on {back - timedelta(days=1)}")
     head = sendhost("lead", "show", "eve@bigco.example").stdout.splitlines()[0]
     local = datetime.combine(back, time(), tzinfo=ZoneInfo("Europe/Berlin")).isoformat(sep=" ")
-    assert head == (f"campaign q1: eve@bigco.example, lead id crm-4127; sequence going on; held until {local} "
+    assert head == (f"campaign q1: crm-4127 <eve@bigco.example>; sequence going on; held until {local} "
                     f"(Europe/Berlin): an automatic reply: back on {back - timedelta(days=1)}")
     (lead,) = json.loads(sendhost("lead", "show", "crm-4127", "--format", "json").stdout)["leads"]
     assert (lead["held_why"], lead["timezone"]) == (f"an automatic reply: back on {back - timedelta(days=1)}",
@@ -776,7 +776,7 @@ def test_lead_show_by_the_csv_lead_id_json_with_each_rows_history(sendhost: Cli,
     first = _send(database_url)
     shown = json.loads(sendhost("lead", "show", "crm-4127", "--format", "json").stdout)
     (lead,) = shown["leads"]
-    assert (lead["campaign"], lead["address"], lead["ref"], lead["ended"]) == ("q1", "eve@bigco.example",
+    assert (lead["campaign"], lead["address"], lead["lead"], lead["ended"]) == ("q1", "eve@bigco.example",
                                                                                "crm-4127", None)
     assert [(s["id"] == first, s["step"], s["status"], s["mailbox"]) for s in lead["steps"]] == [
         (True, 1, "sent", BOX1), (False, 2, "queued", BOX1)]
@@ -863,5 +863,7 @@ def test_sender_show_names_the_enqueue_campaigns_lead_unless_told_another(sendho
     of_q1 = json.loads(sendhost("sender", "show", "Eve@Bigco.example", "1", "--campaign", "q1", "--format",
                                 "json").stdout)
     assert (of_q1["row"]["campaign"], of_q1["row"]["subject"]) == ("q1", "Hello {first_name|there}")
+    by_id = json.loads(sendhost("sender", "show", "crm-4127", "1", "--campaign", "q1", "--format", "json").stdout)
+    assert (by_id["row"]["id"], by_id["row"]["lead"]) == (of_q1["row"]["id"], "crm-4127")  # the leads file's id
     assert _one_line_error(sendhost("sender", "show", "eve@bigco.example", "2", "--campaign", "q1"), 1).startswith(
         "error: no row for lead 'eve@bigco.example' step 2 in campaign 'q1'")

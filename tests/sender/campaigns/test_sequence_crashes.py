@@ -147,7 +147,7 @@ def test_agents_killed_at_every_step_still_send_each_step_once_and_in_order(
         if address in got:  # a lead whose step 1 died before its handoff got nothing, and ended failed
             check_thread(address, got[address], subject_of(first_name))
     with psycopg.connect(database_url) as conn:
-        rows = conn.execute("SELECT message_id, lead, step, status::text FROM sender_emails e "
+        rows = conn.execute("SELECT message_id, address, step, status::text FROM sender_emails e "
                             "JOIN sender_campaigns c ON c.id = e.campaign_id WHERE c.name = 'q1'").fetchall()
     delivered = {r.message_id for r in received}
     for message_id, lead, step, status in rows:

@@ -149,8 +149,8 @@ def test_a_first_step_deferred_then_accepted_is_followed_up_from_its_real_send(
         (attempts, accepted_at, second_due), = conn.execute(
             "SELECT s.attempts, g.accepted_at, f.not_before FROM sender_emails s "
             "JOIN sender_send_log g ON g.email_id = s.id "
-            "JOIN sender_emails f ON f.campaign_id = s.campaign_id AND f.lead = s.lead AND f.step = 2 "
-            "WHERE s.lead = %s AND s.step = 1", (deferred,)).fetchall()
+            "JOIN sender_emails f ON f.lead_id = s.lead_id AND f.step = 2 "
+            "WHERE s.address = %s AND s.step = 1", (deferred,)).fetchall()
     assert attempts == 2 and accepted_at == datetime.fromtimestamp(sent_at, UTC)
     assert second_due == accepted_at + timedelta(days=3)  # not three days after the first attempt
 

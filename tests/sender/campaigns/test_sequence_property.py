@@ -52,6 +52,8 @@ EXAMPLES, STEPS_PER_EXAMPLE = 80, 50
 # reach the later steps instead of ending every sequence in their first moves. (Not n == 0: hypothesis draws the
 # ends of a range more often than the rest.)
 RARELY = st.integers(0, 7).map(lambda n: n == 5)
+# How the machine names a lead in SQL, `l` its sender_leads row: as Lead.key does.
+KEY = "coalesce(l.lead, l.address)"
 
 
 @dataclass
@@ -70,7 +72,7 @@ class Ended:
 class Lead:
     """What the rules say of one lead so far."""
 
-    key: str  # sender_emails.lead
+    key: str  # its caller's id (the enqueued lead), else its address (the file's leads have no id): KEY
     address: str
     from_file: bool  # a campaign file's lead (its sequence completes), else an enqueued one
     ended: str | None = None
@@ -151,8 +153,9 @@ def sequence_machine(conn: psycopg.Connection[Any], url: str) -> Callable[[], Ru
 
         def _rows(self, where: str) -> list[tuple[int, str, int]]:
             return [(int(i), str(lead), int(step)) for i, lead, step in conn.execute(
-                f"SELECT id, lead, step FROM sender_emails WHERE campaign_id IN (SELECT id FROM sender_campaigns "
-                f"WHERE name IN ('{CAMPAIGN}', 'enqueue')) AND {where} ORDER BY id").fetchall()]
+                f"SELECT e.id, {KEY}, e.step FROM sender_emails e JOIN sender_leads l ON l.id = e.lead_id "
+                f"WHERE e.campaign_id IN (SELECT id FROM sender_campaigns WHERE name IN ('{CAMPAIGN}', 'enqueue')) "
+                f"AND e.{where} ORDER BY e.id").fetchall()]
 
         # --- an agent ------------------------------------------------------------------------------------------
 
@@ -163,13 +166,14 @@ def sequence_machine(conn: psycopg.Connection[Any], url: str) -> Callable[[], Ru
         def _claim(self, mailbox: str | None) -> int | None:
             """Claim one due row as an agent having `mailbox` (None: any) would; its id."""
             for row in self.ledger.claim("w", 1, ["sales"], [mailbox] if mailbox else None):
-                lead = self.leads[row.lead]
-                assert lead.ended is None, f"{row.lead} step {row.step} claimed after its sequence ended"
-                assert row.step == 1 or row.step - 1 in lead.sent, f"{row.lead} step {row.step} due before its step"
-                assert not lead.from_file or self.state == "running", f"{row.lead}: claimed, campaign {self.state}"
+                key = row.lead or row.address  # as KEY
+                lead = self.leads[key]
+                assert lead.ended is None, f"{key} step {row.step} claimed after its sequence ended"
+                assert row.step == 1 or row.step - 1 in lead.sent, f"{key} step {row.step} due before its step"
+                assert not lead.from_file or self.state == "running", f"{key}: claimed, campaign {self.state}"
                 assert mailbox is None or row.pinned_mailbox in (None, mailbox), "claimed for another mailbox"
                 assert row.attempt_id is None
-                self.held[row.id] = Held(row.lead, row.step, row.pinned_mailbox)
+                self.held[row.id] = Held(key, row.step, row.pinned_mailbox)
                 return row.id
             return None
 
@@ -317,8 +321,9 @@ def sequence_machine(conn: psycopg.Connection[Any], url: str) -> Callable[[], Ru
         def handovers_follow_the_rules(self) -> None:
             sent: dict[str, set[int]] = {key: set() for key in self.leads}
             for event_id, key, step, kind, detail in conn.execute(
-                    "SELECT e.id, r.lead, r.step, e.kind, e.detail FROM sender_events e "
-                    "JOIN sender_emails r ON r.id = e.email_id WHERE e.kind IN ('attempt', 'sent', 'resolved') "
+                    f"SELECT e.id, {KEY}, r.step, e.kind, e.detail FROM sender_events e "
+                    "JOIN sender_emails r ON r.id = e.email_id JOIN sender_leads l ON l.id = r.lead_id "
+                    "WHERE e.kind IN ('attempt', 'sent', 'resolved') "
                     "ORDER BY e.id").fetchall():
                 if kind == "sent" or (kind == "resolved" and detail.startswith("sent by a person")):
                     sent[key].add(step)
@@ -329,18 +334,19 @@ def sequence_machine(conn: psycopg.Connection[Any], url: str) -> Callable[[], Ru
                 assert not any(ended.covers(event_id) for ended in self.leads[key].ends), \
                     f"{key} step {step} handed over after its sequence ended"
             logged = {(str(k), int(s)) for k, s in conn.execute(
-                "SELECT r.lead, r.step FROM sender_send_log g JOIN sender_emails r ON r.id = g.email_id").fetchall()}
+                f"SELECT {KEY}, r.step FROM sender_send_log g JOIN sender_emails r ON r.id = g.email_id "
+                "JOIN sender_leads l ON l.id = r.lead_id").fetchall()}
             assert logged == {(key, step) for key, lead in self.leads.items() for step in lead.sent}
             first: dict[str, str] = {}
             for key, step, mailbox in conn.execute(
-                    "SELECT lead, step, lower(mailbox) FROM sender_emails WHERE mailbox IS NOT NULL "
-                    "ORDER BY lead, step").fetchall():
+                    f"SELECT {KEY}, e.step, lower(e.mailbox) FROM sender_emails e JOIN sender_leads l "
+                    f"ON l.id = e.lead_id WHERE e.mailbox IS NOT NULL ORDER BY 1, 2").fetchall():
                 first.setdefault(key, mailbox)
                 assert step == 1 or mailbox == first[key], f"{key} step {step} from {mailbox}, step 1 {first[key]}"
 
         @invariant()
         def sequences_end_for_the_rules_reasons(self) -> None:
-            ended = dict(conn.execute("SELECT lead, ended FROM sender_leads WHERE campaign_id IN "
+            ended = dict(conn.execute(f"SELECT {KEY}, ended FROM sender_leads l WHERE campaign_id IN "
                                       f"(SELECT id FROM sender_campaigns WHERE name IN ('{CAMPAIGN}', 'enqueue'))"
                                       ).fetchall())
             assert ended == {key: lead.ended for key, lead in self.leads.items()}

@@ -69,7 +69,7 @@ def _send(ledger: Ledger, mailbox: str = BOX) -> int:
 def _rows(database_url: str) -> list[tuple[int, str, datetime, str | None]]:
     with psycopg.connect(database_url) as conn:
         return conn.execute("SELECT step, status::text, not_before, pinned_mailbox FROM sender_emails "
-                            "WHERE campaign_id <> 1 ORDER BY lead, step").fetchall()
+                            "WHERE campaign_id <> 1 ORDER BY lead_id, step").fetchall()
 
 
 def _ended(database_url: str, address: str = "eve@rcpt.example") -> str | None:
@@ -151,10 +151,10 @@ def test_a_person_at_psql_cannot_make_a_follow_up_due_before_its_step(tmp_path: 
     assert timed.enqueue(lead="L1", step=2, address="a@rcpt.example", group="sales", subject="Again",
                          text="x").value == "waiting"
     with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute("UPDATE sender_emails SET status = 'queued' WHERE lead = 'L1' AND step = 2")
-        conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body) "
-                     "SELECT id, 'L1', 3, 'a@rcpt.example', 'sales', 's', 'b' FROM sender_campaigns "
-                     "WHERE name = 'enqueue'")
+        conn.execute("UPDATE sender_emails SET status = 'queued' WHERE step = 2")
+        conn.execute("INSERT INTO sender_emails (campaign_id, lead_id, step, address, mailbox_group, subject, body) "
+                     "SELECT campaign_id, id, 3, 'a@rcpt.example', 'sales', 's', 'b' FROM sender_leads "
+                     "WHERE lead = 'L1'")
         statuses = conn.execute("SELECT step, status::text FROM sender_emails ORDER BY step").fetchall()
     assert statuses == [(1, "queued"), (2, "waiting"), (3, "waiting")]
 
@@ -166,7 +166,7 @@ def test_a_follow_up_a_person_marks_sending_is_not_handed_over_before_its_step(t
     timed.enqueue(lead="L1", step=1, address="a@rcpt.example", group="sales", subject="Hi", text="x")
     timed.enqueue(lead="L1", step=2, address="a@rcpt.example", group="sales", subject="Again", text="x")
     with psycopg.connect(database_url, autocommit=True) as conn:
-        (row,) = conn.execute("UPDATE sender_emails SET status = 'sending' WHERE lead = 'L1' AND step = 2 "
+        (row,) = conn.execute("UPDATE sender_emails SET status = 'sending' WHERE step = 2 "
                               "RETURNING id").fetchone() or (0,)
     assert timed.begin_attempt(row, uuid.uuid4(), BOX, None, "<a@sender.example>", "s") == ("lost", None)
     with psycopg.connect(database_url) as conn:

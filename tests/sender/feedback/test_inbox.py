@@ -97,7 +97,8 @@ def _inbox(inventory: Path, database_url: str, tmp: Path) -> subprocess.Complete
 def _state(database_url: str) -> tuple[object, ...]:
     with psycopg.connect(database_url) as conn:
         return tuple(conn.execute(q).fetchall() for q in (
-            "SELECT lead, step, status::text FROM sender_emails ORDER BY id",
+            "SELECT l.lead, e.step, e.status::text FROM sender_emails e JOIN sender_leads l ON l.id = e.lead_id "
+            "ORDER BY e.id",
             "SELECT address FROM sender_suppressions ORDER BY address",
             "SELECT email_id, event, ref FROM sender_feedback ORDER BY id",
             "SELECT count(*) FROM sender_events"))

@@ -74,8 +74,8 @@ def _lead_and_steps(database_url: str, lead: str) -> tuple[tuple[object, ...], l
     with psycopg.connect(database_url) as conn:
         found = conn.execute("SELECT ended, ended_note, held_until FROM sender_leads WHERE lead = %s",
                              (lead,)).fetchone()
-        steps = conn.execute("SELECT step, status::text, not_before FROM sender_emails WHERE lead = %s ORDER BY step",
-                             (lead,)).fetchall()
+        steps = conn.execute("SELECT e.step, e.status::text, e.not_before FROM sender_emails e JOIN sender_leads l "
+                             "ON l.id = e.lead_id WHERE l.lead = %s ORDER BY e.step", (lead,)).fetchall()
     assert found is not None
     return found, steps
 

@@ -61,10 +61,10 @@ def busy(tmp_path: Path, ledger: Ledger) -> Ledger:
 def _campaign_rows(database_url: str, name: str) -> list[tuple[object, ...]]:
     with psycopg.connect(database_url) as conn:
         return conn.execute("""
-            SELECT l.lead, l.ref, l.timezone, l.fields, e.step, e.status::text, e.address, e.subject, v.kind,
+            SELECT l.address, l.lead, l.timezone, l.fields, e.step, e.status::text, e.address, e.subject, v.kind,
                    v.detail
             FROM sender_leads l JOIN sender_campaigns c ON c.id = l.campaign_id
-            JOIN sender_emails e ON e.campaign_id = l.campaign_id AND e.lead = l.lead
+            JOIN sender_emails e ON e.lead_id = l.id
             JOIN sender_events v ON v.email_id = e.id
             WHERE c.name = %s ORDER BY e.id, v.id""", (name,)).fetchall()
 

@@ -37,7 +37,7 @@ def test_the_claim_reads_its_lead_by_key_not_every_lead_of_the_ledger(ledger: Le
     ((plan,),) = conn.execute("EXPLAIN (FORMAT JSON) " + query("claim"), params).fetchone()
     reads = [(node["Node Type"], node.get("Index Name")) for node in _nodes(plan["Plan"])
              if node.get("Relation Name") == "sender_leads"]
-    assert reads == [("Index Scan", "sender_leads_campaign_id_lead_key")]
+    assert reads == [("Index Scan", "sender_leads_pkey")]
 
 
 @pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
@@ -86,7 +86,8 @@ def _older_rows_of_other_routes(conn: Any, start: int, count: int) -> None:
         conn.execute(f"SELECT sender_enqueue('P' || n, {step}, 'p' || n || '@rcpt.example', 'sales', 's', 't', NULL, "
                      f"NULL) FROM {span}")
     firsts = [row[0] for row in conn.execute(
-        "SELECT id FROM sender_emails WHERE lead LIKE 'P%%' AND step = 1 AND status = 'queued'")]
+        "SELECT e.id FROM sender_emails e JOIN sender_leads l ON l.id = e.lead_id "
+        "WHERE l.lead LIKE 'P%%' AND e.step = 1 AND e.status = 'queued'")]
     conn.execute("UPDATE sender_emails SET status = 'sending', claimed_at = now() WHERE id = ANY (%s)", (firsts,))
     conn.execute("SELECT sender_begin_attempt(id, gen_random_uuid(), 'other@mail.example', NULL, '<' || id || '@m>', "
                  "NULL) FROM unnest(%s::bigint[]) AS id", (firsts,))
@@ -99,10 +100,11 @@ def _claim_reads(conn: Any, groups: list[str], mailboxes: list[str]) -> tuple[st
     conn.execute("SELECT pg_stat_force_next_flush()")
     (before,) = conn.execute(INDEX_ENTRIES_READ).fetchone()
     with conn.transaction(force_rollback=True):
-        (lead,) = conn.execute(f"SELECT lead FROM sender_claim('w', 1, %s, %s, {LATER})",
-                               (groups, mailboxes)).fetchone()
+        (lead_id,) = conn.execute(f"SELECT lead_id FROM sender_claim('w', 1, %s, %s, {LATER})",
+                                  (groups, mailboxes)).fetchone()
     conn.execute("SELECT pg_stat_force_next_flush()")
     (after,) = conn.execute(INDEX_ENTRIES_READ).fetchone()
+    (lead,) = conn.execute("SELECT lead FROM sender_leads WHERE id = %s", (lead_id,)).fetchone()
     return lead, int(after - before)
 
 

@@ -157,7 +157,8 @@ def test_retire_history_drops_old_months_and_keeps_counts_and_the_sequence_rules
         # what step 2 is timed and routed from (its step 1's accepted time and mailbox) outlives the send log's month
         assert conn.execute("SELECT outcome FROM sender_enqueue('L1', 2, 'l1@example.com', 'sales', 'Re', 'Again', %s)",
                             (JUNE,)).fetchone() == ("queued",)
-        assert conn.execute("SELECT pinned_mailbox, due_at FROM sender_emails WHERE lead = 'L1' AND step = 2"
+        assert conn.execute("SELECT pinned_mailbox, due_at FROM sender_emails WHERE step = 2 "
+                            "AND lead_id = (SELECT id FROM sender_leads WHERE lead = 'L1')"
                             ).fetchone() == (MAILBOX, JUNE + timedelta(minutes=1))
 
     again = retire("--before", "2025-07-01", "--format", "json")

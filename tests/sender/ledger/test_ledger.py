@@ -45,9 +45,9 @@ def test_a_pair_is_queued_once(ledger: Ledger, database_url: str) -> None:
     assert _queue(ledger, step=2) is Enqueued.WAITING  # behind step 1, which is not sent yet
     # The rule is the database's, not the function's: a direct insert is refused too.
     with psycopg.connect(database_url) as conn, pytest.raises(psycopg.errors.UniqueViolation):
-        conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, address, mailbox_group, subject, body) "
-                     "SELECT id, 'L1', 1, 'b@example.com', 'sales', 's', 'b' FROM sender_campaigns "
-                     "WHERE name = 'enqueue'")
+        conn.execute("INSERT INTO sender_emails (campaign_id, lead_id, step, address, mailbox_group, subject, body) "
+                     "SELECT campaign_id, id, 1, 'b@example.com', 'sales', 's', 'b' FROM sender_leads "
+                     "WHERE lead = 'L1'")
     assert (ledger.counts()["queued"], ledger.counts()["waiting"]) == (1, 1)
 
 

@@ -29,7 +29,8 @@ def _queue(ledger: Ledger, lead: str = "L1", address: str = "a@example.com") -> 
 def _times(database_url: str, lead: str = "L1") -> dict[str, datetime | None]:
     with psycopg.connect(database_url) as conn:
         cursor = conn.execute("SELECT not_before, created_at, updated_at, claimed_at, attempt_started_at "
-                              "FROM sender_emails WHERE lead = %s", (lead,))
+                              "FROM sender_emails WHERE lead_id = (SELECT id FROM sender_leads WHERE lead = %s)",
+                              (lead,))
         row = cursor.fetchone()
         assert row is not None and cursor.description is not None
         return dict(zip([c.name for c in cursor.description], row, strict=True))

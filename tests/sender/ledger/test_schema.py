@@ -162,3 +162,28 @@ def test_an_upgrade_to_version_9_remembers_when_row_id_tokens_stopped(fresh: str
             (moment,) = conn.execute(query_moment).fetchone() or (None,)
             (now,) = conn.execute("SELECT now()").fetchone() or (None,)
     assert moment is not None and now is not None and moment <= now
+
+
+def test_an_upgrade_to_version_22_keeps_each_row_with_its_lead_and_the_callers_id_as_lead(postgres_admin: str) -> None:
+    """Version 21 keyed a lead by its address in a campaign file's campaign (the caller's id in `ref`) and by the
+    caller's id in `enqueue`; version 22's rows name their lead record, and `lead` is the caller's id in both."""
+    with fresh_database(postgres_admin) as url:
+        _at_version(url, 21)
+        with psycopg.connect(url, autocommit=True) as conn:
+            (campaign,) = conn.execute("INSERT INTO sender_campaigns (name, mailbox_group) VALUES ('q1', 'sales') "
+                                       "RETURNING id").fetchone() or (0,)
+            conn.execute("INSERT INTO sender_leads (campaign_id, lead, address, ref) VALUES "
+                         "(%(c)s, 'ann@rcpt.example', 'ann@rcpt.example', 'crm-1'), "
+                         "(%(c)s, 'bob@rcpt.example', 'bob@rcpt.example', NULL)", {"c": campaign})
+            conn.execute("INSERT INTO sender_emails (campaign_id, lead, step, recipient, mailbox_group, subject, body) "
+                         "SELECT %s, lead, 1, address, 'sales', 'Hi', 'x' FROM sender_leads", (campaign,))
+            conn.execute("SELECT sender_enqueue('E1', 1, 'ann@rcpt.example', 'sales', 'Hi', 'x', NULL, true)")
+        with Ledger.from_url(url) as ledger:
+            ledger.migrate()
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT c.name, l.kind, l.lead, l.address, e.address, e.step FROM sender_emails e "
+                                "JOIN sender_leads l ON l.id = e.lead_id JOIN sender_campaigns c "
+                                "ON c.id = e.campaign_id ORDER BY e.id").fetchall()
+    assert rows == [("q1", "file", "crm-1", "ann@rcpt.example", "ann@rcpt.example", 1),
+                    ("q1", "file", None, "bob@rcpt.example", "bob@rcpt.example", 1),
+                    ("enqueue", "enqueue", "E1", "ann@rcpt.example", "ann@rcpt.example", 1)]

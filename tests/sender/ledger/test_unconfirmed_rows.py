@@ -58,7 +58,7 @@ def _campaign(tmp_path: Path, ledger: Ledger) -> None:
 
 def _rows(database_url: str) -> list[tuple[int, str]]:
     with psycopg.connect(database_url) as conn:
-        return conn.execute("SELECT step, status::text FROM sender_emails ORDER BY lead, step").fetchall()
+        return conn.execute("SELECT step, status::text FROM sender_emails ORDER BY lead_id, step").fetchall()
 
 
 def _snapshot(database_url: str) -> tuple[object, ...]:
@@ -66,7 +66,7 @@ def _snapshot(database_url: str) -> tuple[object, ...]:
         return tuple(conn.execute(q).fetchall() for q in (
             "SELECT id, status::text, not_before, last_error FROM sender_emails ORDER BY id",
             "SELECT email_id FROM sender_send_log ORDER BY email_id",
-            "SELECT lead, ended FROM sender_leads ORDER BY id",
+            "SELECT address, ended FROM sender_leads ORDER BY id",
             "SELECT count(*) FROM sender_events"))
 
 
@@ -179,7 +179,7 @@ def test_resolving_as_not_sent_ends_the_sequence_failed_and_resends_nothing(
     assert json.loads(result.stdout) == {"row": row, "resolved": "not_sent"}
     assert _rows(database_url) == [(1, "failed")]
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT ended FROM sender_leads WHERE lead = 'eve@rcpt.example'").fetchone() == (
+        assert conn.execute("SELECT ended FROM sender_leads WHERE address = 'eve@rcpt.example'").fetchone() == (
             "failed",)
         assert conn.execute("SELECT count(*) FROM sender_send_log").fetchone() == (0,)
     assert ledger.claim("w", 10) == []
@@ -321,8 +321,8 @@ def test_reclassify_as_left_ends_the_sequence_as_left_json(sender_cli: Cli, ledg
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"row": row, "as": "left", "answer": "applied", "status": "replied"}
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT ended, ended_note FROM sender_leads WHERE lead = 'eve@rcpt.example'").fetchone() \
-            == ("left", "write to bob@rcpt.example")
+        assert conn.execute("SELECT ended, ended_note FROM sender_leads WHERE address = 'eve@rcpt.example'"
+                            ).fetchone() == ("left", "write to bob@rcpt.example")
     assert not ledger.is_suppressed("eve@rcpt.example")
 
 

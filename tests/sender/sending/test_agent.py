@@ -346,7 +346,8 @@ def test_a_send_claims_the_next_row_with_its_record_and_sends_it_next(world: Wor
         first = agent.send_one(ledger, "w")
         assert first is not None and first.kind == "sent"
         with ledger.calling("read the claims") as conn:
-            held = conn.execute("SELECT lead, claimed_by FROM sender_emails WHERE status = 'sending'").fetchall()
+            held = conn.execute("SELECT l.lead, e.claimed_by FROM sender_emails e JOIN sender_leads l "
+                                "ON l.id = e.lead_id WHERE e.status = 'sending'").fetchall()
         assert held == [("L1", "w")]  # claimed by the first send's record, its attempt not started
         second = agent.send_one(ledger, "w")
         assert second is not None and second.kind == "sent" and second.row != first.row

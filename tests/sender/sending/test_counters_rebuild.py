@@ -51,7 +51,7 @@ def test_a_rebuild_counts_each_handed_over_send_once_whatever_was_said_of_it_lat
     """Issue 39: two unconfirmed rows a relay then reported `delivered` and `sent` fell out of the rebuild (2 -> 0),
     so the mailbox (week one's 10 included) and its campaign could send past their caps that day."""
     with week_one.ledger() as ledger, Feedback.from_url(database_url) as feedback:
-        rows = {r.lead.split("@")[0]: r.id for r in ledger.claim("w", 100, ["sales"], [BOX])}
+        rows = {r.address.split("@")[0]: r.id for r in ledger.claim("w", 100, ["sales"], [BOX])}
         assert sorted(rows) == list("abcdefghijkl")
 
         def relay(name: str, event: Event) -> None:

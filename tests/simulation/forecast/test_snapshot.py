@@ -37,7 +37,8 @@ def target(postgres_admin: str) -> Iterator[Ledger]:
 
 def _rows(ledger: Ledger) -> dict[str, tuple[str, object]]:
     with ledger.calling("the test's read") as conn:
-        found = conn.execute("SELECT lead || ':' || step, status::text, attempt_id FROM sender_emails").fetchall()
+        found = conn.execute("SELECT split_part(address, '@', 1) || ':' || step, status::text, attempt_id "
+                             "FROM sender_emails").fetchall()
     return {key: (status, attempt) for key, status, attempt in found}
 
 
@@ -49,9 +50,11 @@ def _run(ledger: Ledger, statement: str, *params: object) -> None:
 def _sent(ledger: Ledger, lead: str, step: int, at: datetime) -> None:
     """Row (lead, step) sent at `at`, as the ledger records a send (the send log, and sender_sent by its trigger)."""
     _run(ledger, "UPDATE sender_emails SET status = 'sent', mailbox = 'box@sender.example', "
-                 "message_id = %s WHERE lead = %s AND step = %s", f"<{lead}-{step}@x>", lead, step)
+                 "message_id = %s WHERE step = %s AND lead_id = (SELECT id FROM sender_leads WHERE lead = %s)",
+         f"<{lead}-{step}@x>", step, lead)
     _run(ledger, "INSERT INTO sender_send_log (email_id, message_id, mailbox, accepted_at) "
-                 "SELECT id, message_id, mailbox, %s FROM sender_emails WHERE lead = %s AND step = %s", at, lead, step)
+                 "SELECT id, message_id, mailbox, %s FROM sender_emails WHERE step = %s AND "
+                 "lead_id = (SELECT id FROM sender_leads WHERE lead = %s)", at, step, lead)
 
 
 def _enqueue(ledger: Ledger, lead: str, step: int) -> None:
@@ -65,8 +68,10 @@ def test_the_copy_holds_every_row_that_can_still_go_and_what_decides_when(source
     _enqueue(source, "live", 2)  # waits for step 1
     _sent(source, "done-long-ago", 1, NOW - timedelta(days=9))
     _sent(source, "done-today", 1, NOW - timedelta(hours=2))  # what the guard's rebuild counts
-    _run(source, "UPDATE sender_emails SET status = 'sending', claimed_by = 'w1' WHERE lead = 'claimed'")
-    _run(source, "UPDATE sender_emails SET status = 'sending', attempt_id = %s WHERE lead = 'started'", uuid.uuid4())
+    _run(source, "UPDATE sender_emails SET status = 'sending', claimed_by = 'w1' "
+                 "WHERE address = 'claimed@rcpt.example'")
+    _run(source, "UPDATE sender_emails SET status = 'sending', attempt_id = %s WHERE address = 'started@rcpt.example'",
+         uuid.uuid4())
     before = _rows(source)
     key = source.unsubscribe_key()  # a ledger that has sent has made its key
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 from pathlib import Path
@@ -175,16 +176,18 @@ def _render_stalled(stalled: tuple[Stalled, ...] | None, unreachable: str | None
 @click.argument("step", type=click.IntRange(min=1))
 @click.option("--campaign", "campaign", metavar="NAME", default="enqueue", show_default=True,
               help="The campaign of the lead: `enqueue` for the rows of `sender enqueue` (LEAD is their lead "
-                   "column), a campaign file's name for its leads (LEAD is the address).")
+                   "column), a campaign file's name for its leads (LEAD is the address, or the leads file's lead "
+                   "id).")
 @format_option()
 @pass_sender
 def show_command(sc: SenderContext, lead: str, step: int, campaign: str, fmt: str | None) -> None:
     """The row of LEAD's STEP and its history: what happened to it (every campaign of a person: `sendhost lead
     show`)."""
-    from sender.addresses import canonical
+    from sender.addresses import AddressError, canonical
 
     if campaign != "enqueue":
-        lead = canonical(lead)  # a campaign file's lead is its canonical address
+        with contextlib.suppress(AddressError):  # an address in any spelling; else the leads file's lead id
+            lead = canonical(lead)
     with sc.ledger() as ledger:
         shown = ledger.show(lead, step, campaign)
         if shown is None:
