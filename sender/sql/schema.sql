@@ -409,8 +409,7 @@ BEGIN
                 RETURN;
             END IF;
         END IF;
-    END IF;
-    IF the_lead IS NULL THEN  -- or one the same enqueue added meanwhile: it is the lead
+        -- a new lead, or the one an enqueue of the same id added while this one waited for the lock
         INSERT INTO sender_leads (campaign_id, kind, lead, address, created_at)
         VALUES (campaign, 'enqueue', p_lead, lower(p_address), now_at)
         ON CONFLICT (campaign_id, lead) WHERE kind = 'enqueue' DO NOTHING

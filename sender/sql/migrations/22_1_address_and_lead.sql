@@ -13,7 +13,6 @@ ALTER TABLE sender_emails RENAME COLUMN recipient TO address;
 ALTER TABLE sender_emails RENAME CONSTRAINT sender_emails_recipient_check TO sender_emails_address_check;
 ALTER INDEX sender_emails_recipient RENAME TO sender_emails_address;
 
-
 -- The lead record. The rows' key to their lead goes first (it references the key that changes).
 ALTER TABLE sender_emails DROP CONSTRAINT sender_emails_campaign_id_lead_fkey;
 ALTER TABLE sender_emails DROP CONSTRAINT sender_emails_campaign_id_lead_step_key;
@@ -88,8 +87,7 @@ BEGIN
                 RETURN;
             END IF;
         END IF;
-    END IF;
-    IF the_lead IS NULL THEN  -- or one the same enqueue added meanwhile: it is the lead
+        -- a new lead, or the one an enqueue of the same id added while this one waited for the lock
         INSERT INTO sender_leads (campaign_id, kind, lead, address, created_at)
         VALUES (campaign, 'enqueue', p_lead, lower(p_address), now_at)
         ON CONFLICT (campaign_id, lead) WHERE kind = 'enqueue' DO NOTHING
