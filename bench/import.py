@@ -2,7 +2,7 @@
 
     python -m bench.import [--leads N] [--rounds R] [--database-url URL]
 
-A leads CSV of N rows (email, lead, timezone, first_name, company, as leads.example.csv; a sixth of the time zones
+A leads CSV of N rows (address, lead, timezone, first_name, company, as leads.example.csv; a sixth of the time zones
 empty, a sixth not IANA names) is written once and read with read_leads R times on its own: the CSV to Lead
 objects. The parsed leads (what add-leads hands the ledger once the file is checked) then go to a fresh database
 each round (its campaigns are campaign.example.yml's), as:

@@ -51,7 +51,7 @@ def neutral(mailbox: Mailbox, seed: Seed, token: str) -> Content:
 
 
 def campaign_content(ledger: Ledger, campaign: str, step: int) -> Callable[[Mailbox, Seed, str], Content]:
-    """The campaign's step as last applied, for a seed as a lead: `email` its address, any other field the step
+    """The campaign's step as last applied, for a seed as a lead: `address` its address, any other field the step
     needs its address's local part (a field with a fallback takes the fallback); the agent renders it with the
     row's own unsubscribe link, as any lead's. A later step keeps the first's subject as `Re:`. TemplateError (bad
     input) when the step cannot be rendered."""
