@@ -37,6 +37,7 @@ DEFAULT_TIMEOUT_S = 300.0
 LEDGER_SQL = "sender/sql/schema.sql"  # the current schema: what a fresh (test) database is made from
 QUERIES_SQL = "sender/sql/queries.sql"
 ATTEMPT = "sender/sending/attempt.py"
+RESERVE = "sender/sending/reserve.py"
 GATE = "sender/sending/gate.py"
 THREAD_HEADERS = "sender/sending/thread_headers.py"
 INBOX = "sender/feedback/inbox.py"
@@ -128,12 +129,12 @@ ISSUE_31 = (
        "        WHERE status IN ('waiting', 'queued')\n          AND CASE WHEN left(entry, 1)",
        [f"{LEDGER_TESTS}::test_suppression_withdraws_a_row_waiting_to_retry"],
        "suppression withdraws queued rows only, leaving rows that wait to retry"),
-    _m("failed-send-keeps-its-lease", ATTEMPT,
+    _m("failed-send-keeps-its-lease", RESERVE,
        "        if self.lease is not None:\n            side_tasks.submit(",
        "        if self.lease is not None and self.accepted:\n            side_tasks.submit(",
        [f"{AGENT_TESTS}::test_a_refused_send_releases_its_lease_so_a_retiring_slot_is_ready_at_once"],
        "the agent releases a lease only after an accepted send; a refused one holds it until its TTL"),
-    _m("undo-after-attempt-started", ATTEMPT,
+    _m("undo-after-attempt-started", RESERVE,
        "if not self.cancelled and not self.attempt_started:", "if not self.cancelled:",
        [f"{CRASH_TESTS}::test_an_exception_after_the_attempt_started_undoes_nothing"],
        "an exception after the attempt started gives the mailbox's reservation back"),

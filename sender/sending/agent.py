@@ -1,9 +1,9 @@
 """The sender agent: one row at a time through the send path, claim → reserve → lease → attempt → submit → settle.
 
-Each step is its own module: sender.sending.claim, .gate (an attempt that started before, the sending window, the
-content), .reserve, .attempt (the lease's hold, the attempt's start, the submission), .settle. A step returns what
-the next needs, or a stop (sender.sending.report): a `GiveBack`, written by the agent's one give-back path, or a
-`Report` of a row it settled. What a step took is undone in reverse when a later one fails. No transaction or lock
+Each step is its own module: sender.sending.claim, .gate (an attempt that started before, the content), .reserve (the
+mailbox's reservation and, held beside it, the lease: the pool's own call, ippool.Pool.lease), .attempt (the
+attempt's start, the submission), .settle. A step returns what the next needs, or a stop (sender.sending.report): a
+`GiveBack`, written by the agent's one give-back path, or a `Report` of a row it settled. What a step took is undone in reverse when a later one fails. No transaction or lock
 is held across the SMTP conversation: every ledger call is one database function. `checkpoint(name)` is called after
 each step (fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started, submitted,
 recorded. A send's record claims the worker's next row in the same round trip (a killed agent leaves that row
@@ -13,6 +13,7 @@ recorded. A send's record claims the worker's next row in the same round trip (a
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -32,20 +33,20 @@ from sender.ledger.store import Claimed, Ledger
 from sender.oauth import TokenKeeper
 from sender.oauth.opening import open_refreshing
 from sender.sending.activity import Activity
-from sender.sending.attempt import Attempt, Attempts, Held, Opener
+from sender.sending.attempt import Attempt, Attempts, Opener
 from sender.sending.claim import Claims
 from sender.sending.counters import rebuild
 from sender.sending.gate import Gate, Ready
 from sender.sending.guard_settings import GuardSettings
 from sender.sending.persist import persist
 from sender.sending.report import GiveBack, Report, Stop
-from sender.sending.reserve import Reserver
+from sender.sending.reserve import Held, Reserver
 from sender.sending.settle import Settler
 from sender.sending.submission import ResultKind
 from sender.sending.windows import Windows
 from sender.settings import AgentSettings
 from sendhost.model import Mailbox
-from warmup import Guard, Picker, Reservation
+from warmup import Guard, Picker
 from warmup.errors import WarmupConfigError, WarmupUnavailable
 
 __all__ = ["CHECKPOINTS", "Agent", "Report"]
@@ -114,9 +115,11 @@ class Agent:
         # the steps of the send path, in order
         self._claims = Claims(self.groups, sorted(mailboxes))
         self._gate = Gate(windows, clock, unsubscribe_key, settings.unsubscribe_base_url, self._persist)
-        self._reserver = Reserver(pick or guard.pick,
+        self._reserver = Reserver(guard,
                                   {g: tuple(m.address.lower() for m in ms) for g, ms in self._groups.items()},
-                                  windows.pace, self._rebuild)
+                                  windows.pace, self._rebuild, pick)
+        self._lease = functools.partial(pool.lease, settings.host, ttl_s=settings.lease_ttl,
+                                        primary_ip=settings.primary_ip)
         self._attempts = Attempts(mailboxes, tokens or TokenKeeper(env=env, on_refused=guard.pause),
                                   self._side_tasks, source_address or (lambda lease: lease.source_ip),
                                   opener, settings.smtp_timeout_s)
@@ -147,14 +150,12 @@ class Agent:
         ready = self._gate.check(ledger, row)
         if not isinstance(ready, Ready):
             return self._reported(ledger, row, ready)
-        reserved = self._reserver.reserve(ledger, row, ready.now)
-        if not isinstance(reserved, Reservation):
-            return self._reported(ledger, row, reserved)
+        held = self._reserver.reserve(ledger, row, ready.now)
+        if not isinstance(held, Held):
+            return self._reported(ledger, row, held)
         self._checkpoint("reserved")
-        held = Held(self.guard, reserved)
         try:
-            held.lease = self.pool.lease(self.settings.host, ttl_s=self.settings.lease_ttl,
-                                         primary_ip=self.settings.primary_ip)
+            held.lease = self._lease()
             self._checkpoint("leased")
             attempt = self._attempts.start(ledger, row, held, ready.content)
             if not isinstance(attempt, Attempt):
@@ -162,8 +163,8 @@ class Agent:
             self._checkpoint("attempt_started")
             result = attempt.submit(row, ready.content, ready.unsubscribe, ready.now)
             self._checkpoint("submitted")
-            report = self._settler.settle(ledger, row, reserved, attempt.mailbox.address, attempt.source_ip, result,
-                                          self._record(worker), attempt.message_id, held.lease)
+            report = self._settler.settle(ledger, row, held.reservation, attempt.mailbox.address, attempt.source_ip,
+                                          result, self._record(worker), attempt.message_id, held.lease)
             held.accepted = result.kind is ResultKind.ACCEPTED
             return self._reported(ledger, row, report)
         except BaseException:

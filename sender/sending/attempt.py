@@ -1,5 +1,5 @@
-"""The attempt and its submission: what a row holds on its way (`Held`), the attempt's durable start beside the
-opening of its SMTP session (`Attempts.start`), and the handover (`Attempt.submit`).
+"""The attempt and its submission: the attempt's durable start beside the opening of its SMTP session
+(`Attempts.start`, from what the reservation holds: sender.sending.reserve.Held), and the handover (`Attempt.submit`).
 
 The durable start (with the last suppression check) and the opening of the session (connect, TLS, AUTH) run side by
 side; nothing is handed over (MAIL FROM) until both are done, so a suppressed or lost row only costs a QUIT.
@@ -20,56 +20,15 @@ from sender.oauth import TokenKeeper, TokenUnavailable
 from sender.sending.compose import Content
 from sender.sending.message import build_message, message_id_for
 from sender.sending.report import GiveBack, Report, ReportKind, Stop
+from sender.sending.reserve import Held
 from sender.sending.submission import Result, SubmissionSession
 from sendhost.errors import SecretUnavailable
 from sendhost.model import Mailbox, Submission
-from warmup import FailureClass, Guard, Reservation
+from warmup import FailureClass
 
 log = logging.getLogger("sendhost.sender")
 
 Opener = Callable[..., SubmissionSession | Result]  # sender.oauth.opening.open_refreshing's signature
-
-
-class Held:
-    """What a row holds on its way: its mailbox's reservation, then a source address's lease. Undone in reverse
-    when the path fails before the attempt started; a started attempt is never undone (the reservation stays
-    used and the row `sending` for the sweep: the server may have the message)."""
-
-    def __init__(self, guard: Guard, reservation: Reservation) -> None:
-        self.guard = guard
-        self.reservation = reservation
-        self.lease: Lease | None = None
-        self.cancelled = False  # the reservation was given back
-        self.attempt_started = False
-        self.accepted = False  # the server accepted the message: its reservation is confirmed
-
-    def cancel(self, failure: FailureClass | None = None) -> None:
-        """Give the reservation back to the guard (`failure`: the class whose response applies)."""
-        self.guard.cancel(self.reservation, failure)
-        self.cancelled = True
-
-    def undo(self) -> bool:
-        """After a failure: cancel the reservation unless it was or the attempt started; whether it did."""
-        if not self.cancelled and not self.attempt_started:
-            self.cancel()
-            return True
-        return False
-
-    def finish(self, side_tasks: Executor) -> None:
-        """Off the hot path, in one side task: neither step fails the send (a lost release expires by its TTL;
-        confirm only settles a reservation that already counts against the cap), and neither may delay the next
-        claim."""
-        if self.lease is not None:
-            side_tasks.submit(_finish, self.guard, self.lease, self.reservation if self.accepted else None)
-
-
-def _finish(guard: Guard, lease: Lease, sent: Reservation | None) -> None:
-    """After a send, beside the next one: confirm the reservation of an accepted message, release the lease."""
-    try:
-        if sent is not None:
-            guard.confirm(sent)
-    finally:
-        lease.release()
 
 
 def _close(opening: Future[SubmissionSession | Result]) -> None:

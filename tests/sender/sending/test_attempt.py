@@ -10,9 +10,10 @@ from typing import Any, cast
 import pytest
 
 from sender.oauth import TokenKeeper, TokenUnavailable
-from sender.sending.attempt import Attempt, Attempts, Held
+from sender.sending.attempt import Attempt, Attempts
 from sender.sending.compose import compose
 from sender.sending.report import GiveBack, Report
+from sender.sending.reserve import Held
 from sender.sending.submission import Result, ResultKind, Stage, SubmissionSession
 from sendhost.errors import SecretUnavailable
 from tests.sender.sending.fakes import BOX, FakeGuard, FakeLedger, InlineExecutor, claimed, lease, mailbox, reservation
@@ -148,20 +149,3 @@ def test_a_started_attempt_is_never_undone() -> None:
     world.start()
     assert not world.held.undo()
     assert "cancel" not in [c[0] for c in world.calls]
-
-
-def test_the_lease_is_released_after_any_end_and_only_an_accepted_send_confirms() -> None:
-    calls: list[tuple[Any, ...]] = []
-    for accepted in (False, True):
-        held = Held(FakeGuard(calls).as_guard(), reservation())
-        held.lease = lease(calls)
-        held.accepted = accepted
-        held.finish(InlineExecutor(calls))
-    assert calls == [("side task", "_finish"), ("release", "10.0.0.5"),
-                     ("side task", "_finish"), ("confirm", BOX), ("release", "10.0.0.5")]
-
-
-def test_nothing_leased_nothing_to_finish() -> None:
-    calls: list[tuple[Any, ...]] = []
-    Held(FakeGuard(calls).as_guard(), reservation()).finish(InlineExecutor(calls))
-    assert calls == []

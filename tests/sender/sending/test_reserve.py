@@ -1,5 +1,5 @@
 """The reservation step (sender.sending.reserve), with no service: the guard's pick is a fake that answers as told
-and records what it was asked."""
+and records what it was asked; what a row holds after it (`Held`) is undone and finished through a fake guard."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from sender.ledger.store import Claimed, Ledger
 from sender.sending.report import GiveBack
-from sender.sending.reserve import PAUSED_DELAY_S, UNAVAILABLE_DELAY_S, Reserver
+from sender.sending.reserve import PAUSED_DELAY_S, UNAVAILABLE_DELAY_S, Held, Reserver
 from sender.sending.windows import Pace
-from tests.sender.sending.fakes import FakeLedger, claimed, reservation
+from tests.sender.sending.fakes import BOX, FakeGuard, FakeLedger, InlineExecutor, claimed, lease, reservation
 from warmup import Answer, CampaignSlot, Decision
 from warmup.errors import UnknownMailbox, WarmupConfigError, WarmupUnavailable
 
@@ -48,13 +48,15 @@ def reserver(pick: FakePick, rebuilt: list[str] | None = None, rebuild_fails: Ex
     def paced(ledger: Ledger, row: Claimed, now: datetime) -> Pace:
         return pace
 
-    return Reserver(pick, GROUPS, paced, rebuild)
+    return Reserver(FakeGuard([]).as_guard(), GROUPS, paced, rebuild, pick)
 
 
 def reserve(pick: FakePick, **fields: Any) -> Any:
+    """The reservation held, or the GiveBack."""
     rebuilt = fields.pop("rebuilt", None)
     fails = fields.pop("rebuild_fails", None)
-    return reserver(pick, rebuilt, fails).reserve(FakeLedger().as_ledger(), claimed(5, **fields), NOW)
+    got = reserver(pick, rebuilt, fails).reserve(FakeLedger().as_ledger(), claimed(5, **fields), NOW)
+    return got.reservation if isinstance(got, Held) else got
 
 
 def reserved(mailbox: str = "a@sender.example") -> Decision:
@@ -127,3 +129,28 @@ def test_a_pause_without_an_end_waits_the_paused_delay_and_redis_down_the_short_
     assert paused == GiveBack(PAUSED_DELAY_S, "", detail="skipped-paused (paused) for 300s")
     down = reserve(FakePick(Decision(Answer.SKIPPED_UNAVAILABLE, None, retry_after_s=60.0)))
     assert isinstance(down, GiveBack) and down.delay_s == UNAVAILABLE_DELAY_S
+
+
+def test_a_reservation_given_back_before_the_attempt_started_is_cancelled_once() -> None:
+    calls: list[tuple[Any, ...]] = []
+    held = Held(FakeGuard(calls).as_guard(), reservation())
+    assert held.undo()
+    assert not held.undo()
+    assert calls == [("cancel", BOX, None)]
+
+
+def test_the_lease_is_released_after_any_end_and_only_an_accepted_send_confirms() -> None:
+    calls: list[tuple[Any, ...]] = []
+    for accepted in (False, True):
+        held = Held(FakeGuard(calls).as_guard(), reservation())
+        held.lease = lease(calls)
+        held.accepted = accepted
+        held.finish(InlineExecutor(calls))
+    assert calls == [("side task", "_finish"), ("release", "10.0.0.5"),
+                     ("side task", "_finish"), ("confirm", BOX), ("release", "10.0.0.5")]
+
+
+def test_nothing_leased_nothing_to_finish() -> None:
+    calls: list[tuple[Any, ...]] = []
+    Held(FakeGuard(calls).as_guard(), reservation()).finish(InlineExecutor(calls))
+    assert calls == []
