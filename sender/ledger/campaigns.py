@@ -5,6 +5,7 @@
     campaigns = Campaigns(ledger)
     campaigns.apply(spec, text)          # -> Applied(outcome="created", changes=None)
     campaigns.add_leads(spec.name, leads)
+    add_leads_file(open_ledger, name, path)   # `sendhost campaign add-leads`: the file read whole, then added
 
 The rules are the database's (sql/schema.sql: sender_campaign_apply, sender_add_leads, sender_campaign_move,
 sender_reassign); this module turns a checked file into their calls, and their answers into reports.
@@ -13,7 +14,7 @@ sender_reassign); this module turns a checked file into their calls, and their a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -21,10 +22,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from sender.campaigns.changes import SpecChanges, changes
-from sender.campaigns.leads import Lead
+from sender.campaigns.leads import Lead, LeadsReport, read_leads
 from sender.campaigns.spec import CampaignError, CampaignSpec, load_applied, load_campaign
 from sender.errors import SenderConfigError
 from sender.ledger import connection as db
@@ -48,6 +50,15 @@ def import_timeout_ms(leads: int) -> int:
 def staged_row(lead: Lead) -> tuple[int, str, str | None, str, str]:
     """`lead` as a row of the staging table (IMPORT_COLUMNS, the fields as JSON)."""
     return lead.line, lead.address, lead.lead_id, lead.timezone, json.dumps(lead.fields)
+
+
+def _other_campaign(conn: psycopg.Connection[Any], name: str, leads: Sequence[Lead], line: int | None) -> str | None:
+    """The active campaign other than `name` holding the lead on `line` (the first refused as in another one)."""
+    address = next((lead.address for lead in leads if lead.line == line), None) if line is not None else None
+    if address is None:
+        return None
+    found = conn.execute(query("lead_other_campaign"), {"address": address, "name": name}).fetchone()
+    return str(found[0]) if found else None
 
 
 class Move(StrEnum):
@@ -81,6 +92,30 @@ class Applied:
 class AddedLeads:
     counts: dict[LeadOutcome, int]
     first_lines: dict[LeadOutcome, int] = field(default_factory=dict)  # the file's first line of each outcome
+    # the active campaign holding the first lead refused as in another one (None: no lead was)
+    other_campaign: str | None = None
+
+
+@dataclass(frozen=True)
+class LeadsFileAdded:
+    """What `sendhost campaign add-leads` did: the campaign's applied file, what reading the leads file found, and
+    what became of its leads."""
+
+    spec: CampaignSpec
+    report: LeadsReport
+    added: AddedLeads
+
+
+def add_leads_file(open_ledger: Callable[[], Ledger], name: str, path: Path) -> LeadsFileAdded:
+    """The leads of `path` added to campaign `name`: every row checked against the campaign's applied file first
+    (LeadsError naming file:line, nothing added), then all in one transaction. CampaignError: no campaign `name`."""
+    with open_ledger() as ledger:
+        campaigns = Campaigns(ledger)
+        spec = campaigns.spec(name)
+        if spec is None:
+            raise CampaignError(f"no campaign {name!r}; create it first with `sendhost campaign apply FILE.yml`")
+        leads = read_leads(path, spec)
+        return LeadsFileAdded(spec, leads.report, campaigns.add_leads(name, leads.leads))
 
 
 # The columns of `campaign status`, in order: what became of each step's rows.
@@ -184,9 +219,10 @@ class Campaigns:
                                                                                  "now": self.ledger.now()}):
                 counts[LeadOutcome(outcome)] = int(count)
                 first_lines[LeadOutcome(outcome)] = int(first_line)
+            other = _other_campaign(conn, name, leads, first_lines.get(LeadOutcome.OTHER_CAMPAIGN))
             # a lead time zone new to the campaign: its window's intervals, committed with its leads
             window_intervals.write(conn, name, self.ledger.now() or datetime.now(UTC))
-        return AddedLeads(counts, first_lines)
+        return AddedLeads(counts, first_lines, other)
 
     def move(self, name: str, move: Move) -> State:
         """Start, pause, resume or stop campaign `name`; SenderConfigError for a move its state does not allow."""

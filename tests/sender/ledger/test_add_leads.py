@@ -1,6 +1,6 @@
-"""Adding a campaign's leads (Campaigns.add_leads, sender_add_leads): each row classified once, in order of
-precedence (already > suppressed > in another active campaign > added); each added lead stored with its step 1
-and the step's history event, the step-1 rows in the file's order."""
+"""Adding a campaign's leads (Campaigns.add_leads, sender_add_leads, and add_leads_file: `campaign add-leads`): each
+row classified once, in order of precedence (already > suppressed > in another active campaign > added); each added
+lead stored with its step 1 and the step's history event, the step-1 rows in the file's order."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import psycopg
 import pytest
 
 from sender import Ledger
+from sender.campaigns.keys import CampaignError
 from sender.campaigns.leads import read_leads
 from sender.campaigns.spec import load_campaign
-from sender.ledger.campaigns import Campaigns, LeadOutcome, Move
+from sender.ledger.campaigns import Campaigns, LeadOutcome, Move, add_leads_file
 
 CAMPAIGN = """\
 name: {name}
@@ -89,6 +90,25 @@ def test_an_added_lead_is_stored_with_its_step_one_and_its_history_in_the_files_
         ("heidi@rcpt.example", None, "UTC", {"first_name": ""}, 1, "waiting", "heidi@rcpt.example",
          "Hello {first_name|there}", "waiting", "added to campaign two"),
     ]
+
+
+def test_a_leads_file_added_names_the_campaign_holding_its_first_lead_refused_as_in_another(
+        tmp_path: Path, busy: Ledger, database_url: str) -> None:
+    _add(tmp_path, busy, "two", "address\nnobody@rcpt.example\n")
+    (tmp_path / "more.csv").write_text(LEADS)
+    done = add_leads_file(lambda: Ledger.from_url(database_url), "two", tmp_path / "more.csv")
+    assert (done.spec.name, done.report.rows) == ("two", 5)
+    assert (done.added.counts[LeadOutcome.OTHER_CAMPAIGN], done.added.first_lines[LeadOutcome.OTHER_CAMPAIGN]) == (1, 2)
+    assert done.added.other_campaign == "one"
+    (tmp_path / "fresh.csv").write_text("address\nnew@rcpt.example\n")
+    fresh = add_leads_file(lambda: Ledger.from_url(database_url), "two", tmp_path / "fresh.csv")
+    assert fresh.added.counts[LeadOutcome.ADDED] == 1 and fresh.added.other_campaign is None
+
+
+def test_a_leads_file_for_no_campaign_is_refused_before_the_file_is_read(tmp_path: Path, ledger: Ledger,
+                                                                         database_url: str) -> None:
+    with pytest.raises(CampaignError, match="no campaign 'nope'; create it first with `sendhost campaign apply"):
+        add_leads_file(lambda: Ledger.from_url(database_url), "nope", tmp_path / "absent.csv")
 
 
 def test_a_running_campaign_that_allows_other_campaigns_takes_their_leads_queued(

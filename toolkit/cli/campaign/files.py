@@ -11,12 +11,8 @@ from toolkit.cli.sender.context import SenderContext, pass_sender
 from toolkit.output import emit_json, format_option, printable
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from sender import Ledger
-    from sender.campaigns.leads import Lead, LeadsReport
     from sender.campaigns.spec import CampaignSpec
-    from sender.ledger.campaigns import AddedLeads, Applied
+    from sender.ledger.campaigns import Applied, LeadsFileAdded
 
 # How the report names each outcome of a lead, in the order it lists them.
 OUTCOME_WORDS = (("added", "added"), ("already", "already in this campaign"), ("suppressed", "suppressed"),
@@ -83,40 +79,19 @@ def add_leads_command(sc: SenderContext, name: str, path: Path, fmt: str | None)
     Every row is checked against the campaign first (a problem is `file:line: column: problem`, exit 2, nothing
     imported), then all go in one transaction. An address already in the campaign, suppressed, or in another active
     campaign is counted, not added: running it again adds nothing."""
-    from sender.campaigns.leads import read_leads
-    from sender.ledger.campaigns import Campaigns
+    from sender.ledger.campaigns import add_leads_file
 
-    with sc.ledger() as ledger:
-        campaigns = Campaigns(ledger)
-        spec = campaigns.spec(name)
-        if spec is None:
-            sc.app.fail(f"no campaign {name!r}; create it first with `sendhost campaign apply FILE.yml`", 2)
-        leads = read_leads(path, spec)
-        added = campaigns.add_leads(name, leads.leads)
-        other = _other_campaign(ledger, name, leads.leads, added)
-    render_added(name, path, spec, leads.report, added, sc.app.output_format(fmt), other)
+    render_added(name, path, add_leads_file(sc.ledger, name, path), sc.app.output_format(fmt))
 
 
-def _other_campaign(ledger: Ledger, name: str, leads: Sequence[Lead], added: AddedLeads) -> str | None:
-    """The campaign holding the first lead refused as in another active campaign; None: none was."""
-    from sender.ledger.campaigns import LeadOutcome
-
-    line = added.first_lines.get(LeadOutcome.OTHER_CAMPAIGN)
-    address = next((lead.address for lead in leads if lead.line == line), None) if line is not None else None
-    if address is None:
-        return None
-    found = ledger.fetch_one("lead_other_campaign", {"address": address, "name": name}, f"add leads to {name}")
-    return str(found[0]) if found else None
-
-
-def render_added(name: str, path: Path, spec: CampaignSpec, report: LeadsReport, added: AddedLeads,
-                 fmt: str, other: str | None = None) -> None:
+def render_added(name: str, path: Path, done: LeadsFileAdded, fmt: str) -> None:
+    spec, report, added = done.spec, done.report, done.added
     counts = {outcome.value: n for outcome, n in added.counts.items()}
     first_lines = {outcome.value: line for outcome, line in added.first_lines.items()}
     if fmt == "json":
         data: dict[str, Any] = {
             "campaign": name, "file": str(path), "rows": report.rows, **counts, "first_lines": first_lines,
-            "other_campaign_first": other,
+            "other_campaign_first": added.other_campaign,
             "duplicates": report.duplicates, "duplicate_lines": [list(pair) for pair in report.duplicate_lines],
             "timezone_defaulted": report.timezone_defaulted, "timezone_absent": report.timezone_absent,
             "timezone_invalid": report.timezone_invalid, "timezone": spec.pacing.timezone,
@@ -127,8 +102,8 @@ def render_added(name: str, path: Path, spec: CampaignSpec, report: LeadsReport,
     parts = []
     for key, words in OUTCOME_WORDS:
         where = f" (first at line {first_lines[key]})" if counts.get(key) and key in first_lines else ""
-        if key == "other_campaign" and other is not None and where:
-            where = f" (first at line {first_lines[key]}, in campaign {other})"
+        if key == "other_campaign" and added.other_campaign is not None and where:
+            where = f" (first at line {first_lines[key]}, in campaign {added.other_campaign})"
         parts.append(f"{counts.get(key, 0)} {words}{where}")
     click.echo(f"campaign {name}: " + ", ".join(parts))
     facts = [f"{report.rows} rows"]
