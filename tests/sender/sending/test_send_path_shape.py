@@ -11,7 +11,7 @@ import sender.sending
 from sender.sending import agent
 
 SENDING = Path(sender.sending.__file__).parent
-STEPS = ("self._claims.next", "self._gate.check", "self._reserver.reserve", "self.pool.lease",
+STEPS = ("self._claims.next", "self._gate.check", "self._reserver.reserve", "self._lease",
          "self._attempts.start", "attempt.submit", "self._settler.settle")
 
 
