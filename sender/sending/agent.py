@@ -1,13 +1,14 @@
 """The sender agent: one row at a time through the send path, claim → reserve → lease → attempt → submit → settle.
 
-Each step is its own module: sender.sending.claim, .gate (an attempt that started before, the content), .reserve (the
-mailbox's reservation and, held beside it, the lease: the pool's own call, ippool.Pool.lease), .attempt (the
+Each step is its own module: sender.sending.claim, .gate (an attempt that started before, the content), .reserve
+(the mailbox's reservation and, held beside it, the lease: the pool's own call, ippool.Pool.lease), .attempt (the
 attempt's start, the submission), .settle. A step returns what the next needs, or a stop (sender.sending.report): a
-`GiveBack`, written by the agent's one give-back path, or a `Report` of a row it settled. What a step took is undone in reverse when a later one fails. No transaction or lock
-is held across the SMTP conversation: every ledger call is one database function. `checkpoint(name)` is called after
-each step (fault-injection tests SIGKILL the process there): claimed, reserved, leased, attempt_started, submitted,
-recorded. A send's record claims the worker's next row in the same round trip (a killed agent leaves that row
-`sending` without an attempt: the sweep requeues it); a stopping worker gives it back.
+`GiveBack`, written by the agent's one give-back path, or a `Report` of a row it settled. What a step took is undone
+in reverse when a later one fails. No transaction or lock is held across the SMTP conversation: every ledger call is
+one database function. `checkpoint(name)` is called after each step (fault-injection tests SIGKILL the process
+there): claimed, reserved, leased, attempt_started, submitted, recorded. A send's record claims the worker's next
+row in the same round trip (a killed agent leaves that row `sending` without an attempt: the sweep requeues it); a
+stopping worker gives it back.
 """
 
 from __future__ import annotations
