@@ -22,7 +22,7 @@ from email.utils import format_datetime
 from enum import StrEnum
 
 from sender.feedback.bounces import MessageKind, parse
-from sender.feedback.inbox import EVENT_OF, hold_why, read_reply, reply_event
+from sender.feedback.inbox import event_of, hold_why, read_reply
 from sender.feedback.reply_kinds import ReplyKind
 from sender.ledger.events import Applied, Event, Feedback
 from sender.sending.tokens import verify_token
@@ -108,7 +108,7 @@ class FeedbackPaths:
             return _taken(reaction, now, row, None, "unmatched")  # nothing changes on a guess, as in the reader
         # read as the inbox reads it: an out-of-office holds the lead, a "please remove me" is an unsubscribe
         read = read_reply(raw, parsed, datetime.fromtimestamp(now, UTC).date())
-        event, detail = reply_event(read, parsed) if read is not None else (EVENT_OF[parsed.kind], parsed.detail)
+        event, detail = event_of(parsed, read)
         applied = self.feedback.apply(row, event, source="inbox", ref=parsed.own_message_id or f"sim:{now}",
                                       detail=detail)
         held_until: str | None = None

@@ -419,8 +419,7 @@ ISSUE_24 = (
        [SEQUENCE_RUN],
        "a follow-up's References name only the previous step, not every earlier one"),
     _m("inbox-reply-is-an-auto-reply", INBOX,
-       "MessageKind.UNSUBSCRIBE: Event.UNSUBSCRIBED, MessageKind.REPLY: Event.REPLIED,",
-       "MessageKind.UNSUBSCRIBE: Event.UNSUBSCRIBED, MessageKind.REPLY: Event.AUTO_REPLIED,",
+       "    return Event.REPLIED, parsed.detail\n", "    return Event.AUTO_REPLIED, parsed.detail\n",
        [f"{SEQUENCE_INBOX_TESTS}::test_a_reply_read_from_the_inbox_before_step_two_is_due_means_step_two_is_never_"
         "sent"],
        "a lead's reply read from the inbox is taken for an automatic one: the sequence goes on"),

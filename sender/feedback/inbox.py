@@ -36,10 +36,11 @@ from sendhost.model import Mailbox
 
 log = logging.getLogger("sendhost.sender.inbox")
 
+# The event of each kind of message that is not a reply. A reply's or an automatic reply's event is what it says,
+# read as a person reads it (read_reply, then reply_event): its kind alone never decides.
 EVENT_OF: dict[MessageKind, Event] = {
     MessageKind.HARD_BOUNCE: Event.BOUNCED, MessageKind.SOFT_BOUNCE: Event.DEFERRED,
-    MessageKind.COMPLAINT: Event.COMPLAINED, MessageKind.AUTO_REPLY: Event.AUTO_REPLIED,
-    MessageKind.UNSUBSCRIBE: Event.UNSUBSCRIBED, MessageKind.REPLY: Event.REPLIED,
+    MessageKind.COMPLAINT: Event.COMPLAINED, MessageKind.UNSUBSCRIBE: Event.UNSUBSCRIBED,
 }
 
 
@@ -143,9 +144,7 @@ class InboxReader:
             log.info("%s: a %s about no row of ours; left alone", where, parsed.kind)
             return
         row, row_address = found
-        event, detail = EVENT_OF[parsed.kind], parsed.detail
-        if read is not None:
-            event, detail = reply_event(read, parsed)
+        event, detail = event_of(parsed, read)
         if parsed.kind in (MessageKind.HARD_BOUNCE, MessageKind.SOFT_BOUNCE) and row_address is not None:
             if parsed.recipients and row_address not in parsed.recipients:
                 # The bounce names other addresses than the row's: it is not about this row after all.
@@ -235,6 +234,12 @@ def read_reply(raw: bytes, parsed: Parsed, today: date) -> ReplyReading | None:
     body = next((mime.text_of(part) for part in mime.parts(message) if part.get_content_type() == "text/plain"), "")
     return classify(mime.header(message, "Subject"), body, automatic=parsed.kind is MessageKind.AUTO_REPLY,
                     received=today, sender=parsed.sender or "")
+
+
+def event_of(parsed: Parsed, read: ReplyReading | None) -> tuple[Event, str]:
+    """The event a message is, and its detail: a reply's (`read`, from read_reply) its reading's, any other's its
+    kind's."""
+    return reply_event(read, parsed) if read is not None else (EVENT_OF[parsed.kind], parsed.detail)
 
 
 def reply_event(read: ReplyReading, parsed: Parsed) -> tuple[Event, str]:
